@@ -1,0 +1,57 @@
+#include "config/scenario.h"
+
+namespace mfusim::config {
+
+namespace {
+struct ScheduleName { ScheduleKind kind; const char* name; };
+constexpr ScheduleName kScheduleNames[] = {
+    {ScheduleKind::gpipe, "gpipe"},       {ScheduleKind::one_f_one_b, "1f1b"},
+    {ScheduleKind::interleaved_1f1b, "interleaved-1f1b"},
+    {ScheduleKind::zb_h1, "zb-h1"},       {ScheduleKind::zb_h2, "zb-h2"},
+    {ScheduleKind::zb_v, "zb-v"},         {ScheduleKind::dualpipe, "dualpipe"},
+    {ScheduleKind::dualpipev, "dualpipev"},
+};
+}  // namespace
+
+const char* to_string(ScheduleKind k) {
+  for (const auto& s : kScheduleNames)
+    if (s.kind == k) return s.name;
+  return "?";
+}
+
+std::optional<ScheduleKind> schedule_from_string(const std::string& name) {
+  for (const auto& s : kScheduleNames)
+    if (name == s.name) return s.kind;
+  return std::nullopt;
+}
+
+const std::vector<ScheduleKind>& all_schedules() {
+  static const std::vector<ScheduleKind> all = [] {
+    std::vector<ScheduleKind> v;
+    for (const auto& s : kScheduleNames) v.push_back(s.kind);
+    return v;
+  }();
+  return all;
+}
+
+const char* to_string(Recompute r) {
+  switch (r) {
+    case Recompute::none: return "none";
+    case Recompute::selective: return "selective";
+    case Recompute::full: return "full";
+  }
+  return "?";
+}
+
+const char* to_string(NcclAlgo a) {
+  switch (a) {
+    case NcclAlgo::auto_: return "auto";
+    case NcclAlgo::ring: return "ring";
+    case NcclAlgo::tree: return "tree";
+  }
+  return "?";
+}
+
+const char* to_string(Precision p) { return p == Precision::fp8 ? "fp8" : "bf16"; }
+
+}  // namespace mfusim::config

@@ -1,0 +1,108 @@
+#pragma once
+// A resolved scenario: everything one simulated training step needs, after
+// defaults, named-file resolution, [[whatif]] overlays and --set overrides.
+// Plain structs; only config/loader.* knows TOML.
+#include <cstdint>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "hardware/calibration.h"
+#include "hardware/hardware_spec.h"
+#include "models/model_spec.h"
+
+namespace mfusim::config {
+
+using hardware::Precision;
+
+enum class ScheduleKind { gpipe, one_f_one_b, interleaved_1f1b, zb_h1, zb_h2, zb_v, dualpipe, dualpipev };
+enum class Recompute { none, selective, full };
+enum class NcclAlgo { auto_, ring, tree };
+
+// "gpipe", "1f1b", "interleaved-1f1b", "zb-h1", "zb-h2", "zb-v", "dualpipe", "dualpipev"
+const char* to_string(ScheduleKind);
+std::optional<ScheduleKind> schedule_from_string(const std::string&);
+const std::vector<ScheduleKind>& all_schedules();
+const char* to_string(Recompute);
+const char* to_string(NcclAlgo);
+const char* to_string(Precision);
+
+struct Training {
+  int seq_len = 4096;
+  int global_batch = 0;     // sequences per optimizer step
+  int micro_batch = 1;      // sequences per micro-batch
+  Precision precision = Precision::bf16;
+  double tokens_to_train = 0;      // optional: for days-to-train and cost (0 = not given)
+};
+
+struct Parallel {
+  int tp = 1, pp = 1, cp = 1, ep = 1, vpp = 1;
+  int dp = 0;                       // derived: gpus / (tp * pp * cp) unless given
+  bool sequence_parallel = true;
+  bool distributed_optimizer = true;
+  // Layer split over pipeline stages. Empty `stage_layers` and zero first/last:
+  // even split. first/last_stage_layers fix the end stages and split the rest
+  // evenly. stage_layers: explicit per-stage list (length pp, sums to layers).
+  int first_stage_layers = 0;
+  int last_stage_layers = 0;
+  std::vector<int> stage_layers;
+};
+
+// Schedule-lab mode: fixed op times (seconds) per micro-batch per stage chunk.
+struct ScheduleCosts {
+  double f = 0, b = 0;
+  std::optional<double> w;          // absent: b is the whole backward
+  double comm = 0;
+  std::optional<double> fb;         // DualPipe's overlapped F&B pair; default f + b + w
+};
+
+struct Schedule {
+  ScheduleKind name = ScheduleKind::one_f_one_b;
+  std::optional<ScheduleCosts> costs;
+};
+
+struct Features {
+  bool flash_attention = true;
+  bool fused_kernels = true;
+  bool overlap_grad_reduce = true;
+  bool overlap_param_gather = true;
+  bool tp_comm_overlap = false;
+  Recompute recompute = Recompute::none;
+  bool cuda_graphs = false;
+  bool python_gc = false;
+  int dataloader_workers = 8;
+  NcclAlgo nccl_algo = NcclAlgo::auto_;
+};
+
+struct Cost {
+  double price_per_gpu_hour = 0;   // optional, USD (0 = not given)
+};
+
+struct Scenario {
+  std::string name;
+  std::string source;               // scenario file path ("" when built in code)
+  std::string model_ref;            // "llama2-70b" or "(inline)"
+  std::string hardware_ref;         // "h100-sxm" or "(inline)"
+  models::ModelSpec model;
+  hardware::HardwareSpec hardware;
+  std::optional<hardware::Calibration> calibration;
+  int gpus = 0;
+  Training training;
+  Parallel parallel;
+  Schedule schedule;
+  Features features;
+  Cost cost;
+  std::uint64_t seed = 1;           // for seeded stochastic effects (GC pauses)
+
+  int microbatches() const {        // per pipeline per step
+    return training.global_batch / (training.micro_batch * parallel.dp);
+  }
+};
+
+// One rung of the [[whatif]] ladder, already resolved (each overlays the one before).
+struct WhatIf {
+  std::string name;
+  Scenario scenario;
+};
+
+}  // namespace mfusim::config

@@ -1,0 +1,27 @@
+#pragma once
+// A GPU and its interconnect, as read from hardware/*.toml. SI units inside
+// the program (FLOP/s, bytes, bytes/s, seconds); the TOML files use the
+// datasheet units named in each key (tflops, gib, gbs = GB/s, us).
+#include <string>
+
+namespace mfusim::hardware {
+
+enum class Precision { bf16, fp8 };
+
+struct HardwareSpec {
+  std::string name;
+  double peak_flops_bf16 = 0;      // dense, FLOP/s            (peak_tflops_bf16)
+  double peak_flops_fp8 = 0;       // dense, FLOP/s; 0 = none   (peak_tflops_fp8)
+  double hbm_bytes = 0;            // capacity                  (hbm_gib)
+  double hbm_bandwidth = 0;        // bytes/s                   (hbm_bandwidth_gbs)
+  int gpus_per_node = 8;           // GPUs per NVLink domain    (gpus_per_node)
+  double nvlink_bandwidth = 0;     // bytes/s per GPU, one direction (nvlink_bandwidth_gbs)
+  double nvlink_latency = 0;       // seconds                   (nvlink_latency_us)
+  double nic_bandwidth = 0;        // bytes/s per GPU, one direction (nic_bandwidth_gbs)
+  double nic_latency = 0;          // seconds                   (nic_latency_us)
+  double launch_overhead = 0;      // seconds per kernel        (launch_overhead_us)
+
+  double peak_flops(Precision p) const { return p == Precision::fp8 ? peak_flops_fp8 : peak_flops_bf16; }
+};
+
+}  // namespace mfusim::hardware

@@ -1,0 +1,55 @@
+#pragma once
+// The shape of a decoder-only transformer, as read from models/*.toml or a
+// Hugging Face config.json. Plain data: no parsing here (config/ loads it).
+#include <cstdint>
+#include <optional>
+#include <string>
+
+namespace mfusim::models {
+
+enum class Activation { swiglu, gelu };
+
+// Mixture of experts (Mixtral, DeepSeek-V3). `dense_layers` leading layers use
+// the dense MLP of width ModelSpec::ffn_hidden; the rest route each token to
+// `top_k` of `experts` experts of width `expert_ffn_hidden`, plus
+// `shared_experts` always-active experts of the same width.
+struct MoeSpec {
+  int experts = 0;
+  int top_k = 0;
+  std::int64_t expert_ffn_hidden = 0;
+  int shared_experts = 0;
+  int dense_layers = 0;
+};
+
+// Multi-head latent attention (DeepSeek-V2/V3). When present, attention
+// parameters and FLOPs follow MLA instead of GQA.
+struct MlaSpec {
+  std::int64_t q_lora_rank = 0;       // 0: no query compression
+  std::int64_t kv_lora_rank = 0;
+  std::int64_t qk_nope_head_dim = 0;
+  std::int64_t qk_rope_head_dim = 0;
+  std::int64_t v_head_dim = 0;
+};
+
+// Invariants (checked by the loader): layers, hidden, heads, kv_heads, vocab > 0;
+// kv_heads divides heads; head_dim > 0 (defaults to hidden / heads).
+struct ModelSpec {
+  std::string name;
+  int layers = 0;
+  std::int64_t hidden = 0;
+  std::int64_t ffn_hidden = 0;     // dense MLP width (per gate for SwiGLU)
+  int heads = 0;
+  int kv_heads = 0;
+  std::int64_t head_dim = 0;       // hidden / heads unless given
+  std::int64_t vocab = 0;
+  Activation activation = Activation::swiglu;
+  bool tied_embeddings = false;
+  std::optional<MoeSpec> moe;
+  std::optional<MlaSpec> mla;
+
+  bool is_moe() const { return moe.has_value() && moe->experts > 0; }
+  // Whether layer `i` (0-based) is an MoE layer.
+  bool is_moe_layer(int i) const { return is_moe() && i >= moe->dense_layers; }
+};
+
+}  // namespace mfusim::models

@@ -1,0 +1,75 @@
+#pragma once
+// The op vocabulary of pipeline schedules and one generator per schedule.
+// A schedule is data: one ordered list of ops per pipeline rank (the order the
+// rank's compute stream runs them). Communication and times are added later
+// by the lowering (schedules/lowering.*).
+#include <string>
+#include <vector>
+
+namespace mfusim::schedules {
+
+// F forward; B backward for inputs (or the whole backward when the schedule
+// does not split W); W backward for weights; FB one forward and one backward
+// of different micro-batches overlapped (DualPipe's F&B).
+enum class OpKind { F, B, W, FB };
+
+// `stage` is the virtual stage: the index of the layer slice in the model's
+// forward order, 0 .. stages-1 (stages = ranks * chunks for interleaved and
+// V shapes). F of (microbatch, stage) needs F of (microbatch, stage-1); B of
+// (microbatch, stage) needs B of (microbatch, stage+1), or F of the last
+// stage; W needs B of the same (microbatch, stage). `chunk` is which of the
+// rank's model chunks (parameter copies) runs it, for labels and memory.
+// For FB the forward half is (microbatch, stage, chunk) and the backward half
+// is (microbatch_b, stage_b, chunk_b).
+struct Op {
+  OpKind kind = OpKind::F;
+  int stage = 0;
+  int microbatch = 0;
+  int chunk = 0;
+  int microbatch_b = -1, stage_b = -1, chunk_b = -1;
+  bool split_w = false;    // B is input-gradient only (a W op follows)
+  friend bool operator==(const Op&, const Op&) = default;
+};
+
+using StageOrder = std::vector<std::vector<Op>>;   // one ordered list per pipeline rank
+
+struct PipelineShape {
+  int ranks = 1;          // pipeline ranks (parallel.pp)
+  int microbatches = 1;   // per pipeline per step
+  int chunks = 1;         // vpp for interleaved; ignored by fixed-shape schedules
+};
+
+// A generated schedule plus what the lowering needs to route it.
+struct PipelineSchedule {
+  StageOrder order;
+  int stages = 1;                 // virtual stages (layer slices)
+  int chunks_per_rank = 1;        // model chunks resident per rank
+  int param_copies = 1;           // 2 for DualPipe (each rank holds stage r and p-1-r)
+  bool split_w = false;           // backward split into B and W
+  std::string name;
+};
+
+std::string label(const Op&);     // "F mb3 chunk1", "B mb0 chunk0", "F mb3 chunk0 + B mb1 chunk1"
+
+// Each generator cites its source and labels its phases; preconditions are
+// asserted with the values in the message (config/ reports them as user errors first).
+PipelineSchedule gpipe(const PipelineShape&);
+PipelineSchedule one_f_one_b(const PipelineShape&);
+PipelineSchedule interleaved_1f1b(const PipelineShape&);
+PipelineSchedule zb_h1(const PipelineShape&);
+PipelineSchedule zb_h2(const PipelineShape&);
+PipelineSchedule zb_v(const PipelineShape&);
+PipelineSchedule dualpipe(const PipelineShape&);
+PipelineSchedule dualpipev(const PipelineShape&);
+
+// Shape rules per schedule (even ranks, enough micro-batches, multiples); empty when fine.
+// `name` is the SPEC name ("zb-h1"); messages carry the values.
+std::vector<std::string> shape_errors(const std::string& name, const PipelineShape&);
+PipelineSchedule generate(const std::string& name, const PipelineShape&);
+// Chunks (virtual stages per rank) a schedule uses for a given vpp: interleaved vpp, zb-v/dualpipev 2, others 1.
+int chunks_for(const std::string& name, int vpp);
+// Whether the schedule splits backward into B and W.
+bool splits_w(const std::string& name);
+const std::vector<std::string>& schedule_names();
+
+}  // namespace mfusim::schedules
