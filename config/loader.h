@@ -43,7 +43,6 @@ LoadedScenario load_scenario_string(const std::string& text, const std::string& 
 
 models::ModelSpec load_model(const std::string& path);          // models/*.toml or a HF config.json
 hardware::HardwareSpec load_hardware(const std::string& path);
-hardware::Calibration load_calibration(const std::string& path);
 
 // Re-check a Scenario built or modified in code (sweep, plan, diagnose):
 // the same consistency rules as the file, reported without positions.

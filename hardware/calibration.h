@@ -54,4 +54,12 @@ struct Calibration {
   CollectiveFit collectives;
 };
 
+// Reading and writing calibration files (hardware/calibration/*.toml) and
+// fitting a probe output into one (`mfusim calibrate`). Bad files throw
+// std::runtime_error with "file:line:col: error: ..." text.
+Calibration read_calibration(const std::string& path);
+void write_calibration(const Calibration&, const std::string& path);
+// Fit a probe output (probe/ TOML); `report` receives the fit error per family.
+Calibration fit_probe(const std::string& probe_path, std::string* report = nullptr);
+
 }  // namespace mfusim::hardware
