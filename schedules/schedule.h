@@ -62,9 +62,10 @@ PipelineSchedule zb_v(const PipelineShape&);
 PipelineSchedule dualpipe(const PipelineShape&);
 PipelineSchedule dualpipev(const PipelineShape&);
 
-// Shape rules per schedule (even ranks, enough micro-batches, multiples); empty when fine.
+// schedules/shape_rules.cpp. Shape rules per schedule (even ranks, enough micro-batches, multiples); empty when fine.
 // `name` is the SPEC name ("zb-h1"); messages carry the values.
 std::vector<std::string> shape_errors(const std::string& name, const PipelineShape&);
+// schedules/generate.cpp: dispatch by SPEC name.
 PipelineSchedule generate(const std::string& name, const PipelineShape&);
 // Chunks (virtual stages per rank) a schedule uses for a given vpp: interleaved vpp, zb-v/dualpipev 2, others 1.
 int chunks_for(const std::string& name, int vpp);

@@ -1,0 +1,58 @@
+// Names and shape rules of the schedules: shared by the loader (which reports
+// them as config errors) and the generators (which assert them).
+#include <string>
+#include <vector>
+
+#include "schedules/schedule.h"
+
+namespace mfusim::schedules {
+
+const std::vector<std::string>& schedule_names() {
+  static const std::vector<std::string> names = {"gpipe", "1f1b",  "interleaved-1f1b", "zb-h1",
+                                                 "zb-h2", "zb-v", "dualpipe",         "dualpipev"};
+  return names;
+}
+
+int chunks_for(const std::string& name, int vpp) {
+  if (name == "interleaved-1f1b") return vpp;
+  if (name == "zb-v" || name == "dualpipev") return 2;
+  return 1;
+}
+
+bool splits_w(const std::string& name) {
+  return name == "zb-h1" || name == "zb-h2" || name == "zb-v" || name == "dualpipe" || name == "dualpipev";
+}
+
+std::vector<std::string> shape_errors(const std::string& name, const PipelineShape& s) {
+  std::vector<std::string> errors;
+  const std::string p = "pp=" + std::to_string(s.ranks);
+  const std::string m = "micro-batches per step=" + std::to_string(s.microbatches);
+  if (s.ranks < 1) errors.push_back("pipeline ranks must be >= 1 (" + p + ")");
+  if (s.microbatches < 1) errors.push_back("at least one micro-batch per step is needed (" + m + ")");
+  if (!errors.empty()) return errors;
+  if (name == "interleaved-1f1b") {
+    // Narayanan et al. 2021 §2.2.2: the number of micro-batches must be an integer multiple of p.
+    if (s.chunks < 2) errors.push_back("interleaved-1f1b needs vpp >= 2 (vpp=" + std::to_string(s.chunks) + ")");
+    if (s.microbatches % s.ranks != 0)
+      errors.push_back("interleaved-1f1b needs micro-batches to be a multiple of pp (" + m + ", " + p + ")");
+  } else if (name == "zb-h1" || name == "zb-h2" || name == "zb-v") {
+    // Qi et al. 2024: the handcrafted and V schedules assume at least p micro-batches.
+    if (s.microbatches < s.ranks)
+      errors.push_back(name + " needs at least pp micro-batches (" + m + ", " + p + ")");
+  } else if (name == "dualpipe") {
+    // deepseek-ai/DualPipe dualpipe.py: even number of ranks, num_chunks >= 2 * num_ranks, even.
+    if (s.ranks % 2 != 0) errors.push_back("dualpipe needs an even pp (" + p + ")");
+    if (s.microbatches % 2 != 0) errors.push_back("dualpipe needs an even number of micro-batches (" + m + ")");
+    if (s.microbatches < 2 * s.ranks)
+      errors.push_back("dualpipe needs at least 2*pp micro-batches (" + m + ", " + p + ")");
+  } else if (name == "dualpipev") {
+    // deepseek-ai/DualPipe dualpipev.py: num_chunks >= 2 * num_ranks.
+    if (s.microbatches < 2 * s.ranks)
+      errors.push_back("dualpipev needs at least 2*pp micro-batches (" + m + ", " + p + ")");
+  } else if (name != "gpipe" && name != "1f1b") {
+    errors.push_back("unknown schedule '" + name + "'");
+  }
+  return errors;
+}
+
+}  // namespace mfusim::schedules
