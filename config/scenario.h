@@ -72,6 +72,8 @@ struct Features {
   bool python_gc = false;
   int dataloader_workers = 8;
   NcclAlgo nccl_algo = NcclAlgo::auto_;
+  // Time to load and collate one sequence on the CPU (tokenised, memory-mapped data).
+  double dataloader_ms_per_sample = 0;
 };
 
 struct Cost {

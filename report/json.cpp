@@ -1,0 +1,289 @@
+#include "report/json.h"
+
+#include <cmath>
+#include <cstdio>
+#include <stdexcept>
+
+namespace mfusim::report {
+
+std::string quote(const std::string& s) {
+  std::string o = "\"";
+  for (unsigned char c : s) {
+    switch (c) {
+      case '"': o += "\\\""; break;
+      case '\\': o += "\\\\"; break;
+      case '\n': o += "\\n"; break;
+      case '\t': o += "\\t"; break;
+      case '\r': o += "\\r"; break;
+      default:
+        if (c < 0x20) {
+          char buf[8];
+          std::snprintf(buf, sizeof buf, "\\u%04x", c);
+          o += buf;
+        } else {
+          o += static_cast<char>(c);
+        }
+    }
+  }
+  return o + "\"";
+}
+
+void JsonWriter::newline() {
+  if (indent_ <= 0) return;
+  out_ += '\n';
+  out_.append(first_.size() * indent_, ' ');
+}
+
+void JsonWriter::before_value() {
+  if (after_key_) {
+    after_key_ = false;
+    return;
+  }
+  if (!first_.empty()) {
+    if (!first_.back()) out_ += ',';
+    first_.back() = false;
+    newline();
+  }
+}
+
+JsonWriter& JsonWriter::begin_object() {
+  before_value();
+  out_ += '{';
+  first_.push_back(true);
+  return *this;
+}
+JsonWriter& JsonWriter::end_object() {
+  const bool empty = first_.back();
+  first_.pop_back();
+  if (!empty) newline();
+  out_ += '}';
+  return *this;
+}
+JsonWriter& JsonWriter::begin_array() {
+  before_value();
+  out_ += '[';
+  first_.push_back(true);
+  return *this;
+}
+JsonWriter& JsonWriter::end_array() {
+  const bool empty = first_.back();
+  first_.pop_back();
+  if (!empty) newline();
+  out_ += ']';
+  return *this;
+}
+JsonWriter& JsonWriter::key(const std::string& k) {
+  before_value();
+  out_ += quote(k);
+  out_ += indent_ > 0 ? ": " : ":";
+  after_key_ = true;
+  return *this;
+}
+JsonWriter& JsonWriter::value(const std::string& s) {
+  before_value();
+  out_ += quote(s);
+  return *this;
+}
+JsonWriter& JsonWriter::value(double v) {
+  if (!std::isfinite(v)) throw std::logic_error("non-finite number in JSON report");
+  before_value();
+  char buf[32];
+  std::snprintf(buf, sizeof buf, "%.10g", v);
+  out_ += buf;
+  return *this;
+}
+JsonWriter& JsonWriter::value(long long v) {
+  before_value();
+  out_ += std::to_string(v);
+  return *this;
+}
+JsonWriter& JsonWriter::value(bool v) {
+  before_value();
+  out_ += v ? "true" : "false";
+  return *this;
+}
+JsonWriter& JsonWriter::raw(const std::string& json) {
+  before_value();
+  out_ += json;
+  return *this;
+}
+
+void write_resolved(JsonWriter& w, const config::Scenario& s) {
+  const auto& m = s.model;
+  const auto& h = s.hardware;
+  w.begin_object();
+  w.key("name").value(s.name);
+  w.key("model").begin_object();
+  w.key("ref").value(s.model_ref);
+  w.key("name").value(m.name);
+  w.key("layers").value(m.layers);
+  w.key("hidden").value(static_cast<long long>(m.hidden));
+  w.key("ffn_hidden").value(static_cast<long long>(m.ffn_hidden));
+  w.key("heads").value(m.heads);
+  w.key("kv_heads").value(m.kv_heads);
+  w.key("head_dim").value(static_cast<long long>(m.head_dim));
+  w.key("vocab").value(static_cast<long long>(m.vocab));
+  w.key("activation").value(m.activation == models::Activation::swiglu ? "swiglu" : "gelu");
+  w.key("tied_embeddings").value(m.tied_embeddings);
+  if (m.is_moe()) {
+    w.key("moe").begin_object();
+    w.key("experts").value(m.moe->experts);
+    w.key("top_k").value(m.moe->top_k);
+    w.key("expert_ffn_hidden").value(static_cast<long long>(m.moe->expert_ffn_hidden));
+    w.key("shared_experts").value(m.moe->shared_experts);
+    w.key("dense_layers").value(m.moe->dense_layers);
+    w.end_object();
+  }
+  w.end_object();
+  w.key("hardware").begin_object();
+  w.key("ref").value(s.hardware_ref);
+  w.key("name").value(h.name);
+  w.key("peak_tflops_bf16").value(h.peak_flops_bf16 / 1e12);
+  w.key("peak_tflops_fp8").value(h.peak_flops_fp8 / 1e12);
+  w.key("hbm_gib").value(h.hbm_bytes / (1024.0 * 1024.0 * 1024.0));
+  w.key("hbm_bandwidth_gbs").value(h.hbm_bandwidth / 1e9);
+  w.key("gpus_per_node").value(h.gpus_per_node);
+  w.key("nvlink_bandwidth_gbs").value(h.nvlink_bandwidth / 1e9);
+  w.key("nvlink_latency_us").value(h.nvlink_latency * 1e6);
+  w.key("nic_bandwidth_gbs").value(h.nic_bandwidth / 1e9);
+  w.key("nic_latency_us").value(h.nic_latency * 1e6);
+  w.key("launch_overhead_us").value(h.launch_overhead * 1e6);
+  w.end_object();
+  w.key("calibration").value(s.calibration ? s.calibration->source : std::string());
+  w.key("cluster").begin_object().key("gpus").value(s.gpus).end_object();
+  w.key("training").begin_object();
+  w.key("seq_len").value(s.training.seq_len);
+  w.key("global_batch").value(s.training.global_batch);
+  w.key("micro_batch").value(s.training.micro_batch);
+  w.key("precision").value(config::to_string(s.training.precision));
+  w.key("tokens_to_train").value(s.training.tokens_to_train);
+  w.end_object();
+  const auto& p = s.parallel;
+  w.key("parallel").begin_object();
+  w.key("tp").value(p.tp).key("pp").value(p.pp).key("dp").value(p.dp).key("cp").value(p.cp);
+  w.key("ep").value(p.ep).key("vpp").value(p.vpp);
+  w.key("sequence_parallel").value(p.sequence_parallel);
+  w.key("distributed_optimizer").value(p.distributed_optimizer);
+  if (p.first_stage_layers > 0) w.key("first_stage_layers").value(p.first_stage_layers);
+  if (p.last_stage_layers > 0) w.key("last_stage_layers").value(p.last_stage_layers);
+  if (!p.stage_layers.empty()) {
+    w.key("stage_layers").begin_array();
+    for (int n : p.stage_layers) w.value(n);
+    w.end_array();
+  }
+  w.end_object();
+  w.key("schedule").begin_object();
+  w.key("name").value(config::to_string(s.schedule.name));
+  if (s.schedule.costs) {
+    const auto& c = *s.schedule.costs;
+    w.key("costs").begin_object();
+    w.key("f").value(c.f * 1e3).key("b").value(c.b * 1e3);
+    if (c.w) w.key("w").value(*c.w * 1e3);
+    w.key("comm").value(c.comm * 1e3);
+    if (c.fb) w.key("fb").value(*c.fb * 1e3);
+    w.end_object();
+  }
+  w.end_object();
+  const auto& f = s.features;
+  w.key("features").begin_object();
+  w.key("flash_attention").value(f.flash_attention);
+  w.key("fused_kernels").value(f.fused_kernels);
+  w.key("overlap_grad_reduce").value(f.overlap_grad_reduce);
+  w.key("overlap_param_gather").value(f.overlap_param_gather);
+  w.key("tp_comm_overlap").value(f.tp_comm_overlap);
+  w.key("recompute").value(config::to_string(f.recompute));
+  w.key("cuda_graphs").value(f.cuda_graphs);
+  w.key("python_gc").value(f.python_gc);
+  w.key("dataloader_workers").value(f.dataloader_workers);
+  w.key("nccl_algo").value(config::to_string(f.nccl_algo));
+  w.end_object();
+  w.key("seed").value(static_cast<long long>(s.seed));
+  w.end_object();
+}
+
+void write_step(JsonWriter& w, const StepResult& r, const std::vector<WhatIfResult>& whatifs,
+                const std::string& point_json) {
+  const auto& s = r.scenario;
+  w.begin_object();
+  if (!point_json.empty()) w.key("point").raw(point_json);
+  w.key("name").value(s.name);
+  w.key("resolved");
+  write_resolved(w, s);
+  w.key("model").begin_object();
+  w.key("params").value(r.params);
+  w.key("activated_params").value(r.activated_params);
+  w.key("model_flops_per_token").value(r.model_flops_per_token);
+  w.end_object();
+  w.key("parallel").begin_object();
+  w.key("tp").value(s.parallel.tp).key("pp").value(s.parallel.pp).key("dp").value(s.parallel.dp);
+  w.key("cp").value(s.parallel.cp).key("ep").value(s.parallel.ep).key("vpp").value(s.parallel.vpp);
+  w.key("microbatches").value(r.microbatches);
+  w.end_object();
+  w.key("step_time_s").value(r.step_time_s);
+  w.key("tokens_per_s").value(r.tokens_per_s);
+  w.key("tokens_per_s_per_gpu").value(r.tokens_per_s_per_gpu);
+  w.key("tflops_per_gpu").value(r.tflops_per_gpu);
+  w.key("mfu").value(r.mfu);
+  w.key("mfu_attn").value(r.mfu_attn);
+  w.key("hfu").value(r.hfu);
+  w.key("bubble_fraction").value(r.bubble_fraction);
+  const auto& b = r.breakdown;
+  w.key("breakdown_s").begin_object();
+  w.key("forward").value(b.forward);
+  w.key("backward").value(b.backward);
+  w.key("recompute").value(b.recompute);
+  w.key("optimizer").value(b.optimizer);
+  w.key("tp_comm_exposed").value(b.tp_comm_exposed);
+  w.key("pp_comm_exposed").value(b.pp_comm_exposed);
+  w.key("dp_comm_exposed").value(b.dp_comm_exposed);
+  w.key("ep_comm_exposed").value(b.ep_comm_exposed);
+  w.key("cp_comm_exposed").value(b.cp_comm_exposed);
+  w.key("bubble").value(b.bubble);
+  w.key("dataloader").value(b.dataloader);
+  w.key("gc").value(b.gc);
+  w.key("launch_overhead").value(b.launch_overhead);
+  w.end_object();
+  w.key("breakdown_rank").value(r.breakdown_rank);
+  const auto& m = r.memory;
+  w.key("memory").begin_object();
+  w.key("capacity_gib").value(m.capacity_gib);
+  w.key("peak_gib").value(m.peak_gib);
+  w.key("fits").value(m.fits);
+  w.key("per_stage_peak_gib").begin_array();
+  for (double x : m.per_stage_peak_gib) w.value(x);
+  w.end_array();
+  w.key("parts_gib").begin_object();
+  w.key("params").value(m.params_gib);
+  w.key("grads").value(m.grads_gib);
+  w.key("optimizer").value(m.optimizer_gib);
+  w.key("activations").value(m.activations_gib);
+  w.end_object();
+  w.end_object();
+  if (s.training.tokens_to_train > 0) {
+    w.key("days_to_train").value(r.days_to_train);
+    w.key("cost_usd").value(r.cost_usd);
+  }
+  w.key("warnings").begin_array();
+  for (const auto& x : r.warnings) w.value(x);
+  w.end_array();
+  w.key("whatif").begin_array();
+  for (const auto& x : whatifs) {
+    w.begin_object();
+    w.key("name").value(x.name);
+    w.key("step_time_s").value(x.step_time_s);
+    w.key("mfu").value(x.mfu);
+    w.key("delta_mfu").value(x.delta_mfu);
+    w.key("fits").value(x.fits);
+    w.end_object();
+  }
+  w.end_array();
+  w.end_object();
+}
+
+std::string to_json(const StepResult& r, const std::vector<WhatIfResult>& whatifs) {
+  JsonWriter w;
+  write_step(w, r, whatifs);
+  return w.str() + "\n";
+}
+
+}  // namespace mfusim::report

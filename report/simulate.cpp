@@ -1,0 +1,195 @@
+#include "report/simulate.h"
+
+#include <algorithm>
+#include <array>
+#include <cmath>
+
+#include "models/accounting.h"
+#include "schedules/lowering.h"
+
+namespace mfusim::report {
+
+namespace {
+
+using sim::Category;
+constexpr double kGiB = 1024.0 * 1024.0 * 1024.0;
+
+// Memory every GPU holds besides the model state and activations: CUDA
+// context, cuBLAS workspaces, NCCL buffers and allocator slack. 2 GiB is an
+// assumption (PyTorch reports ~0.5–1 GiB of context on H100; NCCL buffers and
+// fragmentation add the rest); documented in docs/accounting.md.
+constexpr double kRuntimeReserveBytes = 2.0 * kGiB;
+
+// Exposed time is attributed to the communication the idle compute stream
+// overlaps, in this priority (the first one present wins).
+enum Part : int { p_tp, p_ep, p_cp, p_data, p_pp, p_dp, p_count };
+int part_of(Category c) {
+  switch (c) {
+    case Category::tp_comm: return p_tp;
+    case Category::ep_comm: return p_ep;
+    case Category::cp_comm: return p_cp;
+    case Category::dataloader: return p_data;
+    case Category::pp_comm: return p_pp;
+    case Category::dp_comm: return p_dp;
+    default: return -1;
+  }
+}
+
+struct RankParts {
+  Breakdown b;
+  double busy = 0;
+};
+
+}  // namespace
+
+StepResult simulate(const config::Scenario& s, const SimulateOptions& opt) {
+  if (s.schedule.costs) return simulate_lab(s, opt);
+  auto low = std::make_shared<schedules::Lowered>(schedules::lower(s, schedules::LowerOptions{opt.per_layer}));
+  auto tl = std::make_shared<sim::Timeline>(sim::run(low->graph));
+  const auto& g = low->graph;
+  const int P = low->ranks;
+  const double T = tl->makespan.ns * 1e-9;
+
+  StepResult r;
+  r.scenario = s;
+  r.microbatches = s.microbatches();
+  r.step_time_s = T;
+  r.tasks = static_cast<std::int64_t>(g.size());
+  r.events = tl->events;
+  r.warnings = low->warnings;
+
+  // ---- breakdown per rank, read off the timeline ----
+  struct Ev { std::int64_t t; int delta; int part; };   // part -1: compute
+  std::vector<std::vector<Ev>> evs(P);
+  std::vector<RankParts> parts(P);
+  for (const auto& iv : tl->intervals) {
+    const auto& task = g.task(iv.task);
+    const auto& st = g.streams()[task.stream];
+    int rank = st.rank;
+    const double dur = (iv.end.ns - iv.start.ns) * 1e-9;
+    if (st.compute) {
+      auto& b = parts[rank].b;
+      const auto& info = low->info[iv.task];
+      const double nominal = task.duration_ns * 1e-9;
+      const double launch = nominal > 0 ? info.launch_ns * 1e-9 * (dur / nominal) : 0;
+      const double body = dur - launch;
+      b.launch_overhead += launch;
+      switch (task.category) {
+        case Category::forward: b.forward += body; break;
+        case Category::backward:
+        case Category::weight_grad: b.backward += body; break;
+        case Category::recompute: b.recompute += body; break;
+        case Category::optimizer: b.optimizer += body; break;
+        case Category::dataloader: b.dataloader += body; break;
+        case Category::gc: b.gc += body; break;
+        default: b.forward += body; break;
+      }
+      parts[rank].busy += dur;
+      evs[rank].push_back({iv.start.ns, +1, -1});
+      evs[rank].push_back({iv.end.ns, -1, -1});
+    } else {
+      const int part = part_of(task.category);
+      if (part < 0) continue;
+      auto add = [&](int rk) {
+        evs[rk].push_back({iv.start.ns, +1, part});
+        evs[rk].push_back({iv.end.ns, -1, part});
+      };
+      add(rank);
+      auto it = low->send_target.find(iv.task);
+      if (it != low->send_target.end() && it->second != rank) add(it->second);
+    }
+  }
+  for (int rk = 0; rk < P; ++rk) {
+    auto& e = evs[rk];
+    std::sort(e.begin(), e.end(), [](const Ev& a, const Ev& b) { return a.t != b.t ? a.t < b.t : a.delta < b.delta; });
+    std::array<int, p_count> active{};
+    int compute = 0;
+    std::array<double, p_count + 1> exposed{};   // last slot: bubble
+    std::int64_t prev = 0;
+    auto account = [&](std::int64_t until) {
+      if (until <= prev) return;
+      if (compute == 0) {
+        int which = p_count;
+        for (int k = 0; k < p_count; ++k)
+          if (active[k] > 0) { which = k; break; }
+        exposed[which] += (until - prev) * 1e-9;
+      }
+      prev = until;
+    };
+    for (const Ev& x : e) {
+      account(x.t);
+      if (x.part < 0) compute += x.delta;
+      else active[x.part] += x.delta;
+    }
+    account(tl->makespan.ns);
+    auto& b = parts[rk].b;
+    b.tp_comm_exposed = exposed[p_tp];
+    b.ep_comm_exposed = exposed[p_ep];
+    b.cp_comm_exposed = exposed[p_cp];
+    b.dataloader += exposed[p_data];
+    b.pp_comm_exposed = exposed[p_pp];
+    b.dp_comm_exposed = exposed[p_dp];
+    b.bubble = exposed[p_count];
+  }
+  int crit = 0;
+  double bubble_sum = 0;
+  r.ranks.resize(P);
+  for (int rk = 0; rk < P; ++rk) {
+    bubble_sum += parts[rk].b.bubble;
+    if (parts[rk].b.bubble < parts[crit].b.bubble) crit = rk;
+    r.ranks[rk].busy_s = parts[rk].busy;
+    r.ranks[rk].bubble_s = parts[rk].b.bubble;
+    const auto& b = parts[rk].b;
+    r.ranks[rk].exposed_comm_s = b.tp_comm_exposed + b.ep_comm_exposed + b.cp_comm_exposed + b.pp_comm_exposed + b.dp_comm_exposed;
+  }
+  r.breakdown = parts[crit].b;
+  r.breakdown_rank = crit;
+  r.bubble_fraction = T > 0 ? bubble_sum / P / T : 0;
+
+  // ---- throughput and utilisation ----
+  const double tokens = static_cast<double>(s.training.global_batch) * s.training.seq_len;
+  const auto pc = models::count_params(s.model);
+  r.params = pc.total;
+  r.activated_params = pc.activated;
+  r.model_flops_per_token = models::model_flops_per_token(s.model, s.training.seq_len, true);
+  const double peak = s.hardware.peak_flops(s.training.precision);
+  r.tokens_per_s = T > 0 ? tokens / T : 0;
+  r.tokens_per_s_per_gpu = r.tokens_per_s / s.gpus;
+  const double denom = s.gpus * peak;
+  r.mfu = denom > 0 ? models::model_flops_per_token(s.model, s.training.seq_len, false) * r.tokens_per_s / denom : 0;
+  r.mfu_attn = denom > 0 ? r.model_flops_per_token * r.tokens_per_s / denom : 0;
+  r.hfu = denom > 0 ? (r.model_flops_per_token +
+                       models::recompute_flops_per_token(s.model, s.training.seq_len, s.features.recompute)) *
+                          r.tokens_per_s / denom
+                    : 0;
+  r.tflops_per_gpu = r.mfu_attn * peak / 1e12;
+  if (s.training.tokens_to_train > 0 && r.tokens_per_s > 0) {
+    const double seconds = s.training.tokens_to_train / r.tokens_per_s;
+    r.days_to_train = seconds / 86400.0;
+    r.cost_usd = s.cost.price_per_gpu_hour * s.gpus * seconds / 3600.0;
+  }
+
+  // ---- memory, from the timeline's allocations ----
+  r.memory.capacity_gib = s.hardware.hbm_bytes / kGiB;
+  int peak_rank = 0;
+  double peak_bytes = 0;
+  for (int rk = 0; rk < P; ++rk) {
+    const double act = rk < static_cast<int>(tl->peak_memory.size()) ? static_cast<double>(tl->peak_memory[rk]) : 0.0;
+    const double total = low->static_bytes[rk] + act + kRuntimeReserveBytes;
+    r.memory.per_stage_peak_gib.push_back(total / kGiB);
+    if (total > peak_bytes) { peak_bytes = total; peak_rank = rk; }
+  }
+  r.memory.peak_gib = peak_bytes / kGiB;
+  r.memory.fits = peak_bytes <= s.hardware.hbm_bytes;
+  r.memory.params_gib = low->params_bytes[peak_rank] / kGiB;
+  r.memory.grads_gib = low->grads_bytes[peak_rank] / kGiB;
+  r.memory.optimizer_gib = low->optimizer_bytes[peak_rank] / kGiB;
+  r.memory.activations_gib = (peak_bytes - low->static_bytes[peak_rank] - kRuntimeReserveBytes) / kGiB;
+  if (opt.keep_timeline) {
+    r.graph = std::shared_ptr<const sim::TaskGraph>(low, &low->graph);
+    r.timeline = tl;
+  }
+  return r;
+}
+
+}  // namespace mfusim::report

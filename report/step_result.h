@@ -1,0 +1,64 @@
+#pragma once
+// What one simulated training step produced, read off the timeline: the
+// numbers of SPEC §4, plus the graph and timeline for pictures and traces.
+#include <array>
+#include <cstdint>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "config/scenario.h"
+#include "sim/engine.h"
+
+namespace mfusim::report {
+
+// Breakdown parts of SPEC §4 `breakdown_s`, per GPU (the slowest pipeline
+// rank's view); they partition [0, step_time] of that rank exactly.
+struct Breakdown {
+  double forward = 0, backward = 0, recompute = 0, optimizer = 0;
+  double tp_comm_exposed = 0, pp_comm_exposed = 0, dp_comm_exposed = 0, ep_comm_exposed = 0;
+  double bubble = 0, dataloader = 0, gc = 0, launch_overhead = 0;
+  double cp_comm_exposed = 0;    // extension: ring-attention exchange not hidden (counted in tp? no: own part)
+  double total() const {
+    return forward + backward + recompute + optimizer + tp_comm_exposed + pp_comm_exposed + dp_comm_exposed +
+           ep_comm_exposed + bubble + dataloader + gc + launch_overhead + cp_comm_exposed;
+  }
+};
+
+struct Memory {
+  double capacity_gib = 0, peak_gib = 0;
+  bool fits = true;
+  std::vector<double> per_stage_peak_gib;     // per pipeline rank
+  double params_gib = 0, grads_gib = 0, optimizer_gib = 0, activations_gib = 0;   // on the peak rank
+};
+
+struct RankView {           // per pipeline rank, for the text report
+  double busy_s = 0, bubble_s = 0, exposed_comm_s = 0;
+  int peak_inflight_microbatches = 0;
+};
+
+struct StepResult {
+  config::Scenario scenario;
+  double params = 0, activated_params = 0, model_flops_per_token = 0;
+  int microbatches = 0;
+  double step_time_s = 0, tokens_per_s = 0, tokens_per_s_per_gpu = 0, tflops_per_gpu = 0;
+  double mfu = 0, mfu_attn = 0, hfu = 0, bubble_fraction = 0;
+  Breakdown breakdown;
+  int breakdown_rank = 0;
+  Memory memory;
+  std::vector<RankView> ranks;
+  std::vector<std::string> warnings;          // e.g. TP spans NVLink domains
+  double days_to_train = 0, cost_usd = 0;     // when tokens_to_train (and price) are given
+  std::int64_t tasks = 0, events = 0;
+  // The simulated graph and timeline (kept for --trace / --svg / ASCII).
+  std::shared_ptr<const sim::TaskGraph> graph;
+  std::shared_ptr<const sim::Timeline> timeline;
+};
+
+struct WhatIfResult {
+  std::string name;
+  double step_time_s = 0, mfu = 0, delta_mfu = 0;
+  bool fits = true;
+};
+
+}  // namespace mfusim::report

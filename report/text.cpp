@@ -1,0 +1,128 @@
+#include "report/text.h"
+
+#include <algorithm>
+#include <cmath>
+#include <cstdio>
+#include <sstream>
+
+#include "report/timeline_ascii.h"
+
+namespace mfusim::report {
+
+namespace {
+std::string fmt(const char* f, double v) {
+  char buf[64];
+  std::snprintf(buf, sizeof buf, f, v);
+  return buf;
+}
+std::string pct(double x) { return fmt("%.1f %%", 100.0 * x); }
+std::string bar(double frac, int width) {
+  const int n = static_cast<int>(std::lround(std::clamp(frac, 0.0, 1.0) * width));
+  std::string s;
+  for (int i = 0; i < n; ++i) s += "#";
+  return s;
+}
+std::string pad(std::string s, std::size_t w) {
+  if (s.size() < w) s.append(w - s.size(), ' ');
+  return s;
+}
+std::string lpad(std::string s, std::size_t w) {
+  if (s.size() < w) s.insert(0, w - s.size(), ' ');
+  return s;
+}
+std::string thousands(double v) {
+  long long n = std::llround(v);
+  std::string s = std::to_string(n < 0 ? -n : n), o;
+  for (std::size_t i = 0; i < s.size(); ++i) {
+    if (i && (s.size() - i) % 3 == 0) o += ',';
+    o += s[i];
+  }
+  return (n < 0 ? "-" : "") + o;
+}
+}  // namespace
+
+std::string format_seconds(double s) {
+  if (s >= 1.0) return fmt("%.3f s", s);
+  if (s >= 1e-3) return fmt("%.1f ms", s * 1e3);
+  return fmt("%.0f us", s * 1e6);
+}
+
+std::string format_count(double n) {
+  if (n >= 1e12) return fmt("%.2f T", n / 1e12);
+  if (n >= 1e9) return fmt("%.2f B", n / 1e9);
+  if (n >= 1e6) return fmt("%.2f M", n / 1e6);
+  return thousands(n);
+}
+
+std::string text_report(const StepResult& r, const std::vector<WhatIfResult>& whatifs) {
+  const auto& s = r.scenario;
+  const auto& p = s.parallel;
+  std::ostringstream o;
+  o << "mfusim: " << s.name << "\n";
+  o << "  model     " << s.model.name << ": " << format_count(r.params) << " parameters";
+  if (s.model.is_moe()) o << " (" << format_count(r.activated_params) << " activated)";
+  o << ", " << s.model.layers << " layers, hidden " << s.model.hidden << "\n";
+  const int nodes = (s.gpus + s.hardware.gpus_per_node - 1) / std::max(1, s.hardware.gpus_per_node);
+  o << "  cluster   " << s.gpus << " x " << s.hardware.name << " (" << nodes << " NVLink domain" << (nodes > 1 ? "s" : "")
+    << " of " << s.hardware.gpus_per_node << "), " << config::to_string(s.training.precision) << " peak "
+    << fmt("%.0f", s.hardware.peak_flops(s.training.precision) / 1e12) << " TFLOP/s\n";
+  o << "  layout    tp " << p.tp << "  pp " << p.pp << "  dp " << p.dp << "  cp " << p.cp << "  ep " << p.ep << "  vpp "
+    << p.vpp << "  |  " << config::to_string(s.schedule.name) << ", " << r.microbatches << " micro-batches of "
+    << s.training.micro_batch << " x " << s.training.seq_len << " tokens\n";
+  for (const auto& w : r.warnings) o << "  warning   " << w << "\n";
+  o << "\nStep\n";
+  o << "  step time        " << format_seconds(r.step_time_s) << "\n";
+  o << "  tokens/s         " << thousands(r.tokens_per_s) << "  (" << thousands(r.tokens_per_s_per_gpu) << " per GPU)\n";
+  o << "  MFU              " << pct(r.mfu) << "   (with attention " << pct(r.mfu_attn) << ", HFU " << pct(r.hfu) << ")\n";
+  o << "  TFLOP/s per GPU  " << fmt("%.1f", r.tflops_per_gpu) << "\n";
+  o << "  pipeline bubble  " << pct(r.bubble_fraction) << " of the step (mean over pipeline ranks)\n";
+  if (r.days_to_train > 0) {
+    o << "  time to train    " << fmt("%.1f", r.days_to_train) << " days";
+    if (r.cost_usd > 0) o << ", $" << thousands(r.cost_usd);
+    o << "\n";
+  }
+  const auto& b = r.breakdown;
+  o << "\nWhere the time goes (pipeline rank " << r.breakdown_rank << ", per GPU)\n";
+  const std::pair<const char*, double> parts[] = {
+      {"forward", b.forward},           {"backward", b.backward},
+      {"recompute", b.recompute},       {"optimizer", b.optimizer},
+      {"TP comm exposed", b.tp_comm_exposed}, {"PP comm exposed", b.pp_comm_exposed},
+      {"DP comm exposed", b.dp_comm_exposed}, {"EP comm exposed", b.ep_comm_exposed},
+      {"CP comm exposed", b.cp_comm_exposed}, {"pipeline bubble", b.bubble},
+      {"data loading", b.dataloader},   {"GC pauses", b.gc},
+      {"launch overhead", b.launch_overhead},
+  };
+  const double T = r.step_time_s > 0 ? r.step_time_s : 1;
+  for (const auto& [name, v] : parts) {
+    if (v <= 0 && std::string(name) != "forward" && std::string(name) != "backward") continue;
+    o << "  " << pad(name, 17) << lpad(format_seconds(v), 10) << lpad(pct(v / T), 9) << "  " << bar(v / T, 40) << "\n";
+  }
+  o << "  " << pad("total", 17) << lpad(format_seconds(b.total()), 10) << "\n";
+  const auto& m = r.memory;
+  o << "\nMemory per pipeline stage (capacity " << fmt("%.1f", m.capacity_gib) << " GiB)\n";
+  for (std::size_t i = 0; i < m.per_stage_peak_gib.size(); ++i) {
+    const double g = m.per_stage_peak_gib[i];
+    o << "  stage " << lpad(std::to_string(i), 3) << lpad(fmt("%.1f GiB", g), 12) << "  "
+      << (g <= m.capacity_gib ? "fits" : "DOES NOT FIT") << "\n";
+  }
+  o << "  peak stage: params " << fmt("%.1f", m.params_gib) << ", grads " << fmt("%.1f", m.grads_gib) << ", optimizer "
+    << fmt("%.1f", m.optimizer_gib) << ", activations " << fmt("%.1f", m.activations_gib) << " GiB\n";
+  if (r.graph && r.timeline && s.parallel.pp <= 16) {
+    const std::string ascii = timeline_ascii(*r.graph, *r.timeline, 100);
+    if (!ascii.empty()) o << "\nTimeline (compute streams; F forward, B backward, W weight grad, . idle)\n" << ascii;
+  }
+  if (!whatifs.empty()) {
+    o << "\nWhat if (each rung adds to the one before)\n";
+    o << "  " << pad("", 34) << lpad("step", 11) << lpad("MFU", 9) << lpad("delta", 9) << "\n";
+    o << "  " << pad("(base)", 34) << lpad(format_seconds(r.step_time_s), 11) << lpad(pct(r.mfu), 9) << "\n";
+    for (const auto& w : whatifs) {
+      char d[32];
+      std::snprintf(d, sizeof d, "%+.1f", 100.0 * w.delta_mfu);
+      o << "  " << pad(w.name, 34) << lpad(format_seconds(w.step_time_s), 11) << lpad(pct(w.mfu), 9) << lpad(d, 9)
+        << (w.fits ? "" : "  (does not fit)") << "\n";
+    }
+  }
+  return o.str();
+}
+
+}  // namespace mfusim::report

@@ -1,0 +1,15 @@
+#pragma once
+// The terminal report: summary, breakdown, memory per stage, what-if ladder,
+// and a compact ASCII timeline for small pipelines.
+#include <string>
+#include <vector>
+
+#include "report/step_result.h"
+
+namespace mfusim::report {
+
+std::string format_seconds(double s);        // "12.34 s", "845.2 ms", "310 us"
+std::string format_count(double n);          // "68.98 B", "1.34 M"
+std::string text_report(const StepResult&, const std::vector<WhatIfResult>& whatifs = {});
+
+}  // namespace mfusim::report

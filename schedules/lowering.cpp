@@ -1,0 +1,899 @@
+// Lowering a scenario to a task graph (see lowering.h for the contract).
+//
+// A layer's pass (F, B, W, recompute) is a chain of compute segments; a
+// segment may be followed by a collective (TP all-reduce, or all-gather +
+// reduce-scatter with sequence parallelism; EP all-to-all) on the rank's
+// communication stream, which the next segment waits for. With
+// tp_comm_overlap the collective starts after the first GEMM chunk of its
+// segment and runs beside the rest (Megatron's userbuffer pipelining), slowing
+// compute by the contention factor. DualPipe's F&B interleaves the segments
+// of a forward and a backward chain so each chain's communication runs
+// under the other's compute.
+#include "schedules/lowering.h"
+
+#include <algorithm>
+#include <cmath>
+#include <map>
+#include <numeric>
+#include <random>
+#include <stdexcept>
+
+#include "hardware/collectives.h"
+#include "hardware/cost_model.h"
+#include "models/accounting.h"
+
+namespace mfusim::schedules {
+
+namespace {
+
+using config::Scenario;
+using hardware::Collective;
+using hardware::Kernel;
+using sim::Category;
+using sim::TaskId;
+
+constexpr double kGiB = 1024.0 * 1024.0 * 1024.0;
+
+std::int64_t to_ns(double seconds) { return static_cast<std::int64_t>(std::llround(seconds * 1e9)); }
+
+// Megatron-LM DDP default bucket size: max(40M, 1M * dp) parameters
+// (megatron/training/training.py, get_model: `bucket_size = max(40000000, 1000000 * dp_size)`).
+double bucket_params(int dp) { return std::max(40e6, 1e6 * dp); }
+
+// Contention: compute kernels slow down while a collective runs on the same
+// GPU (SMs and HBM shared with NCCL kernels). 10% is the order reported for
+// NCCL-kernel interference on H100 in Megatron's TP-comm-overlap work
+// (Wang et al. 2023, "Overlap communication with dependent computation via
+// decomposition", reports 5–15%); documented in docs/cost-model.md.
+constexpr double kDefaultContention = 0.10;
+
+enum class Block { attention, mlp, moe_pre, experts, moe_post };
+
+// Which block of the layer a kernel belongs to, from its name (models/accounting.cpp names).
+Block block_of(const Kernel& k) {
+  const std::string n = k.name ? k.name : "";
+  auto has = [&](const char* s) { return n.find(s) != std::string::npos; };
+  if (has("router") || has("topk") || has("permute") && !has("unpermute") || has("dispatch")) return Block::moe_pre;
+  if (has("unpermute") || has("combine") || has("shared")) return Block::moe_post;
+  if (has("expert")) return Block::experts;
+  if (has("mlp") || has("ffn") || has("swiglu") || has("gelu") || has("up") || has("gate") || has("down") ||
+      has("post_norm") || has("norm2") || has("pre_mlp"))
+    return Block::mlp;
+  return Block::attention;
+}
+
+struct Seg {
+  std::int64_t ns = 0;          // compute time
+  std::int64_t launch_ns = 0;
+  double flops = 0;
+  // communication after this segment (0 ns = none)
+  std::int64_t comm_ns = 0;
+  Category comm_cat = Category::other;
+  bool comm_nic = false;        // over the NIC (else NVLink)
+  bool comm_overlappable = false;
+};
+
+struct PassCost {
+  std::vector<Seg> segs;
+  std::int64_t total_ns() const {
+    std::int64_t t = 0;
+    for (const auto& s : segs) t += s.ns + s.comm_ns;
+    return t;
+  }
+};
+
+struct LayerCost {
+  PassCost f, b, w, r;
+  double act_bytes = 0, stash_bytes = 0, recompute_bytes = 0;
+  double params = 0;            // parameters held by this rank for the layer
+};
+
+class Lowerer {
+ public:
+  Lowerer(const Scenario& s, const LowerOptions& o)
+      : s_(s), opt_(o), cost_(s.hardware, s.training.precision,
+                              s.calibration ? &*s.calibration : nullptr, s.features.cuda_graphs) {}
+
+  Lowered run();
+
+ private:
+  // ---- costs ----
+  hardware::AlgoChoice algo() const {
+    switch (s_.features.nccl_algo) {
+      case config::NcclAlgo::ring: return hardware::AlgoChoice::ring;
+      case config::NcclAlgo::tree: return hardware::AlgoChoice::tree;
+      default: return hardware::AlgoChoice::auto_;
+    }
+  }
+  const hardware::Calibration* cal() const { return s_.calibration ? &*s_.calibration : nullptr; }
+  double coll(Collective c, double bytes, const hardware::Group& g) const {
+    if (g.size <= 1 || bytes <= 0) return 0;
+    return hardware::collective_time(c, bytes, g, s_.hardware, algo(), cal()).seconds;
+  }
+  Seg seg_of(const std::vector<const Kernel*>& ks) const {
+    Seg sg;
+    double t = 0, l = 0;
+    for (const Kernel* k : ks) {
+      t += cost_.time(*k);
+      l += cost_.launch_time(*k);
+      sg.flops += k->flops * k->count;
+    }
+    sg.ns = to_ns(t);
+    sg.launch_ns = to_ns(l);
+    return sg;
+  }
+  PassCost pass_cost(const std::vector<Kernel>& ks, bool backward, bool moe_layer, const models::LayerComm& lc) const;
+  const LayerCost& layer_cost(int layer);
+  LayerCost end_cost(bool embedding);
+
+  // ---- emission ----
+  struct Chain {
+    std::vector<TaskId> pending;   // what the next segment must wait for
+    TaskId last = -1;              // last task of the chain (its output)
+  };
+  TaskId add_task(int rank, sim::StreamId stream, std::int64_t ns, Category cat, std::string name, int mb, int chunk,
+                  char kind, std::int64_t launch_ns = 0, double flops = 0, std::int64_t mem = 0,
+                  std::vector<sim::ResourceId> res = {}, bool interferes = false);
+  void emit_seg(int rank, Chain& ch, const Seg& sg, Category cat, const std::string& name, int mb, int chunk, char kind,
+                std::int64_t mem);
+  void emit_pass_layer(int rank, Chain& ch, const PassCost& pc, Category cat, const std::string& name, int mb,
+                       int chunk, char kind, std::int64_t mem_first, std::int64_t mem_last);
+  // Segments of one op as a list of closures is overkill: ops are emitted as
+  // flat lists of (segment, category, memory) items, interleaved for F&B.
+  struct Item {
+    const Seg* seg;
+    Category cat;
+    char kind;
+    std::int64_t mem;
+    int layer;          // -1 for embedding/head
+    bool grad_final;    // this item finishes the layer's weight gradient for the step
+  };
+  std::vector<Item> op_items(int rank, const Op& op, bool forward_half);
+  void emit_op(int rank, const Op& op);
+  void emit_items(int rank, Chain& ch, const std::vector<Item>& items, const std::string& name, int mb, int chunk);
+  void on_grad_final(int rank, int layer, TaskId t);
+  void flush_bucket(int rank, TaskId after);
+
+  const Scenario& s_;
+  LowerOptions opt_;
+  hardware::CostModel cost_;
+  hardware::Placement place_;
+  models::RankShape shape_;
+  Lowered out_;
+  int S_ = 1, p_ = 1, m_ = 1;
+  bool split_w_ = false;
+  std::map<int, LayerCost> layer_cache_;   // keyed by layer kind (0 dense, 1 moe)
+  LayerCost emb_cost_, head_cost_;
+  // per rank
+  std::vector<sim::StreamId> tp_stream_, ep_stream_, pp_fwd_stream_, pp_bwd_stream_, dp_stream_;
+  std::vector<std::vector<sim::StreamId>> data_streams_;
+  std::vector<sim::ResourceId> nvl_, nic_;
+  // routing: (kind F/B, microbatch, stage) -> output task
+  std::vector<TaskId> f_out_, b_out_;      // index mb * S + stage
+  std::vector<int> f_rank_, b_rank_;
+  std::vector<TaskId> data_task_;          // per microbatch
+  // DP gradient buckets
+  std::vector<double> bucket_fill_;        // per rank, parameters in the open bucket
+  std::vector<std::vector<TaskId>> dp_tasks_;   // per rank
+  std::vector<std::map<int, int>> grad_remaining_;   // per rank: stage -> backward ops still to come
+  std::vector<std::map<int, int>> stage_of_layer_rank_;
+  // parameter all-gather buckets (overlap_param_gather): per rank, layer -> task
+  std::vector<std::map<int, TaskId>> param_gather_;
+  std::vector<TaskId> last_compute_;
+  std::map<TaskId, int> send_target_;      // stage-to-stage sends: receiving rank
+  std::int64_t data_cost_ns_ = 0;          // loading one micro-batch
+  void add_gc_pauses(int rank, std::vector<std::int64_t>& pause_before_op);
+ public:
+  const std::map<TaskId, int>& send_targets() const { return send_target_; }
+};
+
+TaskId Lowerer::add_task(int rank, sim::StreamId stream, std::int64_t ns, Category cat, std::string name, int mb,
+                         int chunk, char kind, std::int64_t launch_ns, double flops, std::int64_t mem,
+                         std::vector<sim::ResourceId> res, bool interferes) {
+  sim::TaskSpec t;
+  t.stream = stream;
+  t.duration_ns = std::max<std::int64_t>(0, ns);
+  t.category = cat;
+  t.name = std::move(name);
+  t.microbatch = mb;
+  t.chunk = chunk;
+  t.kind = kind;
+  t.resources = std::move(res);
+  t.interferes = interferes;
+  t.memory_delta = mem;
+  TaskId id = out_.graph.add(std::move(t));
+  if (static_cast<std::size_t>(id) >= out_.info.size()) out_.info.resize(id + 1);
+  out_.info[id].launch_ns = launch_ns;
+  out_.info[id].flops = flops;
+  (void)rank;
+  return id;
+}
+
+PassCost Lowerer::pass_cost(const std::vector<Kernel>& ks, bool backward, bool moe_layer,
+                            const models::LayerComm& lc) const {
+  PassCost pc;
+  if (ks.empty()) return pc;
+  // Group kernels by block, keeping the block order of the pass.
+  std::vector<const Kernel*> attn, mlp, pre, experts, post;
+  for (const auto& k : ks) {
+    switch (block_of(k)) {
+      case Block::attention: attn.push_back(&k); break;
+      case Block::mlp: mlp.push_back(&k); break;
+      case Block::moe_pre: pre.push_back(&k); break;
+      case Block::experts: experts.push_back(&k); break;
+      case Block::moe_post: post.push_back(&k); break;
+    }
+  }
+  const bool sp = s_.parallel.sequence_parallel;
+  // One TP collective point per block: all-reduce, or reduce-scatter + all-gather with SP
+  // (Korthikanti et al. 2022 §4.2.2: same bandwidth as the all-reduce).
+  double tp_s = 0;
+  if (s_.parallel.tp > 1 && lc.tp_collectives > 0) {
+    tp_s = sp ? coll(Collective::reduce_scatter, lc.tp_bytes, place_.tp) + coll(Collective::all_gather, lc.tp_bytes, place_.tp)
+              : coll(Collective::all_reduce, lc.tp_bytes, place_.tp);
+  }
+  const double a2a_s = moe_layer && s_.parallel.ep > 1 ? coll(Collective::all_to_all, lc.ep_all_to_all_bytes, place_.ep) : 0;
+  auto with_tp = [&](Seg sg) {
+    sg.comm_ns = to_ns(tp_s);
+    sg.comm_cat = Category::tp_comm;
+    sg.comm_nic = place_.tp.crosses_domains();
+    sg.comm_overlappable = true;
+    return sg;
+  };
+  auto with_a2a = [&](Seg sg) {
+    sg.comm_ns = to_ns(a2a_s);
+    sg.comm_cat = Category::ep_comm;
+    sg.comm_nic = place_.ep.crosses_domains();
+    return sg;
+  };
+  // Context parallelism: ring attention passes K/V cp-1 times, overlapped with attention compute.
+  const double cp_s = s_.parallel.cp > 1 ? (s_.parallel.cp - 1) * coll(Collective::send_recv, lc.cp_bytes, place_.cp) : 0;
+  auto attn_seg = [&] {
+    Seg sg = with_tp(seg_of(attn));
+    if (cp_s > 0) {
+      // The exchange hides under attention compute; what exceeds it is exposed.
+      const std::int64_t extra = std::max<std::int64_t>(0, to_ns(cp_s) - sg.ns);
+      sg.ns += extra;
+    }
+    return sg;
+  };
+  if (!moe_layer) {
+    if (!backward) {
+      if (!attn.empty()) pc.segs.push_back(attn_seg());
+      if (!mlp.empty()) pc.segs.push_back(with_tp(seg_of(mlp)));
+    } else {
+      if (!mlp.empty()) pc.segs.push_back(with_tp(seg_of(mlp)));
+      if (!attn.empty()) pc.segs.push_back(attn_seg());
+    }
+  } else {
+    auto pre_all = pre;
+    pre_all.insert(pre_all.end(), mlp.begin(), mlp.end());   // any dense parts ride with the router
+    if (!backward) {
+      if (!attn.empty()) pc.segs.push_back(attn_seg());
+      pc.segs.push_back(with_a2a(seg_of(pre_all)));
+      pc.segs.push_back(with_a2a(seg_of(experts)));
+      if (!post.empty()) pc.segs.push_back(seg_of(post));
+    } else {
+      if (!post.empty()) pc.segs.push_back(with_a2a(seg_of(post)));
+      else pc.segs.push_back(with_a2a(Seg{}));
+      pc.segs.push_back(with_a2a(seg_of(experts)));
+      pc.segs.push_back(seg_of(pre_all));
+      if (!attn.empty()) pc.segs.push_back(attn_seg());
+    }
+  }
+  // Drop empty segments without communication.
+  pc.segs.erase(std::remove_if(pc.segs.begin(), pc.segs.end(), [](const Seg& x) { return x.ns == 0 && x.comm_ns == 0; }),
+                pc.segs.end());
+  return pc;
+}
+
+const LayerCost& Lowerer::layer_cost(int layer) {
+  const bool moe = s_.model.is_moe_layer(layer);
+  const int key = moe ? 1 : 0;
+  auto it = layer_cache_.find(key);
+  if (it != layer_cache_.end()) return it->second;
+  LayerCost lc;
+  const auto ks = models::layer_kernels(s_.model, layer, shape_);
+  const auto comm = models::layer_comm(s_.model, layer, shape_);
+  lc.f = pass_cost(ks.f, false, moe, comm);
+  lc.b = pass_cost(ks.b, true, moe, comm);
+  lc.w = PassCost{};
+  if (!ks.w.empty()) {
+    std::vector<const Kernel*> all;
+    for (const auto& k : ks.w) all.push_back(&k);
+    lc.w.segs.push_back(seg_of(all));
+  }
+  if (s_.features.recompute == config::Recompute::full) {
+    lc.r = pass_cost(ks.r, false, moe, comm);
+  } else if (!ks.r.empty()) {
+    std::vector<const Kernel*> all;
+    for (const auto& k : ks.r) all.push_back(&k);
+    lc.r.segs.push_back(seg_of(all));
+  }
+  lc.act_bytes = models::activation_bytes(s_.model, layer, shape_);
+  lc.stash_bytes = std::min(lc.act_bytes, models::w_stash_bytes(s_.model, layer, shape_));
+  if (s_.features.recompute != config::Recompute::none) {
+    models::RankShape full = shape_;
+    full.recompute = config::Recompute::none;
+    lc.recompute_bytes = std::max(0.0, models::activation_bytes(s_.model, layer, full) - lc.act_bytes);
+  }
+  return layer_cache_.emplace(key, std::move(lc)).first->second;
+}
+
+LayerCost Lowerer::end_cost(bool embedding) {
+  LayerCost lc;
+  const auto ks = embedding ? models::embedding_kernels(s_.model, shape_) : models::head_kernels(s_.model, shape_);
+  auto one = [&](const std::vector<Kernel>& v) {
+    PassCost pc;
+    if (v.empty()) return pc;
+    std::vector<const Kernel*> all;
+    for (const auto& k : v) all.push_back(&k);
+    pc.segs.push_back(seg_of(all));
+    // The vocab-parallel LM head and its loss need one all-reduce of b*s*h over TP.
+    return pc;
+  };
+  lc.f = one(ks.f);
+  lc.b = one(ks.b);
+  lc.w = one(ks.w);
+  lc.act_bytes = embedding ? models::embedding_activation_bytes(s_.model, shape_)
+                           : models::head_activation_bytes(s_.model, shape_);
+  return lc;
+}
+
+void Lowerer::emit_seg(int rank, Chain& ch, const Seg& sg, Category cat, const std::string& name, int mb, int chunk,
+                       char kind, std::int64_t mem) {
+  const sim::StreamId cs = out_.compute_stream[rank];
+  const bool overlap = sg.comm_ns > 0 && sg.comm_overlappable && s_.features.tp_comm_overlap;
+  TaskId head = -1, tail = -1;
+  if (overlap && sg.ns > 0) {
+    // The collective can start once the first of the segment's GEMM chunks is done:
+    // Megatron splits the GEMM into tp chunks for the userbuffer pipeline (at least 2).
+    const int chunks = std::max(2, s_.parallel.tp);
+    const std::int64_t head_ns = sg.ns / chunks;
+    head = add_task(rank, cs, head_ns, cat, name, mb, chunk, kind, sg.launch_ns / chunks, sg.flops / chunks, mem);
+    tail = add_task(rank, cs, sg.ns - head_ns, cat, "", mb, chunk, kind, sg.launch_ns - sg.launch_ns / chunks,
+                    sg.flops - sg.flops / chunks, 0);
+  } else {
+    head = tail = add_task(rank, cs, sg.ns, cat, name, mb, chunk, kind, sg.launch_ns, sg.flops, mem);
+  }
+  for (TaskId d : ch.pending) out_.graph.depend(d, head);
+  ch.pending.clear();
+  last_compute_[rank] = tail;
+  ch.last = tail;
+  if (sg.comm_ns > 0) {
+    const bool ep = sg.comm_cat == Category::ep_comm;
+    const sim::StreamId st = ep ? ep_stream_[rank] : tp_stream_[rank];
+    const sim::ResourceId res = sg.comm_nic ? nic_[rank] : nvl_[rank];
+    TaskId c = add_task(rank, st, sg.comm_ns, sg.comm_cat, ep ? "all-to-all" : "tp collective", mb, chunk, 'C', 0, 0, 0,
+                        {res}, overlap || ep);
+    out_.graph.depend(overlap ? head : tail, c);
+    ch.pending.push_back(c);
+    if (overlap) ch.pending.push_back(tail);
+    ch.last = c;
+  }
+}
+
+std::vector<Lowerer::Item> Lowerer::op_items(int rank, const Op& op, bool forward_half) {
+  std::vector<Item> items;
+  const OpKind kind = op.kind == OpKind::FB ? (forward_half ? OpKind::F : OpKind::B) : op.kind;
+  const int stage = op.kind == OpKind::FB && !forward_half ? op.stage_b : op.stage;
+  const bool has_emb = stage == 0, has_head = stage == S_ - 1;
+  const auto& layers = out_.stage_layers[stage];
+  const bool recompute = s_.features.recompute != config::Recompute::none;
+  const bool split = op.kind == OpKind::FB ? (forward_half ? false : op.split_w) : op.split_w;
+  auto add_pass = [&](const PassCost& pc, Category cat, char k, std::int64_t mem_first, std::int64_t mem_last,
+                      int layer, bool grad_final) {
+    for (std::size_t i = 0; i < pc.segs.size(); ++i) {
+      const bool first = i == 0, last = i + 1 == pc.segs.size();
+      std::int64_t mem = 0;
+      if (first) mem += mem_first;
+      if (last) mem += mem_last;
+      items.push_back(Item{&pc.segs[i], cat, k, mem, layer, last && grad_final});
+    }
+    if (pc.segs.empty() && (mem_first != 0 || mem_last != 0 || grad_final)) {
+      static const Seg empty{};
+      items.push_back(Item{&empty, cat, k, mem_first + mem_last, layer, grad_final});
+    }
+  };
+  if (kind == OpKind::F) {
+    if (has_emb) add_pass(emb_cost_.f, Category::forward, 'F', to_ns(0) + static_cast<std::int64_t>(emb_cost_.act_bytes), 0, -1, false);
+    for (int l : layers) {
+      const LayerCost& lc = layer_cost(l);
+      add_pass(lc.f, Category::forward, 'F', static_cast<std::int64_t>(lc.act_bytes), 0, l, false);
+    }
+    if (has_head) add_pass(head_cost_.f, Category::forward, 'F', static_cast<std::int64_t>(head_cost_.act_bytes), 0, -1, false);
+  } else if (kind == OpKind::B) {
+    if (has_head) {
+      add_pass(head_cost_.b, Category::backward, 'B', 0, -static_cast<std::int64_t>(head_cost_.act_bytes), -1, false);
+      if (!split) add_pass(head_cost_.w, Category::backward, 'B', 0, 0, -1, false);
+    }
+    for (auto it = layers.rbegin(); it != layers.rend(); ++it) {
+      const LayerCost& lc = layer_cost(*it);
+      if (recompute) add_pass(lc.r, Category::recompute, 'R', static_cast<std::int64_t>(lc.recompute_bytes), 0, *it, false);
+      const std::int64_t freed = static_cast<std::int64_t>(lc.act_bytes + lc.recompute_bytes - (split ? lc.stash_bytes : 0));
+      add_pass(lc.b, Category::backward, 'B', 0, -freed, *it, !split);
+      if (!split) add_pass(lc.w, Category::backward, 'B', 0, 0, *it, false);
+    }
+    if (has_emb) {
+      add_pass(emb_cost_.b, Category::backward, 'B', 0, -static_cast<std::int64_t>(emb_cost_.act_bytes), -1, false);
+      if (!split) add_pass(emb_cost_.w, Category::backward, 'B', 0, 0, -1, false);
+    }
+    // Without a split, the last pass of each layer finishes its weight gradient:
+    // mark the W pass (or B when W is empty) as grad-final.
+    if (!split) {
+      for (auto& it : items) it.grad_final = false;
+      int prev_layer = -2;
+      for (std::size_t i = items.size(); i-- > 0;) {
+        if (items[i].layer >= 0 && items[i].layer != prev_layer) {
+          items[i].grad_final = true;
+          prev_layer = items[i].layer;
+        }
+      }
+    }
+  } else if (kind == OpKind::W) {
+    if (has_head) add_pass(head_cost_.w, Category::weight_grad, 'W', 0, 0, -1, false);
+    for (auto it = layers.rbegin(); it != layers.rend(); ++it) {
+      const LayerCost& lc = layer_cost(*it);
+      add_pass(lc.w, Category::weight_grad, 'W', 0, -static_cast<std::int64_t>(lc.stash_bytes), *it, true);
+    }
+    if (has_emb) add_pass(emb_cost_.w, Category::weight_grad, 'W', 0, 0, -1, false);
+  }
+  (void)rank;
+  return items;
+}
+
+void Lowerer::emit_items(int rank, Chain& ch, const std::vector<Item>& items, const std::string& name, int mb,
+                         int chunk) {
+  bool first = true;
+  for (const Item& it : items) {
+    emit_seg(rank, ch, *it.seg, it.cat, first ? name : std::string(), mb, chunk, it.kind, it.mem);
+    first = false;
+    if (it.grad_final) on_grad_final(rank, it.layer, ch.last);
+  }
+}
+
+void Lowerer::on_grad_final(int rank, int layer, TaskId t) {
+  // Called once per (rank, stage, layer, backward op); the layer's gradient is
+  // final when the stage's last backward op on this rank runs.
+  auto& stages = stage_of_layer_rank_[rank];
+  auto sit = stages.find(layer);
+  if (sit == stages.end()) return;
+  auto& rem = grad_remaining_[rank][layer];
+  if (--rem > 0) return;
+  if (!s_.features.overlap_grad_reduce || s_.parallel.dp * s_.parallel.cp <= 1) return;
+  bucket_fill_[rank] += layer_cost(layer).params;
+  if (bucket_fill_[rank] >= bucket_params(s_.parallel.dp)) flush_bucket(rank, t);
+}
+
+void Lowerer::flush_bucket(int rank, TaskId after) {
+  if (bucket_fill_[rank] <= 0) return;
+  hardware::Group g = place_.dp;
+  const double bytes = bucket_fill_[rank] * 4.0;   // fp32 main gradients (Megatron default)
+  const Collective c = s_.parallel.distributed_optimizer ? Collective::reduce_scatter : Collective::all_reduce;
+  const double t = coll(c, bytes, g);
+  TaskId d = add_task(rank, dp_stream_[rank], to_ns(t), Category::dp_comm, "dp grad reduce", -1, -1, 'C', 0, 0, 0,
+                      {g.crosses_domains() ? nic_[rank] : nvl_[rank]}, true);
+  if (after >= 0) out_.graph.depend(after, d);
+  dp_tasks_[rank].push_back(d);
+  bucket_fill_[rank] = 0;
+}
+
+void Lowerer::emit_op(int rank, const Op& op) {
+  const std::string name = label(op);
+  auto deps_for = [&](OpKind k, int mb, int stage) {
+    std::vector<TaskId> deps;
+    if (k == OpKind::F) {
+      if (stage > 0) {
+        const int src = f_rank_[mb * S_ + stage - 1];
+        TaskId prev = f_out_[mb * S_ + stage - 1];
+        if (prev < 0) throw std::logic_error("lowering: F of mb " + std::to_string(mb) + " stage " + std::to_string(stage) + " before its input");
+        if (src != rank) {
+          const double bytes = models::layer_comm(s_.model, 0, shape_).pp_bytes;
+          const double t = coll(Collective::send_recv, bytes, place_.pp_link);
+          TaskId snd = add_task(src, pp_fwd_stream_[src], to_ns(t), Category::pp_comm, "send F mb" + std::to_string(mb),
+                                mb, -1, 'S', 0, 0, 0, {place_.pp_link.crosses_domains() ? nic_[src] : nvl_[src]});
+          out_.graph.depend(prev, snd);
+          send_target_[snd] = rank;
+          prev = snd;
+        }
+        deps.push_back(prev);
+      } else if (mb < static_cast<int>(data_task_.size()) && data_task_[mb] >= 0) {
+        deps.push_back(data_task_[mb]);
+      }
+    } else {  // B
+      if (stage < S_ - 1) {
+        const int src = b_rank_[mb * S_ + stage + 1];
+        TaskId prev = b_out_[mb * S_ + stage + 1];
+        if (prev < 0) throw std::logic_error("lowering: B of mb " + std::to_string(mb) + " stage " + std::to_string(stage) + " before its input");
+        if (src != rank) {
+          const double bytes = models::layer_comm(s_.model, 0, shape_).pp_bytes;
+          const double t = coll(Collective::send_recv, bytes, place_.pp_link);
+          TaskId snd = add_task(src, pp_bwd_stream_[src], to_ns(t), Category::pp_comm, "send B mb" + std::to_string(mb),
+                                mb, -1, 'S', 0, 0, 0, {place_.pp_link.crosses_domains() ? nic_[src] : nvl_[src]});
+          out_.graph.depend(prev, snd);
+          send_target_[snd] = rank;
+          prev = snd;
+        }
+        deps.push_back(prev);
+      } else {
+        deps.push_back(f_out_[mb * S_ + stage]);
+      }
+    }
+    return deps;
+  };
+  auto param_deps = [&](const std::vector<Item>& items, Chain& ch) {
+    auto& pg = param_gather_[rank];
+    if (pg.empty()) return;
+    for (const auto& it : items) {
+      auto f = pg.find(it.layer);
+      if (f != pg.end()) {
+        ch.pending.push_back(f->second);
+        pg.erase(f);
+      }
+    }
+  };
+  if (op.kind == OpKind::F || op.kind == OpKind::B || op.kind == OpKind::W) {
+    Chain ch;
+    if (op.kind != OpKind::W) ch.pending = deps_for(op.kind, op.microbatch, op.stage);
+    if (op.kind == OpKind::F && s_.features.dataloader_workers == 0 && op.stage == 0 &&
+        op.microbatch < static_cast<int>(data_task_.size()) && data_cost_ns_ > 0) {
+      // Loading on the training thread: on the critical path, just before the micro-batch's forward.
+      TaskId d = add_task(rank, out_.compute_stream[rank], data_cost_ns_, Category::dataloader, "load batch", op.microbatch,
+                          -1, 'D');
+      for (TaskId x : ch.pending) out_.graph.depend(x, d);
+      ch.pending = {d};
+    }
+    auto items = op_items(rank, op, true);
+    if (op.kind == OpKind::F) param_deps(items, ch);
+    emit_items(rank, ch, items, name, op.microbatch, op.chunk);
+    const int idx = op.microbatch * S_ + op.stage;
+    if (op.kind == OpKind::F) { f_out_[idx] = ch.last; f_rank_[idx] = rank; }
+    if (op.kind == OpKind::B) { b_out_[idx] = ch.last; b_rank_[idx] = rank; }
+    return;
+  }
+  // F&B: interleave the segments of the forward and the backward chain.
+  Chain cf, cb;
+  cf.pending = deps_for(OpKind::F, op.microbatch, op.stage);
+  cb.pending = deps_for(OpKind::B, op.microbatch_b, op.stage_b);
+  auto fi = op_items(rank, op, true);
+  auto bi = op_items(rank, op, false);
+  param_deps(fi, cf);
+  std::size_t i = 0, j = 0;
+  bool first_f = true, first_b = true;
+  while (i < fi.size() || j < bi.size()) {
+    if (i < fi.size()) {
+      emit_seg(rank, cf, *fi[i].seg, fi[i].cat, first_f ? name : std::string(), op.microbatch, op.chunk, fi[i].kind, fi[i].mem);
+      first_f = false;
+      ++i;
+    }
+    if (j < bi.size()) {
+      emit_seg(rank, cb, *bi[j].seg, bi[j].cat, first_b ? "B mb" + std::to_string(op.microbatch_b) : std::string(),
+               op.microbatch_b, op.chunk_b, bi[j].kind, bi[j].mem);
+      if (bi[j].grad_final) on_grad_final(rank, bi[j].layer, cb.last);
+      first_b = false;
+      ++j;
+    }
+  }
+  f_out_[op.microbatch * S_ + op.stage] = cf.last;
+  f_rank_[op.microbatch * S_ + op.stage] = rank;
+  b_out_[op.microbatch_b * S_ + op.stage_b] = cb.last;
+  b_rank_[op.microbatch_b * S_ + op.stage_b] = rank;
+}
+
+
+// Python GC (features.python_gc): each GPU's training process pauses for a
+// full collection of `kGcPause` at random times, on average every
+// `kGcInterval` of training (a Poisson process, seeded by scenario.seed).
+// The ranks of one pipeline stage synchronise in every TP collective (each
+// layer) and in the DP gradient reduction, so a pause on any of them stalls
+// all: the stage sees the union of its peers' pauses. The union grows with
+// the number of ranks, which is why unaligned GC hurts at scale
+// (nemo_rl manual_gc: "an automatic full Python GC lands on whichever rank
+// crosses its threshold, and every other rank then waits for it in the next
+// collective"). Values are assumptions documented in docs/levers.md.
+constexpr double kGcPause = 0.100;      // seconds per full collection
+constexpr double kGcInterval = 30.0;    // seconds of training between collections, per process
+
+void Lowerer::add_gc_pauses(int rank, std::vector<std::int64_t>& pause_before_op) {
+  const auto& ops = out_.schedule.order[rank];
+  pause_before_op.assign(ops.size() + 1, 0);
+  // Busy-time estimate of this rank's ops (compute only), as the time base.
+  std::vector<double> start(ops.size() + 1, 0);
+  for (std::size_t i = 0; i < ops.size(); ++i) {
+    double t = 0;
+    for (bool half : {true, false}) {
+      if (!half && ops[i].kind != OpKind::FB) break;
+      for (const auto& it : op_items(rank, ops[i], half)) t += (it.seg->ns + it.seg->comm_ns) * 1e-9;
+    }
+    start[i + 1] = start[i] + t;
+  }
+  const double horizon = start.back() * 1.2 + 1e-3;
+  // Peers of this stage that synchronise within the step: tp * cp * dp (every rank of the stage).
+  const int peers = std::max(1, s_.gpus / std::max(1, s_.parallel.pp));
+  std::mt19937_64 rng(s_.seed * 1000003ULL + static_cast<std::uint64_t>(rank));
+  std::exponential_distribution<double> gap(1.0 / kGcInterval);
+  std::vector<std::pair<double, double>> pauses;
+  for (int peer = 0; peer < peers; ++peer) {
+    // Each process is at a random phase of its collection cycle when the step starts.
+    double t = std::uniform_real_distribution<double>(0, kGcInterval)(rng);
+    while (t < horizon) {
+      pauses.emplace_back(t, t + kGcPause);
+      t += kGcPause + gap(rng);
+    }
+  }
+  std::sort(pauses.begin(), pauses.end());
+  std::vector<std::pair<double, double>> merged;
+  for (const auto& p : pauses) {
+    if (!merged.empty() && p.first <= merged.back().second) merged.back().second = std::max(merged.back().second, p.second);
+    else merged.push_back(p);
+  }
+  for (const auto& iv : merged) {
+    const auto it = std::upper_bound(start.begin(), start.end(), iv.first);
+    const std::size_t op = static_cast<std::size_t>(std::max<std::ptrdiff_t>(0, (it - start.begin()) - 1));
+    if (op < ops.size()) pause_before_op[op] += to_ns(iv.second - iv.first);
+  }
+}
+
+Lowered Lowerer::run() {
+  const auto& P = s_.parallel;
+  p_ = P.pp;
+  m_ = s_.microbatches();
+  const std::string sched = config::to_string(s_.schedule.name);
+  out_.schedule = generate(sched, PipelineShape{p_, m_, chunks_for(sched, P.vpp)});
+  S_ = out_.schedule.stages;
+  out_.ranks = p_;
+  split_w_ = out_.schedule.split_w;
+  out_.stage_layers = split_layers(s_, S_);
+  place_ = hardware::place(hardware::Layout{P.tp, P.cp, P.ep, P.dp, P.pp}, s_.hardware);
+  out_.warnings = place_.warnings;
+  shape_.tp = P.tp;
+  shape_.cp = P.cp;
+  shape_.ep = P.ep;
+  shape_.sequence_parallel = P.sequence_parallel;
+  shape_.micro_batch = s_.training.micro_batch;
+  shape_.seq_len = s_.training.seq_len;
+  shape_.flash_attention = s_.features.flash_attention;
+  shape_.fused_kernels = s_.features.fused_kernels;
+  shape_.recompute = s_.features.recompute;
+  shape_.bytes_per_element = 2;
+  emb_cost_ = end_cost(true);
+  head_cost_ = end_cost(false);
+  // Loading one micro-batch: `data_s_per_sample` per sequence (features.dataloader_ms_per_sample).
+  data_cost_ns_ = to_ns(s_.features.dataloader_ms_per_sample * 1e-3 * s_.training.micro_batch);
+
+  auto& g = out_.graph;
+  g.set_contention(kDefaultContention);
+  tp_stream_.resize(p_); ep_stream_.resize(p_); pp_fwd_stream_.resize(p_); pp_bwd_stream_.resize(p_);
+  dp_stream_.resize(p_); data_streams_.resize(p_); nvl_.resize(p_); nic_.resize(p_);
+  out_.compute_stream.resize(p_);
+  for (int r = 0; r < p_; ++r) {
+    out_.compute_stream[r] = g.add_stream(r, "compute", true);
+    if (P.tp > 1) tp_stream_[r] = g.add_stream(r, "tp", false);
+    if (P.ep > 1 && s_.model.is_moe()) ep_stream_[r] = g.add_stream(r, "ep", false);
+    if (p_ > 1) {
+      pp_fwd_stream_[r] = g.add_stream(r, "pp send fwd", false);
+      pp_bwd_stream_[r] = g.add_stream(r, "pp send bwd", false);
+    }
+    dp_stream_[r] = g.add_stream(r, "dp", false);
+    nvl_[r] = g.add_resource("nvlink r" + std::to_string(r));
+    nic_[r] = g.add_resource("nic r" + std::to_string(r));
+  }
+  f_out_.assign(static_cast<std::size_t>(m_) * S_, -1);
+  b_out_.assign(static_cast<std::size_t>(m_) * S_, -1);
+  f_rank_.assign(static_cast<std::size_t>(m_) * S_, -1);
+  b_rank_.assign(static_cast<std::size_t>(m_) * S_, -1);
+  bucket_fill_.assign(p_, 0);
+  dp_tasks_.assign(p_, {});
+  grad_remaining_.assign(p_, {});
+  stage_of_layer_rank_.assign(p_, {});
+  param_gather_.assign(p_, {});
+  last_compute_.assign(p_, -1);
+
+  // Which layers each rank holds, and how many gradient-finishing passes each gets per step.
+  const auto& order = out_.schedule.order;
+  std::vector<std::vector<int>> rank_stages(p_);
+  for (int r = 0; r < p_; ++r) {
+    for (const Op& op : order[r]) {
+      auto note = [&](int stage, bool grad) {
+        if (std::find(rank_stages[r].begin(), rank_stages[r].end(), stage) == rank_stages[r].end())
+          rank_stages[r].push_back(stage);
+        if (grad)
+          for (int l : out_.stage_layers[stage]) {
+            stage_of_layer_rank_[r][l] = stage;
+            grad_remaining_[r][l] += 1;
+          }
+      };
+      if (op.kind == OpKind::F) note(op.stage, false);
+      else if (op.kind == OpKind::W) note(op.stage, true);
+      else if (op.kind == OpKind::B) note(op.stage, !op.split_w);
+      else if (op.kind == OpKind::FB) { note(op.stage, false); note(op.stage_b, !op.split_w); }
+    }
+  }
+  // Static memory per rank, and the parameters per layer for DP buckets.
+  out_.static_bytes.assign(p_, 0);
+  out_.params_bytes.assign(p_, 0);
+  out_.grads_bytes.assign(p_, 0);
+  out_.optimizer_bytes.assign(p_, 0);
+  std::vector<double> rank_params(p_, 0);
+  for (int r = 0; r < p_; ++r) {
+    std::vector<int> layers;
+    bool emb = false, head = false;
+    for (int st : rank_stages[r]) {
+      layers.insert(layers.end(), out_.stage_layers[st].begin(), out_.stage_layers[st].end());
+      emb = emb || st == 0;
+      head = head || st == S_ - 1;
+    }
+    const auto sm = models::static_memory(s_.model, layers, emb, head, P.tp, P.ep, P.dp, P.distributed_optimizer);
+    out_.params_bytes[r] = sm.params;
+    out_.grads_bytes[r] = sm.grads;
+    out_.optimizer_bytes[r] = sm.optimizer;
+    out_.static_bytes[r] = sm.params + sm.grads + sm.optimizer;
+    rank_params[r] = sm.params / 2.0;   // bf16 weights
+  }
+  for (auto& [key, lc] : layer_cache_) (void)key, (void)lc;
+  // Per-layer parameters held by a rank (sharded by tp, experts by ep).
+  for (int l = 0; l < s_.model.layers; ++l) {
+    LayerCost& lc = const_cast<LayerCost&>(layer_cost(l));
+    if (lc.params == 0) {
+      const auto sm = models::static_memory(s_.model, {l}, false, false, P.tp, P.ep, P.dp, P.distributed_optimizer);
+      lc.params = sm.params / 2.0;
+    }
+  }
+
+  // Data loading with workers: background streams, one per worker; the first
+  // 2 * workers micro-batches were prefetched during the previous step
+  // (PyTorch DataLoader prefetch_factor = 2).
+  data_task_.assign(m_, -1);
+  if (s_.features.dataloader_workers > 0 && data_cost_ns_ > 0) {
+    const int workers = s_.features.dataloader_workers;
+    std::vector<int> first_rank_of(m_, -1);
+    for (int r = 0; r < p_; ++r)
+      for (const Op& op : order[r])
+        if ((op.kind == OpKind::F || op.kind == OpKind::FB) && op.stage == 0 && first_rank_of[op.microbatch] < 0)
+          first_rank_of[op.microbatch] = r;
+    std::vector<std::vector<sim::StreamId>> ws(p_);
+    for (int mb = 2 * workers; mb < m_; ++mb) {
+      const int r = first_rank_of[mb] < 0 ? 0 : first_rank_of[mb];
+      if (ws[r].empty())
+        for (int w = 0; w < workers && w < m_; ++w) ws[r].push_back(g.add_stream(r, "data worker " + std::to_string(w), false));
+      data_task_[mb] = add_task(r, ws[r][mb % workers], data_cost_ns_ * workers > 0 ? data_cost_ns_ : 0,
+                                Category::dataloader, "load batch mb" + std::to_string(mb), mb, -1, 'D');
+    }
+  }
+
+  // Distributed optimizer with overlapped parameter all-gather: the gather of
+  // each bucket runs at the start of the step; a layer's first forward waits for it.
+  const int dp_group = P.dp * P.cp;
+  if (P.distributed_optimizer && s_.features.overlap_param_gather && dp_group > 1) {
+    for (int r = 0; r < p_; ++r) {
+      std::vector<int> layers;
+      for (int st : rank_stages[r]) layers.insert(layers.end(), out_.stage_layers[st].begin(), out_.stage_layers[st].end());
+      std::sort(layers.begin(), layers.end());
+      double fill = 0;
+      std::vector<int> members;
+      auto flush = [&] {
+        if (members.empty()) return;
+        const double t = coll(Collective::all_gather, fill * 2.0, place_.dp);
+        TaskId ag = add_task(r, dp_stream_[r], to_ns(t), Category::dp_comm, "dp param gather", -1, -1, 'C', 0, 0, 0,
+                             {place_.dp.crosses_domains() ? nic_[r] : nvl_[r]}, true);
+        for (int l : members) param_gather_[r][l] = ag;
+        members.clear();
+        fill = 0;
+      };
+      for (int l : layers) {
+        fill += layer_cost(l).params;
+        members.push_back(l);
+        if (fill >= bucket_params(P.dp)) flush();
+      }
+      flush();
+    }
+  }
+
+  // GC pauses, per rank, inserted before ops.
+  std::vector<std::vector<std::int64_t>> gc_before(p_);
+  if (s_.features.python_gc)
+    for (int r = 0; r < p_; ++r) add_gc_pauses(r, gc_before[r]);
+
+  // Emit ops in an order that respects cross-rank inputs: round-robin over
+  // ranks, each emitting ops while their inputs exist.
+  std::vector<std::size_t> next(p_, 0);
+  std::size_t remaining = 0;
+  for (const auto& v : order) remaining += v.size();
+  auto ready = [&](const Op& op) {
+    auto f_ok = [&](int mb, int st) { return st == 0 || f_out_[mb * S_ + st - 1] >= 0; };
+    auto b_ok = [&](int mb, int st) {
+      return st == S_ - 1 ? f_out_[mb * S_ + st] >= 0 : b_out_[mb * S_ + st + 1] >= 0;
+    };
+    switch (op.kind) {
+      case OpKind::F: return f_ok(op.microbatch, op.stage);
+      case OpKind::B: return b_ok(op.microbatch, op.stage);
+      case OpKind::W: return true;
+      case OpKind::FB:
+        // The backward half may depend on the forward half of the same op only through
+        // another stage; both inputs must exist before the pair is emitted.
+        return f_ok(op.microbatch, op.stage) && b_ok(op.microbatch_b, op.stage_b);
+    }
+    return false;
+  };
+  while (remaining > 0) {
+    bool progress = false;
+    for (int r = 0; r < p_; ++r) {
+      while (next[r] < order[r].size() && ready(order[r][next[r]])) {
+        const std::size_t k = next[r];
+        if (!gc_before[r].empty() && gc_before[r][k] > 0) {
+          TaskId gc = add_task(r, out_.compute_stream[r], gc_before[r][k], Category::gc, "python gc", -1, -1, 'G');
+          last_compute_[r] = gc;
+        }
+        emit_op(r, order[r][k]);
+        ++next[r];
+        --remaining;
+        progress = true;
+      }
+    }
+    if (!progress) {
+      std::string msg = "schedule '" + sched + "' cannot proceed; waiting ops:";
+      for (int r = 0; r < p_; ++r)
+        if (next[r] < order[r].size()) msg += "\n  rank " + std::to_string(r) + ": " + label(order[r][next[r]]);
+      throw sim::Deadlock(msg);
+    }
+  }
+
+  // Gradient reduction and the optimizer step.
+  for (int r = 0; r < p_; ++r) {
+    if (dp_group > 1) {
+      if (s_.features.overlap_grad_reduce) {
+        flush_bucket(r, last_compute_[r]);
+      } else {
+        bucket_fill_[r] = rank_params[r];
+        flush_bucket(r, last_compute_[r]);
+      }
+    }
+    // Adam step over the local shard: read fp32 grad, master, m, v; write master, m, v and the bf16
+    // weight: 30 bytes per parameter, memory-bound (multi-tensor apply, a handful of launches).
+    const double local = rank_params[r] / (P.distributed_optimizer ? dp_group : 1);
+    hardware::Kernel k;
+    k.kind = hardware::KernelKind::memory;
+    k.name = "adam";
+    k.bytes = 30.0 * local;
+    k.flops = 12.0 * local;
+    k.count = 1;
+    TaskId optim = add_task(r, out_.compute_stream[r], to_ns(cost_.time(k)), Category::optimizer, "optimizer step",
+                            -1, -1, 'O', to_ns(cost_.launch_time(k)));
+    for (TaskId d : dp_tasks_[r]) g.depend(d, optim);
+    if (P.distributed_optimizer && dp_group > 1 && !s_.features.overlap_param_gather) {
+      const double t = coll(Collective::all_gather, rank_params[r] * 2.0, place_.dp);
+      TaskId ag = add_task(r, dp_stream_[r], to_ns(t), Category::dp_comm, "dp param gather", -1, -1, 'C', 0, 0, 0,
+                           {place_.dp.crosses_domains() ? nic_[r] : nvl_[r]});
+      g.depend(optim, ag);
+    }
+  }
+  out_.send_target = send_target_;
+  return std::move(out_);
+}
+
+}  // namespace
+
+std::vector<std::vector<int>> split_layers(const Scenario& s, int stages) {
+  const int L = s.model.layers;
+  std::vector<int> counts(stages, 0);
+  const auto& P = s.parallel;
+  if (!P.stage_layers.empty() && static_cast<int>(P.stage_layers.size()) == stages) {
+    counts = P.stage_layers;
+  } else {
+    int first = P.first_stage_layers, last = P.last_stage_layers;
+    int rest = L, lo = 0, hi = stages;
+    if (stages > 1 && first > 0) { counts[0] = first; rest -= first; lo = 1; }
+    if (stages > 1 && last > 0) { counts[stages - 1] = last; rest -= last; hi = stages - 1; }
+    const int n = hi - lo;
+    for (int i = lo; i < hi; ++i) counts[i] = n > 0 ? rest / n + (i - lo < rest % n ? 1 : 0) : 0;
+  }
+  std::vector<std::vector<int>> out(stages);
+  int l = 0;
+  for (int st = 0; st < stages; ++st)
+    for (int k = 0; k < counts[st] && l < L; ++k) out[st].push_back(l++);
+  return out;
+}
+
+Lowered lower(const Scenario& s, const LowerOptions& o) { return Lowerer(s, o).run(); }
+
+}  // namespace mfusim::schedules

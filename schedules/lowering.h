@@ -1,0 +1,49 @@
+#pragma once
+// Lowering a full scenario to a task graph: the schedule's per-rank op lists
+// become tasks per layer per micro-batch on each pipeline rank's compute
+// stream, with TP collectives, stage-to-stage sends, EP all-to-alls, DP
+// gradient buckets, the optimizer step, data loading and GC pauses on their
+// own streams. One representative GPU per pipeline rank is simulated (TP, CP
+// and DP peers are symmetric); collectives are timed for the whole group.
+#include <cstdint>
+#include <map>
+#include <string>
+#include <vector>
+
+#include "config/scenario.h"
+#include "schedules/schedule.h"
+#include "sim/engine.h"
+
+namespace mfusim::schedules {
+
+struct LowerOptions {
+  // Per-layer tasks (the timeline shows every layer and TP collective) or
+  // one task per op where nothing attaches inside it (faster; used by plan).
+  bool per_layer = true;
+};
+
+// Side information per task that the engine does not need but the report does.
+struct TaskInfo {
+  std::int64_t launch_ns = 0;     // part of the duration that is kernel launch overhead
+  double flops = 0;               // hardware FLOPs executed (per GPU)
+};
+
+struct Lowered {
+  sim::TaskGraph graph;
+  PipelineSchedule schedule;
+  int ranks = 1;
+  std::vector<sim::StreamId> compute_stream;     // per pipeline rank
+  std::vector<TaskInfo> info;                    // per task
+  std::vector<double> static_bytes;              // per rank: params + grads + optimizer
+  std::vector<double> params_bytes, grads_bytes, optimizer_bytes;   // per rank
+  std::vector<std::vector<int>> stage_layers;    // layers of each virtual stage
+  std::vector<std::string> warnings;
+  std::map<sim::TaskId, int> send_target;        // stage-to-stage sends: receiving rank
+};
+
+// Layers of each virtual stage (even split, or the scenario's uneven split).
+std::vector<std::vector<int>> split_layers(const config::Scenario&, int stages);
+
+Lowered lower(const config::Scenario&, const LowerOptions& = {});
+
+}  // namespace mfusim::schedules
