@@ -168,10 +168,10 @@ void push(std::vector<Kernel>& f, std::vector<Kernel>& b, const Elementwise& op)
 // RMSNorm (Hugging Face's Python RMSNorm, fp32 inside): pow, mean, rsqrt, mul,
 // mul-by-weight. Unfused LayerNorm is torch.nn.LayerNorm: one native kernel.
 void norm_kernels(const ModelSpec& m, double n, double h, int e, bool fused, const char* tag,
-                  std::vector<Kernel>& f, std::vector<Kernel>& b) {
+                  const char* tag_bwd, std::vector<Kernel>& f, std::vector<Kernel>& b) {
   const double x = n * h;
   if (fused || gpt_style(m)) {
-    push(f, b, {tag, tag, e * x + e * h, e * x, 5 * x});
+    push(f, b, {tag, tag_bwd, e * x + e * h, e * x, 5 * x});
     return;
   }
   push(f, b, {"rmsnorm_pow", "rmsnorm_pow_bwd", e * x, 4 * x, x});
@@ -221,11 +221,11 @@ void activation_kernels(const ModelSpec& m, double n, double f_width, int e, boo
 
 // RoPE on a [n, width] tensor. Fused (Apex/TE): one kernel. Unfused (Hugging
 // Face apply_rotary_pos_emb): x*cos, neg(half), cat, rotate*sin, add.
-void rope_kernels(double n, double width, int e, bool fused, const char* tag,
+void rope_kernels(double n, double width, int e, bool fused, const char* tag, const char* tag_bwd,
                   std::vector<Kernel>& f, std::vector<Kernel>& b) {
   const double x = n * width;
   if (fused) {
-    push(f, b, {tag, tag, e * x, e * x, 3 * x});
+    push(f, b, {tag, tag_bwd, e * x, e * x, 3 * x});
     return;
   }
   push(f, b, {"rope_mul_cos", "rope_mul_cos_bwd", e * x, e * x, x});
@@ -387,29 +387,30 @@ LayerKernels layer_kernels(const ModelSpec& m, int layer, const RankShape& r) {
   const double dqk = qk_head_dim(m), dv = v_head_dim(m);
 
   // --- attention block ---
-  norm_kernels(m, Tn, h, e, fused, gpt_style(m) ? "layernorm" : "rmsnorm", lk.f, lk.b);
+  norm_kernels(m, Tn, h, e, fused, gpt_style(m) ? "layernorm" : "rmsnorm",
+               gpt_style(m) ? "layernorm_bwd" : "rmsnorm_bwd", lk.f, lk.b);
   if (m.mla) {
     const auto& l = *m.mla;
     const double rope = static_cast<double>(l.qk_rope_head_dim);
     if (l.q_lora_rank > 0) {
       const double ql = static_cast<double>(l.q_lora_rank);
       linear("q_down", "q_down_dgrad", "q_down_wgrad", T, h, ql, e, lk);   // duplicated over tp
-      norm_kernels(m, T, ql, e, fused, "q_norm", lk.f, lk.b);
+      norm_kernels(m, T, ql, e, fused, "q_norm", "q_norm_bwd", lk.f, lk.b);
       linear("q_up", "q_up_dgrad", "q_up_wgrad", T, ql, heads * dqk, e, lk);
     } else {
       linear("q_proj", "q_proj_dgrad", "q_proj_wgrad", T, h, heads * dqk, e, lk);
     }
     const double kvl = static_cast<double>(l.kv_lora_rank);
     linear("kv_down", "kv_down_dgrad", "kv_down_wgrad", T, h, kvl + rope, e, lk);   // duplicated over tp
-    norm_kernels(m, T, kvl, e, fused, "kv_norm", lk.f, lk.b);
+    norm_kernels(m, T, kvl, e, fused, "kv_norm", "kv_norm_bwd", lk.f, lk.b);
     linear("kv_up", "kv_up_dgrad", "kv_up_wgrad", T, kvl, heads * (l.qk_nope_head_dim + l.v_head_dim), e, lk);
-    rope_kernels(T, heads * rope, e, fused, "rope_q", lk.f, lk.b);
-    rope_kernels(T, rope, e, fused, "rope_k", lk.f, lk.b);
+    rope_kernels(T, heads * rope, e, fused, "rope_q", "rope_q_bwd", lk.f, lk.b);
+    rope_kernels(T, rope, e, fused, "rope_k", "rope_k_bwd", lk.f, lk.b);
   } else {
     linear("qkv", "qkv_dgrad", "qkv_wgrad", T, h, (heads + 2 * kv) * dqk, e, lk);
     if (has_rope(m)) {
-      rope_kernels(T, heads * dqk, e, fused, "rope_q", lk.f, lk.b);
-      rope_kernels(T, kv * dqk, e, fused, "rope_k", lk.f, lk.b);
+      rope_kernels(T, heads * dqk, e, fused, "rope_q", "rope_q_bwd", lk.f, lk.b);
+      rope_kernels(T, kv * dqk, e, fused, "rope_k", "rope_k_bwd", lk.f, lk.b);
     }
   }
   const std::size_t core_begin = lk.f.size();
@@ -421,7 +422,8 @@ LayerKernels layer_kernels(const ModelSpec& m, int layer, const RankShape& r) {
   residual_kernels(m, Tn, h, e, fused, lk.f, lk.b);
 
   // --- MLP block ---
-  norm_kernels(m, Tn, h, e, fused, gpt_style(m) ? "layernorm" : "rmsnorm", lk.f, lk.b);
+  norm_kernels(m, Tn, h, e, fused, gpt_style(m) ? "layernorm" : "rmsnorm",
+               gpt_style(m) ? "layernorm_bwd" : "rmsnorm_bwd", lk.f, lk.b);
   if (m.is_moe_layer(layer)) {
     const auto& mo = *m.moe;
     const double E = mo.experts, k = mo.top_k, fe = static_cast<double>(mo.expert_ffn_hidden);
@@ -485,7 +487,8 @@ LayerKernels head_kernels(const ModelSpec& m, const RankShape& r) {
   const double T = static_cast<double>(r.micro_batch) * static_cast<double>(r.seq_len) / r.cp;
   const double Tn = r.sequence_parallel ? T / tp : T;
   const double v = static_cast<double>(m.vocab) / tp;
-  norm_kernels(m, Tn, h, e, r.fused_kernels, gpt_style(m) ? "final_layernorm" : "final_rmsnorm", lk.f, lk.b);
+  norm_kernels(m, Tn, h, e, r.fused_kernels, gpt_style(m) ? "final_layernorm" : "final_rmsnorm",
+               gpt_style(m) ? "final_layernorm_bwd" : "final_rmsnorm_bwd", lk.f, lk.b);
   linear("lm_head", "lm_head_dgrad", "lm_head_wgrad", T, h, v, e, lk);
   // Vocab-parallel cross entropy on fp32 logits: max, sum-exp, loss; backward softmax - onehot.
   lk.f.push_back(memk("cross_entropy", e * T * v, 4 * T * v, 5 * T * v));
