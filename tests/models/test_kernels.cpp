@@ -69,6 +69,17 @@ TEST_CASE("sum of kernel FLOPs x tp equals layer_flops (dense GPT / Llama, flash
   }
 }
 
+TEST_CASE("context parallel: kernel FLOPs x tp x cp = layer_flops") {
+  const ModelSpec m = fx::llama3_70b();
+  RankShape r = shape(4, 1, 16384);
+  r.cp = 4;
+  const LayerKernels lk = layer_kernels(m, 0, r);
+  const LayerFlops lf = layer_flops(m, 0, 1, 16384);
+  CHECK(compute_flops(lk.f) * 16 == doctest::Approx(lf.f.total()).epsilon(1e-9));
+  CHECK(compute_flops(lk.b) * 16 == doctest::Approx(lf.b.total()).epsilon(1e-9));
+  CHECK(compute_flops(lk.w) * 16 == doctest::Approx(lf.w.total()).epsilon(1e-9));
+}
+
 TEST_CASE("MoE kernels: router, grouped experts (count = experts per rank), sums x tp = layer_flops") {
   const ModelSpec m = fx::mixtral_8x7b();
   RankShape r = shape(2, 1, 4096);
