@@ -42,10 +42,13 @@ LayerFlops layer_flops(const ModelSpec&, int layer, std::int64_t micro_batch, st
 // Logits (LM head) forward FLOPs for `tokens` tokens; backward is 2x (B and W).
 double logits_flops_forward(const ModelSpec&, std::int64_t tokens);
 // Model FLOPs of one token through forward + backward, no recompute:
-// with_attention = true is Megatron's count (mfu_attn, tflops_per_gpu);
-// false is 6 * N_activated (+ logits as in 6N: N counts the head).
+// with_attention = true is Megatron's count (mfu_attn, tflops_per_gpu): every
+// GEMM except the MoE router (Megatron-Core leaves it out), full s^2 attention,
+// logits 6hV; false is 6 * N_activated with N counting embedding and LM head.
 double model_flops_per_token(const ModelSpec&, std::int64_t seq_len, bool with_attention);
-// Extra FLOPs per token executed by recompute (for HFU).
+// Extra FLOPs per token executed by recompute (for HFU): selective = attention
+// core forward once more (QK^T + attn*V; Korthikanti's eq. 8 counts 3x this);
+// full = the whole layer forward (LM head not recomputed).
 double recompute_flops_per_token(const ModelSpec&, std::int64_t seq_len, Recompute);
 
 // ---- per-rank kernels ----------------------------------------------------
@@ -60,7 +63,11 @@ struct RankShape {
   int bytes_per_element = 2;      // bf16 activations
 };
 // Kernels of one layer for one micro-batch on one rank (weights sharded by tp,
-// experts by ep, sequence by cp). `r` is what recompute re-runs before B
+// experts by ep, sequence by cp). f and b in run order; gemm and attention
+// kernels carry the same FLOP counts as layer_flops (full s^2 attention even
+// when causal; FlashAttention's backward recompute is left to the cost model),
+// so their sum x tp x cp equals layer_flops for dense models. Memory kernels
+// carry elementwise op counts as flops. `r` is what recompute re-runs before B
 // (empty for none; attention core for selective; all of f for full).
 struct LayerKernels {
   std::vector<hardware::Kernel> f, b, w, r;

@@ -1,0 +1,656 @@
+// Parameter, FLOP, kernel and memory accounting. Formulas and their sources:
+// docs/accounting.md. Conventions used throughout:
+//  * GELU models follow GPT/Megatron: LayerNorm (weight + bias), linear biases,
+//    dropout after attention and MLP (and on attention probabilities).
+//  * SwiGLU models follow Llama/Mixtral/DeepSeek: RMSNorm (weight only), no
+//    biases, no dropout, RoPE.
+//  * FLOPs count a multiply-add as 2; attention counts the full s x s product
+//    (Megatron convention, not causal-halved). Kernels carry the same counts;
+//    the cost model decides what causal masking or FlashAttention's backward
+//    recompute cost in time.
+#include "models/accounting.h"
+
+#include <algorithm>
+#include <cmath>
+
+namespace mfusim::models {
+
+namespace {
+
+using hardware::Kernel;
+using hardware::KernelKind;
+
+bool gpt_style(const ModelSpec& m) { return m.activation == Activation::gelu; }
+bool has_dropout(const ModelSpec& m) { return gpt_style(m); }
+bool has_rope(const ModelSpec& m) { return !gpt_style(m); }
+double gated(const ModelSpec& m) { return m.activation == Activation::swiglu ? 3.0 : 2.0; }
+
+double head_dim(const ModelSpec& m) {
+  return static_cast<double>(m.head_dim > 0 ? m.head_dim : m.hidden / m.heads);
+}
+// Per-head widths of the attention core: query/key and value.
+double qk_head_dim(const ModelSpec& m) {
+  return m.mla ? static_cast<double>(m.mla->qk_nope_head_dim + m.mla->qk_rope_head_dim) : head_dim(m);
+}
+double v_head_dim(const ModelSpec& m) { return m.mla ? static_cast<double>(m.mla->v_head_dim) : head_dim(m); }
+// Heads K and V have in the attention core (MLA: every query head has its own).
+double core_kv_heads(const ModelSpec& m) { return m.mla ? m.heads : m.kv_heads; }
+
+// One layer's parameters split by how they are distributed over ranks.
+struct ParamParts {
+  double tp_sharded = 0;   // column/row-parallel matrices and column biases
+  double replicated = 0;   // norms, row-parallel biases, router, MLA down-projections
+  double experts = 0;      // routed experts (sharded by tp * ep)
+  double experts_active = 0;
+  double router = 0;       // included in replicated
+  double total() const { return tp_sharded + replicated + experts; }
+  double active() const { return tp_sharded + replicated + experts_active; }
+};
+
+ParamParts layer_parts(const ModelSpec& m, int layer) {
+  const double h = static_cast<double>(m.hidden);
+  const double a = m.heads;
+  ParamParts p;
+  // attention
+  if (m.mla) {
+    const auto& l = *m.mla;
+    const double qk = qk_head_dim(m);
+    if (l.q_lora_rank > 0) {
+      p.replicated += h * l.q_lora_rank + l.q_lora_rank;             // q down + q norm
+      p.tp_sharded += static_cast<double>(l.q_lora_rank) * a * qk;   // q up
+    } else {
+      p.tp_sharded += h * a * qk;
+    }
+    p.replicated += h * (l.kv_lora_rank + l.qk_rope_head_dim) + l.kv_lora_rank;   // kv down (+rope key) + kv norm
+    p.tp_sharded += static_cast<double>(l.kv_lora_rank) * a * (l.qk_nope_head_dim + l.v_head_dim);
+    p.tp_sharded += a * l.v_head_dim * h;                                          // o
+  } else {
+    const double d = head_dim(m), g = m.kv_heads;
+    p.tp_sharded += h * a * d + 2 * h * g * d + a * d * h;
+    if (gpt_style(m)) {
+      p.tp_sharded += a * d + 2 * g * d;   // qkv bias (column-parallel)
+      p.replicated += h;                   // o bias (row-parallel)
+    }
+  }
+  // norms: two per layer
+  p.replicated += gpt_style(m) ? 4 * h : 2 * h;
+  // MLP
+  if (m.is_moe_layer(layer)) {
+    const auto& e = *m.moe;
+    const double expert = 3.0 * h * static_cast<double>(e.expert_ffn_hidden);   // experts are gated
+    p.router = static_cast<double>(e.experts) * h;
+    p.replicated += p.router;
+    p.tp_sharded += e.shared_experts * expert;
+    p.experts = e.experts * expert;
+    p.experts_active = e.top_k * expert;
+  } else {
+    const double f = static_cast<double>(m.ffn_hidden);
+    p.tp_sharded += gated(m) * h * f;
+    if (gpt_style(m)) {
+      p.tp_sharded += f;   // fc1 bias
+      p.replicated += h;   // fc2 bias
+    }
+  }
+  return p;
+}
+
+// Forward FLOPs per token of one layer.
+struct TokenFlops {
+  double matmul = 0;      // every GEMM, router included
+  double router = 0;      // the router GEMM alone
+  double attention = 0;   // QK^T and attn*V over the full sequence
+};
+
+TokenFlops layer_token_flops(const ModelSpec& m, int layer, double seq) {
+  const double h = static_cast<double>(m.hidden);
+  const double a = m.heads;
+  TokenFlops t;
+  if (m.mla) {
+    const auto& l = *m.mla;
+    const double qk = qk_head_dim(m);
+    const double q = l.q_lora_rank > 0 ? h * l.q_lora_rank + static_cast<double>(l.q_lora_rank) * a * qk : h * a * qk;
+    const double kv = h * (l.kv_lora_rank + l.qk_rope_head_dim) +
+                      static_cast<double>(l.kv_lora_rank) * a * (l.qk_nope_head_dim + l.v_head_dim);
+    t.matmul += 2 * (q + kv + a * l.v_head_dim * h);
+  } else {
+    const double d = head_dim(m), g = m.kv_heads;
+    t.matmul += 2 * (h * a * d + 2 * h * g * d + a * d * h);
+  }
+  t.attention = 2 * seq * a * (qk_head_dim(m) + v_head_dim(m));
+  if (m.is_moe_layer(layer)) {
+    const auto& e = *m.moe;
+    const double expert = 2 * 3.0 * h * static_cast<double>(e.expert_ffn_hidden);
+    t.router = 2 * h * e.experts;
+    t.matmul += t.router + (e.top_k + e.shared_experts) * expert;
+  } else {
+    t.matmul += 2 * gated(m) * h * static_cast<double>(m.ffn_hidden);
+  }
+  return t;
+}
+
+// ---- kernel builders ----------------------------------------------------------
+Kernel gemm(const char* name, double m, double n, double k, int e, int count = 1) {
+  Kernel g;
+  g.kind = KernelKind::gemm;
+  g.name = name;
+  g.m = std::llround(m);
+  g.n = std::llround(n);
+  g.k = std::llround(k);
+  g.flops = 2 * m * n * k;
+  g.bytes = e * (m * k + k * n + m * n);
+  g.count = count;
+  return g;
+}
+
+Kernel memk(const char* name, double read, double write, double flops, int count = 1) {
+  Kernel k;
+  k.kind = KernelKind::memory;
+  k.name = name;
+  k.bytes = read + write;
+  k.flops = flops;
+  k.count = count;
+  return k;
+}
+
+struct Elementwise {        // one memory-bound op in F with its B counterpart
+  const char* f_name;
+  const char* b_name;
+  double read, write, flops;
+  int count = 1;
+};
+void push(std::vector<Kernel>& f, std::vector<Kernel>& b, const Elementwise& op) {
+  f.push_back(memk(op.f_name, op.read, op.write, op.flops, op.count));
+  // backward: dy (size of the output) + saved input in, dx (size of the input) out
+  b.push_back(memk(op.b_name, op.write + op.read, op.read, 2 * op.flops, op.count));
+}
+
+// Norm over `n` tokens of width h. Fused (Apex/TE): one kernel. Unfused
+// RMSNorm (Hugging Face's Python RMSNorm, fp32 inside): pow, mean, rsqrt, mul,
+// mul-by-weight. Unfused LayerNorm is torch.nn.LayerNorm: one native kernel.
+void norm_kernels(const ModelSpec& m, double n, double h, int e, bool fused, const char* tag,
+                  const char* tag_bwd, std::vector<Kernel>& f, std::vector<Kernel>& b) {
+  const double x = n * h;
+  if (fused || gpt_style(m)) {
+    push(f, b, {tag, tag_bwd, e * x + e * h, e * x, 5 * x});
+    return;
+  }
+  push(f, b, {"rmsnorm_pow", "rmsnorm_pow_bwd", e * x, 4 * x, x});
+  push(f, b, {"rmsnorm_mean", "rmsnorm_mean_bwd", 4 * x, 4 * n, x});
+  push(f, b, {"rmsnorm_rsqrt", "rmsnorm_rsqrt_bwd", 4 * n, 4 * n, n});
+  push(f, b, {"rmsnorm_mul", "rmsnorm_mul_bwd", e * x + 4 * n, 4 * x, x});
+  push(f, b, {"rmsnorm_weight", "rmsnorm_weight_bwd", 4 * x + e * h, e * x, x});
+}
+
+// Residual branch end: GPT bias + dropout + residual add; Llama residual add.
+void residual_kernels(const ModelSpec& m, double n, double h, int e, bool fused,
+                      std::vector<Kernel>& f, std::vector<Kernel>& b) {
+  const double x = n * h;
+  if (!has_dropout(m)) {
+    push(f, b, {"residual_add", "residual_add_bwd", 2 * e * x, e * x, x});
+    return;
+  }
+  if (fused) {
+    push(f, b, {"bias_dropout_add", "bias_dropout_add_bwd", 2 * e * x + e * h, e * x + x, 3 * x});
+    return;
+  }
+  push(f, b, {"bias_add", "bias_add_bwd", e * x + e * h, e * x, x});
+  push(f, b, {"dropout", "dropout_bwd", e * x, e * x + x, 2 * x});
+  push(f, b, {"residual_add", "residual_add_bwd", 2 * e * x, e * x, x});
+}
+
+// Activation over `n` tokens of width f (per rank).
+void activation_kernels(const ModelSpec& m, double n, double f_width, int e, bool fused,
+                        std::vector<Kernel>& f, std::vector<Kernel>& b, int count = 1) {
+  const double x = n * f_width;
+  if (m.activation == Activation::swiglu) {
+    if (fused) {
+      push(f, b, {"swiglu", "swiglu_bwd", 2 * e * x, e * x, 5 * x, count});
+    } else {
+      push(f, b, {"silu", "silu_bwd", e * x, e * x, 4 * x, count});
+      push(f, b, {"swiglu_mul", "swiglu_mul_bwd", 2 * e * x, e * x, x, count});
+    }
+    return;
+  }
+  if (fused) {
+    push(f, b, {"bias_gelu", "bias_gelu_bwd", e * x + e * f_width, e * x, 8 * x, count});
+  } else {
+    push(f, b, {"bias_add", "bias_add_bwd", e * x + e * f_width, e * x, x, count});
+    push(f, b, {"gelu", "gelu_bwd", e * x, e * x, 8 * x, count});
+  }
+}
+
+// RoPE on a [n, width] tensor. Fused (Apex/TE): one kernel. Unfused (Hugging
+// Face apply_rotary_pos_emb): x*cos, neg(half), cat, rotate*sin, add.
+void rope_kernels(double n, double width, int e, bool fused, const char* tag, const char* tag_bwd,
+                  std::vector<Kernel>& f, std::vector<Kernel>& b) {
+  const double x = n * width;
+  if (fused) {
+    push(f, b, {tag, tag_bwd, e * x, e * x, 3 * x});
+    return;
+  }
+  push(f, b, {"rope_mul_cos", "rope_mul_cos_bwd", e * x, e * x, x});
+  push(f, b, {"rope_neg", "rope_neg_bwd", e * x / 2, e * x / 2, x / 2});
+  push(f, b, {"rope_cat", "rope_cat_bwd", e * x, e * x, 0});
+  push(f, b, {"rope_mul_sin", "rope_mul_sin_bwd", e * x, e * x, x});
+  push(f, b, {"rope_add", "rope_add_bwd", 2 * e * x, e * x, x});
+}
+
+struct AttnShape {
+  double batch, heads, kv_heads, seq_q, seq_kv, dqk, dv;
+};
+
+Kernel attn_kernel(KernelKind kind, const char* name, const AttnShape& s, bool flash, bool causal, double flops,
+                   double bytes) {
+  Kernel k;
+  k.kind = kind;
+  k.name = name;
+  k.batch = std::llround(s.batch);
+  k.heads = std::llround(s.heads);
+  k.kv_heads = std::llround(s.kv_heads);
+  k.seq_q = std::llround(s.seq_q);
+  k.seq_kv = std::llround(s.seq_kv);
+  k.head_dim = std::llround(s.dqk);
+  k.causal = causal;
+  k.flash = flash;
+  k.flops = flops;
+  k.bytes = bytes;
+  return k;
+}
+
+// Attention core kernels: F appended to f; B appended to b in *forward* order
+// (layer_kernels reverses b once at the end, like every other B kernel).
+void attention_kernels(const ModelSpec& m, const AttnShape& s, int e, bool flash, bool fused,
+                       std::vector<Kernel>& f, std::vector<Kernel>& b) {
+  const double q = s.batch * s.seq_q * s.heads * s.dqk * e;
+  const double k = s.batch * s.seq_kv * s.kv_heads * s.dqk * e;
+  const double v = s.batch * s.seq_kv * s.kv_heads * s.dv * e;
+  const double o = s.batch * s.seq_q * s.heads * s.dv * e;
+  const double lse = s.batch * s.heads * s.seq_q * 4;
+  const double qk_flops = 2 * s.batch * s.heads * s.seq_q * s.seq_kv * s.dqk;
+  const double av_flops = 2 * s.batch * s.heads * s.seq_q * s.seq_kv * s.dv;
+  if (flash) {
+    // FlashAttention: Q,K,V read once, O and the softmax log-sum-exp written.
+    f.push_back(attn_kernel(KernelKind::attention_fwd, "flash_attn_fwd", s, true, true, qk_flops + av_flops,
+                            q + k + v + o + lse));
+    // Backward: Q,K,V,O,dO and LSE read; dQ,dK,dV written.
+    b.push_back(attn_kernel(KernelKind::attention_bwd, "flash_attn_bwd", s, true, true, 2 * (qk_flops + av_flops),
+                            q + k + v + 2 * o + lse + q + k + v));
+    return;
+  }
+  // Materialised scores: E elements of the [b, heads, s_q, s_kv] matrix.
+  const double E = s.batch * s.heads * s.seq_q * s.seq_kv;
+  f.push_back(attn_kernel(KernelKind::attention_fwd, "attn_qk", s, false, true, qk_flops, q + k + e * E));
+  std::vector<Kernel> fb, bb;   // memory kernels of the score path, backward in F order
+  if (fused) {
+    // Megatron FusedScaleMaskSoftmax: one kernel, bf16 in and out.
+    push(fb, bb, {"scale_mask_softmax", "scale_mask_softmax_bwd", e * E, e * E, 5 * E});
+  } else {
+    // Megatron's unfused path with softmax in fp32 (PyTorch ops).
+    push(fb, bb, {"attn_scale", "attn_scale_bwd", e * E, e * E, E});
+    push(fb, bb, {"attn_mask", "attn_mask_bwd", e * E, e * E, E});
+    push(fb, bb, {"softmax_to_fp32", "softmax_to_fp32_bwd", e * E, 4 * E, 0});
+    push(fb, bb, {"softmax", "softmax_bwd", 4 * E, 4 * E, 5 * E});
+    push(fb, bb, {"softmax_to_bf16", "softmax_to_bf16_bwd", 4 * E, e * E, 0});
+  }
+  if (has_dropout(m)) push(fb, bb, {"attn_dropout", "attn_dropout_bwd", e * E, e * E + E, 2 * E});
+  f.insert(f.end(), fb.begin(), fb.end());
+  f.push_back(attn_kernel(KernelKind::attention_fwd, "attn_av", s, false, true, av_flops, e * E + v + o));
+  // Backward (run order): dV = P^T dO, dP = dO V^T, score-path backward, dQ = dS K, dK = dS^T Q.
+  // Appended here in reverse run order.
+  b.push_back(attn_kernel(KernelKind::attention_bwd, "attn_dk", s, false, true, qk_flops, e * E + q + k));
+  b.push_back(attn_kernel(KernelKind::attention_bwd, "attn_dq", s, false, true, qk_flops, e * E + k + q));
+  b.insert(b.end(), bb.begin(), bb.end());
+  b.push_back(attn_kernel(KernelKind::attention_bwd, "attn_dp", s, false, true, av_flops, o + v + e * E));
+  b.push_back(attn_kernel(KernelKind::attention_bwd, "attn_dv", s, false, true, av_flops, e * E + o + v));
+}
+
+// Adds the F GEMM, its dgrad (B) and wgrad (W). Forward y[m, out] = x[m, in] W.
+void linear(const char* name, const char* dname, const char* wname, double tokens, double in, double out, int e,
+            LayerKernels& lk, int count = 1) {
+  lk.f.push_back(gemm(name, tokens, out, in, e, count));
+  lk.b.push_back(gemm(dname, tokens, in, out, e, count));
+  lk.w.push_back(gemm(wname, in, out, tokens, e, count));
+}
+
+double kv_heads_per_rank(double kv, int tp) { return std::max(1.0, kv / tp); }
+
+}  // namespace
+
+// ---- parameters ---------------------------------------------------------------
+double layer_params(const ModelSpec& m, int layer) { return layer_parts(m, layer).total(); }
+double layer_params_active(const ModelSpec& m, int layer) { return layer_parts(m, layer).active(); }
+
+ParamCount count_params(const ModelSpec& m) {
+  ParamCount c;
+  const double h = static_cast<double>(m.hidden);
+  c.embedding = static_cast<double>(m.vocab) * h;
+  c.lm_head = m.tied_embeddings ? 0 : c.embedding;
+  c.final_norm = gpt_style(m) ? 2 * h : h;
+  if (!m.is_moe() || m.moe->dense_layers > 0) c.per_layer_dense = layer_params(m, 0);
+  if (m.is_moe()) {
+    c.per_layer_moe = layer_params(m, m.moe->dense_layers);
+    c.per_layer_moe_active = layer_params_active(m, m.moe->dense_layers);
+  }
+  const int dense = m.is_moe() ? std::min(m.moe->dense_layers, m.layers) : m.layers;
+  const int moe = m.layers - dense;
+  const double shared = c.embedding + c.lm_head + c.final_norm;
+  c.total = shared + dense * c.per_layer_dense + moe * c.per_layer_moe;
+  c.activated = shared + dense * c.per_layer_dense + moe * c.per_layer_moe_active;
+  return c;
+}
+
+// ---- FLOPs --------------------------------------------------------------------
+LayerFlops layer_flops(const ModelSpec& m, int layer, std::int64_t micro_batch, std::int64_t seq_len) {
+  const double tokens = static_cast<double>(micro_batch) * static_cast<double>(seq_len);
+  const TokenFlops t = layer_token_flops(m, layer, static_cast<double>(seq_len));
+  LayerFlops l;
+  l.f = {tokens * t.matmul, tokens * t.attention};
+  l.b = {tokens * t.matmul, 2 * tokens * t.attention};   // dgrad GEMMs; dQ,dK,dV,dP
+  l.w = {tokens * t.matmul, 0};                          // wgrad GEMMs
+  return l;
+}
+
+double logits_flops_forward(const ModelSpec& m, std::int64_t tokens) {
+  return 2.0 * static_cast<double>(tokens) * static_cast<double>(m.hidden) * static_cast<double>(m.vocab);
+}
+
+double model_flops_per_token(const ModelSpec& m, std::int64_t seq_len, bool with_attention) {
+  if (!with_attention) return 6.0 * count_params(m).activated;
+  double per_token = 3.0 * logits_flops_forward(m, 1);
+  for (int i = 0; i < m.layers; ++i) {
+    const TokenFlops t = layer_token_flops(m, i, static_cast<double>(seq_len));
+    per_token += 3.0 * (t.matmul - t.router + t.attention);   // Megatron-Core leaves the router out
+  }
+  return per_token;
+}
+
+double recompute_flops_per_token(const ModelSpec& m, std::int64_t seq_len, Recompute r) {
+  double extra = 0;
+  if (r == Recompute::none) return 0;
+  for (int i = 0; i < m.layers; ++i) {
+    const TokenFlops t = layer_token_flops(m, i, static_cast<double>(seq_len));
+    extra += r == Recompute::selective ? t.attention : t.matmul + t.attention;
+  }
+  return extra;
+}
+
+// ---- kernels ------------------------------------------------------------------
+LayerKernels layer_kernels(const ModelSpec& m, int layer, const RankShape& r) {
+  LayerKernels lk;
+  const int e = r.bytes_per_element, tp = r.tp;
+  const bool fused = r.fused_kernels;
+  const double h = static_cast<double>(m.hidden);
+  const double T = static_cast<double>(r.micro_batch) * static_cast<double>(r.seq_len) / r.cp;   // GEMM tokens
+  const double Tn = r.sequence_parallel ? T / tp : T;   // tokens of norms and residual adds
+  const double heads = static_cast<double>(m.heads) / tp;
+  const double kv = m.mla ? heads : kv_heads_per_rank(m.kv_heads, tp);
+  const double dqk = qk_head_dim(m), dv = v_head_dim(m);
+
+  // --- attention block ---
+  norm_kernels(m, Tn, h, e, fused, gpt_style(m) ? "layernorm" : "rmsnorm",
+               gpt_style(m) ? "layernorm_bwd" : "rmsnorm_bwd", lk.f, lk.b);
+  if (m.mla) {
+    const auto& l = *m.mla;
+    const double rope = static_cast<double>(l.qk_rope_head_dim);
+    if (l.q_lora_rank > 0) {
+      const double ql = static_cast<double>(l.q_lora_rank);
+      linear("q_down", "q_down_dgrad", "q_down_wgrad", T, h, ql, e, lk);   // duplicated over tp
+      norm_kernels(m, T, ql, e, fused, "q_norm", "q_norm_bwd", lk.f, lk.b);
+      linear("q_up", "q_up_dgrad", "q_up_wgrad", T, ql, heads * dqk, e, lk);
+    } else {
+      linear("q_proj", "q_proj_dgrad", "q_proj_wgrad", T, h, heads * dqk, e, lk);
+    }
+    const double kvl = static_cast<double>(l.kv_lora_rank);
+    linear("kv_down", "kv_down_dgrad", "kv_down_wgrad", T, h, kvl + rope, e, lk);   // duplicated over tp
+    norm_kernels(m, T, kvl, e, fused, "kv_norm", "kv_norm_bwd", lk.f, lk.b);
+    linear("kv_up", "kv_up_dgrad", "kv_up_wgrad", T, kvl, heads * (l.qk_nope_head_dim + l.v_head_dim), e, lk);
+    rope_kernels(T, heads * rope, e, fused, "rope_q", "rope_q_bwd", lk.f, lk.b);
+    rope_kernels(T, rope, e, fused, "rope_k", "rope_k_bwd", lk.f, lk.b);
+  } else {
+    linear("qkv", "qkv_dgrad", "qkv_wgrad", T, h, (heads + 2 * kv) * dqk, e, lk);
+    if (has_rope(m)) {
+      rope_kernels(T, heads * dqk, e, fused, "rope_q", "rope_q_bwd", lk.f, lk.b);
+      rope_kernels(T, kv * dqk, e, fused, "rope_k", "rope_k_bwd", lk.f, lk.b);
+    }
+  }
+  const std::size_t core_begin = lk.f.size();
+  const AttnShape as{static_cast<double>(r.micro_batch), heads, kv, static_cast<double>(r.seq_len) / r.cp,
+                     static_cast<double>(r.seq_len), dqk, dv};
+  attention_kernels(m, as, e, r.flash_attention, fused, lk.f, lk.b);
+  const std::size_t core_end = lk.f.size();
+  linear("attn_out", "attn_out_dgrad", "attn_out_wgrad", T, heads * dv, h, e, lk);
+  residual_kernels(m, Tn, h, e, fused, lk.f, lk.b);
+
+  // --- MLP block ---
+  norm_kernels(m, Tn, h, e, fused, gpt_style(m) ? "layernorm" : "rmsnorm",
+               gpt_style(m) ? "layernorm_bwd" : "rmsnorm_bwd", lk.f, lk.b);
+  if (m.is_moe_layer(layer)) {
+    const auto& mo = *m.moe;
+    const double E = mo.experts, k = mo.top_k, fe = static_cast<double>(mo.expert_ffn_hidden);
+    const double per_rank = E / r.ep;
+    // Router on the rank's own tokens; top-k; permutation into expert order.
+    linear("router", "router_dgrad", "router_wgrad", Tn, h, E, e, lk);
+    push(lk.f, lk.b, {"router_topk", "router_topk_bwd", 4 * Tn * E, 12 * Tn * k, Tn * E});
+    push(lk.f, lk.b, {"moe_permute", "moe_unpermute_grad", e * Tn * h, e * Tn * k * h, 0});
+    // Tokens one expert sees on this rank: the tp group's T tokens of each of
+    // the ep ranks, top_k copies, spread over all experts (balanced routing).
+    const double m_e = T * r.ep * k / E;
+    const int groups = std::max(1, static_cast<int>(std::lround(per_rank)));
+    linear("expert_fc1", "expert_fc1_dgrad", "expert_fc1_wgrad", m_e, h, 2 * fe / tp, e, lk, groups);
+    activation_kernels(m, m_e * groups, fe / tp, e, fused, lk.f, lk.b);
+    linear("expert_fc2", "expert_fc2_dgrad", "expert_fc2_wgrad", m_e, fe / tp, h, e, lk, groups);
+    push(lk.f, lk.b, {"moe_unpermute", "moe_permute_grad", e * Tn * k * h + 4 * Tn * k, e * Tn * h, Tn * k * h});
+    if (mo.shared_experts > 0) {
+      const double fs = mo.shared_experts * fe / tp;
+      linear("shared_fc1", "shared_fc1_dgrad", "shared_fc1_wgrad", T, h, 2 * fs, e, lk);
+      activation_kernels(m, T, fs, e, fused, lk.f, lk.b);
+      linear("shared_fc2", "shared_fc2_dgrad", "shared_fc2_wgrad", T, fs, h, e, lk);
+    }
+  } else {
+    const double f = static_cast<double>(m.ffn_hidden) / tp;
+    const double up = m.activation == Activation::swiglu ? 2 * f : f;
+    linear("mlp_up", "mlp_up_dgrad", "mlp_up_wgrad", T, h, up, e, lk);
+    activation_kernels(m, T, f, e, fused, lk.f, lk.b);
+    linear("mlp_down", "mlp_down_dgrad", "mlp_down_wgrad", T, f, h, e, lk);
+  }
+  residual_kernels(m, Tn, h, e, fused, lk.f, lk.b);
+
+  std::reverse(lk.b.begin(), lk.b.end());   // built in F order; B runs in reverse
+
+  if (r.recompute == Recompute::full) {
+    lk.r = lk.f;
+  } else if (r.recompute == Recompute::selective) {
+    lk.r.assign(lk.f.begin() + static_cast<std::ptrdiff_t>(core_begin),
+                lk.f.begin() + static_cast<std::ptrdiff_t>(core_end));
+  }
+  return lk;
+}
+
+LayerKernels embedding_kernels(const ModelSpec& m, const RankShape& r) {
+  LayerKernels lk;
+  const int e = r.bytes_per_element;
+  const double h = static_cast<double>(m.hidden);
+  const double T = static_cast<double>(r.micro_batch) * static_cast<double>(r.seq_len) / r.cp;
+  const double Tn = r.sequence_parallel ? T / r.tp : T;
+  // Vocab-parallel lookup: gather rows, write [T, h] (reduced over tp).
+  lk.f.push_back(memk("embedding_lookup", e * T * h + 8 * T, e * T * h, 0));
+  if (has_dropout(m)) lk.f.push_back(memk("embedding_dropout", e * Tn * h, e * Tn * h + Tn * h, 2 * Tn * h));
+  // Backward: scatter-add the output gradient into the (fp32) embedding gradient.
+  lk.w.push_back(memk("embedding_grad", e * T * h + 8 * T, 4 * T * h, T * h));
+  return lk;
+}
+
+LayerKernels head_kernels(const ModelSpec& m, const RankShape& r) {
+  LayerKernels lk;
+  const int e = r.bytes_per_element, tp = r.tp;
+  const double h = static_cast<double>(m.hidden);
+  const double T = static_cast<double>(r.micro_batch) * static_cast<double>(r.seq_len) / r.cp;
+  const double Tn = r.sequence_parallel ? T / tp : T;
+  const double v = static_cast<double>(m.vocab) / tp;
+  norm_kernels(m, Tn, h, e, r.fused_kernels, gpt_style(m) ? "final_layernorm" : "final_rmsnorm",
+               gpt_style(m) ? "final_layernorm_bwd" : "final_rmsnorm_bwd", lk.f, lk.b);
+  linear("lm_head", "lm_head_dgrad", "lm_head_wgrad", T, h, v, e, lk);
+  // Vocab-parallel cross entropy on fp32 logits: max, sum-exp, loss; backward softmax - onehot.
+  lk.f.push_back(memk("cross_entropy", e * T * v, 4 * T * v, 5 * T * v));
+  lk.b.push_back(memk("cross_entropy_bwd", 4 * T * v, e * T * v, 2 * T * v));
+  std::reverse(lk.b.begin(), lk.b.end());   // built in F order; B runs in reverse
+  return lk;
+}
+
+LayerComm layer_comm(const ModelSpec& m, int layer, const RankShape& r) {
+  LayerComm c;
+  const double h = static_cast<double>(m.hidden);
+  const double e = r.bytes_per_element;
+  const double T = static_cast<double>(r.micro_batch) * static_cast<double>(r.seq_len) / r.cp;
+  if (r.tp > 1) {
+    c.tp_collectives = r.sequence_parallel ? 4 : 2;
+    c.tp_bytes = T * h * e;
+  }
+  if (m.is_moe_layer(layer) && r.ep > 1) {
+    const double local = r.sequence_parallel ? T / r.tp : T;
+    c.ep_all_to_all_bytes = local * m.moe->top_k * h * e;
+  }
+  if (r.cp > 1) {
+    const double kv = m.mla ? static_cast<double>(m.heads) / r.tp : kv_heads_per_rank(m.kv_heads, r.tp);
+    c.cp_bytes = T * kv * (qk_head_dim(m) + v_head_dim(m)) * e;
+  }
+  c.pp_bytes = T * h * e / (r.sequence_parallel ? r.tp : 1);
+  return c;
+}
+
+// ---- memory -------------------------------------------------------------------
+StaticMemory static_memory(const ModelSpec& m, const std::vector<int>& layers, bool has_embedding, bool has_head,
+                           int tp, int ep, int dp, bool distributed_optimizer) {
+  double dense = 0, expert = 0;
+  for (int i : layers) {
+    const ParamParts p = layer_parts(m, i);
+    dense += p.tp_sharded / tp + p.replicated;
+    expert += p.experts / (static_cast<double>(tp) * ep);
+  }
+  const ParamCount c = count_params(m);
+  if (has_embedding) dense += c.embedding / tp;
+  if (has_head) {
+    dense += c.final_norm;
+    if (!m.tied_embeddings) dense += c.lm_head / tp;
+    else if (!has_embedding) dense += c.embedding / tp;   // Megatron keeps a tied copy on the last stage
+  }
+  StaticMemory s;
+  s.params = 2 * (dense + expert);
+  s.grads = 4 * (dense + expert);
+  const double expert_dp = std::max(1.0, static_cast<double>(dp) / ep);
+  s.optimizer = distributed_optimizer ? 12 * (dense / dp + expert / expert_dp) : 12 * (dense + expert);
+  return s;
+}
+
+double activation_bytes(const ModelSpec& m, int layer, const RankShape& r) {
+  const double t = r.tp;
+  const double e = r.bytes_per_element;
+  const double h = static_cast<double>(m.hidden);
+  const double s = static_cast<double>(r.seq_len);
+  const double T = static_cast<double>(r.micro_batch) * s / r.cp;
+  const double rep = r.sequence_parallel ? 1.0 / t : 1.0;   // tensors outside the TP region
+  const double shard = 1.0 / t;
+  if (r.recompute == Recompute::full) return e * T * h * rep;   // the layer input only
+
+  const double heads = m.heads;
+  const double dqk = qk_head_dim(m), dv = v_head_dim(m), kvh = core_kv_heads(m);
+  const double drop = has_dropout(m) ? 1.0 : 0.0;
+  double per_token = 0;
+  // attention block (Korthikanti: 11sbh + 5as^2b for GPT)
+  per_token += e * h * rep;                                   // norm input
+  per_token += e * h * rep;                                   // QKV GEMM input (norm output)
+  if (m.mla) {
+    const auto& l = *m.mla;
+    // latents are duplicated over tp: q down output (norm input) and q norm output, same for kv
+    per_token += 2 * e * (l.q_lora_rank + l.kv_lora_rank) + e * l.qk_rope_head_dim;
+  }
+  per_token += e * (heads * dqk + kvh * dqk) * shard;         // Q and K for QK^T
+  per_token += e * kvh * dv * shard;                          // V
+  per_token += e * heads * dv * shard;                        // attention output = out-projection input
+  if (r.recompute == Recompute::none) {
+    if (r.flash_attention) {
+      per_token += 4 * heads * shard;                         // softmax log-sum-exp (fp32)
+    } else {
+      // softmax output (e), dropout mask (1) and dropout output (e) over s keys per head
+      per_token += (e + drop * (1 + e)) * heads * s * shard;
+    }
+  }
+  per_token += drop * h * rep;                                // dropout mask after out-projection
+  // MLP block (Korthikanti: 19sbh for GPT)
+  per_token += e * h * rep;                                   // norm input
+  auto mlp = [&](double width) {                              // activations of one (dense-width) MLP
+    return m.activation == Activation::swiglu ? e * 3 * width * shard   // gate+up output, SwiGLU output
+                                              : e * 2 * width * shard;  // GELU input, GELU output
+  };
+  if (m.is_moe_layer(layer)) {
+    const auto& mo = *m.moe;
+    const double fe = static_cast<double>(mo.expert_ffn_hidden);
+    per_token += e * h * rep;                                 // router input
+    per_token += 4 * mo.experts * rep;                        // router probabilities (fp32)
+    per_token += mo.top_k * (e * h * rep + mlp(fe));          // permuted expert inputs and expert internals
+    per_token += mo.shared_experts * mlp(fe);
+  } else {
+    per_token += e * h * rep;                                 // fc1 input
+    per_token += mlp(static_cast<double>(m.ffn_hidden));
+  }
+  per_token += drop * h * rep;                                // dropout mask after MLP
+  return T * per_token;
+}
+
+double w_stash_bytes(const ModelSpec& m, int layer, const RankShape& r) {
+  // Each weight GEMM keeps its input x and output gradient dy until W: dW = x^T dy.
+  const double t = r.tp;
+  const double e = r.bytes_per_element;
+  const double h = static_cast<double>(m.hidden);
+  const double T = static_cast<double>(r.micro_batch) * static_cast<double>(r.seq_len) / r.cp;
+  const double rep = r.sequence_parallel ? 1.0 / t : 1.0;
+  const double heads = m.heads;
+  double per_token = 0;
+  auto column = [&](double in, double out) { per_token += e * (in * rep + out / t); };   // in: full hidden
+  auto row = [&](double in, double out) { per_token += e * (in / t + out * rep); };
+  auto dup = [&](double in, double out) { per_token += e * (in + out); };               // duplicated over tp
+  if (m.mla) {
+    const auto& l = *m.mla;
+    const double qk = qk_head_dim(m);
+    if (l.q_lora_rank > 0) {
+      dup(h, static_cast<double>(l.q_lora_rank));
+      per_token += e * (l.q_lora_rank + heads * qk / t);
+    } else {
+      column(h, heads * qk);
+    }
+    dup(h, static_cast<double>(l.kv_lora_rank + l.qk_rope_head_dim));
+    per_token += e * (l.kv_lora_rank + heads * (l.qk_nope_head_dim + l.v_head_dim) / t);
+  } else {
+    column(h, (heads + 2.0 * m.kv_heads) * head_dim(m));
+  }
+  row(heads * v_head_dim(m), h);
+  if (m.is_moe_layer(layer)) {
+    const auto& mo = *m.moe;
+    const double fe = static_cast<double>(mo.expert_ffn_hidden);
+    per_token += e * (h + mo.experts) * rep;                  // router
+    const double copies = mo.top_k + mo.shared_experts;
+    per_token += copies * e * (h * rep + 2 * fe / t);         // fc1
+    per_token += copies * e * (fe / t + h * rep);             // fc2
+  } else {
+    const double f = static_cast<double>(m.ffn_hidden);
+    column(h, m.activation == Activation::swiglu ? 2 * f : f);
+    row(f, h);
+  }
+  return T * per_token;
+}
+
+double embedding_activation_bytes(const ModelSpec& m, const RankShape& r) {
+  const double T = static_cast<double>(r.micro_batch) * static_cast<double>(r.seq_len) / r.cp;
+  const double rep = r.sequence_parallel ? 1.0 / r.tp : 1.0;
+  return has_dropout(m) ? T * static_cast<double>(m.hidden) * rep : 0.0;   // dropout mask (1 byte)
+}
+
+double head_activation_bytes(const ModelSpec& m, const RankShape& r) {
+  const double T = static_cast<double>(r.micro_batch) * static_cast<double>(r.seq_len) / r.cp;
+  const double rep = r.sequence_parallel ? 1.0 / r.tp : 1.0;
+  const double h = static_cast<double>(m.hidden);
+  // final norm input, LM-head input (Korthikanti: 2sbh/t each), fp32 logits 4sbv/t
+  return T * (2.0 * r.bytes_per_element * h * rep + 4.0 * static_cast<double>(m.vocab) / r.tp);
+}
+
+}  // namespace mfusim::models
