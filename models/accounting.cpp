@@ -422,6 +422,9 @@ LayerKernels layer_kernels(const ModelSpec& m, int layer, const RankShape& r) {
   residual_kernels(m, Tn, h, e, fused, lk.f, lk.b);
 
   // --- MLP block ---
+  lk.f_mlp = lk.f.size();
+  const std::size_t b_mlp_fwd = lk.b.size();
+  std::size_t bx0 = 0, bx1 = 0;
   norm_kernels(m, Tn, h, e, fused, gpt_style(m) ? "layernorm" : "rmsnorm",
                gpt_style(m) ? "layernorm_bwd" : "rmsnorm_bwd", lk.f, lk.b);
   if (m.is_moe_layer(layer)) {
@@ -436,9 +439,13 @@ LayerKernels layer_kernels(const ModelSpec& m, int layer, const RankShape& r) {
     // the ep ranks, top_k copies, spread over all experts (balanced routing).
     const double m_e = T * r.ep * k / E;
     const int groups = std::max(1, static_cast<int>(std::lround(per_rank)));
+    lk.f_experts = lk.f.size();
+    bx0 = lk.b.size();
     linear("expert_fc1", "expert_fc1_dgrad", "expert_fc1_wgrad", m_e, h, 2 * fe / tp, e, lk, groups);
     activation_kernels(m, m_e * groups, fe / tp, e, fused, lk.f, lk.b);
     linear("expert_fc2", "expert_fc2_dgrad", "expert_fc2_wgrad", m_e, fe / tp, h, e, lk, groups);
+    lk.f_experts_end = lk.f.size();
+    bx1 = lk.b.size();
     push(lk.f, lk.b, {"moe_unpermute", "moe_permute_grad", e * Tn * k * h + 4 * Tn * k, e * Tn * h, Tn * k * h});
     if (mo.shared_experts > 0) {
       const double fs = mo.shared_experts * fe / tp;
@@ -456,6 +463,11 @@ LayerKernels layer_kernels(const ModelSpec& m, int layer, const RankShape& r) {
   residual_kernels(m, Tn, h, e, fused, lk.f, lk.b);
 
   std::reverse(lk.b.begin(), lk.b.end());   // built in F order; B runs in reverse
+  lk.b_attn = lk.b.size() - b_mlp_fwd;
+  if (bx1 > bx0) {
+    lk.b_experts = lk.b.size() - bx1;
+    lk.b_experts_end = lk.b.size() - bx0;
+  }
 
   if (r.recompute == Recompute::full) {
     lk.r = lk.f;

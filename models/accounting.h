@@ -71,6 +71,12 @@ struct RankShape {
 // (empty for none; attention core for selective; all of f for full).
 struct LayerKernels {
   std::vector<hardware::Kernel> f, b, w, r;
+  // Block boundaries, where the lowering attaches collectives: f[f_mlp..] is
+  // the MLP (or MoE) block, b[b_attn..] the attention block's backward. For
+  // MoE layers f[f_experts, f_experts_end) and b[b_experts, b_experts_end) are
+  // the expert computations between the dispatch and combine all-to-alls.
+  std::size_t f_mlp = 0, b_attn = 0;
+  std::size_t f_experts = 0, f_experts_end = 0, b_experts = 0, b_experts_end = 0;
 };
 LayerKernels layer_kernels(const ModelSpec&, int layer, const RankShape&);
 LayerKernels embedding_kernels(const ModelSpec&, const RankShape&);   // first stage

@@ -74,6 +74,24 @@ StepResult simulate(const config::Scenario& s, const SimulateOptions& opt) {
       const double launch = nominal > 0 ? info.launch_ns * 1e-9 * (dur / nominal) : 0;
       const double body = dur - launch;
       b.launch_overhead += launch;
+      if (info.parts >= 0) {
+        // A merged op task: split its time over the parts it absorbed, in proportion.
+        const auto& pt = low->parts[info.parts];
+        std::int64_t sum = 0;
+        for (auto x : pt) sum += x;
+        const double scale = sum > 0 ? body / (sum * 1e-9) : 0;
+        auto share = [&](Category c) { return pt[static_cast<std::size_t>(c)] * 1e-9 * scale; };
+        b.forward += share(Category::forward);
+        b.backward += share(Category::backward) + share(Category::weight_grad);
+        b.recompute += share(Category::recompute);
+        b.tp_comm_exposed += share(Category::tp_comm);
+        b.ep_comm_exposed += share(Category::ep_comm);
+        b.cp_comm_exposed += share(Category::cp_comm);
+        parts[rank].busy += dur;
+        evs[rank].push_back({iv.start.ns, +1, -1});
+        evs[rank].push_back({iv.end.ns, -1, -1});
+        continue;
+      }
       switch (task.category) {
         case Category::forward: b.forward += body; break;
         case Category::backward:
@@ -123,9 +141,9 @@ StepResult simulate(const config::Scenario& s, const SimulateOptions& opt) {
     }
     account(tl->makespan.ns);
     auto& b = parts[rk].b;
-    b.tp_comm_exposed = exposed[p_tp];
-    b.ep_comm_exposed = exposed[p_ep];
-    b.cp_comm_exposed = exposed[p_cp];
+    b.tp_comm_exposed += exposed[p_tp];
+    b.ep_comm_exposed += exposed[p_ep];
+    b.cp_comm_exposed += exposed[p_cp];
     b.dataloader += exposed[p_data];
     b.pp_comm_exposed = exposed[p_pp];
     b.dp_comm_exposed = exposed[p_dp];

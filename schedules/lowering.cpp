@@ -47,21 +47,6 @@ double bucket_params(int dp) { return std::max(40e6, 1e6 * dp); }
 // decomposition", reports 5–15%); documented in docs/cost-model.md.
 constexpr double kDefaultContention = 0.10;
 
-enum class Block { attention, mlp, moe_pre, experts, moe_post };
-
-// Which block of the layer a kernel belongs to, from its name (models/accounting.cpp names).
-Block block_of(const Kernel& k) {
-  const std::string n = k.name ? k.name : "";
-  auto has = [&](const char* s) { return n.find(s) != std::string::npos; };
-  if (has("router") || has("topk") || has("permute") && !has("unpermute") || has("dispatch")) return Block::moe_pre;
-  if (has("unpermute") || has("combine") || has("shared")) return Block::moe_post;
-  if (has("expert")) return Block::experts;
-  if (has("mlp") || has("ffn") || has("swiglu") || has("gelu") || has("up") || has("gate") || has("down") ||
-      has("post_norm") || has("norm2") || has("pre_mlp"))
-    return Block::mlp;
-  return Block::attention;
-}
-
 struct Seg {
   std::int64_t ns = 0;          // compute time
   std::int64_t launch_ns = 0;
@@ -122,7 +107,9 @@ class Lowerer {
     sg.launch_ns = to_ns(l);
     return sg;
   }
-  PassCost pass_cost(const std::vector<Kernel>& ks, bool backward, bool moe_layer, const models::LayerComm& lc) const;
+  struct Bounds { std::size_t mlp = 0, attn = 0, ex0 = 0, ex1 = 0; };
+  PassCost pass_cost(const std::vector<Kernel>& ks, bool backward, bool moe_layer, const models::LayerComm& lc,
+                     const Bounds&) const;
   const LayerCost& layer_cost(int layer);
   LayerCost end_cost(bool embedding);
 
@@ -151,6 +138,10 @@ class Lowerer {
   std::vector<Item> op_items(int rank, const Op& op, bool forward_half);
   void emit_op(int rank, const Op& op);
   void emit_items(int rank, Chain& ch, const std::vector<Item>& items, const std::string& name, int mb, int chunk);
+  // Coarse lowering: play one op's chains (one, or two for F&B) locally and
+  // emit a single compute task holding the result.
+  TaskId emit_merged(int rank, const std::vector<const std::vector<Item>*>& chains, std::vector<Chain*> ch,
+                     const std::string& name, int mb, int chunk, char kind, Category cat);
   void on_grad_final(int rank, int layer, TaskId t);
   void flush_bucket(int rank, TaskId after);
 
@@ -210,23 +201,17 @@ TaskId Lowerer::add_task(int rank, sim::StreamId stream, std::int64_t ns, Catego
 }
 
 PassCost Lowerer::pass_cost(const std::vector<Kernel>& ks, bool backward, bool moe_layer,
-                            const models::LayerComm& lc) const {
+                            const models::LayerComm& lc, const Bounds& bd) const {
   PassCost pc;
   if (ks.empty()) return pc;
-  // Group kernels by block, keeping the block order of the pass.
-  std::vector<const Kernel*> attn, mlp, pre, experts, post;
-  for (const auto& k : ks) {
-    switch (block_of(k)) {
-      case Block::attention: attn.push_back(&k); break;
-      case Block::mlp: mlp.push_back(&k); break;
-      case Block::moe_pre: pre.push_back(&k); break;
-      case Block::experts: experts.push_back(&k); break;
-      case Block::moe_post: post.push_back(&k); break;
-    }
-  }
+  auto range = [&](std::size_t from, std::size_t to) {
+    std::vector<const Kernel*> v;
+    for (std::size_t i = std::min(from, ks.size()); i < std::min(to, ks.size()); ++i) v.push_back(&ks[i]);
+    return v;
+  };
   const bool sp = s_.parallel.sequence_parallel;
   // One TP collective point per block: all-reduce, or reduce-scatter + all-gather with SP
-  // (Korthikanti et al. 2022 §4.2.2: same bandwidth as the all-reduce).
+  // (Korthikanti et al. 2022 §4.2.2: the same bandwidth as the all-reduce).
   double tp_s = 0;
   if (s_.parallel.tp > 1 && lc.tp_collectives > 0) {
     tp_s = sp ? coll(Collective::reduce_scatter, lc.tp_bytes, place_.tp) + coll(Collective::all_gather, lc.tp_bytes, place_.tp)
@@ -246,40 +231,33 @@ PassCost Lowerer::pass_cost(const std::vector<Kernel>& ks, bool backward, bool m
     sg.comm_nic = place_.ep.crosses_domains();
     return sg;
   };
-  // Context parallelism: ring attention passes K/V cp-1 times, overlapped with attention compute.
+  // Context parallelism: ring attention passes K/V cp-1 times, overlapped with attention compute;
+  // what exceeds the attention block's compute is exposed.
   const double cp_s = s_.parallel.cp > 1 ? (s_.parallel.cp - 1) * coll(Collective::send_recv, lc.cp_bytes, place_.cp) : 0;
-  auto attn_seg = [&] {
-    Seg sg = with_tp(seg_of(attn));
-    if (cp_s > 0) {
-      // The exchange hides under attention compute; what exceeds it is exposed.
-      const std::int64_t extra = std::max<std::int64_t>(0, to_ns(cp_s) - sg.ns);
-      sg.ns += extra;
-    }
+  auto attn_seg = [&](std::vector<const Kernel*> v) {
+    Seg sg = with_tp(seg_of(v));
+    if (cp_s > 0) sg.ns += std::max<std::int64_t>(0, to_ns(cp_s) - sg.ns);
     return sg;
   };
-  if (!moe_layer) {
-    if (!backward) {
-      if (!attn.empty()) pc.segs.push_back(attn_seg());
-      if (!mlp.empty()) pc.segs.push_back(with_tp(seg_of(mlp)));
+  const std::size_t n = ks.size();
+  if (!backward) {
+    pc.segs.push_back(attn_seg(range(0, bd.mlp)));
+    if (!moe_layer) {
+      pc.segs.push_back(with_tp(seg_of(range(bd.mlp, n))));
     } else {
-      if (!mlp.empty()) pc.segs.push_back(with_tp(seg_of(mlp)));
-      if (!attn.empty()) pc.segs.push_back(attn_seg());
+      pc.segs.push_back(with_a2a(seg_of(range(bd.mlp, bd.ex0))));
+      pc.segs.push_back(with_a2a(seg_of(range(bd.ex0, bd.ex1))));
+      pc.segs.push_back(seg_of(range(bd.ex1, n)));
     }
   } else {
-    auto pre_all = pre;
-    pre_all.insert(pre_all.end(), mlp.begin(), mlp.end());   // any dense parts ride with the router
-    if (!backward) {
-      if (!attn.empty()) pc.segs.push_back(attn_seg());
-      pc.segs.push_back(with_a2a(seg_of(pre_all)));
-      pc.segs.push_back(with_a2a(seg_of(experts)));
-      if (!post.empty()) pc.segs.push_back(seg_of(post));
+    if (!moe_layer) {
+      pc.segs.push_back(with_tp(seg_of(range(0, bd.attn))));
     } else {
-      if (!post.empty()) pc.segs.push_back(with_a2a(seg_of(post)));
-      else pc.segs.push_back(with_a2a(Seg{}));
-      pc.segs.push_back(with_a2a(seg_of(experts)));
-      pc.segs.push_back(seg_of(pre_all));
-      if (!attn.empty()) pc.segs.push_back(attn_seg());
+      pc.segs.push_back(with_a2a(seg_of(range(0, bd.ex0))));
+      pc.segs.push_back(with_a2a(seg_of(range(bd.ex0, bd.ex1))));
+      pc.segs.push_back(seg_of(range(bd.ex1, bd.attn)));
     }
+    pc.segs.push_back(attn_seg(range(bd.attn, n)));
   }
   // Drop empty segments without communication.
   pc.segs.erase(std::remove_if(pc.segs.begin(), pc.segs.end(), [](const Seg& x) { return x.ns == 0 && x.comm_ns == 0; }),
@@ -295,8 +273,9 @@ const LayerCost& Lowerer::layer_cost(int layer) {
   LayerCost lc;
   const auto ks = models::layer_kernels(s_.model, layer, shape_);
   const auto comm = models::layer_comm(s_.model, layer, shape_);
-  lc.f = pass_cost(ks.f, false, moe, comm);
-  lc.b = pass_cost(ks.b, true, moe, comm);
+  const Bounds fb{ks.f_mlp, 0, ks.f_experts, ks.f_experts_end};
+  lc.f = pass_cost(ks.f, false, moe, comm, fb);
+  lc.b = pass_cost(ks.b, true, moe, comm, Bounds{0, ks.b_attn, ks.b_experts, ks.b_experts_end});
   lc.w = PassCost{};
   if (!ks.w.empty()) {
     std::vector<const Kernel*> all;
@@ -304,7 +283,7 @@ const LayerCost& Lowerer::layer_cost(int layer) {
     lc.w.segs.push_back(seg_of(all));
   }
   if (s_.features.recompute == config::Recompute::full) {
-    lc.r = pass_cost(ks.r, false, moe, comm);
+    lc.r = pass_cost(ks.r, false, moe, comm, fb);
   } else if (!ks.r.empty()) {
     std::vector<const Kernel*> all;
     for (const auto& k : ks.r) all.push_back(&k);
@@ -442,6 +421,91 @@ std::vector<Lowerer::Item> Lowerer::op_items(int rank, const Op& op, bool forwar
   return items;
 }
 
+
+TaskId Lowerer::emit_merged(int rank, const std::vector<const std::vector<Item>*>& chains, std::vector<Chain*> ch,
+                            const std::string& name, int mb, int chunk, char kind, Category cat) {
+  // The same rules as the per-layer lowering, played on one GPU without
+  // other traffic: segments run in order on the compute stream; a segment
+  // waits for its chain's previous collective; overlapped TP collectives start
+  // after the first GEMM chunk and slow the rest by the contention factor;
+  // the two chains of F&B alternate segment by segment.
+  Parts parts{};
+  std::int64_t t = 0, launch = 0, mem = 0;
+  double flops = 0;
+  std::vector<std::int64_t> ready(chains.size(), 0);
+  std::vector<Category> ready_cat(chains.size(), Category::other);
+  std::int64_t comm_free[2] = {0, 0};   // tp, ep streams
+  const double k = kDefaultContention;
+  std::vector<std::size_t> pos(chains.size(), 0);
+  std::vector<std::pair<int, std::int64_t>> grad_final;   // layer
+  bool more = true;
+  while (more) {
+    more = false;
+    for (std::size_t c = 0; c < chains.size(); ++c) {
+      if (pos[c] >= chains[c]->size()) continue;
+      more = true;
+      const Item& it = (*chains[c])[pos[c]++];
+      const Seg& sg = *it.seg;
+      mem += it.mem;
+      if (it.grad_final) grad_final.emplace_back(it.layer, 0);
+      if (ready[c] > t) {
+        parts[static_cast<std::size_t>(ready_cat[c])] += ready[c] - t;
+        t = ready[c];
+      }
+      launch += sg.launch_ns;
+      flops += sg.flops;
+      const auto ci = static_cast<std::size_t>(it.cat);
+      const bool overlap = sg.comm_ns > 0 && sg.comm_overlappable && s_.features.tp_comm_overlap && sg.ns > 0;
+      if (sg.comm_ns <= 0) {
+        parts[ci] += sg.ns;
+        t += sg.ns;
+        continue;
+      }
+      const int stream = sg.comm_cat == Category::ep_comm ? 1 : 0;
+      if (overlap) {
+        const std::int64_t head = sg.ns / std::max(2, s_.parallel.tp), tail = sg.ns - head;
+        const std::int64_t cs = std::max(t + head, comm_free[stream]), ce = cs + sg.comm_ns;
+        // Tail from t+head; slowed by (1+k) while the collective runs.
+        const std::int64_t ts = t + head;
+        std::int64_t te;
+        const std::int64_t before = std::min(tail, std::max<std::int64_t>(0, cs - ts));   // alone before the collective starts
+        const std::int64_t left = tail - before;
+        const std::int64_t during = ce - std::max(ts + before, cs);
+        if (static_cast<double>(left) * (1 + k) <= during) te = ts + before + static_cast<std::int64_t>(left * (1 + k));
+        else te = ce + left - static_cast<std::int64_t>(during / (1 + k));
+        parts[ci] += te - t;
+        t = te;
+        comm_free[stream] = ce;
+        ready[c] = ce;
+      } else {
+        t += sg.ns;
+        parts[ci] += sg.ns;
+        const std::int64_t cs = std::max(t, comm_free[stream]), ce = cs + sg.comm_ns;
+        comm_free[stream] = ce;
+        ready[c] = ce;
+      }
+      ready_cat[c] = sg.comm_cat;
+    }
+  }
+  for (std::size_t c = 0; c < chains.size(); ++c)
+    if (ready[c] > t) {
+      parts[static_cast<std::size_t>(ready_cat[c])] += ready[c] - t;
+      t = ready[c];
+    }
+  const sim::StreamId cs = out_.compute_stream[rank];
+  TaskId id = add_task(rank, cs, t, cat, name, mb, chunk, kind, launch, flops, mem);
+  out_.info[id].parts = static_cast<int>(out_.parts.size());
+  out_.parts.push_back(parts);
+  for (Chain* x : ch) {
+    for (TaskId d : x->pending) out_.graph.depend(d, id);
+    x->pending.clear();
+    x->last = id;
+  }
+  last_compute_[rank] = id;
+  for (const auto& g : grad_final) on_grad_final(rank, g.first, id);
+  return id;
+}
+
 void Lowerer::emit_items(int rank, Chain& ch, const std::vector<Item>& items, const std::string& name, int mb,
                          int chunk) {
   bool first = true;
@@ -545,7 +609,14 @@ void Lowerer::emit_op(int rank, const Op& op) {
     }
     auto items = op_items(rank, op, true);
     if (op.kind == OpKind::F) param_deps(items, ch);
-    emit_items(rank, ch, items, name, op.microbatch, op.chunk);
+    if (opt_.per_layer) {
+      emit_items(rank, ch, items, name, op.microbatch, op.chunk);
+    } else {
+      const Category cat = op.kind == OpKind::F ? Category::forward
+                           : op.kind == OpKind::B ? Category::backward : Category::weight_grad;
+      const char k = op.kind == OpKind::F ? 'F' : op.kind == OpKind::B ? 'B' : 'W';
+      emit_merged(rank, {&items}, {&ch}, name, op.microbatch, op.chunk, k, cat);
+    }
     const int idx = op.microbatch * S_ + op.stage;
     if (op.kind == OpKind::F) { f_out_[idx] = ch.last; f_rank_[idx] = rank; }
     if (op.kind == OpKind::B) { b_out_[idx] = ch.last; b_rank_[idx] = rank; }
@@ -558,6 +629,14 @@ void Lowerer::emit_op(int rank, const Op& op) {
   auto fi = op_items(rank, op, true);
   auto bi = op_items(rank, op, false);
   param_deps(fi, cf);
+  if (!opt_.per_layer) {
+    emit_merged(rank, {&fi, &bi}, {&cf, &cb}, name, op.microbatch, op.chunk, 'F', Category::forward);
+    f_out_[op.microbatch * S_ + op.stage] = cf.last;
+    f_rank_[op.microbatch * S_ + op.stage] = rank;
+    b_out_[op.microbatch_b * S_ + op.stage_b] = cb.last;
+    b_rank_[op.microbatch_b * S_ + op.stage_b] = rank;
+    return;
+  }
   std::size_t i = 0, j = 0;
   bool first_f = true, first_b = true;
   while (i < fi.size() || j < bi.size()) {

@@ -5,6 +5,7 @@
 // gradient buckets, the optimizer step, data loading and GC pauses on their
 // own streams. One representative GPU per pipeline rank is simulated (TP, CP
 // and DP peers are symmetric); collectives are timed for the whole group.
+#include <array>
 #include <cstdint>
 #include <map>
 #include <string>
@@ -26,7 +27,12 @@ struct LowerOptions {
 struct TaskInfo {
   std::int64_t launch_ns = 0;     // part of the duration that is kernel launch overhead
   double flops = 0;               // hardware FLOPs executed (per GPU)
+  int parts = -1;                 // merged op task: index into Lowered::parts
 };
+
+// Nominal nanoseconds per category of a merged op task (coarse lowering):
+// compute by pass, and the communication waits it absorbed.
+using Parts = std::array<std::int64_t, static_cast<std::size_t>(sim::Category::count_)>;
 
 struct Lowered {
   sim::TaskGraph graph;
@@ -34,6 +40,7 @@ struct Lowered {
   int ranks = 1;
   std::vector<sim::StreamId> compute_stream;     // per pipeline rank
   std::vector<TaskInfo> info;                    // per task
+  std::vector<Parts> parts;                      // of merged tasks (TaskInfo::parts)
   std::vector<double> static_bytes;              // per rank: params + grads + optimizer
   std::vector<double> params_bytes, grads_bytes, optimizer_bytes;   // per rank
   std::vector<std::vector<int>> stage_layers;    // layers of each virtual stage

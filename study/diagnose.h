@@ -1,0 +1,32 @@
+#pragma once
+// `mfusim diagnose`: each MFU lever tried on its own from the scenario,
+// ranked by MFU gain, with the breakdown part it shrinks most.
+#include <string>
+#include <vector>
+
+#include "config/loader.h"
+#include "report/step_result.h"
+#include "study/sweep.h"
+
+namespace mfusim::study {
+
+struct LeverResult {
+  std::string lever;         // "flash attention"
+  std::string change;        // "features.flash_attention=true"
+  double mfu_before = 0, mfu_after = 0, delta_mfu = 0, step_time_s = 0;
+  bool fits = true;
+  std::string shrinks;       // breakdown part that shrinks most ("bubble")
+  double shrinks_s = 0;      // by how much (seconds per step)
+};
+
+struct Diagnosis {
+  report::StepResult base;
+  std::vector<LeverResult> levers;   // ranked: fitting ones by delta_mfu, then the rest
+};
+
+// The candidate changes for a scenario (those that differ from it and pass validation).
+std::vector<std::pair<std::string, std::vector<std::string>>> lever_candidates(const config::Scenario&);
+
+Diagnosis diagnose(const std::string& scenario_path, const config::LoadOptions&, const Progress& = {});
+
+}  // namespace mfusim::study
