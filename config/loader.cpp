@@ -239,6 +239,11 @@ const std::vector<std::string> kMoeKeys = {"experts", "top_k", "expert_ffn_hidde
 const std::vector<std::string> kMlaKeys = {"q_lora_rank", "kv_lora_rank", "qk_nope_head_dim", "qk_rope_head_dim",
                                            "v_head_dim"};
 
+bool moe_table_has(const Value& model, const char* key) {
+  const Value* moe = model.find("moe");
+  return moe && moe->is_table() && moe->find(key);
+}
+
 models::ModelSpec read_model_table(Ctx& ctx, const Value& t, const std::string& default_name) {
   const std::string p = "model.";
   models::ModelSpec m;
@@ -261,12 +266,16 @@ models::ModelSpec read_model_table(Ctx& ctx, const Value& t, const std::string& 
     models::MoeSpec e;
     if (!ctx.read_int(*moe, "experts", q, e.experts) && !moe->find("experts")) ctx.missing(*moe, "model.moe.experts");
     if (!ctx.read_int(*moe, "top_k", q, e.top_k) && !moe->find("top_k")) ctx.missing(*moe, "model.moe.top_k");
-    if (!ctx.read_int(*moe, "expert_ffn_hidden", q, e.expert_ffn_hidden)) e.expert_ffn_hidden = m.ffn_hidden;
+    if (!ctx.read_int(*moe, "expert_ffn_hidden", q, e.expert_ffn_hidden)) {
+      e.expert_ffn_hidden = m.ffn_hidden;
+      if (!moe->find("expert_ffn_hidden") && !t.find("ffn_hidden")) ctx.missing(*moe, "model.moe.expert_ffn_hidden");
+    }
     ctx.read_int(*moe, "shared_experts", q, e.shared_experts);
     ctx.read_int(*moe, "dense_layers", q, e.dense_layers);
     m.moe = e;
   }
-  if (!t.find("ffn_hidden") && !(m.moe && m.moe->dense_layers == 0)) ctx.missing(t, "model.ffn_hidden");
+  if (!t.find("ffn_hidden") && !(m.moe && m.moe->dense_layers == 0 && moe_table_has(t, "expert_ffn_hidden")))
+    ctx.missing(t, "model.ffn_hidden");
   if (m.moe && m.ffn_hidden == 0) m.ffn_hidden = m.moe->expert_ffn_hidden;
   if (const Value* mla = ctx.read_table(t, "mla", p)) {
     const std::string q = "model.mla.";
@@ -950,6 +959,19 @@ void check_scenario(const Scenario& s, const Sink& err) {
   }
 }
 
+// Diagnostics grouped by file (in order of first appearance), in source order inside each file.
+std::vector<Diagnostic> sorted(std::vector<Diagnostic> diags) {
+  std::map<std::string, std::size_t> first;
+  for (const auto& d : diags) first.emplace(d.file, first.size());
+  std::stable_sort(diags.begin(), diags.end(), [&](const Diagnostic& a, const Diagnostic& b) {
+    const auto fa = first[a.file], fb = first[b.file];
+    if (fa != fb) return fa < fb;
+    if (a.line != b.line) return a.line < b.line;
+    return a.column < b.column;
+  });
+  return diags;
+}
+
 // Position of a dotted key: the key itself, else its closest recorded parent, else the file.
 Pos locate(const Ctx& ctx, const std::string& key, const std::string& file) {
   std::string k = key;
@@ -1140,7 +1162,7 @@ LoadedScenario load_from_text(const std::string& text, const std::string& path, 
       }
     }
   }
-  if (!diags.empty()) throw ConfigError(std::move(diags));
+  if (!diags.empty()) throw ConfigError(sorted(std::move(diags)));
   return out;
 }
 

@@ -15,6 +15,8 @@ struct Pos {
   int line = 0, col = 0;   // 0: no position
 };
 
+struct Member;
+
 struct Value {
   enum class Kind { null, table, array, string, integer, floating, boolean, datetime };
   Kind kind = Kind::null;
@@ -24,7 +26,7 @@ struct Value {
   std::int64_t i = 0;
   double d = 0;
   bool b = false;
-  std::vector<std::pair<std::string, Value>> items;   // table members in order; array elements (key "")
+  std::vector<Member> items;   // table members in order; array elements (key "")
 
   bool is_table() const { return kind == Kind::table; }
   bool is_number() const { return kind == Kind::integer || kind == Kind::floating; }
@@ -33,6 +35,12 @@ struct Value {
   Value* find(const std::string& key);
   Value& set(const std::string& key, Value v);   // replace or append
   void erase(const std::string& key);
+};
+
+struct Member {
+  std::string first;
+  Value second;
+  Member(std::string k, Value v) : first(std::move(k)), second(std::move(v)) {}
 };
 
 const char* kind_name(Value::Kind);   // "an integer", "a table", ...
