@@ -277,3 +277,12 @@ TEST_CASE("no crash on mangled input: only ConfigError escapes") {
     }
   }
 }
+
+TEST_CASE("load_model refuses what it cannot model, with the config.json position") {
+  auto text = error_text([] { config::load_model(kTests + "/bad_input/data/t5-config.json"); });
+  CHECK(text.find("t5-config.json:6:17: error: cannot model this Hugging Face config") != std::string::npos);
+  text = error_text([] { config::load_model(kTests + "/bad_input/data/mamba-config.json"); });
+  CHECK(text.find("state-space / recurrent layers") != std::string::npos);
+  text = error_text([] { config::load_model(kTests + "/config/does-not-exist.toml"); });
+  CHECK(text.find("cannot read file") != std::string::npos);
+}
