@@ -88,6 +88,7 @@ struct Scenario {
   models::ModelSpec model;
   hardware::HardwareSpec hardware;
   std::optional<hardware::Calibration> calibration;
+  std::string calibration_path;     // `calibration = "..."` resolved to an existing file ("" = none); not read by config/
   int gpus = 0;
   Training training;
   Parallel parallel;
