@@ -97,6 +97,25 @@ Link nic_link(const HardwareSpec& hw, const Calibration* cal) {
   return l;
 }
 
+CollectiveTime hierarchical_all_reduce(double bytes, const Group& g, const HardwareSpec& hw, const Calibration* cal) {
+  CollectiveTime out;
+  out.algorithm = Algorithm::hierarchical;
+  if (g.size <= 1 || !(bytes > 0)) return out;
+  const Link nic = nic_link(hw, cal);
+  Link nv = nvlink_link(hw, cal);
+  if (!(nv.bandwidth > 0)) nv = nic;
+  const int p = std::max(1, std::min(g.per_domain, g.size));
+  const int d = std::max(1, g.domains);
+  // Inside a domain: reduce-scatter then all-gather of S over p ranks.
+  const double intra = p > 1 ? 2.0 * ring_half(bytes, p, nv) : 0.0;
+  // Across domains: each rank all-reduces its S/p shard with its d peers on its own NIC.
+  const double inter = d > 1 ? std::min(ring_all_reduce(bytes / p, d, nic), tree_all_reduce(bytes / p, d, nic)) : 0.0;
+  out.seconds = intra + inter;
+  out.nvlink_bytes = 2.0 * (p - 1) / p * bytes;
+  out.nic_bytes = 2.0 * (d - 1) / d * bytes / p;
+  return out;
+}
+
 CollectiveTime collective_time(Collective c, double bytes, const Group& g, const HardwareSpec& hw,
                                AlgoChoice choice, const Calibration* cal) {
   CollectiveTime out;
@@ -111,7 +130,6 @@ CollectiveTime collective_time(Collective c, double bytes, const Group& g, const
   if (!(nv.bandwidth > 0)) nv = nic;   // no NVLink: peers talk through the NIC
   const bool crossing = g.crosses_domains();
   const int p = std::max(1, std::min(g.per_domain, n));   // ranks per domain
-  const int d = std::max(1, g.domains);
   const Link flat = crossing ? crossing_link(g, nv, nic) : nv;
   // Share of a flat ring/tree's per-rank traffic that goes through the NIC:
   // each rank is the boundary of one of the p channels.
@@ -121,12 +139,7 @@ CollectiveTime collective_time(Collective c, double bytes, const Group& g, const
     case Collective::all_reduce: {
       const double ring = ring_all_reduce(s, n, flat);
       const double tree = tree_all_reduce(s, n, flat);
-      double hier = -1;
-      if (crossing && p > 1) {
-        const Link rail{nic.bandwidth, nic.latency};   // one NIC per shard, rails in parallel
-        const double inter = std::min(ring_all_reduce(s / p, d, rail), tree_all_reduce(s / p, d, rail));
-        hier = 2.0 * ring_half(s, p, nv) + inter;
-      }
+      const double hier = crossing && p > 1 ? hierarchical_all_reduce(s, g, hw, cal).seconds : -1.0;
       Algorithm a = Algorithm::ring;
       if (choice == AlgoChoice::tree) a = Algorithm::tree;
       if (choice == AlgoChoice::auto_) {
@@ -144,9 +157,7 @@ CollectiveTime collective_time(Collective c, double bytes, const Group& g, const
         out.nic_bytes = 2.0 * s * nic_share;
         out.nvlink_bytes = 2.0 * s - out.nic_bytes;
       } else {
-        out.seconds = hier;
-        out.nvlink_bytes = 2.0 * (p - 1) / p * s;
-        out.nic_bytes = 2.0 * (d - 1) / d * s / p;
+        out = hierarchical_all_reduce(s, g, hw, cal);
       }
       return out;
     }

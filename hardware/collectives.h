@@ -55,6 +55,13 @@ struct CollectiveTime {
 CollectiveTime collective_time(Collective, double bytes, const Group&, const HardwareSpec&,
                                AlgoChoice = AlgoChoice::auto_, const Calibration* = nullptr);
 
+// Hierarchical all-reduce of a group that spans domains: reduce-scatter over
+// NVLink inside each domain, all-reduce of each 1/per_domain shard across the
+// domains on the shard owner's own NIC (rails; ring or tree, the faster),
+// all-gather over NVLink. collective_time(auto_) picks it when it is fastest.
+CollectiveTime hierarchical_all_reduce(double bytes, const Group&, const HardwareSpec&,
+                                       const Calibration* = nullptr);
+
 // Bus-bandwidth efficiency per link type (achieved nccl-tests bus bandwidth over
 // the datasheet per-GPU bandwidth). Defaults (docs/cost-model.md): NVLink 0.80,
 // NIC 0.90. With a calibration that has collectives and the hardware spec to

@@ -22,15 +22,19 @@ constexpr Tile kTiles[] = {{128, 256, 1.0}, {256, 128, 1.0}, {128, 128, 0.92}, {
 constexpr std::int64_t ceil_div(std::int64_t a, std::int64_t b) { return (a + b - 1) / b; }
 
 // Fraction of a full-wave throughput left after padding to whole tiles and
-// whole waves of `sms` thread blocks, best over the tiles above.
-double quantisation(std::int64_t m, std::int64_t n, int sms) {
+// whole waves of `sms` thread blocks, best over the tiles above. When there
+// are fewer tiles than SMs, split-K (cuBLAS's answer to that case) divides k
+// over up to sms/tiles blocks per tile, at 0.9 of the rate for the extra
+// reduction pass, never with slices shorter than 256.
+double quantisation(std::int64_t m, std::int64_t n, std::int64_t k, int sms) {
   double best = 0;
   for (const Tile& t : kTiles) {
     const std::int64_t tiles = ceil_div(m, t.tm) * ceil_div(n, t.tn);
-    const std::int64_t waves = ceil_div(tiles, sms);
-    const double useful = static_cast<double>(m) * static_cast<double>(n);
+    const std::int64_t splits = std::max<std::int64_t>(1, std::min<std::int64_t>(sms / tiles, k / 256));
+    const std::int64_t waves = ceil_div(tiles * splits, sms);
+    const double useful = static_cast<double>(m) * static_cast<double>(n) * static_cast<double>(splits);
     const double issued = static_cast<double>(waves) * sms * static_cast<double>(t.tm * t.tn);
-    best = std::max(best, t.rate * useful / issued);
+    best = std::max(best, (splits > 1 ? 0.9 : 1.0) * t.rate * useful / issued);
   }
   return best;
 }
@@ -88,9 +92,10 @@ double CostModel::gemm_efficiency(std::int64_t m, std::int64_t n, std::int64_t k
   }
   if (m <= 0 || n <= 0 || k <= 0) return gemm_eff_max_;
   const double size = std::cbrt(static_cast<double>(m) * static_cast<double>(n) * static_cast<double>(k));
-  const double smallest = static_cast<double>(std::min({m, n, k}));
+  // Small m and n are paid for by tile padding and idle SMs (quantisation);
+  // a short k by the main loop's fixed prologue/epilogue (saturation in k).
   const double eff = gemm_eff_max_ * saturate(size, CostDefaults::gemm_size_knee) *
-                     saturate(smallest, CostDefaults::gemm_min_dim_knee) * quantisation(m, n, sms_);
+                     saturate(static_cast<double>(k), CostDefaults::gemm_k_knee) * quantisation(m, n, k, sms_);
   return std::clamp(eff, 1e-6, 1.0);
 }
 

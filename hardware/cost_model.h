@@ -23,7 +23,7 @@ struct CostDefaults {
   static constexpr double gemm_eff_max_bf16 = 0.82;   // 8192^3 bf16 -> ~0.80 of peak (H200 measured 790 TF/s)
   static constexpr double gemm_eff_max_fp8 = 0.70;    // cuBLASLt fp8 on H100: ~1.3-1.4 PF/s of 1979
   static constexpr double gemm_size_knee = 512;       // (mnk)^(1/3) scale of the total-work saturation
-  static constexpr double gemm_min_dim_knee = 48;     // smallest-dimension saturation scale
+  static constexpr double gemm_k_knee = 48;           // reduction-depth (k) saturation scale
   static constexpr double flash_fwd_eff = 0.65;       // FlashAttention-3 bf16 fwd, long sequences
   static constexpr double flash_bwd_eff = 0.50;       // FlashAttention-3 bf16 bwd
   static constexpr double flash_seq_knee = 256;       // eff * s / (s + knee): short sequences run slower
