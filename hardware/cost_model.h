@@ -20,19 +20,19 @@ namespace mfusim::hardware {
 
 // Default curve parameters, documented with their sources in docs/cost-model.md.
 struct CostDefaults {
-  static constexpr double gemm_eff_max_bf16 = 0.82;   // 8192^3 bf16 -> ~0.80 of peak (H200 measured 790 TF/s)
+  static constexpr double gemm_eff_max_bf16 = 0.84;   // so 8192^3 bf16 -> 0.80 of peak (H200 measured 787 TF/s)
   static constexpr double gemm_eff_max_fp8 = 0.70;    // cuBLASLt fp8 on H100: ~1.3-1.4 PF/s of 1979
   static constexpr double gemm_size_knee = 512;       // (mnk)^(1/3) scale of the total-work saturation
-  static constexpr double gemm_k_knee = 48;           // reduction-depth (k) saturation scale
-  static constexpr double flash_fwd_eff = 0.65;       // FlashAttention-3 bf16 fwd, long sequences
-  static constexpr double flash_bwd_eff = 0.50;       // FlashAttention-3 bf16 bwd
+  static constexpr double gemm_k_knee = 380;          // k / (k + knee): epilogue cost in k units (fit to H200 shapes)
+  static constexpr double flash_fwd_eff = 0.65;       // FA3 / cuDNN bf16 fwd, long sequences (H200 measured 0.64-0.67)
+  static constexpr double flash_bwd_eff = 0.52;       // FA3 / cuDNN bf16 bwd (H200 measured 0.50-0.54)
   static constexpr double flash_seq_knee = 256;       // eff * s / (s + knee): short sequences run slower
   static constexpr double flash_bwd_flop_ratio = 2.5; // bwd FLOPs = 2.5 x fwd (FA2 paper, 5 vs 2 matmuls)
   static constexpr double materialized_fwd_bytes_per_score = 12;  // s x s traffic, see docs
   static constexpr double materialized_bwd_bytes_per_score = 16;
   static constexpr int materialized_fwd_kernels = 4;  // bmm, fused scale-mask-softmax, dropout, bmm
   static constexpr int materialized_bwd_kernels = 6;
-  static constexpr double hbm_eff = 0.90;             // STREAM-like copies; H200 measured 4.3 of 4.8 TB/s
+  static constexpr double hbm_eff = 0.89;             // device copy on the H200 here: 4.26 of 4.8 TB/s
 };
 
 class CostModel {

