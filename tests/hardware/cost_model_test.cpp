@@ -83,8 +83,8 @@ TEST_CASE("roofline: memory-bound kernel time is bytes / achieved bandwidth") {
   const Kernel gemv = gemm(1, 8192, 8192);
   CHECK(cm.time(gemv) == doctest::Approx(gemv.bytes / cm.memory_bandwidth()));
   // No kernel beats the bandwidth roofline.
-  for (std::int64_t k : {16, 128, 1024, 8192}) {
-    const Kernel g = gemm(8192, 8192, k);
+  for (std::int64_t depth : {16, 128, 1024, 8192}) {
+    const Kernel g = gemm(8192, 8192, depth);
     CHECK(cm.time(g) >= g.bytes / cm.memory_bandwidth());
     CHECK(cm.time(g) >= g.flops / cm.peak_flops());
   }
