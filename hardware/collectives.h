@@ -34,6 +34,10 @@ struct Layout { int tp = 1, cp = 1, ep = 1, dp = 1, pp = 1; };
 
 // Groups of the layout in Megatron order (TP innermost, then CP, EP, DP, PP).
 // `warnings` receives e.g. "tp=16 spans 2 NVLink domains of 8 GPUs".
+// Layout.dp is the whole data-parallel size; EP is carved out of it as in
+// Megatron-LM (ep divides dp): an EP group is ep consecutive DP ranks (stride
+// tp*cp). Each group is the worst one of its kind on the topology: the most
+// domains spanned, and per_domain the fewest of its ranks in any one domain.
 struct Placement {
   Group tp, cp, ep, dp, pp_link;   // pp_link: the two ranks of a stage-to-stage hop
   std::vector<std::string> warnings;
@@ -51,8 +55,24 @@ struct CollectiveTime {
 CollectiveTime collective_time(Collective, double bytes, const Group&, const HardwareSpec&,
                                AlgoChoice = AlgoChoice::auto_, const Calibration* = nullptr);
 
-// Default bus-bandwidth efficiencies per link type (fraction of datasheet), documented in collectives.cpp.
-double nvlink_efficiency(const Calibration* = nullptr);
-double nic_efficiency(const Calibration* = nullptr);
+// Hierarchical all-reduce of a group that spans domains: reduce-scatter over
+// NVLink inside each domain, all-reduce of each 1/per_domain shard across the
+// domains on the shard owner's own NIC (rails; ring or tree, the faster),
+// all-gather over NVLink. collective_time(auto_) picks it when it is fastest.
+CollectiveTime hierarchical_all_reduce(double bytes, const Group&, const HardwareSpec&,
+                                       const Calibration* = nullptr);
+
+// Bus-bandwidth efficiency per link type (achieved nccl-tests bus bandwidth over
+// the datasheet per-GPU bandwidth). Defaults (docs/cost-model.md): NVLink 0.80,
+// NIC 0.90. With a calibration that has collectives and the hardware spec to
+// divide by, the calibration's measured bus bandwidth over the datasheet.
+double nvlink_efficiency(const Calibration* = nullptr, const HardwareSpec* = nullptr);
+double nic_efficiency(const Calibration* = nullptr, const HardwareSpec* = nullptr);
+
+// One link type as the alpha-beta model sees it: achieved bus bandwidth B
+// (bytes/s) and per-step latency alpha (s).
+struct Link { double bandwidth = 0, latency = 0; };
+Link nvlink_link(const HardwareSpec&, const Calibration* = nullptr);
+Link nic_link(const HardwareSpec&, const Calibration* = nullptr);
 
 }  // namespace mfusim::hardware

@@ -1,13 +1,39 @@
 #pragma once
-// Kernel time = max(FLOPs / (peak * efficiency(shape)), bytes / HBM bandwidth)
-// + launch overhead (dropped under CUDA graphs). Efficiency curves default to
-// documented datasheet-relative values and are replaced by a Calibration
-// when one is given.
+// Kernel time = max(FLOPs / (peak * efficiency(shape)), bytes / achieved HBM bandwidth)
+// + launch overhead (dropped under CUDA graphs), times the kernel's count.
+// Efficiency curves default to documented datasheet-relative values
+// (docs/cost-model.md) and are replaced, family by family, by a Calibration
+// when one is given (has_gemm / has_attention / has_memory).
+//
+// Invariants: every time is finite and >= 0; gemm_efficiency is in (0, 1].
+// time() and launch_time() do not allocate; the only lookup is a binary
+// search in the calibration's exact-shape table (sorted in the constructor).
+// The Calibration, when given, must outlive the CostModel.
+#include <cstdint>
+#include <vector>
+
 #include "hardware/calibration.h"
 #include "hardware/hardware_spec.h"
 #include "hardware/kernel.h"
 
 namespace mfusim::hardware {
+
+// Default curve parameters, documented with their sources in docs/cost-model.md.
+struct CostDefaults {
+  static constexpr double gemm_eff_max_bf16 = 0.84;   // so 8192^3 bf16 -> 0.80 of peak (H200 measured 787 TF/s)
+  static constexpr double gemm_eff_max_fp8 = 0.70;    // cuBLASLt fp8 on H100: ~1.3-1.4 PF/s of 1979
+  static constexpr double gemm_size_knee = 512;       // (mnk)^(1/3) scale of the total-work saturation
+  static constexpr double gemm_k_knee = 380;          // k / (k + knee): epilogue cost in k units (fit to H200 shapes)
+  static constexpr double flash_fwd_eff = 0.65;       // FA3 / cuDNN bf16 fwd, long sequences (H200 measured 0.64-0.67)
+  static constexpr double flash_bwd_eff = 0.52;       // FA3 / cuDNN bf16 bwd (H200 measured 0.50-0.54)
+  static constexpr double flash_seq_knee = 256;       // eff * s / (s + knee): short sequences run slower
+  static constexpr double flash_bwd_flop_ratio = 2.5; // bwd FLOPs = 2.5 x fwd (FA2 paper, 5 vs 2 matmuls)
+  static constexpr double materialized_fwd_bytes_per_score = 12;  // s x s traffic, see docs
+  static constexpr double materialized_bwd_bytes_per_score = 16;
+  static constexpr int materialized_fwd_kernels = 4;  // bmm, fused scale-mask-softmax, dropout, bmm
+  static constexpr int materialized_bwd_kernels = 6;
+  static constexpr double hbm_eff = 0.89;             // device copy on the H200 here: 4.26 of 4.8 TB/s
+};
 
 class CostModel {
  public:
@@ -20,12 +46,30 @@ class CostModel {
   double memory_bandwidth() const;      // achieved bytes/s for memory-bound kernels
   double launch_overhead() const;       // seconds per kernel (0 under CUDA graphs)
   double peak_flops() const;
+  int sm_count() const { return sms_; }
   const HardwareSpec& hardware() const { return hw_; }
+
  private:
+  double gemm_seconds(const Kernel&) const;        // one kernel, no launch overhead
+  double attention_seconds(const Kernel&) const;
+  double memory_seconds(const Kernel&) const;
+  int launches_per_kernel(const Kernel&) const;
+
+  struct TableEntry { std::int64_t m, n, k; double seconds; };
   HardwareSpec hw_;
   Precision precision_;
   const Calibration* cal_;
   bool cuda_graphs_;
+  double peak_ = 0;          // FLOP/s of the precision (bf16 when the GPU has no fp8)
+  double bandwidth_ = 0;     // achieved HBM bytes/s
+  double launch_ = 0;        // seconds per kernel launch (0 under CUDA graphs)
+  double gemm_eff_max_ = 0;
+  int sms_ = 132;
+  std::vector<TableEntry> table_;   // calibration exact shapes, sorted by (m, n, k)
 };
+
+// Streaming multiprocessors of the GPU named in the hardware spec (H100/H200: 132,
+// A100: 108, B200: 148); 132 when the name is not recognised.
+int sm_count_for(const HardwareSpec&);
 
 }  // namespace mfusim::hardware
