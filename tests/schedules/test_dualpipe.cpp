@@ -67,22 +67,18 @@ TEST_CASE("DualPipe/DualPipeV bubble = README (PP/2-1)(F&B+B-3W) exactly at F = 
   }
 }
 
-TEST_CASE("DualPipe/DualPipeV bubble away from balance: the README form is an upper bound, not exact") {
-  // Measured on this grid: e.g. p=8, F=2, B_in=2, W=1, F&B=4 -> 10 vs README 12; F=3, B_in=4, W=2, F&B=7
-  // -> 14 vs 21. Every sampled point is at or below the README value; equality only at balance (above).
-  for (int p : {2, 4, 6, 8})
-    for (int m : {2 * p, 4 * p})
-      for (std::int64_t f = 1; f <= 3; ++f)
-        for (std::int64_t b = 1; b <= 4; ++b)
-          for (std::int64_t w = 1; w <= b; ++w)
-            for (std::int64_t fb : {f + b + w, f + b}) {   // no overlap gain; W's worth hidden
-              const IntCosts c{.f = f, .b = b, .w = w, .fb = fb};
-              CAPTURE(p); CAPTURE(m); CAPTURE(f); CAPTURE(b); CAPTURE(w); CAPTURE(fb);
-              auto d = testing::play(dualpipe({.ranks = p, .microbatches = m}), c);
-              CHECK(d.max_span() - d.max_work() <= std::max<std::int64_t>(0, readme_bubble(p, c)));
-              auto v = testing::play(dualpipev({.ranks = p, .microbatches = m}), c);
-              CHECK(v.max_span() - v.max_work() <= std::max<std::int64_t>(0, readme_bubble(2 * p, c)));
-            }
+TEST_CASE("DualPipe/DualPipeV bubble away from balance: the README form is approximate, in both directions") {
+  // Not a source oracle: our measurements, pinned so changes are deliberate. Away from F = B_in = W the
+  // README expression is neither exact nor a bound (DualPipe p=8 below it, DualPipeV p=2 above it).
+  auto d = testing::play(dualpipe({.ranks = 8, .microbatches = 32}), {.f = 2, .b = 2, .w = 1, .fb = 4});
+  CHECK(d.max_span() - d.max_work() == 10);
+  CHECK(readme_bubble(8, {.f = 2, .b = 2, .w = 1, .fb = 4}) == 12);
+  auto d2 = testing::play(dualpipe({.ranks = 8, .microbatches = 32}), {.f = 3, .b = 4, .w = 2, .fb = 7});
+  CHECK(d2.max_span() - d2.max_work() == 14);
+  CHECK(readme_bubble(8, {.f = 3, .b = 4, .w = 2, .fb = 7}) == 21);
+  auto v = testing::play(dualpipev({.ranks = 2, .microbatches = 8}), {.f = 2, .b = 1, .w = 1, .fb = 4});
+  CHECK(v.max_span() - v.max_work() == 4);
+  CHECK(readme_bubble(4, {.f = 2, .b = 1, .w = 1, .fb = 4}) == 3);
 }
 
 TEST_CASE("DualPipe/DualPipeV memory: README 'Parameter 2x, Activation PP+1'") {
