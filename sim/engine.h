@@ -19,6 +19,7 @@
 // Time is integer nanoseconds; ties run FIFO by event sequence number, so
 // runs are deterministic. No global state: many Simulations may run at once.
 #include <compare>
+#include <memory>
 #include <cstdint>
 #include <stdexcept>
 #include <string>
@@ -71,6 +72,13 @@ class TaskGraph {
  public:
   using Graph = boost::adjacency_list<boost::vecS, boost::vecS, boost::bidirectionalS, TaskSpec>;
 
+  TaskGraph();
+  TaskGraph(const TaskGraph&);
+  TaskGraph& operator=(const TaskGraph&);
+  TaskGraph(TaskGraph&&) noexcept = default;             // cheap: Boost's adjacency_list has no move,
+  TaskGraph& operator=(TaskGraph&&) noexcept = default;  // so it lives behind a pointer
+  ~TaskGraph();
+
   StreamId add_stream(int rank, std::string name, bool compute);
   ResourceId add_resource(std::string name, double capacity = 1.0);
   TaskId add(TaskSpec);                         // appended to its stream's queue
@@ -86,10 +94,10 @@ class TaskGraph {
   const std::vector<ResourceSpec>& resources() const;
   const std::vector<TaskId>& stream_tasks(StreamId) const;   // queue order
   double contention() const { return contention_; }
-  const Graph& graph() const { return graph_; }
+  const Graph& graph() const { return *graph_; }
 
  private:
-  Graph graph_;
+  std::unique_ptr<Graph> graph_;
   std::vector<StreamSpec> streams_;
   std::vector<ResourceSpec> resources_;
   std::vector<std::vector<TaskId>> stream_tasks_;

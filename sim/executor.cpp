@@ -52,6 +52,8 @@ class Executor {
   std::vector<std::int32_t> succ_begin_, succ_;
   std::vector<std::int32_t> pending_;
   std::vector<std::int32_t> stream_of_;
+  std::vector<std::int64_t> duration_, alloc_, free_;
+  std::vector<std::int32_t> queue_begin_, queue_end_, queue_flat_;   // stream queues, flattened
   std::vector<std::int64_t> start_, end_;
   std::vector<double> remaining_, rate_;
   std::vector<std::int64_t> last_update_;
@@ -118,16 +120,16 @@ void Executor::retime_neighbours(TaskId t, std::int64_t now) {
 }
 
 void Executor::start(TaskId t, std::int64_t now) {
-  const TaskSpec& s = g_.task(t);
   auto i = static_cast<std::size_t>(t);
-  auto st = static_cast<std::size_t>(s.stream);
+  auto st = static_cast<std::size_t>(stream_of_[i]);
   running_[st] = t;
   start_[i] = now;
-  if (track_memory_ && s.memory_delta > 0) memory_change(rank_of_stream_[st], s.memory_delta, now);
+  if (alloc_[i] != 0) memory_change(rank_of_stream_[st], alloc_[i], now);
   if (!dynamic_) {
-    queue_.insert(now + s.duration_ns, Ev{t, 0});
+    queue_.insert(now + duration_[i], Ev{t, 0});
     return;
   }
+  const TaskSpec& s = g_.task(t);
   for (ResourceId res : s.resources) active_[static_cast<std::size_t>(res)].push_back(t);
   if (s.interferes && !compute_[st]) ++interferers_[static_cast<std::size_t>(rank_of_stream_[st])];
   remaining_[i] = static_cast<double>(s.duration_ns);
@@ -137,30 +139,25 @@ void Executor::start(TaskId t, std::int64_t now) {
 
 void Executor::try_start(StreamId s, std::int64_t now) {
   auto st = static_cast<std::size_t>(s);
-  if (running_[st] >= 0) return;
-  const auto& q = g_.stream_tasks(s);
-  auto h = static_cast<std::size_t>(head_[st]);
-  if (h >= q.size()) return;
-  TaskId t = q[h];
+  if (running_[st] >= 0 || head_[st] >= queue_end_[st]) return;
+  TaskId t = queue_flat_[static_cast<std::size_t>(head_[st])];
   if (pending_[static_cast<std::size_t>(t)] == 0) start(t, now);
 }
 
 void Executor::finish(TaskId t, std::int64_t now) {
-  const TaskSpec& s = g_.task(t);
   auto i = static_cast<std::size_t>(t);
-  auto st = static_cast<std::size_t>(s.stream);
+  const StreamId stream = stream_of_[i];
+  auto st = static_cast<std::size_t>(stream);
   end_[i] = now;
   tl_.interval_of[i] = static_cast<std::int32_t>(tl_.intervals.size());
   tl_.intervals.push_back(Interval{t, Time{start_[i]}, Time{now}});
   tl_.busy_ns[st] += now - start_[i];
   ++finished_;
-  if (track_memory_) {
-    const std::int64_t freed = (s.memory_delta < 0 ? s.memory_delta : 0) - s.memory_release;
-    if (freed != 0) memory_change(rank_of_stream_[st], freed, now);
-  }
+  if (free_[i] != 0) memory_change(rank_of_stream_[st], -free_[i], now);
   running_[st] = -1;
   ++head_[st];
   if (dynamic_) {
+    const TaskSpec& s = g_.task(t);
     for (ResourceId res : s.resources) {
       auto& a = active_[static_cast<std::size_t>(res)];
       auto it = std::find(a.begin(), a.end(), t);
@@ -170,7 +167,7 @@ void Executor::finish(TaskId t, std::int64_t now) {
     if (s.interferes && !compute_[st]) --interferers_[static_cast<std::size_t>(rank_of_stream_[st])];
     retime_neighbours(t, now);
   }
-  try_start(s.stream, now);
+  try_start(stream, now);
   for (auto k = succ_begin_[i]; k < succ_begin_[i + 1]; ++k) {
     TaskId v = succ_[static_cast<std::size_t>(k)];
     if (--pending_[static_cast<std::size_t>(v)] == 0) try_start(stream_of_[static_cast<std::size_t>(v)], now);
@@ -186,12 +183,18 @@ Timeline Executor::play() {
 
   pending_.assign(n_, 0);
   stream_of_.resize(n_);
+  duration_.resize(n_);
+  alloc_.resize(n_);
+  free_.resize(n_);
   succ_begin_.assign(n_ + 1, 0);
   succ_.resize(boost::num_edges(graph));
   bool any_resources = false, any_interferes = false;
   for (std::size_t v = 0; v < n_; ++v) {
     const TaskSpec& s = graph[v];
     stream_of_[v] = s.stream;
+    duration_[v] = s.duration_ns;
+    alloc_[v] = s.memory_delta > 0 ? s.memory_delta : 0;
+    free_[v] = (s.memory_delta < 0 ? -s.memory_delta : 0) + s.memory_release;
     any_resources |= !s.resources.empty();
     any_interferes |= s.interferes;
     track_memory_ |= s.memory_delta != 0 || s.memory_release != 0;
@@ -206,7 +209,17 @@ Timeline Executor::play() {
 
   start_.assign(n_, -1);
   end_.assign(n_, -1);
-  head_.assign(S, 0);
+  queue_flat_.clear();
+  queue_flat_.reserve(n_);
+  queue_begin_.resize(S);
+  queue_end_.resize(S);
+  for (std::size_t s = 0; s < S; ++s) {
+    const auto& q = g_.stream_tasks(static_cast<StreamId>(s));
+    queue_begin_[s] = static_cast<std::int32_t>(queue_flat_.size());
+    queue_flat_.insert(queue_flat_.end(), q.begin(), q.end());
+    queue_end_[s] = static_cast<std::int32_t>(queue_flat_.size());
+  }
+  head_ = queue_begin_;
   running_.assign(S, -1);
   rank_of_stream_.resize(S);
   compute_.resize(S);
@@ -281,10 +294,8 @@ void Executor::deadlock(std::int64_t now) const {
   out << "deadlock at t=" << now << " ns: " << finished_ << " of " << n_
       << " tasks finished; nothing can run. Next task of each unfinished stream:";
   for (std::size_t s = 0; s < g_.streams().size(); ++s) {
-    const auto& q = g_.stream_tasks(static_cast<StreamId>(s));
-    auto h = static_cast<std::size_t>(head_[s]);
-    if (h >= q.size()) continue;
-    TaskId t = q[h];
+    if (head_[s] >= queue_end_[s]) continue;
+    TaskId t = queue_flat_[static_cast<std::size_t>(head_[s])];
     out << "\n  " << g_.streams()[s].name << ": " << describe(g_, t) << " waits for";
     int shown = 0, more = 0;
     for (auto [e, e_end] = boost::in_edges(static_cast<std::size_t>(t), graph); e != e_end; ++e) {
@@ -293,9 +304,8 @@ void Executor::deadlock(std::int64_t now) const {
       if (shown == 4) { ++more; continue; }
       out << (shown++ ? ";" : "") << " " << describe(g_, u);
       const auto us = static_cast<std::size_t>(stream_of_[static_cast<std::size_t>(u)]);
-      const auto& uq = g_.stream_tasks(static_cast<StreamId>(us));
-      auto uh = static_cast<std::size_t>(head_[us]);
-      if (uh < uq.size() && uq[uh] != u) out << " (queued behind " << describe(g_, uq[uh]) << ")";
+      if (head_[us] < queue_end_[us] && queue_flat_[static_cast<std::size_t>(head_[us])] != u)
+        out << " (queued behind " << describe(g_, queue_flat_[static_cast<std::size_t>(head_[us])]) << ")";
     }
     if (more) out << "; and " << more << " more";
     if (shown == 0) out << " nothing (not yet reached)";

@@ -27,6 +27,16 @@ const char* to_string(Category c) {
   return "?";
 }
 
+TaskGraph::TaskGraph() : graph_(std::make_unique<Graph>()) {}
+TaskGraph::TaskGraph(const TaskGraph& o)
+    : graph_(std::make_unique<Graph>(*o.graph_)), streams_(o.streams_), resources_(o.resources_),
+      stream_tasks_(o.stream_tasks_), contention_(o.contention_), ranks_(o.ranks_) {}
+TaskGraph& TaskGraph::operator=(const TaskGraph& o) {
+  if (this != &o) *this = TaskGraph(o);
+  return *this;
+}
+TaskGraph::~TaskGraph() = default;
+
 StreamId TaskGraph::add_stream(int rank, std::string name, bool compute) {
   if (rank < 0) throw std::logic_error("add_stream: negative rank " + std::to_string(rank));
   streams_.push_back(StreamSpec{rank, std::move(name), compute});
@@ -50,7 +60,7 @@ TaskId TaskGraph::add(TaskSpec spec) {
     if (r < 0 || static_cast<std::size_t>(r) >= resources_.size())
       throw std::logic_error("add: task '" + spec.name + "' uses unknown resource " + std::to_string(r));
   const StreamId s = spec.stream;
-  const auto v = boost::add_vertex(std::move(spec), graph_);
+  const auto v = boost::add_vertex(std::move(spec), *graph_);
   const auto id = static_cast<TaskId>(v);
   stream_tasks_[static_cast<std::size_t>(s)].push_back(id);
   return id;
@@ -60,7 +70,7 @@ void TaskGraph::depend(TaskId before, TaskId after) {
   const auto n = static_cast<TaskId>(size());
   if (before < 0 || before >= n || after < 0 || after >= n)
     throw std::logic_error("depend: unknown task (" + std::to_string(before) + " -> " + std::to_string(after) + ")");
-  boost::add_edge(static_cast<std::size_t>(before), static_cast<std::size_t>(after), graph_);
+  boost::add_edge(static_cast<std::size_t>(before), static_cast<std::size_t>(after), *graph_);
 }
 
 void TaskGraph::set_contention(double factor) {
@@ -71,10 +81,10 @@ void TaskGraph::set_contention(double factor) {
 void TaskGraph::reserve(std::size_t tasks) {
   for (auto& q : stream_tasks_) q.reserve(tasks / std::max<std::size_t>(1, stream_tasks_.size()));
 }
-std::size_t TaskGraph::size() const { return boost::num_vertices(graph_); }
-std::size_t TaskGraph::dependencies() const { return boost::num_edges(graph_); }
+std::size_t TaskGraph::size() const { return boost::num_vertices(*graph_); }
+std::size_t TaskGraph::dependencies() const { return boost::num_edges(*graph_); }
 int TaskGraph::ranks() const { return ranks_; }
-const TaskSpec& TaskGraph::task(TaskId t) const { return graph_[static_cast<std::size_t>(t)]; }
+const TaskSpec& TaskGraph::task(TaskId t) const { return (*graph_)[static_cast<std::size_t>(t)]; }
 const std::vector<StreamSpec>& TaskGraph::streams() const { return streams_; }
 const std::vector<ResourceSpec>& TaskGraph::resources() const { return resources_; }
 const std::vector<TaskId>& TaskGraph::stream_tasks(StreamId s) const { return stream_tasks_[static_cast<std::size_t>(s)]; }
