@@ -65,8 +65,11 @@ PipelineSchedule dualpipev(const PipelineShape&);
 // schedules/shape_rules.cpp. Shape rules per schedule (even ranks, enough micro-batches, multiples); empty when fine.
 // `name` is the SPEC name ("zb-h1"); messages carry the values.
 std::vector<std::string> shape_errors(const std::string& name, const PipelineShape&);
-// schedules/generate.cpp: dispatch by SPEC name.
+// schedules/generate.cpp: dispatch by SPEC name; throws std::invalid_argument
+// naming the schedule and the values when shape_errors() is not empty.
 PipelineSchedule generate(const std::string& name, const PipelineShape&);
+// Generators call this first: throws std::invalid_argument with every shape error of `name`.
+void check_shape(const std::string& name, const PipelineShape&);
 // Chunks (virtual stages per rank) a schedule uses for a given vpp: interleaved vpp, zb-v/dualpipev 2, others 1.
 int chunks_for(const std::string& name, int vpp);
 // Whether the schedule splits backward into B and W.

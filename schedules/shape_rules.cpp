@@ -35,10 +35,15 @@ std::vector<std::string> shape_errors(const std::string& name, const PipelineSha
     if (s.chunks < 2) errors.push_back("interleaved-1f1b needs vpp >= 2 (vpp=" + std::to_string(s.chunks) + ")");
     if (s.microbatches % s.ranks != 0)
       errors.push_back("interleaved-1f1b needs micro-batches to be a multiple of pp (" + m + ", " + p + ")");
-  } else if (name == "zb-h1" || name == "zb-h2" || name == "zb-v") {
-    // Qi et al. 2024: the handcrafted and V schedules assume at least p micro-batches.
+  } else if (name == "zb-h1") {
+    // Qi et al. 2024 §3.1: ZB-H1 keeps 1F1B's warm-up, so it needs at least p micro-batches.
     if (s.microbatches < s.ranks)
       errors.push_back(name + " needs at least pp micro-batches (" + m + ", " + p + ")");
+  } else if (name == "zb-h2" || name == "zb-v") {
+    // Qi et al. 2024 §3.1 / §6: rank 0 warms up with 2p-1 forwards (ZB-H2: 2(p-1) before its first B;
+    // ZB-V: 2p-1 chunk-0 forwards before its first chunk-1 forward), so at least 2p-1 micro-batches.
+    if (s.microbatches < 2 * s.ranks - 1)
+      errors.push_back(name + " needs at least 2*pp-1 micro-batches (" + m + ", " + p + ")");
   } else if (name == "dualpipe") {
     // deepseek-ai/DualPipe dualpipe.py: even number of ranks, num_chunks >= 2 * num_ranks, even.
     if (s.ranks % 2 != 0) errors.push_back("dualpipe needs an even pp (" + p + ")");

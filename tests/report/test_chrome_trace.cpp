@@ -1,0 +1,179 @@
+// Chrome trace (SPEC §5): valid JSON, loadable in Perfetto -- one process per
+// pipeline rank, one thread per stream, every op named like "F mb3 chunk1".
+#include <doctest/doctest.h>
+
+#include <cctype>
+#include <map>
+#include <memory>
+#include <set>
+#include <string>
+#include <variant>
+#include <vector>
+
+#include "report/chrome_trace.h"
+#include "report/timeline_ascii.h"
+#include "schedules/lab.h"
+
+namespace {
+
+// A tiny JSON reader: enough to parse the trace back and check its shape.
+struct Json {
+  std::variant<std::nullptr_t, bool, double, std::string, std::vector<Json>, std::map<std::string, Json>> v;
+  const Json& operator[](const std::string& k) const { return std::get<std::map<std::string, Json>>(v).at(k); }
+  bool has(const std::string& k) const {
+    const auto* m = std::get_if<std::map<std::string, Json>>(&v);
+    return m && m->count(k);
+  }
+  const std::vector<Json>& array() const { return std::get<std::vector<Json>>(v); }
+  const std::string& str() const { return std::get<std::string>(v); }
+  double num() const { return std::get<double>(v); }
+};
+
+struct Parser {
+  const std::string& s;
+  std::size_t i = 0;
+  void ws() { while (i < s.size() && std::isspace(static_cast<unsigned char>(s[i]))) ++i; }
+  void expect(char c) {
+    ws();
+    if (i >= s.size() || s[i] != c) throw std::runtime_error("expected '" + std::string(1, c) + "' at " + std::to_string(i));
+    ++i;
+  }
+  std::string string() {
+    expect('"');
+    std::string out;
+    while (i < s.size() && s[i] != '"') {
+      if (static_cast<unsigned char>(s[i]) < 0x20) throw std::runtime_error("control character in string");
+      if (s[i] == '\\') {
+        ++i;
+        if (i >= s.size()) break;
+        const char e = s[i];
+        if (e == 'u') { i += 4; out += '?'; }
+        else if (std::string("\"\\/bfnrt").find(e) == std::string::npos) throw std::runtime_error("bad escape");
+        else out += e;
+        ++i;
+        continue;
+      }
+      out += s[i++];
+    }
+    expect('"');
+    return out;
+  }
+  Json value() {
+    ws();
+    if (i >= s.size()) throw std::runtime_error("unexpected end");
+    const char c = s[i];
+    if (c == '{') {
+      ++i;
+      std::map<std::string, Json> m;
+      ws();
+      if (s[i] == '}') { ++i; return Json{m}; }
+      for (;;) {
+        auto k = string();
+        expect(':');
+        if (m.count(k)) throw std::runtime_error("duplicate key " + k);
+        m.emplace(k, value());
+        ws();
+        if (s[i] == ',') { ++i; continue; }
+        expect('}');
+        return Json{m};
+      }
+    }
+    if (c == '[') {
+      ++i;
+      std::vector<Json> a;
+      ws();
+      if (s[i] == ']') { ++i; return Json{a}; }
+      for (;;) {
+        a.push_back(value());
+        ws();
+        if (s[i] == ',') { ++i; continue; }
+        expect(']');
+        return Json{a};
+      }
+    }
+    if (c == '"') return Json{string()};
+    if (s.compare(i, 4, "true") == 0) { i += 4; return Json{true}; }
+    if (s.compare(i, 5, "false") == 0) { i += 5; return Json{false}; }
+    if (s.compare(i, 4, "null") == 0) { i += 4; return Json{nullptr}; }
+    std::size_t used = 0;
+    const double d = std::stod(s.substr(i, 32), &used);
+    if (used == 0) throw std::runtime_error("bad number");
+    i += used;
+    return Json{d};
+  }
+  Json document() {
+    Json j = value();
+    ws();
+    if (i != s.size()) throw std::runtime_error("trailing characters");
+    return j;
+  }
+};
+
+}  // namespace
+
+TEST_CASE("chrome trace: valid JSON, one pid per rank, one tid per stream, ops named by label") {
+  using namespace mfusim;
+  config::ScheduleCosts c;
+  c.f = 1e-3;
+  c.b = 2e-3;
+  c.comm = 0.1e-3;
+  const int p = 4, m = 8;
+  const auto r = schedules::run_lab(schedules::interleaved_1f1b({p, m, 2}), c);
+  const std::string text = report::chrome_trace(r.graph, r.timeline);
+  Json doc;
+  REQUIRE_NOTHROW(doc = Parser{text}.document());
+  const auto& events = doc["traceEvents"].array();
+  std::set<int> pids, named_pids;
+  std::map<int, int> tid_pid;
+  std::set<int> named_tids;
+  std::size_t complete = 0;
+  bool saw_label = false;
+  for (const auto& e : events) {
+    const auto& ph = e["ph"].str();
+    const int pid = static_cast<int>(e["pid"].num()), tid = static_cast<int>(e["tid"].num());
+    if (ph == "M" && e["name"].str() == "process_name") named_pids.insert(pid);
+    if (ph == "M" && e["name"].str() == "thread_name") named_tids.insert(tid);
+    if (ph != "X") continue;
+    ++complete;
+    pids.insert(pid);
+    auto [it, fresh] = tid_pid.emplace(tid, pid);
+    CHECK(it->second == pid);   // a stream belongs to one rank
+    CHECK(e["dur"].num() >= 0);
+    CHECK(e.has("cat"));
+    saw_label = saw_label || e["name"].str() == "F mb3 chunk1";
+  }
+  CHECK(complete == r.graph.size());
+  CHECK(pids.size() == p);
+  CHECK(named_pids.size() == p);
+  CHECK(tid_pid.size() == r.graph.streams().size());
+  CHECK(named_tids.size() == r.graph.streams().size());
+  CHECK(saw_label);
+}
+
+TEST_CASE("chrome trace: names are JSON-escaped") {
+  using namespace mfusim;
+  sim::TaskGraph g;
+  auto s = g.add_stream(0, "strange \"stream\"\\", true);
+  sim::TaskSpec t;
+  t.stream = s;
+  t.duration_ns = 1500;
+  t.name = "quote \" tab \t newline \n";
+  g.add(t);
+  const auto text = report::chrome_trace(g, sim::run(g));
+  Json doc;
+  REQUIRE_NOTHROW(doc = Parser{text}.document());
+  CHECK(doc["traceEvents"].array().back()["dur"].num() == doctest::Approx(1.5));
+}
+
+TEST_CASE("ascii timeline: one row per rank, F/B with micro-batch digits, idle dots") {
+  using namespace mfusim;
+  config::ScheduleCosts c;
+  c.f = 1e-3;
+  c.b = 2e-3;
+  const auto r = schedules::run_lab(schedules::one_f_one_b({2, 3, 1}), c);
+  const auto text = report::timeline_ascii(r.graph, r.timeline, 24);
+  // 1F1B, p=2, m=3, f=1, b=2: makespan (m+p-1)(f+b) = 12 ms, 2 cells per ms.
+  CHECK(text.rfind("rank0 |F0F1....B0  F2B1  ..B2  |\n", 0) == 0);
+  CHECK(text.find("rank1 |..F0B0  F1B1  F2B2  ....|\n") != std::string::npos);
+  CHECK(text.find("12.000 ms") != std::string::npos);
+}

@@ -1,0 +1,91 @@
+// Schedule-lab oracles: closed forms of Narayanan et al. 2021 (arXiv:2104.04473),
+// exact with integer costs (f = 1 ms, b = 2 ms, comm = 0).
+#include <doctest/doctest.h>
+
+#include "schedules/lab.h"
+#include "schedules/schedule.h"
+
+using namespace mfusim;
+using schedules::PipelineShape;
+
+namespace {
+config::ScheduleCosts costs(double f_ms, double b_ms, double comm_ms = 0) {
+  config::ScheduleCosts c;
+  c.f = f_ms * 1e-3;
+  c.b = b_ms * 1e-3;
+  c.comm = comm_ms * 1e-3;
+  return c;
+}
+std::int64_t ms(std::int64_t x) { return x * 1'000'000; }
+}  // namespace
+
+TEST_CASE("GPipe and 1F1B: makespan (m+p-1)(f+b), bubble (p-1)/(m+p-1), stash m vs p-rank") {
+  // Narayanan 2021 §3.4 eq. (1): batch time (m + p - 1)(t_f + t_b); §2.2.1: bubble t_pb = (p-1)(t_f + t_b),
+  // i.e. (p-1)/(m+p-1) of the total (Zero Bubble README's form); "1F1B stashes activations for at
+  // most p microbatches, where GPipe stashes m" -- rank r of 1F1B holds p - r.
+  const auto c = costs(1, 2);
+  for (int p = 2; p <= 16; ++p)
+    for (int m = p; m <= 4 * p; ++m)
+      for (const char* name : {"gpipe", "1f1b"}) {
+        CAPTURE(p);
+        CAPTURE(m);
+        CAPTURE(name);
+        const auto r = schedules::run_lab(schedules::generate(name, PipelineShape{p, m, 1}), c);
+        CHECK(r.timeline.makespan.ns == ms(3 * (m + p - 1)));
+        CHECK(r.bubble_fraction == doctest::Approx(double(p - 1) / (m + p - 1)).epsilon(1e-12));
+        for (int rank = 0; rank < p; ++rank)
+          CHECK(r.peak_activations[static_cast<std::size_t>(rank)] == (name[0] == 'g' ? m : p - rank));
+      }
+}
+
+TEST_CASE("interleaved 1F1B: bubble (p-1)(f+b) per chunk cost, i.e. (p-1)(t_f+t_b)/v") {
+  // Narayanan 2021 §2.2.2: t_pb^int = (p-1)(t_f + t_b)/v, bubble fraction (1/v)(p-1)/m, m a multiple of p.
+  // With per-chunk costs f, b (t_f = v f): makespan = m v (f+b) + (p-1)(f+b).
+  const auto c = costs(1, 2);
+  for (int p = 2; p <= 16; ++p)
+    for (int v = 2; v <= 4; ++v)
+      for (int m = p; m <= 4 * p; m += p) {
+        CAPTURE(p);
+        CAPTURE(v);
+        CAPTURE(m);
+        const auto r = schedules::run_lab(schedules::interleaved_1f1b(PipelineShape{p, m, v}), c);
+        const std::int64_t ideal = ms(3LL * m * v), bubble = ms(3LL * (p - 1));
+        CHECK(r.timeline.makespan.ns == ideal + bubble);
+        // bubble relative to ideal: (1/v)(p-1)/m
+        CHECK(double(r.timeline.makespan.ns - ideal) / double(ideal) == doctest::Approx(double(p - 1) / (v * m)).epsilon(1e-12));
+      }
+}
+
+TEST_CASE("1F1B with communication: every hop costs comm on the critical path") {
+  // The first micro-batch crosses p-1 links forward and p-1 back; 1F1B steady state hides the rest only
+  // when comm = 0, so the makespan grows by at least 2(p-1) comm (Qi et al. 2024 §5.4: the first
+  // micro-batch takes at least p(T_F+T_B) + 2(p-1) T_comm).
+  for (int p = 2; p <= 8; ++p) {
+    const int m = 2 * p;
+    const auto r0 = schedules::run_lab(schedules::one_f_one_b({p, m, 1}), costs(1, 2));
+    const auto r1 = schedules::run_lab(schedules::one_f_one_b({p, m, 1}), costs(1, 2, 1));
+    CHECK(r1.timeline.makespan.ns >= r0.timeline.makespan.ns + ms(2 * (p - 1)));
+  }
+}
+
+TEST_CASE("lab lowering: w given without a split schedule folds into B; fb defaults to f+b+w") {
+  config::ScheduleCosts c = costs(1, 2);
+  c.w = 1e-3;
+  const auto r = schedules::run_lab(schedules::one_f_one_b({4, 8, 1}), c);
+  CHECK(r.timeline.makespan.ns == ms(4 * (8 + 4 - 1)));   // (m+p-1)(f+b+w)
+}
+
+TEST_CASE("lab lowering: a missing or repeated op is a logic error naming it") {
+  auto s = schedules::one_f_one_b({2, 2, 1});
+  s.order[1].pop_back();
+  CHECK_THROWS_WITH_AS(schedules::lower_lab(s, costs(1, 2)), doctest::Contains("B mb1 stage1 is missing"), std::logic_error);
+  auto t = schedules::one_f_one_b({2, 2, 1});
+  t.order[0].push_back(t.order[0].front());
+  CHECK_THROWS_WITH_AS(schedules::lower_lab(t, costs(1, 2)), doctest::Contains("appears twice"), std::logic_error);
+}
+
+TEST_CASE("lab lowering: an order that cannot be played reports a deadlock") {
+  auto s = schedules::one_f_one_b({2, 2, 1});
+  std::swap(s.order[0][0], s.order[0].back());   // rank 0 starts with a backward
+  CHECK_THROWS_AS(schedules::run_lab(s, costs(1, 2)), sim::Deadlock);
+}

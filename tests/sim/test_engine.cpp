@@ -1,0 +1,243 @@
+// Engine contract tests (sim/engine.h): FIFO ties, in-order streams,
+// dependencies, fair-share resources, compute contention, memory, deadlock
+// report, and independent concurrent simulations.
+#include <doctest/doctest.h>
+
+#include <string>
+#include <thread>
+#include <vector>
+
+#include "sim/engine.h"
+#include "sim/event_queue.h"
+
+using namespace mfusim::sim;
+
+namespace {
+TaskSpec task(StreamId s, std::int64_t ns, std::string name = {}) {
+  TaskSpec t;
+  t.stream = s;
+  t.duration_ns = ns;
+  t.name = std::move(name);
+  return t;
+}
+}  // namespace
+
+TEST_CASE("event queue: equal times come out FIFO by insertion (ns-3 (time, uid) keys)") {
+  EventQueue<int> q;
+  for (int i = 0; i < 100; ++i) q.insert(i % 3 == 0 ? 5 : 7, i);
+  q.insert(1, -1);
+  CHECK(q.remove_next().payload == -1);
+  int last = -1;
+  while (!q.empty()) {
+    auto e = q.remove_next();
+    if (e.time == 5) { CHECK(e.payload % 3 == 0); }
+    if (e.time == 7 && last % 3 == 0) { CHECK(e.payload % 3 != 0); }
+    if (e.time == 5 || (e.time == 7 && last % 3 != 0)) { CHECK(e.payload > last); }
+    last = e.payload;
+  }
+}
+
+TEST_CASE("engine: ties complete in FIFO order of their events") {
+  TaskGraph g;
+  std::vector<StreamId> s;
+  for (int r = 0; r < 5; ++r) s.push_back(g.add_stream(r, std::to_string(r), true));
+  for (int r = 0; r < 5; ++r) g.add(task(s[static_cast<std::size_t>(r)], 10));
+  auto tl = run(g);
+  REQUIRE(tl.intervals.size() == 5);
+  for (int r = 0; r < 5; ++r) CHECK(tl.intervals[static_cast<std::size_t>(r)].task == r);
+  CHECK(tl.makespan == Time{10});
+}
+
+TEST_CASE("engine: a stream runs its tasks in order, one at a time; streams run concurrently") {
+  TaskGraph g;
+  auto c = g.add_stream(0, "compute", true);
+  auto m = g.add_stream(0, "comm", false);
+  auto a = g.add(task(c, 10)), b = g.add(task(c, 5)), x = g.add(task(m, 12));
+  auto tl = run(g);
+  CHECK(tl.of(a).start == Time{0});
+  CHECK(tl.of(b).start == Time{10});
+  CHECK(tl.of(b).end == Time{15});
+  CHECK(tl.of(x).start == Time{0});
+  CHECK(tl.makespan == Time{15});
+  CHECK(tl.busy_ns[static_cast<std::size_t>(c)] == 15);
+}
+
+TEST_CASE("engine: dependencies delay a task until every predecessor ends; critical path follows them") {
+  TaskGraph g;
+  auto s0 = g.add_stream(0, "r0", true), s1 = g.add_stream(1, "r1", true), s2 = g.add_stream(1, "r1 comm", false);
+  auto a = g.add(task(s0, 10, "a"));
+  auto send = g.add(task(s2, 3, "send"));
+  auto b = g.add(task(s1, 4, "b"));
+  auto early = g.add(task(s1, 1, "early"));   // behind b on the stream, no deps
+  g.depend(a, send);
+  g.depend(send, b);
+  auto tl = run(g);
+  CHECK(tl.of(send).start == Time{10});
+  CHECK(tl.of(b).start == Time{13});
+  CHECK(tl.of(early).start == Time{17});
+  CHECK(tl.makespan == Time{18});
+  CHECK(tl.critical_path == std::vector<TaskId>{a, send, b, early});
+}
+
+TEST_CASE("engine: two equal transfers on one resource each go at half rate (fair share) and take 2x") {
+  TaskGraph g;
+  auto nic = g.add_resource("nic", 1.0);
+  auto s0 = g.add_stream(0, "send0", false), s1 = g.add_stream(0, "send1", false);
+  TaskSpec t0 = task(s0, 1000), t1 = task(s1, 1000);
+  t0.resources = {nic};
+  t1.resources = {nic};
+  auto a = g.add(t0), b = g.add(t1);
+  auto tl = run(g);
+  CHECK(tl.of(a).end == Time{2000});
+  CHECK(tl.of(b).end == Time{2000});
+
+  SUBCASE("a late arrival shares only the overlap") {
+    // a alone for 500 ns (half done), then both at half rate: a needs 1000 more, ends at 1500;
+    // c has done 500 by then, alone again at full rate: ends at 2000.
+    TaskGraph h;
+    auto r = h.add_resource("nic");
+    auto x0 = h.add_stream(0, "x0", false), x1 = h.add_stream(0, "x1", false);
+    TaskSpec p = task(x0, 1000), q = task(x1, 1000), d = task(x1, 500);
+    p.resources = {r};
+    q.resources = {r};
+    auto pa = h.add(p);
+    h.add(d);
+    auto qc = h.add(q);
+    auto tl2 = run(h);
+    CHECK(tl2.of(pa).end == Time{1500});
+    CHECK(tl2.of(qc).end == Time{2000});
+  }
+  SUBCASE("capacity 2 carries two at full rate") {
+    TaskGraph h;
+    auto r = h.add_resource("nvlink", 2.0);
+    auto x0 = h.add_stream(0, "x0", false), x1 = h.add_stream(0, "x1", false);
+    TaskSpec p = task(x0, 1000), q = task(x1, 1000);
+    p.resources = {r};
+    q.resources = {r};
+    h.add(p);
+    h.add(q);
+    CHECK(run(h).makespan == Time{1000});
+  }
+}
+
+TEST_CASE("engine: compute runs slower by `contention` while an interfering task runs on the rank") {
+  // duration x (1 + contention) while overlapped: 1000 ns compute, 400 ns overlapped at rate 1/1.25
+  // covers 320 ns of work, leaving 680 ns at full rate: ends at 1080.
+  TaskGraph g;
+  g.set_contention(0.25);
+  auto c = g.add_stream(0, "compute", true), m = g.add_stream(0, "comm", false), o = g.add_stream(1, "other rank", false);
+  auto k = g.add(task(c, 1000));
+  TaskSpec ar = task(m, 400);
+  ar.interferes = true;
+  g.add(ar);
+  TaskSpec far = task(o, 5000);   // another rank: no effect
+  far.interferes = true;
+  g.add(far);
+  auto tl = run(g);
+  CHECK(tl.of(k).end == Time{1080});
+}
+
+TEST_CASE("engine: memory allocates at start, frees at end; peak per rank") {
+  TaskGraph g;
+  auto c = g.add_stream(0, "compute", true), c1 = g.add_stream(1, "compute", true);
+  TaskSpec f1 = task(c, 10), f2 = task(c, 10), b1 = task(c, 10), b2 = task(c, 10);
+  f1.memory_delta = 100;
+  f2.memory_delta = 50;
+  b1.memory_delta = -100;
+  b2.memory_delta = -50;
+  g.add(f1); g.add(f2); g.add(b1); g.add(b2);
+  TaskSpec fb = task(c1, 10);   // allocates 30 at start, frees 30 at end
+  fb.memory_delta = 30;
+  fb.memory_release = 30;
+  g.add(fb);
+  auto tl = run(g);
+  CHECK(tl.peak_memory == std::vector<std::int64_t>{150, 30});
+  REQUIRE(tl.memory.size() == 2);
+  CHECK(tl.memory[0].back().bytes == 0);
+  CHECK(tl.memory[1].back().bytes == 0);
+}
+
+TEST_CASE("engine: when nothing can run, Deadlock names each stream's next task and what it waits for") {
+  // Zero Bubble scheduler style: rank 0 waits for B on rank 1 before its F; rank 1's B waits on that F.
+  TaskGraph g;
+  auto r0 = g.add_stream(0, "rank0/compute", true), r1 = g.add_stream(1, "rank1/compute", true);
+  auto b0 = g.add(task(r0, 1, "B mb0 chunk0"));
+  auto f0 = g.add(task(r0, 1, "F mb0 chunk0"));
+  auto f1 = g.add(task(r1, 1, "F mb0 chunk0"));
+  auto b1 = g.add(task(r1, 1, "B mb0 chunk0"));
+  g.depend(f0, f1);
+  g.depend(f1, b1);
+  g.depend(b1, b0);
+  std::string msg;
+  try {
+    run(g);
+  } catch (const Deadlock& e) {
+    msg = e.what();
+  }
+  INFO(msg);
+  CHECK(msg.find("rank0/compute: task 0 'B mb0 chunk0'") != std::string::npos);
+  CHECK(msg.find("waits for task 3 'B mb0 chunk0' on rank1/compute") != std::string::npos);
+  CHECK(msg.find("rank1/compute: task 2 'F mb0 chunk0'") != std::string::npos);
+  CHECK(msg.find("waits for task 1 'F mb0 chunk0' on rank0/compute (queued behind task 0") != std::string::npos);
+}
+
+namespace {
+TaskGraph chain_graph(int ranks, int tasks_per_rank, bool shared) {
+  TaskGraph g;
+  auto nic = g.add_resource("nic");
+  g.set_contention(0.1);
+  std::vector<StreamId> c, m;
+  for (int r = 0; r < ranks; ++r) {
+    c.push_back(g.add_stream(r, "compute", true));
+    m.push_back(g.add_stream(r, "comm", false));
+  }
+  std::vector<TaskId> prev(static_cast<std::size_t>(ranks), -1);
+  for (int k = 0; k < tasks_per_rank; ++k)
+    for (int r = 0; r < ranks; ++r) {
+      auto t = g.add(task(c[static_cast<std::size_t>(r)], 100 + 7 * ((k + r) % 5)));
+      TaskSpec x = task(m[static_cast<std::size_t>(r)], 50 + (k % 3) * 10);
+      x.interferes = true;
+      if (shared) x.resources = {nic};
+      x.memory_delta = k % 2 ? -1 : 1;
+      auto s = g.add(x);
+      g.depend(t, s);
+      if (r > 0) g.depend(prev[static_cast<std::size_t>(r - 1)], t);
+      prev[static_cast<std::size_t>(r)] = s;
+    }
+  return g;
+}
+}  // namespace
+
+TEST_CASE("engine: simulations in several threads at once give identical results (no global state)") {
+  const auto g = chain_graph(4, 200, true);
+  const auto ref = run(g);
+  std::vector<Timeline> out(4);
+  std::vector<std::thread> threads;
+  for (std::size_t i = 0; i < out.size(); ++i)
+    threads.emplace_back([&, i] {
+      auto local = chain_graph(4, 200, true);
+      out[i] = run(i % 2 ? g : local);
+    });
+  for (auto& t : threads) t.join();
+  for (const auto& tl : out) {
+    CHECK(tl.makespan == ref.makespan);
+    CHECK(tl.events == ref.events);
+    CHECK(tl.peak_memory == ref.peak_memory);
+    REQUIRE(tl.intervals.size() == ref.intervals.size());
+    bool same = true;
+    for (std::size_t k = 0; k < tl.intervals.size(); ++k)
+      same = same && tl.intervals[k].task == ref.intervals[k].task && tl.intervals[k].start == ref.intervals[k].start &&
+             tl.intervals[k].end == ref.intervals[k].end;
+    CHECK(same);
+  }
+}
+
+TEST_CASE("engine: the fast path and the dynamic path agree when nothing is shared") {
+  auto g = chain_graph(3, 50, false);
+  auto fast = run(g);                 // contention 0.1 with interferes: dynamic
+  TaskGraph h = chain_graph(3, 50, false);
+  h.set_contention(0.0);              // nothing shared, no contention: fast path
+  auto plain = run(h);
+  CHECK(fast.makespan >= plain.makespan);
+  CHECK(plain.events == static_cast<std::int64_t>(h.size()));
+}
