@@ -13,6 +13,7 @@ namespace mfusim::hardware {
 //   eff = eff_max * (1 - exp(-(m*n*k)^(1/3) / knee))   (smooth saturation in size)
 // plus an optional table of exact shapes measured (looked up first).
 struct GemmFit {
+  double peak_flops = 0;     // the datasheet peak (FLOP/s) that eff_max is a fraction of
   double eff_max = 0;        // fraction of the datasheet peak
   double knee = 0;           // size scale (elements^(1/3)) where efficiency reaches 63% of eff_max
   double overhead_s = 0;     // fixed time per GEMM call
@@ -20,8 +21,16 @@ struct GemmFit {
 };
 struct GemmSample { long long m = 0, n = 0, k = 0; double seconds = 0; };
 
-// Attention (per kernel call): time = a_flops * flops + a_bytes * bytes + overhead.
+// Attention (per kernel call, all heads of a micro-batch).
+//   flash:        time = flops / (peak_flops * flash_{fwd,bwd}_eff) + overhead_s
+//                 flops (fwd) = 4 * batch * heads * seq_q * seq_kv * head_dim, halved when causal;
+//                 flops (bwd) = 2 x the forward's (dQ, dK, dV, dP; the FA2 recompute of P not counted)
+//   materialized: time = score_bytes / (hbm_bandwidth * materialized_bw_eff) + overhead_s
+//                 score_bytes = n * batch * heads * seq_q * seq_kv * 2 (bf16), n = 4 forward
+//                 (S written, read; P written, read), 7 backward (dP w, P r x2, dP r, dS w, dS r x2)
 struct AttentionFit {
+  double peak_flops = 0;                            // FLOP/s the flash efficiencies refer to
+  double hbm_bandwidth = 0;                         // bytes/s materialized_bw_eff refers to
   double flash_fwd_eff = 0, flash_bwd_eff = 0;      // achieved fraction of peak on the score/context FLOPs
   double materialized_bw_eff = 0;                   // achieved fraction of HBM bandwidth on the s x s traffic
   double overhead_s = 0;
@@ -31,6 +40,8 @@ struct AttentionFit {
 struct MemoryFit {
   double achieved_bandwidth = 0;   // bytes/s, read + written, for large copies / elementwise
   double launch_overhead_s = 0;    // per kernel, measured
+  double graph_launch_overhead_s = 0;  // per kernel under CUDA graph replay, measured
+  double fixed_overhead_s = 0;     // intercept of time = bytes / bandwidth + fixed (small kernels)
   double rms_rel_error = 0;
 };
 
@@ -47,8 +58,11 @@ struct Calibration {
   std::string source;      // path of the calibration file
   std::string gpu_name;    // provenance from the probe
   bool has_gemm = false, has_attention = false, has_memory = false, has_collectives = false;
-  GemmFit gemm;
-  std::vector<GemmSample> gemm_table;
+  GemmFit gemm;                        // bf16
+  std::vector<GemmSample> gemm_table;  // bf16, exact shapes measured
+  bool has_gemm_fp8 = false;           // fp8 e4m3 inputs, bf16 output
+  GemmFit gemm_fp8;
+  std::vector<GemmSample> gemm_fp8_table;
   AttentionFit attention;
   MemoryFit memory;
   CollectiveFit collectives;
@@ -60,6 +74,13 @@ struct Calibration {
 Calibration read_calibration(const std::string& path);
 void write_calibration(const Calibration&, const std::string& path);
 // Fit a probe output (probe/ TOML); `report` receives the fit error per family.
+// GEMM: grid search on knee, linear least squares (Eigen) for overhead and
+// 1/eff_max, relative-error weighted; the other families are linear least squares.
+// Datasheet references (peak_flops, hbm_bandwidth) come from the GPU name
+// (H100/H200 SXM); for an unknown GPU the best measured rate stands in.
 Calibration fit_probe(const std::string& probe_path, std::string* report = nullptr);
+
+// The model's GEMM time for one call (seconds), for tests and the cost model.
+double gemm_fit_seconds(const GemmFit&, double m, double n, double k);
 
 }  // namespace mfusim::hardware

@@ -1,0 +1,483 @@
+// Calibration files: fitting a probe output (probe/probe.cu, SPEC.md §6) and
+// reading / writing hardware/calibration/*.toml. See calibration.h for the
+// models fitted.
+#include "hardware/calibration.h"
+
+#include <Eigen/Dense>
+#include <toml++/toml.h>
+
+#include <algorithm>
+#include <cmath>
+#include <cstdio>
+#include <fstream>
+#include <map>
+#include <set>
+#include <sstream>
+#include <stdexcept>
+#include <tuple>
+
+namespace mfusim::hardware {
+namespace {
+
+[[noreturn]] void fail(const std::string& file, const toml::source_region& where, const std::string& what) {
+  std::ostringstream o;
+  o << file << ":" << where.begin.line << ":" << where.begin.column << ": error: " << what;
+  throw std::runtime_error(o.str());
+}
+[[noreturn]] void fail(const std::string& file, const std::string& what) {
+  throw std::runtime_error(file + ":1:1: error: " + what);
+}
+
+toml::table parse_file(const std::string& path) {
+  std::ifstream in(path);
+  if (!in) fail(path, "cannot read file");
+  std::stringstream ss;
+  ss << in.rdbuf();
+  try {
+    return toml::parse(ss.str(), path);
+  } catch (const toml::parse_error& e) {
+    fail(path, e.source(), std::string(e.description()));
+  }
+}
+
+// Typed access with positions in errors.
+struct Reader {
+  std::string file;
+  const toml::table* t;
+  toml::source_region where;
+
+  const toml::node* node(const char* key) const { return t->get(key); }
+  double num(const char* key, bool required = true, double def = 0) const {
+    const toml::node* n = node(key);
+    if (!n) {
+      if (required) fail(file, where, std::string("missing key '") + key + "'");
+      return def;
+    }
+    if (auto v = n->value<double>()) {
+      if (!std::isfinite(*v)) fail(file, n->source(), std::string("'") + key + "' must be finite");
+      return *v;
+    }
+    fail(file, n->source(), std::string("'") + key + "' must be a number");
+  }
+  double nonneg(const char* key, bool required = true, double def = 0) const {
+    double v = num(key, required, def);
+    if (v < 0) fail(file, node(key)->source(), std::string("'") + key + "' must be >= 0");
+    return v;
+  }
+  std::string str(const char* key, const std::string& def = "") const {
+    const toml::node* n = node(key);
+    if (!n) return def;
+    if (auto v = n->value<std::string>()) return *v;
+    fail(file, n->source(), std::string("'") + key + "' must be a string");
+  }
+  Reader sub(const char* key) const {
+    const toml::node* n = node(key);
+    if (!n->is_table()) fail(file, n->source(), std::string("'") + key + "' must be a table");
+    return Reader{file, n->as_table(), n->source()};
+  }
+  void only(std::initializer_list<const char*> keys) const {
+    std::set<std::string> ok(keys.begin(), keys.end());
+    for (auto&& [k, v] : *t)
+      if (!ok.count(std::string(k.str()))) fail(file, v.source(), "unknown key '" + std::string(k.str()) + "'");
+  }
+};
+
+// ------------------------------------------------------------------ fitting helpers
+// Least squares for A x = b with rows weighted by 1/t (relative error).
+Eigen::VectorXd solve_rel(const Eigen::MatrixXd& A, const Eigen::VectorXd& t) {
+  Eigen::MatrixXd W = A;
+  Eigen::VectorXd b = Eigen::VectorXd::Ones(t.size());
+  for (Eigen::Index i = 0; i < t.size(); ++i) W.row(i) /= t(i);
+  return W.colPivHouseholderQr().solve(b);
+}
+double rms_rel(const std::vector<double>& pred, const std::vector<double>& meas) {
+  double s = 0;
+  for (std::size_t i = 0; i < pred.size(); ++i) s += std::pow(pred[i] / meas[i] - 1, 2);
+  return pred.empty() ? 0 : std::sqrt(s / double(pred.size()));
+}
+
+struct Ref { double bf16 = 0, fp8 = 0, hbm = 0; };
+Ref datasheet(const std::string& gpu) {
+  // Dense (no sparsity) tensor-core peaks and HBM bandwidth, SXM parts.
+  // H100 SXM: 989.4 TFLOP/s bf16, 1978.9 fp8, 3.35 TB/s (NVIDIA H100 datasheet);
+  // H200 SXM: same compute, 4.8 TB/s (NVIDIA H200 datasheet).
+  if (gpu.find("H200") != std::string::npos) return {989.4e12, 1978.9e12, 4.8e12};
+  if (gpu.find("H100") != std::string::npos) return {989.4e12, 1978.9e12, 3.35e12};
+  return {};
+}
+
+GemmFit fit_gemm(const std::vector<GemmSample>& s, double peak) {
+  GemmFit best;
+  best.peak_flops = peak;
+  best.rms_rel_error = INFINITY;
+  const Eigen::Index n = Eigen::Index(s.size());
+  Eigen::VectorXd t(n);
+  for (Eigen::Index i = 0; i < n; ++i) t(i) = s[std::size_t(i)].seconds;
+  for (int g = 0; g <= 400; ++g) {
+    double knee = 8.0 * std::pow(10.0, g / 100.0);  // 8 .. 80000 elements^(1/3)
+    Eigen::MatrixXd A(n, 2);
+    for (Eigen::Index i = 0; i < n; ++i) {
+      const auto& x = s[std::size_t(i)];
+      double mnk = double(x.m) * double(x.n) * double(x.k);
+      A(i, 0) = 1.0;
+      A(i, 1) = 2.0 * mnk / (peak * (1.0 - std::exp(-std::cbrt(mnk) / knee)));
+    }
+    Eigen::VectorXd c = solve_rel(A, t);
+    if (c(1) <= 0 || c(0) < 0) {  // keep the overhead physical: refit without it
+      if (c(1) <= 0) continue;
+      Eigen::MatrixXd A1 = A.col(1);
+      Eigen::VectorXd c1 = solve_rel(A1, t);
+      c = Eigen::Vector2d(0.0, c1(0));
+    }
+    GemmFit f{peak, 1.0 / c(1), knee, c(0), 0};
+    std::vector<double> pred, meas;
+    for (const auto& x : s) {
+      pred.push_back(gemm_fit_seconds(f, double(x.m), double(x.n), double(x.k)));
+      meas.push_back(x.seconds);
+    }
+    f.rms_rel_error = rms_rel(pred, meas);
+    if (f.rms_rel_error < best.rms_rel_error) best = f;
+  }
+  return best;
+}
+
+std::string fmt(const char* f, double v) {
+  char b[64];
+  std::snprintf(b, sizeof b, f, v);
+  return b;
+}
+
+}  // namespace
+
+double gemm_fit_seconds(const GemmFit& f, double m, double n, double k) {
+  double mnk = m * n * k;
+  double eff = f.eff_max * (1.0 - std::exp(-std::cbrt(mnk) / f.knee));
+  return f.overhead_s + 2.0 * mnk / (f.peak_flops * eff);
+}
+
+// ------------------------------------------------------------------ fit_probe
+Calibration fit_probe(const std::string& probe_path, std::string* report) {
+  toml::table root = parse_file(probe_path);
+  Reader top{probe_path, &root, root.source()};
+  Calibration cal;
+  cal.source = probe_path;
+  if (const toml::node* p = root.get("provenance"); p && p->is_table()) cal.gpu_name = top.sub("provenance").str("gpu");
+  Ref ref = datasheet(cal.gpu_name);
+  std::ostringstream rep;
+  rep << "probe " << probe_path << " (" << (cal.gpu_name.empty() ? "unknown GPU" : cal.gpu_name) << ")\n";
+
+  auto rows = [&](const char* key) {
+    std::vector<Reader> out;
+    const toml::node* n = root.get(key);
+    if (!n) return out;
+    const toml::array* a = n->as_array();
+    if (!a) fail(probe_path, n->source(), std::string("'") + key + "' must be an array of tables");
+    for (const toml::node& e : *a) {
+      if (!e.is_table()) fail(probe_path, e.source(), std::string("'") + key + "' entries must be tables");
+      out.push_back(Reader{probe_path, e.as_table(), e.source()});
+    }
+    return out;
+  };
+
+  // GEMM, per precision.
+  std::vector<GemmSample> bf16, fp8;
+  double best_bf16 = 0, best_fp8 = 0;
+  for (const Reader& r : rows("gemm")) {
+    GemmSample g{(long long)r.num("m"), (long long)r.num("n"), (long long)r.num("k"), r.num("seconds")};
+    if (g.m <= 0 || g.n <= 0 || g.k <= 0 || g.seconds <= 0)
+      fail(probe_path, r.where, "gemm sample needs positive m, n, k, seconds");
+    double rate = 2.0 * double(g.m) * double(g.n) * double(g.k) / g.seconds;
+    if (r.str("dtype", "bf16") == "fp8_e4m3") { fp8.push_back(g); best_fp8 = std::max(best_fp8, rate); }
+    else { bf16.push_back(g); best_bf16 = std::max(best_bf16, rate); }
+  }
+  auto table_of = [](std::vector<GemmSample> v) {
+    std::map<std::tuple<long long, long long, long long>, GemmSample> u;  // one entry per shape: the fastest
+    for (const auto& g : v) {
+      auto key = std::make_tuple(g.m, g.n, g.k);
+      if (!u.count(key) || g.seconds < u[key].seconds) u[key] = g;
+    }
+    std::vector<GemmSample> out;
+    for (auto& [k, g] : u) out.push_back(g);
+    return out;
+  };
+  if (!bf16.empty()) {
+    cal.gemm_table = table_of(bf16);
+    cal.gemm = fit_gemm(cal.gemm_table, ref.bf16 > 0 ? ref.bf16 : best_bf16);
+    cal.has_gemm = true;
+    rep << "gemm bf16: " << cal.gemm_table.size() << " shapes, eff_max " << fmt("%.3f", cal.gemm.eff_max) << ", knee "
+        << fmt("%.0f", cal.gemm.knee) << ", overhead " << fmt("%.2f", cal.gemm.overhead_s * 1e6) << " us, rms rel error "
+        << fmt("%.1f", cal.gemm.rms_rel_error * 100) << "%\n";
+  }
+  if (!fp8.empty()) {
+    cal.gemm_fp8_table = table_of(fp8);
+    cal.gemm_fp8 = fit_gemm(cal.gemm_fp8_table, ref.fp8 > 0 ? ref.fp8 : best_fp8);
+    cal.has_gemm_fp8 = true;
+    rep << "gemm fp8: " << cal.gemm_fp8_table.size() << " shapes, eff_max " << fmt("%.3f", cal.gemm_fp8.eff_max)
+        << ", knee " << fmt("%.0f", cal.gemm_fp8.knee) << ", overhead " << fmt("%.2f", cal.gemm_fp8.overhead_s * 1e6)
+        << " us, rms rel error " << fmt("%.1f", cal.gemm_fp8.rms_rel_error * 100) << "%\n";
+  }
+
+  // Attention: flash (fused) and materialised, one joint linear fit.
+  struct A { bool flash, bwd; double x, t; };
+  std::vector<A> att;
+  double best_hbm = 0;
+  for (const Reader& r : rows("memory")) best_hbm = std::max(best_hbm, r.num("bytes") / r.num("seconds"));
+  // Fused attention: cuDNN's fused SDPA when measured (what Transformer Engine uses on
+  // Hopper), else FlashAttention-2 ("flash").
+  std::string fused_impl = "flash";
+  for (const Reader& r : rows("attention"))
+    if (r.str("impl") == "cudnn_fused") fused_impl = "cudnn_fused";
+  for (const Reader& r : rows("attention")) {
+    std::string impl = r.str("impl"), pass = r.str("pass");
+    if (impl == fused_impl) impl = "flash";
+    else if (impl == "flash") continue;
+    if (pass != "fwd" && pass != "bwd") continue;  // e.g. softmax_fwd pieces
+    double b = r.num("batch"), h = r.num("heads"), s = r.num("seq"), d = r.num("head_dim"), t = r.num("seconds");
+    bool causal = true;
+    if (const toml::node* c = r.node("causal")) causal = c->value_or(true);
+    if (t <= 0) continue;
+    if (impl == "flash") {
+      double f = 4.0 * b * h * s * s * d * (causal ? 0.5 : 1.0) * (pass == "bwd" ? 2.0 : 1.0);
+      att.push_back({true, pass == "bwd", f, t});
+    } else if (impl == "materialized") {
+      double by = (pass == "bwd" ? 7.0 : 4.0) * b * h * s * s * 2.0;
+      att.push_back({false, pass == "bwd", by, t});
+    }
+  }
+  if (!att.empty()) {
+    AttentionFit& af = cal.attention;
+    af.peak_flops = ref.bf16 > 0 ? ref.bf16 : best_bf16;
+    af.hbm_bandwidth = ref.hbm > 0 ? ref.hbm : best_hbm;
+    bool any_f = false, any_b = false, any_m = false;
+    for (auto& a : att) { any_f |= a.flash && !a.bwd; any_b |= a.flash && a.bwd; any_m |= !a.flash; }
+    std::vector<int> col(3, -1);
+    int nc = 1;
+    if (any_f) col[0] = nc++;
+    if (any_b) col[1] = nc++;
+    if (any_m) col[2] = nc++;
+    Eigen::MatrixXd M = Eigen::MatrixXd::Zero(Eigen::Index(att.size()), nc);
+    Eigen::VectorXd t(Eigen::Index(att.size()));
+    for (std::size_t i = 0; i < att.size(); ++i) {
+      auto ii = Eigen::Index(i);
+      M(ii, 0) = 1.0;
+      int c = att[i].flash ? (att[i].bwd ? col[1] : col[0]) : col[2];
+      M(ii, c) = att[i].x;
+      t(ii) = att[i].t;
+    }
+    Eigen::VectorXd x = solve_rel(M, t);
+    af.overhead_s = std::max(0.0, x(0));
+    if (any_f) af.flash_fwd_eff = 1.0 / (x(col[0]) * af.peak_flops);
+    if (any_b) af.flash_bwd_eff = 1.0 / (x(col[1]) * af.peak_flops);
+    if (any_m) af.materialized_bw_eff = 1.0 / (x(col[2]) * af.hbm_bandwidth);
+    std::vector<double> pred, meas;
+    for (auto& a : att) {
+      double p = af.overhead_s + (a.flash ? a.x / (af.peak_flops * (a.bwd ? af.flash_bwd_eff : af.flash_fwd_eff))
+                                          : a.x / (af.hbm_bandwidth * af.materialized_bw_eff));
+      pred.push_back(p);
+      meas.push_back(a.t);
+    }
+    af.rms_rel_error = rms_rel(pred, meas);
+    cal.has_attention = true;
+    rep << "attention: " << att.size() << " samples (fused = " << fused_impl << "), flash fwd eff " << fmt("%.3f", af.flash_fwd_eff) << ", flash bwd eff "
+        << fmt("%.3f", af.flash_bwd_eff) << ", materialized bw eff " << fmt("%.3f", af.materialized_bw_eff)
+        << ", overhead " << fmt("%.1f", af.overhead_s * 1e6) << " us, rms rel error "
+        << fmt("%.1f", af.rms_rel_error * 100) << "%\n";
+  }
+
+  // Memory-bound kernels: time = bytes / bandwidth + fixed.
+  std::vector<std::pair<double, double>> mem;
+  for (const Reader& r : rows("memory")) {
+    std::string kind = r.str("kind");
+    if (kind == "memcpy_d2d") continue;  // a copy-engine/driver path, not a kernel the model launches
+    mem.push_back({r.num("bytes"), r.num("seconds")});
+  }
+  if (!mem.empty()) {
+    Eigen::MatrixXd M(Eigen::Index(mem.size()), 2);
+    Eigen::VectorXd t(Eigen::Index(mem.size()));
+    for (std::size_t i = 0; i < mem.size(); ++i) {
+      M(Eigen::Index(i), 0) = 1.0;
+      M(Eigen::Index(i), 1) = mem[i].first;
+      t(Eigen::Index(i)) = mem[i].second;
+    }
+    Eigen::VectorXd x = solve_rel(M, t);
+    MemoryFit& mf = cal.memory;
+    mf.achieved_bandwidth = 1.0 / x(1);
+    mf.fixed_overhead_s = std::max(0.0, x(0));
+    std::vector<double> pred, meas;
+    for (auto& [b, s] : mem) { pred.push_back(mf.fixed_overhead_s + b / mf.achieved_bandwidth); meas.push_back(s); }
+    mf.rms_rel_error = rms_rel(pred, meas);
+    for (const Reader& r : rows("launch")) {
+      std::string kind = r.str("kind");
+      if (kind == "stream_back_to_back") mf.launch_overhead_s = r.nonneg("seconds_per_kernel");
+      if (kind == "graph_replay") mf.graph_launch_overhead_s = r.nonneg("seconds_per_kernel");
+    }
+    cal.has_memory = true;
+    rep << "memory: " << mem.size() << " samples, bandwidth " << fmt("%.0f", mf.achieved_bandwidth * 1e-9)
+        << " GB/s, fixed " << fmt("%.2f", mf.fixed_overhead_s * 1e6) << " us, launch "
+        << fmt("%.2f", mf.launch_overhead_s * 1e6) << " us (graph " << fmt("%.2f", mf.graph_launch_overhead_s * 1e6)
+        << " us), rms rel error " << fmt("%.1f", mf.rms_rel_error * 100) << "%\n";
+  }
+
+  // Collectives (>= 2 GPUs): t = latency + bus_bytes / bus_bandwidth, nccl-tests bus factors.
+  std::vector<std::pair<double, double>> col;
+  for (const Reader& r : rows("collective")) {
+    double g = r.num("gpus");
+    if (g < 2) continue;
+    std::string op = r.str("op");
+    double f = op == "all_reduce" ? 2 * (g - 1) / g : (op == "send_recv" ? 1.0 : (g - 1) / g);
+    col.push_back({r.num("bytes") * f, r.num("seconds")});
+  }
+  if (col.size() >= 2) {
+    Eigen::MatrixXd M(Eigen::Index(col.size()), 2);
+    Eigen::VectorXd t(Eigen::Index(col.size()));
+    for (std::size_t i = 0; i < col.size(); ++i) {
+      M(Eigen::Index(i), 0) = 1.0;
+      M(Eigen::Index(i), 1) = col[i].first;
+      t(Eigen::Index(i)) = col[i].second;
+    }
+    Eigen::VectorXd x = solve_rel(M, t);
+    CollectiveFit& cf = cal.collectives;
+    cf.nvlink_bus_bandwidth = 1.0 / x(1);
+    cf.nvlink_latency_s = std::max(0.0, x(0));
+    std::vector<double> pred, meas;
+    for (auto& [b, s] : col) { pred.push_back(cf.nvlink_latency_s + b / cf.nvlink_bus_bandwidth); meas.push_back(s); }
+    cf.rms_rel_error = rms_rel(pred, meas);
+    cal.has_collectives = true;
+    rep << "collectives: " << col.size() << " samples, bus bandwidth " << fmt("%.0f", cf.nvlink_bus_bandwidth * 1e-9)
+        << " GB/s, latency " << fmt("%.1f", cf.nvlink_latency_s * 1e6) << " us, rms rel error "
+        << fmt("%.1f", cf.rms_rel_error * 100) << "%\n";
+  } else {
+    rep << "collectives: no multi-GPU samples; not fitted\n";
+  }
+  if (!cal.has_gemm && !cal.has_attention && !cal.has_memory && !cal.has_collectives)
+    fail(probe_path, "no probe samples ([[gemm]], [[attention]], [[memory]], [[collective]]) found");
+  if (report) *report = rep.str();
+  return cal;
+}
+
+// ------------------------------------------------------------------ write / read
+void write_calibration(const Calibration& c, const std::string& path) {
+  std::ofstream f(path);
+  if (!f) throw std::runtime_error(path + ":1:1: error: cannot write file");
+  auto g = [](double v) { return fmt("%.9g", v).find_first_of(".en") == std::string::npos ? fmt("%.9g", v) + ".0" : fmt("%.9g", v); };
+  f << "# mfusim calibration (hardware/calibration.h), fitted by `mfusim calibrate` from a probe output.\n"
+    << "# Units as named: tflops = 1e12 FLOP/s, gbs = 1e9 bytes/s, us = microseconds; efficiencies are fractions.\n"
+    << "format = \"mfusim-calibration-1\"\n"
+    << "gpu = \"" << c.gpu_name << "\"\n";
+  auto gemm = [&](const char* name, const GemmFit& fit, const std::vector<GemmSample>& table) {
+    f << "\n[" << name << "]  # time = overhead + 2mnk / (peak * eff_max * (1 - exp(-cbrt(mnk) / knee)))\n"
+      << "peak_tflops = " << g(fit.peak_flops * 1e-12) << "\n"
+      << "eff_max = " << g(fit.eff_max) << "\n"
+      << "knee = " << g(fit.knee) << "\n"
+      << "overhead_us = " << g(fit.overhead_s * 1e6) << "\n"
+      << "rms_rel_error = " << g(fit.rms_rel_error) << "\n"
+      << "table = [  # measured exact shapes: [m, n, k, microseconds]\n";
+    for (const auto& s : table) f << "  [" << s.m << ", " << s.n << ", " << s.k << ", " << g(s.seconds * 1e6) << "],\n";
+    f << "]\n";
+  };
+  if (c.has_gemm) gemm("gemm", c.gemm, c.gemm_table);
+  if (c.has_gemm_fp8) gemm("gemm_fp8", c.gemm_fp8, c.gemm_fp8_table);
+  if (c.has_attention) {
+    const auto& a = c.attention;
+    f << "\n[attention]\npeak_tflops = " << g(a.peak_flops * 1e-12) << "\nhbm_bandwidth_gbs = " << g(a.hbm_bandwidth * 1e-9)
+      << "\nflash_fwd_eff = " << g(a.flash_fwd_eff) << "\nflash_bwd_eff = " << g(a.flash_bwd_eff)
+      << "\nmaterialized_bw_eff = " << g(a.materialized_bw_eff) << "\noverhead_us = " << g(a.overhead_s * 1e6)
+      << "\nrms_rel_error = " << g(a.rms_rel_error) << "\n";
+  }
+  if (c.has_memory) {
+    const auto& m = c.memory;
+    f << "\n[memory]\nachieved_bandwidth_gbs = " << g(m.achieved_bandwidth * 1e-9)
+      << "\nlaunch_overhead_us = " << g(m.launch_overhead_s * 1e6)
+      << "\ngraph_launch_overhead_us = " << g(m.graph_launch_overhead_s * 1e6)
+      << "\nfixed_overhead_us = " << g(m.fixed_overhead_s * 1e6) << "\nrms_rel_error = " << g(m.rms_rel_error) << "\n";
+  }
+  if (c.has_collectives) {
+    const auto& k = c.collectives;
+    f << "\n[collectives]\nnvlink_bus_bandwidth_gbs = " << g(k.nvlink_bus_bandwidth * 1e-9)
+      << "\nnvlink_latency_us = " << g(k.nvlink_latency_s * 1e6) << "\nnic_bus_bandwidth_gbs = "
+      << g(k.nic_bus_bandwidth * 1e-9) << "\nnic_latency_us = " << g(k.nic_latency_s * 1e6)
+      << "\nrms_rel_error = " << g(k.rms_rel_error) << "\n";
+  }
+  if (!f) throw std::runtime_error(path + ":1:1: error: write failed");
+}
+
+Calibration read_calibration(const std::string& path) {
+  toml::table root = parse_file(path);
+  Reader top{path, &root, root.source()};
+  top.only({"format", "gpu", "gemm", "gemm_fp8", "attention", "memory", "collectives"});
+  if (top.str("format", "mfusim-calibration-1") != "mfusim-calibration-1")
+    fail(path, top.node("format")->source(), "unsupported format '" + top.str("format") + "'");
+  Calibration c;
+  c.source = path;
+  c.gpu_name = top.str("gpu");
+  auto gemm = [&](const char* key, GemmFit& fit, std::vector<GemmSample>& table) {
+    Reader r = top.sub(key);
+    r.only({"peak_tflops", "eff_max", "knee", "overhead_us", "rms_rel_error", "table"});
+    fit.peak_flops = r.nonneg("peak_tflops") * 1e12;
+    fit.eff_max = r.nonneg("eff_max");
+    fit.knee = r.nonneg("knee");
+    fit.overhead_s = r.nonneg("overhead_us") * 1e-6;
+    fit.rms_rel_error = r.nonneg("rms_rel_error", false);
+    if (fit.peak_flops <= 0) fail(path, r.node("peak_tflops")->source(), "'peak_tflops' must be > 0");
+    if (fit.eff_max <= 0 || fit.eff_max > 1.5) fail(path, r.node("eff_max")->source(), "'eff_max' must be in (0, 1.5]");
+    if (fit.knee <= 0) fail(path, r.node("knee")->source(), "'knee' must be > 0");
+    if (const toml::node* t = r.node("table")) {
+      const toml::array* a = t->as_array();
+      if (!a) fail(path, t->source(), "'table' must be an array of [m, n, k, microseconds]");
+      for (const toml::node& e : *a) {
+        const toml::array* row = e.as_array();
+        if (!row || row->size() != 4) fail(path, e.source(), "table rows must be [m, n, k, microseconds]");
+        GemmSample s;
+        auto v = [&](std::size_t i) {
+          auto x = (*row)[i].value<double>();
+          if (!x || *x <= 0) fail(path, (*row)[i].source(), "table values must be positive numbers");
+          return *x;
+        };
+        s.m = (long long)v(0); s.n = (long long)v(1); s.k = (long long)v(2); s.seconds = v(3) * 1e-6;
+        table.push_back(s);
+      }
+    }
+  };
+  if (top.node("gemm")) { gemm("gemm", c.gemm, c.gemm_table); c.has_gemm = true; }
+  if (top.node("gemm_fp8")) { gemm("gemm_fp8", c.gemm_fp8, c.gemm_fp8_table); c.has_gemm_fp8 = true; }
+  if (top.node("attention")) {
+    Reader r = top.sub("attention");
+    r.only({"peak_tflops", "hbm_bandwidth_gbs", "flash_fwd_eff", "flash_bwd_eff", "materialized_bw_eff", "overhead_us",
+            "rms_rel_error"});
+    auto& a = c.attention;
+    a.peak_flops = r.nonneg("peak_tflops") * 1e12;
+    a.hbm_bandwidth = r.nonneg("hbm_bandwidth_gbs") * 1e9;
+    a.flash_fwd_eff = r.nonneg("flash_fwd_eff");
+    a.flash_bwd_eff = r.nonneg("flash_bwd_eff");
+    a.materialized_bw_eff = r.nonneg("materialized_bw_eff");
+    a.overhead_s = r.nonneg("overhead_us") * 1e-6;
+    a.rms_rel_error = r.nonneg("rms_rel_error", false);
+    c.has_attention = true;
+  }
+  if (top.node("memory")) {
+    Reader r = top.sub("memory");
+    r.only({"achieved_bandwidth_gbs", "launch_overhead_us", "graph_launch_overhead_us", "fixed_overhead_us", "rms_rel_error"});
+    auto& m = c.memory;
+    m.achieved_bandwidth = r.nonneg("achieved_bandwidth_gbs") * 1e9;
+    if (m.achieved_bandwidth <= 0) fail(path, r.node("achieved_bandwidth_gbs")->source(), "'achieved_bandwidth_gbs' must be > 0");
+    m.launch_overhead_s = r.nonneg("launch_overhead_us") * 1e-6;
+    m.graph_launch_overhead_s = r.nonneg("graph_launch_overhead_us", false) * 1e-6;
+    m.fixed_overhead_s = r.nonneg("fixed_overhead_us", false) * 1e-6;
+    m.rms_rel_error = r.nonneg("rms_rel_error", false);
+    c.has_memory = true;
+  }
+  if (top.node("collectives")) {
+    Reader r = top.sub("collectives");
+    r.only({"nvlink_bus_bandwidth_gbs", "nvlink_latency_us", "nic_bus_bandwidth_gbs", "nic_latency_us", "rms_rel_error"});
+    auto& k = c.collectives;
+    k.nvlink_bus_bandwidth = r.nonneg("nvlink_bus_bandwidth_gbs") * 1e9;
+    k.nvlink_latency_s = r.nonneg("nvlink_latency_us") * 1e-6;
+    k.nic_bus_bandwidth = r.nonneg("nic_bus_bandwidth_gbs", false) * 1e9;
+    k.nic_latency_s = r.nonneg("nic_latency_us", false) * 1e-6;
+    k.rms_rel_error = r.nonneg("rms_rel_error", false);
+    c.has_collectives = true;
+  }
+  return c;
+}
+
+}  // namespace mfusim::hardware

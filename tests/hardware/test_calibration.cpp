@@ -1,0 +1,141 @@
+// hardware/calibration.cpp: fitting a probe output, and the calibration file round trip.
+#include <doctest/doctest.h>
+
+#include <cmath>
+#include <cstdio>
+#include <fstream>
+#include <string>
+
+#include "hardware/calibration.h"
+
+using namespace mfusim::hardware;
+
+namespace {
+std::string g12(double v) {
+  char b[64];
+  std::snprintf(b, sizeof b, "%.12g", v);
+  return b;
+}
+std::string tmp(const std::string& name) { return std::string("/tmp/mfusim_test_") + name; }
+void write(const std::string& path, const std::string& text) { std::ofstream(path) << text; }
+std::string error_of(const std::string& path) {
+  try {
+    read_calibration(path);
+  } catch (const std::runtime_error& e) {
+    return e.what();
+  }
+  return "";
+}
+}  // namespace
+
+TEST_CASE("fit_probe recovers a GEMM model it was generated from") {
+  // Rule (calibration.h): time = overhead + 2mnk / (peak * eff_max * (1 - exp(-cbrt(mnk)/knee))).
+  GemmFit truth{989.4e12, 0.80, 300.0, 5e-6, 0};
+  std::string probe = "format = \"mfusim-probe-1\"\n[provenance]\ngpu = \"NVIDIA H200\"\n";
+  for (long long m : {256, 1024, 4096, 16384})
+    for (long long n : {512, 4096, 28672})
+      for (long long k : {1024, 8192}) {
+        double t = gemm_fit_seconds(truth, double(m), double(n), double(k));
+        probe += "[[gemm]]\ndtype = \"bf16\"\nm = " + std::to_string(m) + "\nn = " + std::to_string(n) +
+                 "\nk = " + std::to_string(k) + "\nseconds = " + g12(t) + "\n";
+      }
+  // memory: 3 TB/s plus 2 us fixed; launch overheads
+  for (double b : {1e6, 1e7, 1e8, 1e9})
+    probe += "[[memory]]\nkind = \"copy_kernel\"\nbytes = " + g12(b) + "\nseconds = " + g12(2e-6 + b / 3e12) + "\n";
+  probe += "[[launch]]\nkind = \"stream_back_to_back\"\nseconds_per_kernel = 2.5e-6\n"
+           "[[launch]]\nkind = \"graph_replay\"\nseconds_per_kernel = 1.0e-6\n";
+  // flash attention at 50% of peak forward, materialised at 60% of 4.8 TB/s
+  for (double s : {2048.0, 8192.0}) {
+    double f = 4.0 * 32 * s * s * 128 * 0.5;
+    char buf[512];
+    std::snprintf(buf, sizeof buf,
+                  "[[attention]]\nimpl = \"flash\"\npass = \"fwd\"\nbatch = 1\nheads = 32\nkv_heads = 8\nseq = %g\n"
+                  "head_dim = 128\ncausal = true\nseconds = %.12g\n"
+                  "[[attention]]\nimpl = \"materialized\"\npass = \"fwd\"\nbatch = 1\nheads = 32\nkv_heads = 8\n"
+                  "seq = %g\nhead_dim = 128\ncausal = true\nseconds = %.12g\n",
+                  s, f / (989.4e12 * 0.5), s, 4.0 * 32 * s * s * 2 / (4.8e12 * 0.6));
+    probe += buf;
+  }
+  write(tmp("probe.toml"), probe);
+  std::string report;
+  Calibration c = fit_probe(tmp("probe.toml"), &report);
+  REQUIRE(c.has_gemm);
+  CHECK(c.gpu_name == "NVIDIA H200");
+  CHECK(c.gemm.eff_max == doctest::Approx(0.80).epsilon(0.02));
+  CHECK(c.gemm.knee == doctest::Approx(300).epsilon(0.05));
+  CHECK(c.gemm.rms_rel_error < 0.01);
+  CHECK(c.gemm_table.size() == 24);
+  REQUIRE(c.has_memory);
+  CHECK(c.memory.achieved_bandwidth == doctest::Approx(3e12).epsilon(0.01));
+  CHECK(c.memory.launch_overhead_s == doctest::Approx(2.5e-6));
+  CHECK(c.memory.graph_launch_overhead_s == doctest::Approx(1.0e-6));
+  REQUIRE(c.has_attention);
+  CHECK(c.attention.flash_fwd_eff == doctest::Approx(0.5).epsilon(0.02));
+  CHECK(c.attention.materialized_bw_eff == doctest::Approx(0.6).epsilon(0.02));
+  CHECK_FALSE(c.has_collectives);  // no multi-GPU samples
+  CHECK(report.find("gemm bf16") != std::string::npos);
+  CHECK(report.find("collectives: no multi-GPU samples") != std::string::npos);
+}
+
+TEST_CASE("write_calibration then read_calibration gives the same calibration") {
+  Calibration c;
+  c.gpu_name = "NVIDIA H200";
+  c.has_gemm = true;
+  c.gemm = {989.4e12, 0.71234, 412.5, 6.25e-6, 0.031};
+  c.gemm_table = {{4096, 4096, 4096, 1.95e-4}, {8192, 28672, 4096, 2.1e-3}};
+  c.has_gemm_fp8 = true;
+  c.gemm_fp8 = {1978.9e12, 0.55, 600, 7e-6, 0.05};
+  c.gemm_fp8_table = {{8192, 8192, 8192, 8.1e-4}};
+  c.has_attention = true;
+  c.attention = {989.4e12, 4.8e12, 0.52, 0.41, 0.66, 1.5e-5, 0.08};
+  c.has_memory = true;
+  c.memory.achieved_bandwidth = 4.1e12;
+  c.memory.launch_overhead_s = 2.2e-6;
+  c.memory.graph_launch_overhead_s = 0.9e-6;
+  c.memory.fixed_overhead_s = 3e-6;
+  c.memory.rms_rel_error = 0.04;
+  c.has_collectives = true;
+  c.collectives.nvlink_bus_bandwidth = 360e9;
+  c.collectives.nvlink_latency_s = 12e-6;
+  write_calibration(c, tmp("cal.toml"));
+  Calibration r = read_calibration(tmp("cal.toml"));
+  CHECK(r.gpu_name == c.gpu_name);
+  CHECK(r.gemm.peak_flops == doctest::Approx(c.gemm.peak_flops));
+  CHECK(r.gemm.eff_max == doctest::Approx(c.gemm.eff_max));
+  CHECK(r.gemm.knee == doctest::Approx(c.gemm.knee));
+  CHECK(r.gemm.overhead_s == doctest::Approx(c.gemm.overhead_s));
+  CHECK(r.gemm.rms_rel_error == doctest::Approx(c.gemm.rms_rel_error));
+  REQUIRE(r.gemm_table.size() == 2);
+  CHECK(r.gemm_table[1].n == 28672);
+  CHECK(r.gemm_table[1].seconds == doctest::Approx(2.1e-3));
+  CHECK(r.has_gemm_fp8);
+  CHECK(r.gemm_fp8.eff_max == doctest::Approx(0.55));
+  CHECK(r.gemm_fp8_table.size() == 1);
+  CHECK(r.attention.flash_bwd_eff == doctest::Approx(0.41));
+  CHECK(r.attention.hbm_bandwidth == doctest::Approx(4.8e12));
+  CHECK(r.attention.overhead_s == doctest::Approx(1.5e-5));
+  CHECK(r.memory.achieved_bandwidth == doctest::Approx(4.1e12));
+  CHECK(r.memory.graph_launch_overhead_s == doctest::Approx(0.9e-6));
+  CHECK(r.collectives.nvlink_bus_bandwidth == doctest::Approx(360e9));
+  CHECK(r.collectives.nvlink_latency_s == doctest::Approx(12e-6));
+  // and a second round trip writes the same text
+  write_calibration(r, tmp("cal2.toml"));
+  std::ifstream a(tmp("cal.toml")), b(tmp("cal2.toml"));
+  std::string ta((std::istreambuf_iterator<char>(a)), {}), tb((std::istreambuf_iterator<char>(b)), {});
+  CHECK(ta == tb);
+}
+
+TEST_CASE("bad calibration files are errors with file:line:col") {
+  // Rule (calibration.h): bad files throw std::runtime_error with "file:line:col: error: ..." text.
+  write(tmp("bad1.toml"), "gpu = \"x\"\n[gemm]\npeak_tflops = 989\neff_max = = 3\n");
+  CHECK(error_of(tmp("bad1.toml")).find(tmp("bad1.toml") + ":4:") == 0);
+  write(tmp("bad2.toml"), "gpu = \"x\"\n[gemm]\npeak_tflops = 989\neff_max = 0.7\nknee = 300\noverhead_us = \"a\"\n");
+  CHECK(error_of(tmp("bad2.toml")) == tmp("bad2.toml") + ":6:15: error: 'overhead_us' must be a number");
+  write(tmp("bad3.toml"), "gpu = \"x\"\n[memory]\nachieved_bandwidth_gbs = 4000\nlaunch_overhead_us = 2\nbogus = 1\n");
+  CHECK(error_of(tmp("bad3.toml")) == tmp("bad3.toml") + ":5:9: error: unknown key 'bogus'");
+  write(tmp("bad4.toml"), "gpu = \"x\"\n[gemm]\npeak_tflops = 989\nknee = 300\noverhead_us = 1\n");
+  CHECK(error_of(tmp("bad4.toml")).find("error: missing key 'eff_max'") != std::string::npos);
+  write(tmp("bad5.toml"), "[memory]\nachieved_bandwidth_gbs = -4\nlaunch_overhead_us = 2\n");
+  CHECK(error_of(tmp("bad5.toml")) == tmp("bad5.toml") + ":2:26: error: 'achieved_bandwidth_gbs' must be >= 0");
+  CHECK(error_of(tmp("does-not-exist.toml")) == tmp("does-not-exist.toml") + ":1:1: error: cannot read file");
+}

@@ -1,0 +1,82 @@
+#!/usr/bin/env python3
+"""Fused (flash) attention timings through PyTorch SDPA, in the probe's format.
+
+The probe measures the materialised path itself (cuBLASLt + its softmax); the
+fused path is measured here, through torch.nn.functional.scaled_dot_product_attention
+with one backend forced at a time (FLASH_ATTENTION = FlashAttention-2 kernels in
+PyTorch, CUDNN_ATTENTION = cuDNN fused SDPA; MATH = materialised reference), causal,
+bf16, head_dim 128, GQA via enable_gqa. Output: [[attention]] tables appended to the
+probe TOML (TOML allows an array of tables to continue anywhere in a file).
+Usage: attention_sdpa.py OUT_FRAGMENT.toml [--quick]
+"""
+import statistics, sys
+import torch
+import torch.nn.functional as F
+from torch.nn.attention import sdpa_kernel, SDPBackend
+
+def timed(fn, repeats=7):
+    for _ in range(2):
+        fn()
+    torch.cuda.synchronize()
+    a, b = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
+    v = []
+    for _ in range(repeats):
+        a.record(); fn(); b.record(); b.synchronize()
+        v.append(a.elapsed_time(b) * 1e-3)
+    return statistics.median(v), min(v)
+
+def main():
+    out = sys.argv[1]
+    quick = "--quick" in sys.argv
+    cfgs = [(1, 32, 8, s, 128) for s in ((1024, 4096) if quick else (1024, 2048, 4096, 8192, 16384))]
+    if not quick:
+        cfgs += [(1, 16, 16, 4096, 128), (2, 8, 1, 8192, 128), (4, 32, 8, 2048, 128)]
+    lines = ["", "# ---- fused attention, measured by validation/attention_sdpa.py (PyTorch SDPA) ----",
+             f"[sdpa_provenance]\ntorch = \"{torch.__version__}\"\ngpu = \"{torch.cuda.get_device_name(0)}\"\n"
+             f"cudnn = {torch.backends.cudnn.version()}"]
+    backends = [("flash", SDPBackend.FLASH_ATTENTION), ("cudnn", SDPBackend.CUDNN_ATTENTION), ("math", SDPBackend.MATH)]
+    for (b, H, Hk, s, d) in cfgs:
+        q = torch.randn(b, H, s, d, device="cuda", dtype=torch.bfloat16, requires_grad=True)
+        k = torch.randn(b, Hk, s, d, device="cuda", dtype=torch.bfloat16, requires_grad=True)
+        v = torch.randn(b, Hk, s, d, device="cuda", dtype=torch.bfloat16, requires_grad=True)
+        do = torch.randn(b, H, s, d, device="cuda", dtype=torch.bfloat16)
+        for name, be in backends:
+            if name == "math" and b * H * s * s * 2 * 4 > 60e9:
+                continue
+            kk, vv, gqa, note = k, v, Hk != H, ""
+            if name == "flash" and gqa:
+                try:
+                    with sdpa_kernel([be]):
+                        F.scaled_dot_product_attention(q[:, :, :256], k[:, :, :256], v[:, :, :256], is_causal=True, enable_gqa=True)
+                except Exception:
+                    kk = k.detach().repeat_interleave(H // Hk, dim=1).requires_grad_()
+                    vv = v.detach().repeat_interleave(H // Hk, dim=1).requires_grad_()
+                    gqa, note = False, " (K/V repeated: backend rejected enable_gqa)"
+            try:
+                with sdpa_kernel([be]):
+                    def fwd():
+                        return F.scaled_dot_product_attention(q, kk, vv, is_causal=True, enable_gqa=gqa)
+                    def fb():
+                        o = fwd(); o.backward(do)
+                    tf, tfmin = timed(lambda: fwd())
+                    tfb, _ = timed(fb)
+            except Exception as e:
+                print(f"sdpa {name} b={b} H={H} Hkv={Hk} s={s}: {str(e).splitlines()[0][:200]}", file=sys.stderr)
+                lines.append(f"\n[[skipped]]\nfamily = \"attention_{name}\"\nbatch = {b}\nheads = {H}\nkv_heads = {Hk}\nseq = {s}\n"
+                             f"head_dim = {d}\nwhy = \"{str(e).splitlines()[0][:150].replace(chr(34), chr(39))}\"")
+                torch.cuda.empty_cache()
+                continue
+            flops_f = 4.0 * b * H * s * s * d / 2  # causal: half of QK^T and PV
+            for pss, t, fl in (("fwd", tf, flops_f), ("bwd", tfb - tf, 2.5 * flops_f)):
+                impl = "flash" if name == "flash" else ("cudnn_fused" if name == "cudnn" else "materialized_torch_math")
+                lines.append(f"\n[[attention]]\nimpl = \"{impl}\"\nsource = \"torch SDPA backend {be.name}{note}\"\npass = \"{pss}\"\n"
+                             f"batch = {b}\nheads = {H}\nkv_heads = {Hk}\nseq = {s}\nhead_dim = {d}\ncausal = true\n"
+                             f"seconds = {t:.6g}\nflops = {fl:.6g}\nflops_convention = \"causal-halved; bwd = 2.5 x fwd (FA2 count incl. recompute)\"")
+                print(f"sdpa {name:6s} {pss} b={b} H={H} Hkv={Hk} s={s:6d} {t*1e3:8.3f} ms  {fl/t*1e-12:6.1f} TFLOP/s")
+            torch.cuda.empty_cache()
+        del q, k, v, do
+    with open(out, "w") as f:
+        f.write("\n".join(lines) + "\n")
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,288 @@
+#!/usr/bin/env python3
+"""Real training steps of decoder-only LLMs on one GPU, timed with CUDA events.
+
+Model: Llama-style decoder (pre-norm RMSNorm, RoPE, GQA attention, SwiGLU MLP,
+untied embedding / LM head, no biases), next-token cross-entropy, AdamW.
+Precision: torch.autocast(bfloat16) over fp32 parameters (fp32 master weights,
+fp32 grads, fp32 Adam state: 16 bytes/param), AdamW(fused=True).
+
+Levers (each a CSV column):
+  flash      1: F.scaled_dot_product_attention forced to the FLASH_ATTENTION backend (enable_gqa)
+             0: materialised eager attention: bf16 QK^T matmul, causal mask, fp32 softmax,
+                bf16 probs, P@V matmul (the Hugging Face "eager" path; K/V repeated for GQA)
+  recompute  1: torch.utils.checkpoint around every decoder layer (full recompute)
+  fused      1: F.rms_norm (native fused kernel) + torch.compile(dynamic=True) of the
+                SwiGLU activation and RoPE application (elementwise chains fused by Inductor)
+             0: eager elementwise chains (x.float().pow(2).mean..., silu(g)*u, rotate_half)
+Measured: step_ms = forward + backward + optimizer (step + zero_grad), fwd_ms, bwd_ms, opt_ms,
+each the median of `steps` timed steps after warm-up; layer_fwd_ms / layer_bwd_ms: one decoder
+layer alone on the same input shape (bwd includes the recompute forward when recompute=1);
+peak_mem_gib = torch.cuda.max_memory_allocated over the timed steps.
+Usage: train_step.py OUT.csv [--budget-s 240] [--quick]
+"""
+import csv, gc, math, os, statistics, sys, time, datetime, subprocess
+import torch
+import torch.nn as nn
+import torch.nn.functional as F
+from torch.nn.attention import sdpa_kernel, SDPBackend
+from torch.utils.checkpoint import checkpoint
+
+MODELS = {  # name: layers, hidden, ffn, heads, kv_heads, vocab
+    "s0.5b": (16, 1536, 4096, 12, 4, 32000),
+    "s1.3b": (24, 2048, 5632, 16, 8, 32000),
+    "s3b": (26, 3072, 8192, 24, 8, 32000),
+    "s7b-8L": (8, 4096, 14336, 32, 8, 128256),  # Llama-3-8B layer shapes, 8 of its 32 layers
+}
+
+def swiglu_eager(g, u):
+    return F.silu(g) * u
+
+def rope_eager(x, cos, sin):
+    x1, x2 = x.chunk(2, dim=-1)
+    return x * cos + torch.cat((-x2, x1), dim=-1) * sin
+
+_compiled = {}
+FUSED_IMPL = "F.rms_norm + torch.compile(swiglu, rope)"
+GQA_NATIVE = True  # flash SDPA with enable_gqa; False: K/V repeated before the flash call
+
+def fused_fns():
+    global FUSED_IMPL
+    if not _compiled:
+        try:
+            sw, ro = torch.compile(swiglu_eager, dynamic=True), torch.compile(rope_eager, dynamic=True)
+            a = torch.randn(2, 64, 256, device="cuda", dtype=torch.bfloat16, requires_grad=True)
+            (sw(a, a).sum() + ro(a, a.detach(), a.detach()).sum()).backward()
+            _compiled["swiglu"], _compiled["rope"] = sw, ro
+        except Exception as e:
+            print("torch.compile unusable, fused = F.rms_norm only:", str(e).splitlines()[0][:200], flush=True)
+            FUSED_IMPL = "F.rms_norm only (torch.compile failed)"
+            _compiled["swiglu"], _compiled["rope"] = swiglu_eager, rope_eager
+    return _compiled["swiglu"], _compiled["rope"]
+
+def check_gqa():
+    global GQA_NATIVE
+    q = torch.randn(1, 8, 256, 128, device="cuda", dtype=torch.bfloat16)
+    k = torch.randn(1, 2, 256, 128, device="cuda", dtype=torch.bfloat16)
+    try:
+        with sdpa_kernel([SDPBackend.FLASH_ATTENTION]):
+            F.scaled_dot_product_attention(q, k, k, is_causal=True, enable_gqa=True)
+    except Exception as e:
+        print("flash SDPA rejects enable_gqa; repeating K/V:", str(e).splitlines()[0][:200], flush=True)
+        GQA_NATIVE = False
+
+class RMSNorm(nn.Module):
+    def __init__(self, h, fused, eps=1e-5):
+        super().__init__()
+        self.weight = nn.Parameter(torch.ones(h)); self.fused = fused; self.eps = eps
+    def forward(self, x):
+        if self.fused:
+            return F.rms_norm(x, (x.shape[-1],), self.weight.to(x.dtype), self.eps)
+        xf = x.float()
+        return (xf * torch.rsqrt(xf.pow(2).mean(-1, keepdim=True) + self.eps)).to(x.dtype) * self.weight.to(x.dtype)
+
+class Layer(nn.Module):
+    def __init__(self, h, ffn, heads, kv, flash, fused):
+        super().__init__()
+        self.h, self.heads, self.kv, self.hd = h, heads, kv, h // heads
+        self.flash, self.fused = flash, fused
+        self.n1, self.n2 = RMSNorm(h, fused), RMSNorm(h, fused)
+        self.qkv = nn.Linear(h, (heads + 2 * kv) * self.hd, bias=False)
+        self.o = nn.Linear(heads * self.hd, h, bias=False)
+        self.up = nn.Linear(h, 2 * ffn, bias=False)   # gate and up fused in one GEMM
+        self.down = nn.Linear(ffn, h, bias=False)
+    def attn(self, x, cos, sin):
+        b, s, _ = x.shape
+        q, k, v = self.qkv(x).split([self.heads * self.hd, self.kv * self.hd, self.kv * self.hd], dim=-1)
+        q = q.view(b, s, self.heads, self.hd).transpose(1, 2)
+        k = k.view(b, s, self.kv, self.hd).transpose(1, 2)
+        v = v.view(b, s, self.kv, self.hd).transpose(1, 2)
+        rope = fused_fns()[1] if self.fused else rope_eager
+        q, k = rope(q, cos, sin), rope(k, cos, sin)
+        if self.flash:
+            if not GQA_NATIVE and self.kv != self.heads:
+                k, v = k.repeat_interleave(self.heads // self.kv, dim=1), v.repeat_interleave(self.heads // self.kv, dim=1)
+            with sdpa_kernel([SDPBackend.FLASH_ATTENTION]):
+                o = F.scaled_dot_product_attention(q, k, v, is_causal=True, enable_gqa=GQA_NATIVE and self.kv != self.heads)
+        else:
+            rep = self.heads // self.kv
+            k, v = k.repeat_interleave(rep, dim=1), v.repeat_interleave(rep, dim=1)
+            sc = torch.matmul(q, k.transpose(-1, -2)) * (1.0 / math.sqrt(self.hd))
+            mask = torch.ones(s, s, device=x.device, dtype=torch.bool).triu(1)
+            sc = sc.masked_fill(mask, float("-inf"))
+            p = torch.softmax(sc.float(), dim=-1).to(q.dtype)
+            o = torch.matmul(p, v)
+        return self.o(o.transpose(1, 2).reshape(b, s, self.heads * self.hd))
+    def forward(self, x, cos, sin):
+        x = x + self.attn(self.n1(x), cos, sin)
+        g, u = self.up(self.n2(x)).chunk(2, dim=-1)
+        act = fused_fns()[0] if self.fused else swiglu_eager
+        return x + self.down(act(g, u))
+
+class Model(nn.Module):
+    def __init__(self, layers, h, ffn, heads, kv, vocab, flash, fused, recompute):
+        super().__init__()
+        self.emb = nn.Embedding(vocab, h)
+        self.layers = nn.ModuleList([Layer(h, ffn, heads, kv, flash, fused) for _ in range(layers)])
+        self.norm = RMSNorm(h, fused)
+        self.head = nn.Linear(h, vocab, bias=False)
+        self.recompute, self.hd = recompute, h // heads
+    def forward(self, tokens, targets, cos, sin):
+        x = self.emb(tokens)
+        for l in self.layers:
+            x = checkpoint(l, x, cos, sin, use_reentrant=False) if self.recompute else l(x, cos, sin)
+        logits = self.head(self.norm(x))
+        return F.cross_entropy(logits.view(-1, logits.shape[-1]).float(), targets.view(-1))
+
+def rope_tables(s, hd, dev):
+    inv = 1.0 / (10000 ** (torch.arange(0, hd, 2, device=dev).float() / hd))
+    f = torch.outer(torch.arange(s, device=dev).float(), inv)
+    e = torch.cat((f, f), dim=-1)
+    return e.cos().to(torch.bfloat16), e.sin().to(torch.bfloat16)
+
+def ev():
+    return torch.cuda.Event(enable_timing=True)
+
+def run_config(name, seq, mbs, flash, recompute, fused, steps):
+    L, h, ffn, heads, kv, vocab = MODELS[name]
+    dev = "cuda"
+    torch.manual_seed(0)
+    with torch.device(dev):
+        model = Model(L, h, ffn, heads, kv, vocab, flash, fused, recompute)
+    for p in model.parameters():
+        if p.dim() > 1:
+            nn.init.normal_(p, std=0.02)
+    opt = torch.optim.AdamW(model.parameters(), lr=1e-4, fused=True)
+    cos, sin = rope_tables(seq, h // heads, dev)
+    tok = torch.randint(0, vocab, (mbs, seq), device=dev)
+    tgt = torch.randint(0, vocab, (mbs, seq), device=dev)
+    res = []
+    torch.cuda.reset_peak_memory_stats()
+    for i in range(2 + steps):
+        e0, e1, e2, e3 = ev(), ev(), ev(), ev()
+        e0.record()
+        with torch.autocast("cuda", dtype=torch.bfloat16):
+            loss = model(tok, tgt, cos, sin)
+        e1.record()
+        loss.backward()
+        e2.record()
+        opt.step(); opt.zero_grad(set_to_none=True)
+        e3.record()
+        e3.synchronize()
+        if not math.isfinite(loss.item()):
+            raise RuntimeError("non-finite loss")
+        if i >= 2:
+            res.append((e0.elapsed_time(e3), e0.elapsed_time(e1), e1.elapsed_time(e2), e2.elapsed_time(e3)))
+    peak = torch.cuda.max_memory_allocated() / 2**30
+    med = lambda j: statistics.median(r[j] for r in res)
+    # one decoder layer alone
+    layer = model.layers[0]
+    x = torch.randn(mbs, seq, h, device=dev, dtype=torch.bfloat16, requires_grad=True)
+    dy = torch.randn(mbs, seq, h, device=dev, dtype=torch.bfloat16)
+    lf, lb = [], []
+    for i in range(5):
+        a, b, c = ev(), ev(), ev()
+        a.record()
+        with torch.autocast("cuda", dtype=torch.bfloat16):
+            y = checkpoint(layer, x, cos, sin, use_reentrant=False) if recompute else layer(x, cos, sin)
+        b.record()
+        y.backward(dy)
+        c.record(); c.synchronize()
+        if i >= 2:
+            lf.append(a.elapsed_time(b)); lb.append(b.elapsed_time(c))
+        x.grad = None
+        model.zero_grad(set_to_none=True)
+    nparams = sum(p.numel() for p in model.parameters())
+    del model, opt, x, dy, y, loss
+    return dict(step_ms=med(0), fwd_ms=med(1), bwd_ms=med(2), opt_ms=med(3),
+                step_ms_min=min(r[0] for r in res), layer_fwd_ms=statistics.median(lf),
+                layer_bwd_ms=statistics.median(lb), peak_mem_gib=peak, params=nparams)
+
+def configs(quick):
+    base = dict(seq=4096, mbs=1, flash=1, recompute=0, fused=1)
+    C = []
+    add = lambda m, **kw: C.append(dict(base, model=m, **kw))
+    for m in MODELS: add(m)                                               # 1. sizes
+    if quick:
+        add("s1.3b", flash=0, seq=2048); add("s1.3b", recompute=1); add("s1.3b", fused=0)
+        return C
+    for mb in (1, 2, 4, 8): add("s1.3b", seq=2048, mbs=mb)                 # 2. micro-batch
+    add("s1.3b", flash=0, seq=2048); add("s1.3b", flash=0)                # 3. materialised
+    add("s1.3b", recompute=1); add("s7b-8L", recompute=1)                 # 4. recompute
+    add("s1.3b", fused=0); add("s7b-8L", fused=0)                         # 5. unfused
+    add("s1.3b", seq=8192); add("s1.3b", seq=16384)                       # 6. sequence
+    add("s7b-8L", seq=8192); add("s7b-8L", mbs=2)
+    add("s7b-8L", flash=0, seq=2048); add("s7b-8L", seq=2048)
+    add("s0.5b", flash=0, seq=2048); add("s0.5b", seq=2048); add("s0.5b", flash=0)
+    add("s1.3b", flash=0, seq=8192)
+    add("s3b", recompute=1); add("s3b", fused=0); add("s0.5b", fused=0)
+    add("s1.3b", recompute=1, seq=16384); add("s7b-8L", seq=16384)
+    add("s0.5b", seq=16384); add("s3b", mbs=2); add("s3b", seq=8192)
+    add("s1.3b", fused=0, seq=2048, mbs=4); add("s1.3b", flash=0, fused=0, seq=2048)
+    add("s7b-8L", mbs=4); add("s7b-8L", recompute=1, seq=16384)
+    return C
+
+def main():
+    out = sys.argv[1]
+    budget = float(sys.argv[sys.argv.index("--budget-s") + 1]) if "--budget-s" in sys.argv else 240.0
+    quick = "--quick" in sys.argv
+    steps = 3
+    t_start = time.time()
+    torch.backends.cuda.matmul.allow_tf32 = True
+    check_gqa()
+    fused_fns()
+    prov = dict(gpu=torch.cuda.get_device_name(0), torch=torch.__version__, cuda=torch.version.cuda,
+                cudnn=torch.backends.cudnn.version(),
+                driver=subprocess.run(["nvidia-smi", "--query-gpu=driver_version", "--format=csv,noheader"],
+                                      capture_output=True, text=True).stdout.strip(),
+                date=datetime.datetime.now(datetime.timezone.utc).isoformat(timespec="seconds"),
+                command=" ".join(sys.argv))
+    fields = ["model", "layers", "hidden", "ffn", "heads", "kv_heads", "vocab", "head_dim", "params", "seq", "mbs",
+              "tokens", "flash", "recompute", "fused", "attn_impl", "fused_impl", "precision", "optimizer", "status",
+              "step_ms", "fwd_ms", "bwd_ms", "opt_ms", "step_ms_min", "layer_fwd_ms", "layer_bwd_ms",
+              "peak_mem_gib", "model_flops_per_token", "achieved_tflops", "mfu_vs_989", "wall_s"]
+    f = open(out, "w", newline="")
+    f.write("# mfusim validation: measured training steps on one GPU (validation/train_step.py)\n")
+    for k, v in prov.items():
+        f.write(f"# {k}: {v}\n")
+    f.write("# precision: torch.autocast bf16 over fp32 params (fp32 master/grads/Adam), AdamW(fused=True); "
+            "untied embedding/head; steps timed = 3 after 2 warm-up; times are medians in ms\n"
+            "# model_flops_per_token = 6*params + 12*layers*seq*hidden (SPEC.md mfu_attn convention, causal not halved); "
+            "achieved_tflops = model_flops_per_token*tokens/step; mfu_vs_989 uses the 989 TFLOP/s bf16 datasheet peak\n"
+            "# status: ok | oom | error:<msg> | skipped_budget\n")
+    w = csv.DictWriter(f, fieldnames=fields)
+    w.writeheader(); f.flush()
+    for cfg in configs(quick):
+        L, h, ffn, heads, kv, vocab = MODELS[cfg["model"]]
+        row = dict(model=cfg["model"], layers=L, hidden=h, ffn=ffn, heads=heads, kv_heads=kv, vocab=vocab,
+                   head_dim=h // heads, seq=cfg["seq"], mbs=cfg["mbs"], tokens=cfg["seq"] * cfg["mbs"],
+                   flash=cfg["flash"], recompute=cfg["recompute"], fused=cfg["fused"],
+                   attn_impl=("sdpa_flash" + ("" if GQA_NATIVE else "_kv_repeated")) if cfg["flash"] else "eager_materialized",
+                   precision="autocast_bf16_fp32_master", optimizer="AdamW_fused")
+        t0 = time.time()
+        if t0 - t_start > budget:
+            row["status"] = "skipped_budget"
+        else:
+            try:
+                r = run_config(cfg["model"], cfg["seq"], cfg["mbs"], cfg["flash"], cfg["recompute"], cfg["fused"], steps)
+                row.update({k: (round(v, 4) if isinstance(v, float) else v) for k, v in r.items()})
+                fpt = 6 * r["params"] + 12 * L * cfg["seq"] * h
+                row["model_flops_per_token"] = fpt
+                row["achieved_tflops"] = round(fpt * row["tokens"] / (r["step_ms"] * 1e-3) * 1e-12, 2)
+                row["mfu_vs_989"] = round(row["achieved_tflops"] / 989.0, 4)
+                row["status"] = "ok"
+            except torch.OutOfMemoryError:
+                row["status"] = "oom"
+            except Exception as e:
+                row["status"] = "error:" + str(e).splitlines()[0][:120].replace(",", ";")
+            gc.collect(); torch.cuda.empty_cache()
+        row["fused_impl"] = FUSED_IMPL if cfg["fused"] else "eager"
+        row["wall_s"] = round(time.time() - t0, 1)
+        w.writerow(row); f.flush()
+        print(f"{row['model']:7s} seq={row['seq']:5d} mbs={row['mbs']} flash={row['flash']} rc={row['recompute']} "
+              f"fused={row['fused']} {row['status']:8s} step={row.get('step_ms','')} fwd={row.get('fwd_ms','')} "
+              f"bwd={row.get('bwd_ms','')} opt={row.get('opt_ms','')} mem={row.get('peak_mem_gib','')} "
+              f"tflops={row.get('achieved_tflops','')} wall={row['wall_s']}", flush=True)
+    f.close()
+
+if __name__ == "__main__":
+    main()
