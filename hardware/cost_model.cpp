@@ -137,8 +137,12 @@ double CostModel::attention_seconds(const Kernel& kn) const {
   const double overhead = cal ? cal_->attention.overhead_s : 0.0;
 
   if (kn.flash) {
-    double flops = kn.flops;
-    if (!(flops > 0)) flops = full_fwd * (kn.causal ? 0.5 : 1.0) * (bwd ? CostDefaults::flash_bwd_flop_ratio : 1.0);
+    // Executed FLOPs follow from the shape: causal halves the score and
+    // context matmuls, and the backward recomputes the scores (2.5x the
+    // forward). Megatron's model-FLOP count in kn.flops (full s^2, 2x) is used
+    // only when no shape is given.
+    double flops = has_shape ? full_fwd * (kn.causal ? 0.5 : 1.0) * (bwd ? CostDefaults::flash_bwd_flop_ratio : 1.0)
+                             : kn.flops;
     double eff = 0;
     if (cal && (bwd ? cal_->attention.flash_bwd_eff : cal_->attention.flash_fwd_eff) > 0) {
       eff = bwd ? cal_->attention.flash_bwd_eff : cal_->attention.flash_fwd_eff;
@@ -149,8 +153,18 @@ double CostModel::attention_seconds(const Kernel& kn) const {
     return overhead + std::max(flops / (peak_ * std::min(eff, 1.0)), kn.bytes / bandwidth_);
   }
 
-  // Materialised: batched matmuls on the full s x s (the mask is applied, not
-  // skipped) plus softmax/dropout passes over the scores in HBM.
+  // One piece of the materialised path (models/ emits QK^T, attn*V and their
+  // gradients as separate batched GEMMs, each with its FLOPs and bytes, and the
+  // softmax passes as memory kernels): a batched GEMM over the s x s scores.
+  if (kn.flops > 0 && kn.bytes > 0) {
+    double bw = bandwidth_;
+    if (cal && cal_->attention.materialized_bw_eff > 0) bw = hw_.hbm_bandwidth * cal_->attention.materialized_bw_eff;
+    const double eff = has_shape ? gemm_efficiency(kn.seq_q, kn.seq_kv, kn.head_dim) : gemm_eff_max_;
+    return std::max(kn.flops / (peak_ * eff), kn.bytes / bw);
+  }
+  // The whole materialised attention given by its shape only: batched matmuls
+  // on the full s x s (the mask is applied, not skipped) plus softmax/dropout
+  // passes over the scores in HBM.
   const double matmul_flops = has_shape ? full_fwd * (bwd ? 2.0 : 1.0) : kn.flops;
   const double matmul = matmul_flops / (peak_ * gemm_efficiency(kn.seq_q, kn.seq_kv, kn.head_dim));
   const double per_score = bwd ? CostDefaults::materialized_bwd_bytes_per_score
@@ -166,6 +180,7 @@ double CostModel::memory_seconds(const Kernel& kn) const {
 }
 
 int CostModel::launches_per_kernel(const Kernel& kn) const {
+  if (kn.flops > 0 && kn.bytes > 0) return 1;   // one piece of the materialised path
   if (kn.kind == KernelKind::attention_fwd && !kn.flash) return CostDefaults::materialized_fwd_kernels;
   if (kn.kind == KernelKind::attention_bwd && !kn.flash) return CostDefaults::materialized_bwd_kernels;
   return 1;

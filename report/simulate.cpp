@@ -5,6 +5,7 @@
 #include <cmath>
 
 #include "models/accounting.h"
+#include "schedules/lab.h"
 #include "schedules/lowering.h"
 
 namespace mfusim::report {
@@ -40,40 +41,29 @@ struct RankParts {
   double busy = 0;
 };
 
-}  // namespace
 
-StepResult simulate(const config::Scenario& s, const SimulateOptions& opt) {
-  if (s.schedule.costs) return simulate_lab(s, opt);
-  auto low = std::make_shared<schedules::Lowered>(schedules::lower(s, schedules::LowerOptions{opt.per_layer}));
-  auto tl = std::make_shared<sim::Timeline>(sim::run(low->graph));
-  const auto& g = low->graph;
-  const int P = low->ranks;
-  const double T = tl->makespan.ns * 1e-9;
-
-  StepResult r;
-  r.scenario = s;
-  r.microbatches = s.microbatches();
-  r.step_time_s = T;
-  r.tasks = static_cast<std::int64_t>(g.size());
-  r.events = tl->events;
-  r.warnings = low->warnings;
-
-  // ---- breakdown per rank, read off the timeline ----
+// Per-rank breakdown read off the timeline: busy compute by category (merged
+// op tasks split by their parts), and each idle stretch of the compute stream
+// attributed to the communication it overlaps, else to the bubble.
+std::vector<RankParts> analyze(const sim::TaskGraph& g, const sim::Timeline& tl, int P, const schedules::Lowered* low) {
   struct Ev { std::int64_t t; int delta; int part; };   // part -1: compute
   std::vector<std::vector<Ev>> evs(P);
   std::vector<RankParts> parts(P);
-  for (const auto& iv : tl->intervals) {
+  for (const auto& iv : tl.intervals) {
     const auto& task = g.task(iv.task);
     const auto& st = g.streams()[task.stream];
     int rank = st.rank;
     const double dur = (iv.end.ns - iv.start.ns) * 1e-9;
     if (st.compute) {
       auto& b = parts[rank].b;
-      const auto& info = low->info[iv.task];
+      const schedules::TaskInfo info = low ? low->info[iv.task] : schedules::TaskInfo{};
       const double nominal = task.duration_ns * 1e-9;
       const double launch = nominal > 0 ? info.launch_ns * 1e-9 * (dur / nominal) : 0;
       const double body = dur - launch;
       b.launch_overhead += launch;
+      parts[rank].busy += dur;
+      evs[rank].push_back({iv.start.ns, +1, -1});
+      evs[rank].push_back({iv.end.ns, -1, -1});
       if (info.parts >= 0) {
         // A merged op task: split its time over the parts it absorbed, in proportion.
         const auto& pt = low->parts[info.parts];
@@ -87,9 +77,6 @@ StepResult simulate(const config::Scenario& s, const SimulateOptions& opt) {
         b.tp_comm_exposed += share(Category::tp_comm);
         b.ep_comm_exposed += share(Category::ep_comm);
         b.cp_comm_exposed += share(Category::cp_comm);
-        parts[rank].busy += dur;
-        evs[rank].push_back({iv.start.ns, +1, -1});
-        evs[rank].push_back({iv.end.ns, -1, -1});
         continue;
       }
       switch (task.category) {
@@ -102,9 +89,6 @@ StepResult simulate(const config::Scenario& s, const SimulateOptions& opt) {
         case Category::gc: b.gc += body; break;
         default: b.forward += body; break;
       }
-      parts[rank].busy += dur;
-      evs[rank].push_back({iv.start.ns, +1, -1});
-      evs[rank].push_back({iv.end.ns, -1, -1});
     } else {
       const int part = part_of(task.category);
       if (part < 0) continue;
@@ -113,8 +97,10 @@ StepResult simulate(const config::Scenario& s, const SimulateOptions& opt) {
         evs[rk].push_back({iv.end.ns, -1, part});
       };
       add(rank);
-      auto it = low->send_target.find(iv.task);
-      if (it != low->send_target.end() && it->second != rank) add(it->second);
+      if (low) {
+        auto it = low->send_target.find(iv.task);
+        if (it != low->send_target.end() && it->second != rank) add(it->second);
+      }
     }
   }
   for (int rk = 0; rk < P; ++rk) {
@@ -139,7 +125,7 @@ StepResult simulate(const config::Scenario& s, const SimulateOptions& opt) {
       if (x.part < 0) compute += x.delta;
       else active[x.part] += x.delta;
     }
-    account(tl->makespan.ns);
+    account(tl.makespan.ns);
     auto& b = parts[rk].b;
     b.tp_comm_exposed += exposed[p_tp];
     b.ep_comm_exposed += exposed[p_ep];
@@ -149,6 +135,12 @@ StepResult simulate(const config::Scenario& s, const SimulateOptions& opt) {
     b.dp_comm_exposed = exposed[p_dp];
     b.bubble = exposed[p_count];
   }
+  return parts;
+}
+
+// The critical rank (least bubble) and the mean bubble fraction.
+void summarize(StepResult& r, const std::vector<RankParts>& parts, double T) {
+  const int P = static_cast<int>(parts.size());
   int crit = 0;
   double bubble_sum = 0;
   r.ranks.resize(P);
@@ -163,6 +155,27 @@ StepResult simulate(const config::Scenario& s, const SimulateOptions& opt) {
   r.breakdown = parts[crit].b;
   r.breakdown_rank = crit;
   r.bubble_fraction = T > 0 ? bubble_sum / P / T : 0;
+}
+
+}  // namespace
+
+StepResult simulate(const config::Scenario& s, const SimulateOptions& opt) {
+  if (s.schedule.costs) return simulate_lab(s, opt);
+  auto low = std::make_shared<schedules::Lowered>(schedules::lower(s, schedules::LowerOptions{opt.per_layer}));
+  auto tl = std::make_shared<sim::Timeline>(sim::run(low->graph));
+  const auto& g = low->graph;
+  const int P = low->ranks;
+  const double T = tl->makespan.ns * 1e-9;
+
+  StepResult r;
+  r.scenario = s;
+  r.microbatches = s.microbatches();
+  r.step_time_s = T;
+  r.tasks = static_cast<std::int64_t>(g.size());
+  r.events = tl->events;
+  r.warnings = low->warnings;
+  auto parts = analyze(g, *tl, P, low.get());
+  summarize(r, parts, T);
 
   // ---- throughput and utilisation ----
   const double tokens = static_cast<double>(s.training.global_batch) * s.training.seq_len;
@@ -206,6 +219,36 @@ StepResult simulate(const config::Scenario& s, const SimulateOptions& opt) {
   if (opt.keep_timeline) {
     r.graph = std::shared_ptr<const sim::TaskGraph>(low, &low->graph);
     r.timeline = tl;
+  }
+  return r;
+}
+
+}  // namespace mfusim::report
+
+namespace mfusim::report {
+
+StepResult simulate_lab(const config::Scenario& s, const SimulateOptions& opt) {
+  const std::string name = config::to_string(s.schedule.name);
+  const auto sched = schedules::generate(
+      name, schedules::PipelineShape{s.parallel.pp, s.microbatches(), schedules::chunks_for(name, s.parallel.vpp)});
+  auto lab = std::make_shared<schedules::LabResult>(schedules::run_lab(sched, *s.schedule.costs));
+  StepResult r;
+  r.scenario = s;
+  r.microbatches = s.microbatches();
+  r.step_time_s = lab->makespan_s;
+  r.tasks = static_cast<std::int64_t>(lab->graph.size());
+  r.events = lab->timeline.events;
+  const auto parts = analyze(lab->graph, lab->timeline, s.parallel.pp, nullptr);
+  summarize(r, parts, r.step_time_s);
+  // Schedule lab: only the schedule is simulated; throughput and memory in
+  // bytes are not defined (activations are counted in micro-batch units).
+  r.memory.fits = true;
+  r.warnings.push_back("schedule-lab mode: op costs from [schedule.costs]; no model FLOPs, communication or memory");
+  for (std::size_t i = 0; i < lab->peak_activations.size(); ++i) r.ranks[i].peak_inflight_microbatches =
+      static_cast<int>(std::ceil(lab->peak_activations[i] - 1e-9));
+  if (opt.keep_timeline) {
+    r.graph = std::shared_ptr<const sim::TaskGraph>(lab, &lab->graph);
+    r.timeline = std::shared_ptr<const sim::Timeline>(lab, &lab->timeline);
   }
   return r;
 }

@@ -5,7 +5,9 @@
 #include <iostream>
 #include <sstream>
 
+#include "report/chrome_trace.h"
 #include "report/json.h"
+#include "report/svg.h"
 #include "report/text.h"
 #include "study/diagnose.h"
 #include "study/plan.h"
@@ -59,6 +61,16 @@ std::vector<int> parse_gpus(const std::string& list, int fallback) {
 }
 
 }  // namespace
+
+std::string chrome_trace_of(const report::StepResult& r) { return report::chrome_trace(*r.graph, *r.timeline); }
+
+std::string svg_of(const report::StepResult& r) {
+  report::SvgOptions o;
+  o.title = r.scenario.name + " | " + config::to_string(r.scenario.schedule.name) + ", pp " +
+            std::to_string(r.scenario.parallel.pp) + ", " + std::to_string(r.microbatches) + " micro-batches";
+  o.time_unit = r.step_time_s > 0.5 ? "ms" : "us";
+  return report::render_svg(*r.graph, *r.timeline, o);
+}
 
 int cmd_diagnose(const std::string& path, const config::LoadOptions& lo, bool json, const study::Progress& progress) {
   const auto d = study::diagnose(path, lo, progress);

@@ -113,10 +113,15 @@ TEST_CASE("flash attention runs at the documented fraction of peak; backward is 
   CHECK(cm.time(attention(KernelKind::attention_fwd, s, true)) == doctest::Approx(fwd_flops / (989e12 * 0.65 * sat)));
   CHECK(cm.time(attention(KernelKind::attention_bwd, s, true)) ==
         doctest::Approx(2.5 * fwd_flops / (989e12 * 0.52 * sat)));
-  // Given FLOPs win over the shape.
+  // The shape wins over given (model) FLOPs; without a shape the given FLOPs are used.
   Kernel given = attention(KernelKind::attention_fwd, s, true);
   given.flops = 1e12;
-  CHECK(cm.time(given) == doctest::Approx(1e12 / (989e12 * 0.65 * sat)));
+  CHECK(cm.time(given) == doctest::Approx(fwd_flops / (989e12 * 0.65 * sat)));
+  Kernel shapeless;
+  shapeless.kind = KernelKind::attention_fwd;
+  shapeless.flash = true;
+  shapeless.flops = 1e12;
+  CHECK(cm.time(shapeless) == doctest::Approx(1e12 / (989e12 * 0.65)));
 }
 
 TEST_CASE("materialised attention is memory-bound on the s x s scores and slower than flash") {
@@ -135,6 +140,19 @@ TEST_CASE("materialised attention is memory-bound on the s x s scores and slower
   const CostModel eager(h100(), Precision::bf16);
   CHECK(eager.launch_time(attention(KernelKind::attention_fwd, 4096, false)) == doctest::Approx(4 * 4e-6));
   CHECK(eager.launch_time(attention(KernelKind::attention_fwd, 4096, true)) == doctest::Approx(4e-6));
+}
+
+TEST_CASE("one piece of the materialised path (FLOPs and bytes given) is a batched GEMM, one launch") {
+  // models/accounting.cpp emits QK^T, attn*V and their gradients separately; the
+  // cost model must not add the whole path's score traffic to each piece.
+  const CostModel cm(h100(), Precision::bf16, nullptr, true);
+  Kernel qk = attention(KernelKind::attention_fwd, 4096, false);
+  qk.flops = 2.0 * 64 * 4096.0 * 4096 * 128;
+  qk.bytes = 2.0 * 64 * 4096.0 * 4096;
+  const double expect = std::max(qk.flops / (989e12 * cm.gemm_efficiency(4096, 4096, 128)), qk.bytes / cm.memory_bandwidth());
+  CHECK(cm.time(qk) == doctest::Approx(expect));
+  const CostModel eager(h100(), Precision::bf16);
+  CHECK(eager.launch_time(qk) == doctest::Approx(4e-6));
 }
 
 TEST_CASE("a calibration's fits replace the defaults") {
