@@ -70,7 +70,8 @@ struct ResourceSpec { std::string name; double capacity = 1.0; };
 // exist; capacities > 0; contention >= 0.
 class TaskGraph {
  public:
-  using Graph = boost::adjacency_list<boost::vecS, boost::vecS, boost::bidirectionalS, TaskSpec>;
+  // Out-edges only (directedS): the executor derives predecessors in flat arrays.
+  using Graph = boost::adjacency_list<boost::vecS, boost::vecS, boost::directedS, TaskSpec>;
 
   TaskGraph();
   TaskGraph(const TaskGraph&);
@@ -103,6 +104,7 @@ class TaskGraph {
   std::vector<std::vector<TaskId>> stream_tasks_;
   double contention_ = 0.0;
   int ranks_ = 0;
+  std::size_t edges_ = 0;
 };
 
 struct Interval { TaskId task; Time start, end; };

@@ -49,7 +49,7 @@ class Executor {
   EventQueue<Ev> queue_;
   Timeline tl_;
   // per task
-  std::vector<std::int32_t> succ_begin_, succ_;
+  std::vector<std::int32_t> succ_begin_, succ_, pred_begin_, pred_;
   std::vector<std::int32_t> pending_;
   std::vector<std::int32_t> stream_of_;
   std::vector<std::int64_t> duration_, alloc_, free_;
@@ -187,7 +187,7 @@ Timeline Executor::play() {
   alloc_.resize(n_);
   free_.resize(n_);
   succ_begin_.assign(n_ + 1, 0);
-  succ_.resize(boost::num_edges(graph));
+  succ_.resize(g_.dependencies());
   bool any_resources = false, any_interferes = false;
   for (std::size_t v = 0; v < n_; ++v) {
     const TaskSpec& s = graph[v];
@@ -198,11 +198,24 @@ Timeline Executor::play() {
     any_resources |= !s.resources.empty();
     any_interferes |= s.interferes;
     track_memory_ |= s.memory_delta != 0 || s.memory_release != 0;
-    pending_[v] = static_cast<std::int32_t>(boost::in_degree(v, graph));
     succ_begin_[v + 1] = succ_begin_[v] + static_cast<std::int32_t>(boost::out_degree(v, graph));
     std::size_t k = static_cast<std::size_t>(succ_begin_[v]);
-    for (auto [e, e_end] = boost::out_edges(v, graph); e != e_end; ++e)
-      succ_[k++] = static_cast<std::int32_t>(boost::target(*e, graph));
+    for (auto [e, e_end] = boost::out_edges(v, graph); e != e_end; ++e) {
+      const auto w = boost::target(*e, graph);
+      succ_[k++] = static_cast<std::int32_t>(w);
+      ++pending_[w];
+    }
+  }
+  // Predecessors (for the critical path and the deadlock report), by counting sort.
+  pred_begin_.assign(n_ + 1, 0);
+  for (std::size_t v = 0; v < n_; ++v) pred_begin_[v + 1] = pred_begin_[v] + pending_[v];
+  pred_.resize(succ_.size());
+  {
+    std::vector<std::int32_t> fill(pred_begin_.begin(), pred_begin_.end() - 1);
+    for (std::size_t v = 0; v < n_; ++v)
+      for (auto k = succ_begin_[v]; k < succ_begin_[v + 1]; ++k)
+        pred_[static_cast<std::size_t>(fill[static_cast<std::size_t>(succ_[static_cast<std::size_t>(k)])]++)] =
+            static_cast<std::int32_t>(v);
   }
   dynamic_ = any_resources || (any_interferes && g_.contention() > 0);
   slowdown_ = 1.0 + g_.contention();
@@ -264,7 +277,6 @@ Timeline Executor::play() {
 
 void Executor::critical_path() {
   if (n_ == 0) return;
-  const auto& graph = g_.graph();
   std::vector<std::int32_t> pos(n_);
   for (std::size_t s = 0; s < g_.streams().size(); ++s) {
     const auto& q = g_.stream_tasks(static_cast<StreamId>(s));
@@ -280,7 +292,7 @@ void Executor::critical_path() {
       auto e = end_[static_cast<std::size_t>(u)];
       if (e <= start_[i] && e > best_end) { best = u; best_end = e; }
     };
-    for (auto [e, e_end] = boost::in_edges(i, graph); e != e_end; ++e) consider(static_cast<TaskId>(boost::source(*e, graph)));
+    for (auto k = pred_begin_[i]; k < pred_begin_[i + 1]; ++k) consider(pred_[static_cast<std::size_t>(k)]);
     if (pos[i] > 0) consider(g_.stream_tasks(stream_of_[i])[static_cast<std::size_t>(pos[i] - 1)]);
     if (best < 0) break;
     t = best;
@@ -289,7 +301,6 @@ void Executor::critical_path() {
 }
 
 void Executor::deadlock(std::int64_t now) const {
-  const auto& graph = g_.graph();
   std::ostringstream out;
   out << "deadlock at t=" << now << " ns: " << finished_ << " of " << n_
       << " tasks finished; nothing can run. Next task of each unfinished stream:";
@@ -298,8 +309,9 @@ void Executor::deadlock(std::int64_t now) const {
     TaskId t = queue_flat_[static_cast<std::size_t>(head_[s])];
     out << "\n  " << g_.streams()[s].name << ": " << describe(g_, t) << " waits for";
     int shown = 0, more = 0;
-    for (auto [e, e_end] = boost::in_edges(static_cast<std::size_t>(t), graph); e != e_end; ++e) {
-      auto u = static_cast<TaskId>(boost::source(*e, graph));
+    const auto ti = static_cast<std::size_t>(t);
+    for (auto k = pred_begin_[ti]; k < pred_begin_[ti + 1]; ++k) {
+      const TaskId u = pred_[static_cast<std::size_t>(k)];
       if (end_[static_cast<std::size_t>(u)] >= 0) continue;
       if (shown == 4) { ++more; continue; }
       out << (shown++ ? ";" : "") << " " << describe(g_, u);
