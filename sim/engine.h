@@ -76,8 +76,10 @@ class TaskGraph {
   TaskGraph();
   TaskGraph(const TaskGraph&);
   TaskGraph& operator=(const TaskGraph&);
-  TaskGraph(TaskGraph&&) noexcept = default;             // cheap: Boost's adjacency_list has no move,
-  TaskGraph& operator=(TaskGraph&&) noexcept = default;  // so it lives behind a pointer
+  // Moves are cheap (Boost's adjacency_list has no move, so it lives behind a
+  // pointer); a moved-from TaskGraph may only be assigned to or destroyed.
+  TaskGraph(TaskGraph&&) noexcept = default;
+  TaskGraph& operator=(TaskGraph&&) noexcept = default;
   ~TaskGraph();
 
   StreamId add_stream(int rank, std::string name, bool compute);

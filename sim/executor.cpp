@@ -6,6 +6,7 @@
 // resource (or a rank's compute tasks) when the set of active tasks changes.
 #include <algorithm>
 #include <cmath>
+#include <span>
 #include <sstream>
 #include <string>
 
@@ -53,6 +54,11 @@ class Executor {
   std::vector<std::int32_t> pending_;
   std::vector<std::int32_t> stream_of_;
   std::vector<std::int64_t> duration_, alloc_, free_;
+  std::vector<std::int32_t> res_begin_, res_;     // resources per task, flattened (dynamic path)
+  std::vector<char> interferes_;                  // task slows its rank's compute (non-compute stream)
+  std::span<const ResourceId> resources_of(std::size_t i) const {
+    return {res_.data() + res_begin_[i], static_cast<std::size_t>(res_begin_[i + 1] - res_begin_[i])};
+  }
   std::vector<std::int32_t> queue_begin_, queue_end_, queue_flat_;   // stream queues, flattened
   std::vector<std::int64_t> start_, end_;
   std::vector<double> remaining_, rate_;
@@ -81,13 +87,12 @@ void Executor::memory_change(int rank, std::int64_t delta, std::int64_t now) {
 }
 
 double Executor::rate_of(TaskId t) const {
-  const TaskSpec& s = g_.task(t);
   double r = 1.0;
-  for (ResourceId res : s.resources) {
+  for (ResourceId res : resources_of(static_cast<std::size_t>(t))) {
     auto i = static_cast<std::size_t>(res);
     r = std::min(r, capacity_[i] / static_cast<double>(active_[i].size()));
   }
-  auto st = static_cast<std::size_t>(s.stream);
+  auto st = static_cast<std::size_t>(stream_of_[static_cast<std::size_t>(t)]);
   if (compute_[st] && interferers_[static_cast<std::size_t>(rank_of_stream_[st])] > 0) r /= slowdown_;
   return r;
 }
@@ -107,12 +112,12 @@ void Executor::retime(TaskId t, std::int64_t now, bool force) {
 // Re-time every running task whose rate depends on t being active: those on
 // t's resources, and the rank's compute tasks when t interferes.
 void Executor::retime_neighbours(TaskId t, std::int64_t now) {
-  const TaskSpec& s = g_.task(t);
-  for (ResourceId res : s.resources)
+  const auto i = static_cast<std::size_t>(t);
+  for (ResourceId res : resources_of(i))
     for (TaskId u : active_[static_cast<std::size_t>(res)])
       if (u != t) retime(u, now, false);
-  auto st = static_cast<std::size_t>(s.stream);
-  if (s.interferes && !compute_[st])
+  auto st = static_cast<std::size_t>(stream_of_[i]);
+  if (interferes_[i])
     for (StreamId cs : compute_streams_[static_cast<std::size_t>(rank_of_stream_[st])]) {
       TaskId u = running_[static_cast<std::size_t>(cs)];
       if (u >= 0) retime(u, now, false);
@@ -129,10 +134,9 @@ void Executor::start(TaskId t, std::int64_t now) {
     queue_.insert(now + duration_[i], Ev{t, 0});
     return;
   }
-  const TaskSpec& s = g_.task(t);
-  for (ResourceId res : s.resources) active_[static_cast<std::size_t>(res)].push_back(t);
-  if (s.interferes && !compute_[st]) ++interferers_[static_cast<std::size_t>(rank_of_stream_[st])];
-  remaining_[i] = static_cast<double>(s.duration_ns);
+  for (ResourceId res : resources_of(i)) active_[static_cast<std::size_t>(res)].push_back(t);
+  if (interferes_[i]) ++interferers_[static_cast<std::size_t>(rank_of_stream_[st])];
+  remaining_[i] = static_cast<double>(duration_[i]);
   retime(t, now, true);
   retime_neighbours(t, now);
 }
@@ -157,14 +161,13 @@ void Executor::finish(TaskId t, std::int64_t now) {
   running_[st] = -1;
   ++head_[st];
   if (dynamic_) {
-    const TaskSpec& s = g_.task(t);
-    for (ResourceId res : s.resources) {
+    for (ResourceId res : resources_of(i)) {
       auto& a = active_[static_cast<std::size_t>(res)];
       auto it = std::find(a.begin(), a.end(), t);
       *it = a.back();
       a.pop_back();
     }
-    if (s.interferes && !compute_[st]) --interferers_[static_cast<std::size_t>(rank_of_stream_[st])];
+    if (interferes_[i]) --interferers_[static_cast<std::size_t>(rank_of_stream_[st])];
     retime_neighbours(t, now);
   }
   try_start(stream, now);
@@ -186,6 +189,9 @@ Timeline Executor::play() {
   duration_.resize(n_);
   alloc_.resize(n_);
   free_.resize(n_);
+  interferes_.resize(n_);
+  res_begin_.assign(n_ + 1, 0);
+  res_.clear();
   succ_begin_.assign(n_ + 1, 0);
   succ_.resize(g_.dependencies());
   bool any_resources = false, any_interferes = false;
@@ -195,6 +201,9 @@ Timeline Executor::play() {
     duration_[v] = s.duration_ns;
     alloc_[v] = s.memory_delta > 0 ? s.memory_delta : 0;
     free_[v] = (s.memory_delta < 0 ? -s.memory_delta : 0) + s.memory_release;
+    interferes_[v] = s.interferes && !streams[static_cast<std::size_t>(s.stream)].compute;
+    res_.insert(res_.end(), s.resources.begin(), s.resources.end());
+    res_begin_[v + 1] = static_cast<std::int32_t>(res_.size());
     any_resources |= !s.resources.empty();
     any_interferes |= s.interferes;
     track_memory_ |= s.memory_delta != 0 || s.memory_release != 0;
