@@ -65,7 +65,7 @@ struct Lowering {
     x.kind = 'S';
     x.microbatch = mb;
     x.chunk = chunk;
-    x.name = std::string("send ") + dir + " mb" + std::to_string(mb) + " chunk" + std::to_string(chunk) + " -> rank" + std::to_string(b);
+    x.name = label(Op{.kind = dir == 'F' ? OpKind::F : OpKind::B, .stage = 0, .microbatch = mb, .chunk = chunk});
     auto t = g.add(std::move(x));
     rank_of_task.push_back(a);
     g.depend(from, t);

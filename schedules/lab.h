@@ -10,7 +10,8 @@
 //    FB = fb, default f + b + w.
 //  - a stage-to-stage transfer between different ranks is a task of duration
 //    comm on the sender's comm stream "rankR/send-F->rankQ" (F output to the
-//    next virtual stage) or "rankR/send-B->rankQ" (B output to the previous);
+//    next virtual stage) or "rankR/send-B->rankQ" (B output to the previous),
+//    named like its producer's half ("F mb3 chunk1");
 //    same-rank hand-offs are plain dependencies.
 //  - ops are routed by scanning the order: (kind, microbatch, stage) -> the
 //    rank and task that run it, so the rank of a stage may depend on the

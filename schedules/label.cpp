@@ -1,3 +1,4 @@
+#include <charconv>
 #include <string>
 
 #include "schedules/schedule.h"
@@ -5,23 +6,33 @@
 namespace mfusim::schedules {
 
 namespace {
-const char* kind_letter(OpKind k) {
-  switch (k) {
-    case OpKind::F: return "F";
-    case OpKind::B: return "B";
-    case OpKind::W: return "W";
-    case OpKind::FB: return "FB";
-  }
-  return "?";
+void number(std::string& out, int x) {
+  char buf[16];
+  out.append(buf, std::to_chars(buf, buf + sizeof buf, x).ptr);
 }
-std::string part(const char* kind, int microbatch, int chunk) {
-  return std::string(kind) + " mb" + std::to_string(microbatch) + " chunk" + std::to_string(chunk);
+void part(std::string& out, char kind, int microbatch, int chunk) {
+  out += kind;
+  out += " mb";
+  number(out, microbatch);
+  out += " chunk";
+  number(out, chunk);
 }
 }  // namespace
 
 std::string label(const Op& op) {
-  if (op.kind == OpKind::FB) return part("F", op.microbatch, op.chunk) + " + " + part("B", op.microbatch_b, op.chunk_b);
-  return part(kind_letter(op.kind), op.microbatch, op.chunk);
+  std::string out;
+  out.reserve(15);
+  switch (op.kind) {
+    case OpKind::F: part(out, 'F', op.microbatch, op.chunk); break;
+    case OpKind::B: part(out, 'B', op.microbatch, op.chunk); break;
+    case OpKind::W: part(out, 'W', op.microbatch, op.chunk); break;
+    case OpKind::FB:
+      part(out, 'F', op.microbatch, op.chunk);
+      out += " + ";
+      part(out, 'B', op.microbatch_b, op.chunk_b);
+      break;
+  }
+  return out;
 }
 
 }  // namespace mfusim::schedules

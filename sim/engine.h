@@ -70,13 +70,16 @@ struct ResourceSpec { std::string name; double capacity = 1.0; };
 // exist; capacities > 0; contention >= 0.
 class TaskGraph {
  public:
-  using Graph = boost::adjacency_list<boost::vecS, boost::vecS, boost::bidirectionalS, TaskSpec>;
+  // Out-edges only (directedS): the executor derives predecessors in flat arrays.
+  using Graph = boost::adjacency_list<boost::vecS, boost::vecS, boost::directedS, TaskSpec>;
 
   TaskGraph();
   TaskGraph(const TaskGraph&);
   TaskGraph& operator=(const TaskGraph&);
-  TaskGraph(TaskGraph&&) noexcept = default;             // cheap: Boost's adjacency_list has no move,
-  TaskGraph& operator=(TaskGraph&&) noexcept = default;  // so it lives behind a pointer
+  // Moves are cheap (Boost's adjacency_list has no move, so it lives behind a
+  // pointer); a moved-from TaskGraph may only be assigned to or destroyed.
+  TaskGraph(TaskGraph&&) noexcept = default;
+  TaskGraph& operator=(TaskGraph&&) noexcept = default;
   ~TaskGraph();
 
   StreamId add_stream(int rank, std::string name, bool compute);
@@ -103,6 +106,7 @@ class TaskGraph {
   std::vector<std::vector<TaskId>> stream_tasks_;
   double contention_ = 0.0;
   int ranks_ = 0;
+  std::size_t edges_ = 0;
 };
 
 struct Interval { TaskId task; Time start, end; };

@@ -35,9 +35,12 @@ class EventQueue {
   std::size_t size() const { return heap_.size(); }
 
  private:
-  static bool later(const Event& a, const Event& b) {
-    return a.time != b.time ? a.time > b.time : a.seq > b.seq;
-  }
+  struct Later {
+    bool operator()(const Event& a, const Event& b) const {
+      return a.time != b.time ? a.time > b.time : a.seq > b.seq;
+    }
+  };
+  static constexpr Later later{};
   std::vector<Event> heap_;
   std::uint64_t next_seq_ = 0;
 };

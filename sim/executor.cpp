@@ -6,6 +6,7 @@
 // resource (or a rank's compute tasks) when the set of active tasks changes.
 #include <algorithm>
 #include <cmath>
+#include <span>
 #include <sstream>
 #include <string>
 
@@ -49,10 +50,15 @@ class Executor {
   EventQueue<Ev> queue_;
   Timeline tl_;
   // per task
-  std::vector<std::int32_t> succ_begin_, succ_;
+  std::vector<std::int32_t> succ_begin_, succ_, pred_begin_, pred_;
   std::vector<std::int32_t> pending_;
   std::vector<std::int32_t> stream_of_;
   std::vector<std::int64_t> duration_, alloc_, free_;
+  std::vector<std::int32_t> res_begin_, res_;     // resources per task, flattened (dynamic path)
+  std::vector<char> interferes_;                  // task slows its rank's compute (non-compute stream)
+  std::span<const ResourceId> resources_of(std::size_t i) const {
+    return {res_.data() + res_begin_[i], static_cast<std::size_t>(res_begin_[i + 1] - res_begin_[i])};
+  }
   std::vector<std::int32_t> queue_begin_, queue_end_, queue_flat_;   // stream queues, flattened
   std::vector<std::int64_t> start_, end_;
   std::vector<double> remaining_, rate_;
@@ -81,13 +87,12 @@ void Executor::memory_change(int rank, std::int64_t delta, std::int64_t now) {
 }
 
 double Executor::rate_of(TaskId t) const {
-  const TaskSpec& s = g_.task(t);
   double r = 1.0;
-  for (ResourceId res : s.resources) {
+  for (ResourceId res : resources_of(static_cast<std::size_t>(t))) {
     auto i = static_cast<std::size_t>(res);
     r = std::min(r, capacity_[i] / static_cast<double>(active_[i].size()));
   }
-  auto st = static_cast<std::size_t>(s.stream);
+  auto st = static_cast<std::size_t>(stream_of_[static_cast<std::size_t>(t)]);
   if (compute_[st] && interferers_[static_cast<std::size_t>(rank_of_stream_[st])] > 0) r /= slowdown_;
   return r;
 }
@@ -107,12 +112,12 @@ void Executor::retime(TaskId t, std::int64_t now, bool force) {
 // Re-time every running task whose rate depends on t being active: those on
 // t's resources, and the rank's compute tasks when t interferes.
 void Executor::retime_neighbours(TaskId t, std::int64_t now) {
-  const TaskSpec& s = g_.task(t);
-  for (ResourceId res : s.resources)
+  const auto i = static_cast<std::size_t>(t);
+  for (ResourceId res : resources_of(i))
     for (TaskId u : active_[static_cast<std::size_t>(res)])
       if (u != t) retime(u, now, false);
-  auto st = static_cast<std::size_t>(s.stream);
-  if (s.interferes && !compute_[st])
+  auto st = static_cast<std::size_t>(stream_of_[i]);
+  if (interferes_[i])
     for (StreamId cs : compute_streams_[static_cast<std::size_t>(rank_of_stream_[st])]) {
       TaskId u = running_[static_cast<std::size_t>(cs)];
       if (u >= 0) retime(u, now, false);
@@ -129,10 +134,9 @@ void Executor::start(TaskId t, std::int64_t now) {
     queue_.insert(now + duration_[i], Ev{t, 0});
     return;
   }
-  const TaskSpec& s = g_.task(t);
-  for (ResourceId res : s.resources) active_[static_cast<std::size_t>(res)].push_back(t);
-  if (s.interferes && !compute_[st]) ++interferers_[static_cast<std::size_t>(rank_of_stream_[st])];
-  remaining_[i] = static_cast<double>(s.duration_ns);
+  for (ResourceId res : resources_of(i)) active_[static_cast<std::size_t>(res)].push_back(t);
+  if (interferes_[i]) ++interferers_[static_cast<std::size_t>(rank_of_stream_[st])];
+  remaining_[i] = static_cast<double>(duration_[i]);
   retime(t, now, true);
   retime_neighbours(t, now);
 }
@@ -157,14 +161,13 @@ void Executor::finish(TaskId t, std::int64_t now) {
   running_[st] = -1;
   ++head_[st];
   if (dynamic_) {
-    const TaskSpec& s = g_.task(t);
-    for (ResourceId res : s.resources) {
+    for (ResourceId res : resources_of(i)) {
       auto& a = active_[static_cast<std::size_t>(res)];
       auto it = std::find(a.begin(), a.end(), t);
       *it = a.back();
       a.pop_back();
     }
-    if (s.interferes && !compute_[st]) --interferers_[static_cast<std::size_t>(rank_of_stream_[st])];
+    if (interferes_[i]) --interferers_[static_cast<std::size_t>(rank_of_stream_[st])];
     retime_neighbours(t, now);
   }
   try_start(stream, now);
@@ -186,8 +189,11 @@ Timeline Executor::play() {
   duration_.resize(n_);
   alloc_.resize(n_);
   free_.resize(n_);
+  interferes_.resize(n_);
+  res_begin_.assign(n_ + 1, 0);
+  res_.clear();
   succ_begin_.assign(n_ + 1, 0);
-  succ_.resize(boost::num_edges(graph));
+  succ_.resize(g_.dependencies());
   bool any_resources = false, any_interferes = false;
   for (std::size_t v = 0; v < n_; ++v) {
     const TaskSpec& s = graph[v];
@@ -195,14 +201,30 @@ Timeline Executor::play() {
     duration_[v] = s.duration_ns;
     alloc_[v] = s.memory_delta > 0 ? s.memory_delta : 0;
     free_[v] = (s.memory_delta < 0 ? -s.memory_delta : 0) + s.memory_release;
+    interferes_[v] = s.interferes && !streams[static_cast<std::size_t>(s.stream)].compute;
+    res_.insert(res_.end(), s.resources.begin(), s.resources.end());
+    res_begin_[v + 1] = static_cast<std::int32_t>(res_.size());
     any_resources |= !s.resources.empty();
     any_interferes |= s.interferes;
     track_memory_ |= s.memory_delta != 0 || s.memory_release != 0;
-    pending_[v] = static_cast<std::int32_t>(boost::in_degree(v, graph));
     succ_begin_[v + 1] = succ_begin_[v] + static_cast<std::int32_t>(boost::out_degree(v, graph));
     std::size_t k = static_cast<std::size_t>(succ_begin_[v]);
-    for (auto [e, e_end] = boost::out_edges(v, graph); e != e_end; ++e)
-      succ_[k++] = static_cast<std::int32_t>(boost::target(*e, graph));
+    for (auto [e, e_end] = boost::out_edges(v, graph); e != e_end; ++e) {
+      const auto w = boost::target(*e, graph);
+      succ_[k++] = static_cast<std::int32_t>(w);
+      ++pending_[w];
+    }
+  }
+  // Predecessors (for the critical path and the deadlock report), by counting sort.
+  pred_begin_.assign(n_ + 1, 0);
+  for (std::size_t v = 0; v < n_; ++v) pred_begin_[v + 1] = pred_begin_[v] + pending_[v];
+  pred_.resize(succ_.size());
+  {
+    std::vector<std::int32_t> fill(pred_begin_.begin(), pred_begin_.end() - 1);
+    for (std::size_t v = 0; v < n_; ++v)
+      for (auto k = succ_begin_[v]; k < succ_begin_[v + 1]; ++k)
+        pred_[static_cast<std::size_t>(fill[static_cast<std::size_t>(succ_[static_cast<std::size_t>(k)])]++)] =
+            static_cast<std::int32_t>(v);
   }
   dynamic_ = any_resources || (any_interferes && g_.contention() > 0);
   slowdown_ = 1.0 + g_.contention();
@@ -264,7 +286,6 @@ Timeline Executor::play() {
 
 void Executor::critical_path() {
   if (n_ == 0) return;
-  const auto& graph = g_.graph();
   std::vector<std::int32_t> pos(n_);
   for (std::size_t s = 0; s < g_.streams().size(); ++s) {
     const auto& q = g_.stream_tasks(static_cast<StreamId>(s));
@@ -280,7 +301,7 @@ void Executor::critical_path() {
       auto e = end_[static_cast<std::size_t>(u)];
       if (e <= start_[i] && e > best_end) { best = u; best_end = e; }
     };
-    for (auto [e, e_end] = boost::in_edges(i, graph); e != e_end; ++e) consider(static_cast<TaskId>(boost::source(*e, graph)));
+    for (auto k = pred_begin_[i]; k < pred_begin_[i + 1]; ++k) consider(pred_[static_cast<std::size_t>(k)]);
     if (pos[i] > 0) consider(g_.stream_tasks(stream_of_[i])[static_cast<std::size_t>(pos[i] - 1)]);
     if (best < 0) break;
     t = best;
@@ -289,7 +310,6 @@ void Executor::critical_path() {
 }
 
 void Executor::deadlock(std::int64_t now) const {
-  const auto& graph = g_.graph();
   std::ostringstream out;
   out << "deadlock at t=" << now << " ns: " << finished_ << " of " << n_
       << " tasks finished; nothing can run. Next task of each unfinished stream:";
@@ -298,8 +318,9 @@ void Executor::deadlock(std::int64_t now) const {
     TaskId t = queue_flat_[static_cast<std::size_t>(head_[s])];
     out << "\n  " << g_.streams()[s].name << ": " << describe(g_, t) << " waits for";
     int shown = 0, more = 0;
-    for (auto [e, e_end] = boost::in_edges(static_cast<std::size_t>(t), graph); e != e_end; ++e) {
-      auto u = static_cast<TaskId>(boost::source(*e, graph));
+    const auto ti = static_cast<std::size_t>(t);
+    for (auto k = pred_begin_[ti]; k < pred_begin_[ti + 1]; ++k) {
+      const TaskId u = pred_[static_cast<std::size_t>(k)];
       if (end_[static_cast<std::size_t>(u)] >= 0) continue;
       if (shown == 4) { ++more; continue; }
       out << (shown++ ? ";" : "") << " " << describe(g_, u);

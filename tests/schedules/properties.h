@@ -10,7 +10,8 @@
 //     stage; W(mb,s) after B(mb,s); each stream runs one task at a time;
 //  4. deterministic: two runs give the same Chrome trace;
 //  5. makespan >= each rank's compute work;
-//  6. optional: peak activations per rank within a bound.
+//  6. the critical path runs without gaps from 0 to the makespan;
+//  7. optional: peak activations per rank within a bound.
 // Bubble monotonicity in m is a grid property: see bubble_fraction_of().
 #include <functional>
 #include <optional>
@@ -99,7 +100,15 @@ inline std::vector<std::string> schedule_property_failures(const schedules::Pipe
   const auto again = schedules::run_lab(s, o.costs);
   after(report::chrome_trace(r.graph, r.timeline) == report::chrome_trace(again.graph, again.timeline),
         "two runs give different traces");
-  // 5. makespan >= per-rank work; 6. activation bound.
+  // 6. critical path: contiguous chain from time 0 to the makespan.
+  const auto& cp = r.timeline.critical_path;
+  if (cp.empty() || r.timeline.of(cp.front()).start.ns != 0 || r.timeline.of(cp.back()).end != r.timeline.makespan) {
+    fail.push_back(id + ": critical path does not span [0, makespan]");
+  } else {
+    for (std::size_t k = 1; k < cp.size(); ++k)
+      after(r.timeline.of(cp[k]).start == r.timeline.of(cp[k - 1]).end, "critical path has a gap");
+  }
+  // 5. makespan >= per-rank work; 7. activation bound.
   for (std::size_t k = 0; k < r.busy_s.size(); ++k) {
     after(r.makespan_s + 1e-12 >= r.busy_s[k], "makespan below rank " + std::to_string(k) + "'s work");
     if (o.activation_bound) {
