@@ -4,6 +4,8 @@
 // files) and checking (ranges and combinations, shared with validate()).
 #include "config/loader.h"
 
+#include "hardware/calibration.h"
+
 #include <algorithm>
 #include <climits>
 #include <cmath>
@@ -554,7 +556,8 @@ const std::vector<std::string> kScheduleKeys = {"name", "costs"};
 const std::vector<std::string> kCostsKeys = {"f", "b", "w", "comm", "fb"};
 const std::vector<std::string> kFeatureKeys = {"flash_attention", "fused_kernels", "overlap_grad_reduce",
                                                "overlap_param_gather", "tp_comm_overlap", "recompute",
-                                               "cuda_graphs", "python_gc", "dataloader_workers", "nccl_algo"};
+                                               "cuda_graphs", "python_gc", "dataloader_workers", "nccl_algo",
+                                               "dataloader_ms_per_sample", "gc_pause_ms", "gc_interval_s"};
 const std::vector<std::string> kCostKeys = {"price_per_gpu_hour"};
 
 struct Resolved {
@@ -638,6 +641,13 @@ void read_scenario(Ctx& ctx, Scenario& s, const Value& root, const std::string& 
     }
     if (found.empty()) ctx.error(v->pos, "calibration file " + quote(calib) + " not found");
     s.calibration_path = found;
+    if (!found.empty()) {
+      try {
+        s.calibration = hardware::read_calibration(found);
+      } catch (const std::exception& e) {
+        ctx.error(v->pos, std::string("cannot use calibration file: ") + e.what());
+      }
+    }
   }
 
   if (const Value* c = ctx.read_table(root, "cluster", "")) {
@@ -730,6 +740,9 @@ void read_scenario(Ctx& ctx, Scenario& s, const Value& root, const std::string& 
     ctx.read_int(*t, "dataloader_workers", p, f.dataloader_workers);
     int n = ctx.read_enum(*t, "nccl_algo", p, {"auto", "ring", "tree"});
     if (n >= 0) f.nccl_algo = static_cast<NcclAlgo>(n);
+    ctx.read_number(*t, "dataloader_ms_per_sample", p, f.dataloader_ms_per_sample);
+    ctx.read_number(*t, "gc_pause_ms", p, f.gc_pause_ms);
+    ctx.read_number(*t, "gc_interval_s", p, f.gc_interval_s);
   }
 
   if (const Value* t = ctx.read_table(root, "cost", "")) {
@@ -838,6 +851,13 @@ void check_scenario(const Scenario& s, const Sink& err) {
   ok &= range("parallel.first_stage_layers", par.first_stage_layers, 0, 100000);
   ok &= range("parallel.last_stage_layers", par.last_stage_layers, 0, 100000);
   range("features.dataloader_workers", s.features.dataloader_workers, 0, 4096);
+  if (!(s.features.dataloader_ms_per_sample >= 0 || s.features.dataloader_ms_per_sample == -1))
+    err("features.dataloader_ms_per_sample", "'features.dataloader_ms_per_sample' must be >= 0 ms (got " +
+                                                 fmt(s.features.dataloader_ms_per_sample) + ")");
+  if (!(s.features.gc_pause_ms >= 0 && s.features.gc_pause_ms <= 1e6))
+    err("features.gc_pause_ms", "'features.gc_pause_ms' must be in [0, 1e6] ms (got " + fmt(s.features.gc_pause_ms) + ")");
+  if (!(s.features.gc_interval_s > 0 && s.features.gc_interval_s <= 1e9))
+    err("features.gc_interval_s", "'features.gc_interval_s' must be in (0, 1e9] s (got " + fmt(s.features.gc_interval_s) + ")");
   if (!(tr.tokens_to_train >= 0))
     err("training.tokens_to_train", "'training.tokens_to_train' must be >= 0 (got " + fmt(tr.tokens_to_train) + ")");
   if (!(s.cost.price_per_gpu_hour >= 0))

@@ -72,8 +72,13 @@ struct Features {
   bool python_gc = false;
   int dataloader_workers = 8;
   NcclAlgo nccl_algo = NcclAlgo::auto_;
-  // Time to load and collate one sequence on the CPU (tokenised, memory-mapped data).
-  double dataloader_ms_per_sample = 0;
+  // CPU time to load, tokenise and collate one sequence; -1: derived from the
+  // sequence length (docs/levers.md: seq_len / 1M tokens/s + 1 ms).
+  double dataloader_ms_per_sample = -1;
+  // Python GC model (docs/levers.md): a full collection of gc_pause_ms, on
+  // average every gc_interval_s of training, per process.
+  double gc_pause_ms = 100;
+  double gc_interval_s = 3400;
 };
 
 struct Cost {

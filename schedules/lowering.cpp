@@ -670,8 +670,6 @@ void Lowerer::emit_op(int rank, const Op& op) {
 // (nemo_rl manual_gc: "an automatic full Python GC lands on whichever rank
 // crosses its threshold, and every other rank then waits for it in the next
 // collective"). Values are assumptions documented in docs/levers.md.
-constexpr double kGcPause = 0.100;      // seconds per full collection
-constexpr double kGcInterval = 30.0;    // seconds of training between collections, per process
 
 void Lowerer::add_gc_pauses(int rank, std::vector<std::int64_t>& pause_before_op) {
   const auto& ops = out_.schedule.order[rank];
@@ -690,6 +688,7 @@ void Lowerer::add_gc_pauses(int rank, std::vector<std::int64_t>& pause_before_op
   // Peers of this stage that synchronise within the step: tp * cp * dp (every rank of the stage).
   const int peers = std::max(1, s_.gpus / std::max(1, s_.parallel.pp));
   std::mt19937_64 rng(s_.seed * 1000003ULL + static_cast<std::uint64_t>(rank));
+  const double kGcPause = s_.features.gc_pause_ms * 1e-3, kGcInterval = s_.features.gc_interval_s;
   std::exponential_distribution<double> gap(1.0 / kGcInterval);
   std::vector<std::pair<double, double>> pauses;
   for (int peer = 0; peer < peers; ++peer) {
@@ -737,8 +736,13 @@ Lowered Lowerer::run() {
   shape_.bytes_per_element = 2;
   emb_cost_ = end_cost(true);
   head_cost_ = end_cost(false);
-  // Loading one micro-batch: `data_s_per_sample` per sequence (features.dataloader_ms_per_sample).
-  data_cost_ns_ = to_ns(s_.features.dataloader_ms_per_sample * 1e-3 * s_.training.micro_batch);
+  // Loading one micro-batch: features.dataloader_ms_per_sample per sequence, or by default
+  // tokenising seq_len tokens at 1M tokens/s on one core plus 1 ms to collate and copy
+  // (docs/levers.md: Hugging Face tokenizers, "less than 20 seconds to tokenize a GB of text").
+  const double per_sample = s_.features.dataloader_ms_per_sample >= 0
+                                ? s_.features.dataloader_ms_per_sample * 1e-3
+                                : s_.training.seq_len / 1e6 + 1e-3;
+  data_cost_ns_ = to_ns(per_sample * s_.training.micro_batch);
 
   auto& g = out_.graph;
   g.set_contention(kDefaultContention);
