@@ -86,9 +86,12 @@ sim::TaskGraph lower_lab(const PipelineSchedule& s, const config::ScheduleCosts&
   L.comm_ns = to_ns(c.comm);
   const double w = c.w.value_or(0.0);
   const std::int64_t f_ns = to_ns(c.f), w_ns = to_ns(w);
-  const std::int64_t b_ns = s.split_w ? to_ns(c.b) : to_ns(c.b + w);
+  // Per op: a B split from its W costs b (W costs w); an unsplit B is the whole backward, b + w.
+  // DualPipe mixes both in one schedule (dualpipe.py runs some backwards with enable_zb=False).
+  const std::int64_t b_split_ns = to_ns(c.b), b_full_ns = to_ns(c.b + w);
   const std::int64_t fb_ns = to_ns(c.fb.value_or(c.f + c.b + w));
-  const std::int64_t mw = s.split_w ? std::llround(o.w_memory_fraction * static_cast<double>(kUnit)) : 0;
+  const std::int64_t mw = std::llround(o.w_memory_fraction * static_cast<double>(kUnit));
+  std::vector<char> b_split(static_cast<std::size_t>(L.m * L.S), 0);   // (mb, stage): its B is split from W
 
   std::size_t n_ops = 0;
   for (const auto& ops : s.order) n_ops += ops.size();
@@ -106,12 +109,19 @@ sim::TaskGraph lower_lab(const PipelineSchedule& s, const config::ScheduleCosts&
       t.chunk = op.chunk;
       switch (op.kind) {
         case OpKind::F: t.duration_ns = f_ns; t.category = sim::Category::forward; t.kind = 'F'; t.memory_delta = kUnit; break;
-        case OpKind::B: t.duration_ns = b_ns; t.category = sim::Category::backward; t.kind = 'B'; t.memory_delta = -(kUnit - mw); break;
+        case OpKind::B:
+          t.duration_ns = op.split_w ? b_split_ns : b_full_ns;
+          t.category = sim::Category::backward;
+          t.kind = 'B';
+          t.memory_delta = -(kUnit - (op.split_w ? mw : 0));
+          if (op.split_w) b_split[static_cast<std::size_t>(op.microbatch * L.S + op.stage)] = 1;
+          break;
         case OpKind::W: t.duration_ns = w_ns; t.category = sim::Category::weight_grad; t.kind = 'W'; t.memory_delta = -mw; break;
         case OpKind::FB:
           t.duration_ns = fb_ns; t.category = sim::Category::forward; t.kind = 'X';
           t.memory_delta = kUnit;
-          t.memory_release = kUnit - mw;
+          t.memory_release = kUnit - (op.split_w ? mw : 0);
+          if (op.split_w) b_split[static_cast<std::size_t>(op.microbatch_b * L.S + op.stage_b)] = 1;
           break;
       }
       auto id = L.g.add(std::move(t));
@@ -126,14 +136,15 @@ sim::TaskGraph lower_lab(const PipelineSchedule& s, const config::ScheduleCosts&
           break;
       }
     }
-  // Every (microbatch, stage) needs its F and B, and a W exactly when W is split.
+  // Every (microbatch, stage) needs its F and B, and a W exactly when that B is split.
   for (int mb = 0; mb < L.m; ++mb)
     for (int st = 0; st < L.S; ++st) {
       L.find(Lowering::kF, mb, st);
       L.find(Lowering::kB, mb, st);
-      if (s.split_w) L.find(Lowering::kW, mb, st);
+      if (b_split[static_cast<std::size_t>(mb * L.S + st)]) L.find(Lowering::kW, mb, st);
       else if (L.where[L.key(Lowering::kW, mb, st)] >= 0)
-        throw std::logic_error(s.name + ": W op for mb" + std::to_string(mb) + " but the schedule does not split W");
+        throw std::logic_error(s.name + ": W op for mb" + std::to_string(mb) + " stage" + std::to_string(st) +
+                               " but its B is not split");
     }
 
   // Pass 2, in each producer's order (so each send stream is in production order):
@@ -149,7 +160,7 @@ sim::TaskGraph lower_lab(const PipelineSchedule& s, const config::ScheduleCosts&
   };
   auto outputs_b = [&](sim::TaskId t, int mb, int st, int chunk) {
     if (st > 0) L.connect(t, L.find(Lowering::kB, mb, st - 1), 'B', mb, chunk);
-    if (s.split_w) L.g.depend(t, L.find(Lowering::kW, mb, st));
+    if (b_split[static_cast<std::size_t>(mb * L.S + st)]) L.g.depend(t, L.find(Lowering::kW, mb, st));
   };
   sim::TaskId id = 0;
   for (int r = 0; r < L.p; ++r)
