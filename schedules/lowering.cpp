@@ -16,6 +16,7 @@
 #include <map>
 #include <numeric>
 #include <random>
+#include <tuple>
 #include <stdexcept>
 
 #include "hardware/collectives.h"
@@ -156,12 +157,18 @@ class Lowerer {
   std::map<int, LayerCost> layer_cache_;   // keyed by layer kind (0 dense, 1 moe)
   LayerCost emb_cost_, head_cost_;
   // per rank
-  std::vector<sim::StreamId> tp_stream_, ep_stream_, pp_fwd_stream_, pp_bwd_stream_, dp_stream_;
+  std::vector<sim::StreamId> tp_stream_, ep_stream_, dp_stream_;
   std::vector<std::vector<sim::StreamId>> data_streams_;
   std::vector<sim::ResourceId> nvl_, nic_;
   // routing: (kind F/B, microbatch, stage) -> output task
   std::vector<TaskId> f_out_, b_out_;      // index mb * S + stage
   std::vector<int> f_rank_, b_rank_;
+  // Routing, known before emission: which rank runs F / B of (mb, stage).
+  std::vector<int> route_f_, route_b_;
+  // What F / B of (mb, stage) waits for: the producer's output, or the send carrying it.
+  std::vector<TaskId> f_in_, b_in_;
+  std::map<std::tuple<int, int, char>, sim::StreamId> send_streams_;   // (from, to, 'F'|'B')
+  void publish(int rank, bool forward, int mb, int stage, TaskId out);
   std::vector<TaskId> data_task_;          // per microbatch
   // DP gradient buckets
   std::vector<double> bucket_fill_;        // per rank, parameters in the open bucket
@@ -546,42 +553,18 @@ void Lowerer::emit_op(int rank, const Op& op) {
   const std::string name = label(op);
   auto deps_for = [&](OpKind k, int mb, int stage) {
     std::vector<TaskId> deps;
+    const int idx = mb * S_ + stage;
     if (k == OpKind::F) {
       if (stage > 0) {
-        const int src = f_rank_[mb * S_ + stage - 1];
-        TaskId prev = f_out_[mb * S_ + stage - 1];
-        if (prev < 0) throw std::logic_error("lowering: F of mb " + std::to_string(mb) + " stage " + std::to_string(stage) + " before its input");
-        if (src != rank) {
-          const double bytes = models::layer_comm(s_.model, 0, shape_).pp_bytes;
-          const double t = coll(Collective::send_recv, bytes, place_.pp_link);
-          TaskId snd = add_task(src, pp_fwd_stream_[src], to_ns(t), Category::pp_comm, "send F mb" + std::to_string(mb),
-                                mb, -1, 'S', 0, 0, 0, {place_.pp_link.crosses_domains() ? nic_[src] : nvl_[src]});
-          out_.graph.depend(prev, snd);
-          send_target_[snd] = rank;
-          prev = snd;
-        }
-        deps.push_back(prev);
+        if (f_in_[idx] < 0) throw std::logic_error("lowering: F of mb " + std::to_string(mb) + " stage " + std::to_string(stage) + " before its input");
+        deps.push_back(f_in_[idx]);
       } else if (mb < static_cast<int>(data_task_.size()) && data_task_[mb] >= 0) {
         deps.push_back(data_task_[mb]);
       }
     } else {  // B
-      if (stage < S_ - 1) {
-        const int src = b_rank_[mb * S_ + stage + 1];
-        TaskId prev = b_out_[mb * S_ + stage + 1];
-        if (prev < 0) throw std::logic_error("lowering: B of mb " + std::to_string(mb) + " stage " + std::to_string(stage) + " before its input");
-        if (src != rank) {
-          const double bytes = models::layer_comm(s_.model, 0, shape_).pp_bytes;
-          const double t = coll(Collective::send_recv, bytes, place_.pp_link);
-          TaskId snd = add_task(src, pp_bwd_stream_[src], to_ns(t), Category::pp_comm, "send B mb" + std::to_string(mb),
-                                mb, -1, 'S', 0, 0, 0, {place_.pp_link.crosses_domains() ? nic_[src] : nvl_[src]});
-          out_.graph.depend(prev, snd);
-          send_target_[snd] = rank;
-          prev = snd;
-        }
-        deps.push_back(prev);
-      } else {
-        deps.push_back(f_out_[mb * S_ + stage]);
-      }
+      const TaskId in = stage < S_ - 1 ? b_in_[idx] : f_out_[idx];
+      if (in < 0) throw std::logic_error("lowering: B of mb " + std::to_string(mb) + " stage " + std::to_string(stage) + " before its input");
+      deps.push_back(in);
     }
     return deps;
   };
@@ -617,9 +600,8 @@ void Lowerer::emit_op(int rank, const Op& op) {
       const char k = op.kind == OpKind::F ? 'F' : op.kind == OpKind::B ? 'B' : 'W';
       emit_merged(rank, {&items}, {&ch}, name, op.microbatch, op.chunk, k, cat);
     }
-    const int idx = op.microbatch * S_ + op.stage;
-    if (op.kind == OpKind::F) { f_out_[idx] = ch.last; f_rank_[idx] = rank; }
-    if (op.kind == OpKind::B) { b_out_[idx] = ch.last; b_rank_[idx] = rank; }
+    if (op.kind == OpKind::F) publish(rank, true, op.microbatch, op.stage, ch.last);
+    if (op.kind == OpKind::B) publish(rank, false, op.microbatch, op.stage, ch.last);
     return;
   }
   // F&B: interleave the segments of the forward and the backward chain.
@@ -631,10 +613,8 @@ void Lowerer::emit_op(int rank, const Op& op) {
   param_deps(fi, cf);
   if (!opt_.per_layer) {
     emit_merged(rank, {&fi, &bi}, {&cf, &cb}, name, op.microbatch, op.chunk, 'F', Category::forward);
-    f_out_[op.microbatch * S_ + op.stage] = cf.last;
-    f_rank_[op.microbatch * S_ + op.stage] = rank;
-    b_out_[op.microbatch_b * S_ + op.stage_b] = cb.last;
-    b_rank_[op.microbatch_b * S_ + op.stage_b] = rank;
+    publish(rank, true, op.microbatch, op.stage, cf.last);
+    publish(rank, false, op.microbatch_b, op.stage_b, cb.last);
     return;
   }
   std::size_t i = 0, j = 0;
@@ -653,10 +633,41 @@ void Lowerer::emit_op(int rank, const Op& op) {
       ++j;
     }
   }
-  f_out_[op.microbatch * S_ + op.stage] = cf.last;
-  f_rank_[op.microbatch * S_ + op.stage] = rank;
-  b_out_[op.microbatch_b * S_ + op.stage_b] = cb.last;
-  b_rank_[op.microbatch_b * S_ + op.stage_b] = rank;
+  publish(rank, true, op.microbatch, op.stage, cf.last);
+  publish(rank, false, op.microbatch_b, op.stage_b, cb.last);
+}
+
+// An op's output goes to the rank that consumes it, as a send on a stream of
+// its own per (from, to, direction), created when the output is produced, so
+// each send stream carries its transfers in production order (a send queued
+// by consumer order could wait behind one produced later: DualPipe sends both
+// ways from every rank).
+void Lowerer::publish(int rank, bool forward, int mb, int stage, TaskId out) {
+  const int idx = mb * S_ + stage;
+  (forward ? f_out_ : b_out_)[idx] = out;
+  (forward ? f_rank_ : b_rank_)[idx] = rank;
+  const int next = forward ? stage + 1 : stage - 1;
+  if (next < 0 || next >= S_) return;
+  const int nidx = mb * S_ + next;
+  const int dest = (forward ? route_f_ : route_b_)[nidx];
+  TaskId in = out;
+  if (dest >= 0 && dest != rank) {
+    const char dir = forward ? 'F' : 'B';
+    auto key = std::make_tuple(rank, dest, dir);
+    auto it = send_streams_.find(key);
+    if (it == send_streams_.end())
+      it = send_streams_.emplace(key, out_.graph.add_stream(rank, std::string("pp send ") + dir + " to rank" +
+                                                                    std::to_string(dest), false)).first;
+    const double bytes = models::layer_comm(s_.model, 0, shape_).pp_bytes;
+    const double t = coll(Collective::send_recv, bytes, place_.pp_link);
+    TaskId snd = add_task(rank, it->second, to_ns(t), Category::pp_comm,
+                          std::string("send ") + dir + " mb" + std::to_string(mb), mb, -1, 'S', 0, 0, 0,
+                          {place_.pp_link.crosses_domains() ? nic_[rank] : nvl_[rank]});
+    out_.graph.depend(out, snd);
+    send_target_[snd] = dest;
+    in = snd;
+  }
+  (forward ? f_in_ : b_in_)[nidx] = in;
 }
 
 
@@ -746,17 +757,13 @@ Lowered Lowerer::run() {
 
   auto& g = out_.graph;
   g.set_contention(kDefaultContention);
-  tp_stream_.resize(p_); ep_stream_.resize(p_); pp_fwd_stream_.resize(p_); pp_bwd_stream_.resize(p_);
+  tp_stream_.resize(p_); ep_stream_.resize(p_); 
   dp_stream_.resize(p_); data_streams_.resize(p_); nvl_.resize(p_); nic_.resize(p_);
   out_.compute_stream.resize(p_);
   for (int r = 0; r < p_; ++r) {
     out_.compute_stream[r] = g.add_stream(r, "compute", true);
     if (P.tp > 1) tp_stream_[r] = g.add_stream(r, "tp", false);
     if (P.ep > 1 && s_.model.is_moe()) ep_stream_[r] = g.add_stream(r, "ep", false);
-    if (p_ > 1) {
-      pp_fwd_stream_[r] = g.add_stream(r, "pp send fwd", false);
-      pp_bwd_stream_[r] = g.add_stream(r, "pp send bwd", false);
-    }
     dp_stream_[r] = g.add_stream(r, "dp", false);
     nvl_[r] = g.add_resource("nvlink r" + std::to_string(r));
     nic_[r] = g.add_resource("nic r" + std::to_string(r));
@@ -765,6 +772,16 @@ Lowered Lowerer::run() {
   b_out_.assign(static_cast<std::size_t>(m_) * S_, -1);
   f_rank_.assign(static_cast<std::size_t>(m_) * S_, -1);
   b_rank_.assign(static_cast<std::size_t>(m_) * S_, -1);
+  f_in_.assign(static_cast<std::size_t>(m_) * S_, -1);
+  b_in_.assign(static_cast<std::size_t>(m_) * S_, -1);
+  route_f_.assign(static_cast<std::size_t>(m_) * S_, -1);
+  route_b_.assign(static_cast<std::size_t>(m_) * S_, -1);
+  for (int r = 0; r < p_; ++r)
+    for (const Op& op : out_.schedule.order[r]) {
+      if (op.kind == OpKind::F || op.kind == OpKind::FB) route_f_[op.microbatch * S_ + op.stage] = r;
+      if (op.kind == OpKind::B) route_b_[op.microbatch * S_ + op.stage] = r;
+      if (op.kind == OpKind::FB) route_b_[op.microbatch_b * S_ + op.stage_b] = r;
+    }
   bucket_fill_.assign(p_, 0);
   dp_tasks_.assign(p_, {});
   grad_remaining_.assign(p_, {});
@@ -883,9 +900,9 @@ Lowered Lowerer::run() {
   std::size_t remaining = 0;
   for (const auto& v : order) remaining += v.size();
   auto ready = [&](const Op& op) {
-    auto f_ok = [&](int mb, int st) { return st == 0 || f_out_[mb * S_ + st - 1] >= 0; };
+    auto f_ok = [&](int mb, int st) { return st == 0 || f_in_[mb * S_ + st] >= 0; };
     auto b_ok = [&](int mb, int st) {
-      return st == S_ - 1 ? f_out_[mb * S_ + st] >= 0 : b_out_[mb * S_ + st + 1] >= 0;
+      return st == S_ - 1 ? f_out_[mb * S_ + st] >= 0 : b_in_[mb * S_ + st] >= 0;
     };
     switch (op.kind) {
       case OpKind::F: return f_ok(op.microbatch, op.stage);
