@@ -96,25 +96,88 @@ std::string render_svg(const sim::TaskGraph& g, const sim::Timeline& t, const Sv
   }
 
   const double font = std::clamp(row * 0.42, 8.0, 14.0);
+  // Boxes: one per op. A full-scenario lowering splits an op into per-layer
+  // tasks; consecutive tasks of the same op (same kind, micro-batch and chunk,
+  // with no visible gap) are drawn as one box, and the alternating forward and
+  // backward pieces of a DualPipe F&B op as one F&B box. Gaps wider than half a
+  // pixel (waiting for a collective) stay visible.
+  struct Box {
+    int rank = 0;
+    std::int64_t start = 0, end = 0;
+    char kind = 0;
+    int mb = -1, chunk = 0;
+    bool fb = false;
+    int mb_b = -1, chunk_b = 0;
+    std::string name;
+  };
+  std::vector<const sim::Interval*> compute;
   for (const auto& iv : t.intervals) {
     const auto& task = g.task(iv.task);
     const auto& stream = g.streams()[static_cast<std::size_t>(task.stream)];
-    const double x = left + static_cast<double>(iv.start.ns) * scale;
-    const double w = std::max(0.5, static_cast<double>(iv.end.ns - iv.start.ns) * scale);
-    const double y = top + stream.rank * lane;
     if (!stream.compute) {
       if (!o.show_comm || iv.end.ns == iv.start.ns) continue;
+      const double x = left + static_cast<double>(iv.start.ns) * scale;
+      const double w = std::max(0.5, static_cast<double>(iv.end.ns - iv.start.ns) * scale);
+      const double y = top + stream.rank * lane;
       s << "<rect x=\"" << num(x) << "\" y=\"" << num(y + row + 1) << "\" width=\"" << num(w) << "\" height=\"" << num(comm_h - 1)
         << "\" fill=\"" << colour('S', 0).fill << "\"><title>" << escape(task.name) << "</title></rect>\n";
       continue;
     }
-    if (iv.end.ns == iv.start.ns) continue;
-    const bool fb = task.kind == 'X' || task.name.find(" + B mb") != std::string::npos;
-    const std::string tip = "<title>" + escape(task.name) + " [" + num(static_cast<double>(iv.start.ns) / unit_ns) + ", " +
-                            num(static_cast<double>(iv.end.ns) / unit_ns) + "] " + o.time_unit + "</title>";
-    if (fb) {
-      const auto [mb_b, chunk_b] = backward_half(task.name);
-      const auto pf = colour('F', task.chunk), pb = colour('B', chunk_b);
+    if (iv.end.ns > iv.start.ns) compute.push_back(&iv);
+  }
+  std::stable_sort(compute.begin(), compute.end(), [&](const sim::Interval* a, const sim::Interval* b) {
+    const auto sa = g.task(a->task).stream, sb = g.streams().size() ? g.task(b->task).stream : 0;
+    return sa != sb ? sa < sb : a->start.ns < b->start.ns;
+  });
+  std::vector<Box> boxes;
+  const double join_ns = 0.5 / scale;
+  sim::StreamId last_stream = -1;
+  for (const auto* iv : compute) {
+    const auto& task = g.task(iv->task);
+    const int rank = g.streams()[static_cast<std::size_t>(task.stream)].rank;
+    const bool starts_fb = task.kind == 'X' || task.name.find(" + B mb") != std::string::npos;
+    if (!boxes.empty() && task.stream == last_stream && static_cast<double>(iv->start.ns - boxes.back().end) <= join_ns &&
+        !starts_fb) {
+      Box& bx = boxes.back();
+      const bool same = task.kind == bx.kind && task.microbatch == bx.mb && task.chunk == bx.chunk;
+      const bool other_half = bx.fb && (task.microbatch == bx.mb_b || bx.mb_b < 0) && task.kind != 'F';
+      const bool own_half = bx.fb && task.kind == 'F' && task.microbatch == bx.mb;
+      if (same || other_half || own_half) {
+        if (other_half && bx.mb_b < 0) {
+          bx.mb_b = task.microbatch;
+          bx.chunk_b = task.chunk;
+        }
+        bx.end = iv->end.ns;
+        continue;
+      }
+    }
+    Box bx;
+    bx.rank = rank;
+    bx.start = iv->start.ns;
+    bx.end = iv->end.ns;
+    bx.kind = task.kind;
+    bx.mb = task.microbatch;
+    bx.chunk = task.chunk;
+    bx.name = task.name;
+    if (starts_fb) {
+      bx.fb = true;
+      if (task.kind == 'X') {
+        const auto [mb_b, chunk_b] = backward_half(task.name);
+        bx.mb_b = mb_b;
+        bx.chunk_b = chunk_b;
+      }
+    }
+    boxes.push_back(std::move(bx));
+    last_stream = task.stream;
+  }
+  for (const Box& bx : boxes) {
+    const double x = left + static_cast<double>(bx.start) * scale;
+    const double w = std::max(0.5, static_cast<double>(bx.end - bx.start) * scale);
+    const double y = top + bx.rank * lane;
+    const std::string tip = "<title>" + escape(bx.name) + " [" + num(static_cast<double>(bx.start) / unit_ns) + ", " +
+                            num(static_cast<double>(bx.end) / unit_ns) + "] " + o.time_unit + "</title>";
+    if (bx.fb) {
+      const auto pf = colour('F', bx.chunk), pb = colour('B', bx.chunk_b);
       s << "<g>" << tip << "<rect x=\"" << num(x) << "\" y=\"" << num(y) << "\" width=\"" << num(w / 2) << "\" height=\"" << num(row)
         << "\" fill=\"" << pf.fill << "\"/>"
         << "<rect x=\"" << num(x + w / 2) << "\" y=\"" << num(y) << "\" width=\"" << num(w / 2) << "\" height=\"" << num(row)
@@ -123,18 +186,18 @@ std::string render_svg(const sim::TaskGraph& g, const sim::Timeline& t, const Sv
         << "\" fill=\"none\" stroke=\"#000000\" stroke-width=\"1.6\"/>";
       if (w >= 2 * font)
         s << "<text x=\"" << num(x + w / 4) << "\" y=\"" << num(y + row / 2 + font / 3) << "\" font-size=\"" << num(font)
-          << "\" text-anchor=\"middle\" fill=\"" << pf.text << "\">" << task.microbatch << "</text>"
+          << "\" text-anchor=\"middle\" fill=\"" << pf.text << "\">" << bx.mb << "</text>"
           << "<text x=\"" << num(x + 3 * w / 4) << "\" y=\"" << num(y + row / 2 + font / 3) << "\" font-size=\"" << num(font)
-          << "\" text-anchor=\"middle\" fill=\"" << pb.text << "\">" << mb_b << "</text>";
+          << "\" text-anchor=\"middle\" fill=\"" << pb.text << "\">" << bx.mb_b << "</text>";
       s << "</g>\n";
       continue;
     }
-    const auto pal = colour(task.kind, task.chunk);
+    const auto pal = colour(bx.kind, bx.chunk);
     s << "<g>" << tip << "<rect x=\"" << num(x) << "\" y=\"" << num(y) << "\" width=\"" << num(w) << "\" height=\"" << num(row)
       << "\" fill=\"" << pal.fill << "\" stroke=\"#ffffff\" stroke-width=\"0.8\"/>";
-    if (task.microbatch >= 0 && w >= font)
+    if (bx.mb >= 0 && w >= font)
       s << "<text x=\"" << num(x + w / 2) << "\" y=\"" << num(y + row / 2 + font / 3) << "\" font-size=\"" << num(font)
-        << "\" text-anchor=\"middle\" fill=\"" << pal.text << "\">" << task.microbatch << "</text>";
+        << "\" text-anchor=\"middle\" fill=\"" << pal.text << "\">" << bx.mb << "</text>";
     s << "</g>\n";
   }
 
