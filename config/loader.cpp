@@ -722,7 +722,13 @@ void read_scenario(Ctx& ctx, Scenario& s, const Value& root, const std::string& 
       if (ctx.read_number(*c, "fb", q, x)) sc.fb = x * 1e-3;
       s.schedule.costs = sc;
     }
+  }  // Interleaving needs chunks: without an explicit parallel.vpp, interleaved-1f1b
+  // uses 2 model chunks per rank (documented in SPEC-extensions, docs/schedules.md).
+  if (s.schedule.name == ScheduleKind::interleaved_1f1b) {
+    const Value* par = root.find("parallel");
+    if (!par || !par->find("vpp")) s.parallel.vpp = 2;
   }
+
 
   if (const Value* t = ctx.read_table(root, "features", "")) {
     const std::string p = "features.";
