@@ -2,6 +2,7 @@
 // reading / writing hardware/calibration/*.toml. See calibration.h for the
 // models fitted.
 #include "hardware/calibration.h"
+#include "hardware/cost_model.h"
 
 #include <Eigen/Dense>
 #include <toml++/toml.h>
@@ -156,7 +157,7 @@ double gemm_fit_seconds(const GemmFit& f, double m, double n, double k) {
 }
 
 // ------------------------------------------------------------------ fit_probe
-Calibration fit_probe(const std::string& probe_path, std::string* report) {
+Calibration fit_probe(const std::string& probe_path, std::string* report, const std::string& fused_attention) {
   toml::table root = parse_file(probe_path);
   Reader top{probe_path, &root, root.source()};
   Calibration cal;
@@ -224,9 +225,14 @@ Calibration fit_probe(const std::string& probe_path, std::string* report) {
   for (const Reader& r : rows("memory")) best_hbm = std::max(best_hbm, r.num("bytes") / r.num("seconds"));
   // Fused attention: cuDNN's fused SDPA when measured (what Transformer Engine uses on
   // Hopper), else FlashAttention-2 ("flash").
-  std::string fused_impl = "flash";
-  for (const Reader& r : rows("attention"))
-    if (r.str("impl") == "cudnn_fused") fused_impl = "cudnn_fused";
+  std::string fused_impl = fused_attention.empty() ? "flash" : fused_attention;
+  bool fused_seen = false;
+  for (const Reader& r : rows("attention")) {
+    if (fused_attention.empty() && r.str("impl") == "cudnn_fused") fused_impl = "cudnn_fused";
+    fused_seen |= r.str("impl") == fused_attention;
+  }
+  if (!fused_attention.empty() && !fused_seen)
+    fail(probe_path, "no [[attention]] samples with impl = \"" + fused_attention + "\" (asked for as the fused attention)");
   for (const Reader& r : rows("attention")) {
     std::string impl = r.str("impl"), pass = r.str("pass");
     if (impl == fused_impl) impl = "flash";
@@ -237,7 +243,9 @@ Calibration fit_probe(const std::string& probe_path, std::string* report) {
     if (const toml::node* c = r.node("causal")) causal = c->value_or(true);
     if (t <= 0) continue;
     if (impl == "flash") {
-      double f = 4.0 * b * h * s * s * d * (causal ? 0.5 : 1.0) * (pass == "bwd" ? 2.0 : 1.0);
+      // The executed-FLOP count the cost model divides by these efficiencies
+      // (hardware/cost_model.cpp): causal halves, backward = 2.5 x forward.
+      double f = 4.0 * b * h * s * s * d * (causal ? 0.5 : 1.0) * (pass == "bwd" ? CostDefaults::flash_bwd_flop_ratio : 1.0);
       att.push_back({true, pass == "bwd", f, t});
     } else if (impl == "materialized") {
       double by = (pass == "bwd" ? 7.0 : 4.0) * b * h * s * s * 2.0;

@@ -24,7 +24,8 @@ struct GemmSample { long long m = 0, n = 0, k = 0; double seconds = 0; };
 // Attention (per kernel call, all heads of a micro-batch).
 //   flash:        time = flops / (peak_flops * flash_{fwd,bwd}_eff) + overhead_s
 //                 flops (fwd) = 4 * batch * heads * seq_q * seq_kv * head_dim, halved when causal;
-//                 flops (bwd) = 2 x the forward's (dQ, dK, dV, dP; the FA2 recompute of P not counted)
+//                 flops (bwd) = 2.5 x the forward's (dQ, dK, dV, dP and the recompute of P: FA2 paper,
+//                 5 vs 2 matmuls; CostDefaults::flash_bwd_flop_ratio, the count the cost model uses)
 //   materialized: time = score_bytes / (hbm_bandwidth * materialized_bw_eff) + overhead_s
 //                 score_bytes = n * batch * heads * seq_q * seq_kv * 2 (bf16), n = 4 forward
 //                 (S written, read; P written, read), 7 backward (dP w, P r x2, dP r, dS w, dS r x2)
@@ -78,7 +79,12 @@ void write_calibration(const Calibration&, const std::string& path);
 // 1/eff_max, relative-error weighted; the other families are linear least squares.
 // Datasheet references (peak_flops, hbm_bandwidth) come from the GPU name
 // (H100/H200 SXM); for an unknown GPU the best measured rate stands in.
-Calibration fit_probe(const std::string& probe_path, std::string* report = nullptr);
+// `fused_attention` picks which measured fused-attention implementation stands for
+// "flash" (the probe TOML's [[attention]] impl: "flash" = FlashAttention-2 through
+// SDPA's FLASH_ATTENTION backend, "cudnn_fused" = cuDNN fused SDPA); empty: cuDNN
+// when measured, else "flash". Calibrate the one the modelled runs use.
+Calibration fit_probe(const std::string& probe_path, std::string* report = nullptr,
+                      const std::string& fused_attention = "");
 
 // The model's GEMM time for one call (seconds), for tests and the cost model.
 double gemm_fit_seconds(const GemmFit&, double m, double n, double k);

@@ -8,15 +8,24 @@
 #include "hardware/calibration.h"
 
 int main(int argc, char** argv) {
-  if (argc != 4 || std::string(argv[2]) != "--out") {
-    std::fprintf(stderr, "usage: mfusim_calibrate PROBE_OUTPUT.toml --out CALIBRATION.toml\n");
+  // mfusim_calibrate PROBE.toml --out CAL.toml [--fused-attention flash|cudnn_fused]
+  std::string in, out, fused;
+  for (int i = 1; i < argc; ++i) {
+    std::string a = argv[i];
+    if (a == "--out" && i + 1 < argc) out = argv[++i];
+    else if (a == "--fused-attention" && i + 1 < argc) fused = argv[++i];
+    else if (in.empty() && a.rfind("--", 0) != 0) in = a;
+    else { in.clear(); break; }
+  }
+  if (in.empty() || out.empty()) {
+    std::fprintf(stderr, "usage: mfusim_calibrate PROBE_OUTPUT.toml --out CALIBRATION.toml [--fused-attention flash|cudnn_fused]\n");
     return 2;
   }
   try {
     std::string report;
-    auto cal = mfusim::hardware::fit_probe(argv[1], &report);
-    mfusim::hardware::write_calibration(cal, argv[3]);
-    std::printf("%swrote %s\n", report.c_str(), argv[3]);
+    auto cal = mfusim::hardware::fit_probe(in, &report, fused);
+    mfusim::hardware::write_calibration(cal, out);
+    std::printf("%swrote %s\n", report.c_str(), out.c_str());
   } catch (const std::exception& e) {
     std::fprintf(stderr, "%s\n", e.what());
     return 2;

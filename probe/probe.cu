@@ -29,6 +29,7 @@
 #include <cstdlib>
 #include <ctime>
 #include <fstream>
+#include <iostream>
 #include <functional>
 #include <map>
 #include <memory>
@@ -164,6 +165,54 @@ Timing time_it(const std::function<void(int)>& fn, cudaStream_t st, int repeats 
   return {v[v.size() / 2], v.front(), v.back(), repeats, inner};
 }
 
+// Same as time_it, but each batch of `inner` calls is captured once into a CUDA
+// graph and replayed: GPU time without the host's per-launch cost (what a
+// framework under CUDA graphs, or torch timed the same way, sees).
+Timing time_graph(const std::function<void(int)>& fn, cudaStream_t st, int repeats = 9,
+                  double target_s = 2e-3, int max_inner = 4096) {
+  cudaEvent_t a, b;
+  CUDA_CHECK(cudaEventCreate(&a));
+  CUDA_CHECK(cudaEventCreate(&b));
+  int idx = 0;
+  for (int i = 0; i < 3; ++i) fn(idx++);
+  CUDA_CHECK(cudaStreamSynchronize(st));
+  // one call's GPU time, from a one-call graph
+  cudaGraph_t g1; cudaGraphExec_t e1;
+  CUDA_CHECK(cudaStreamBeginCapture(st, cudaStreamCaptureModeThreadLocal));
+  fn(0);
+  CUDA_CHECK(cudaStreamEndCapture(st, &g1));
+  CUDA_CHECK(cudaGraphInstantiate(&e1, g1, 0));
+  CUDA_CHECK(cudaGraphLaunch(e1, st));
+  CUDA_CHECK(cudaEventRecord(a, st));
+  CUDA_CHECK(cudaGraphLaunch(e1, st));
+  CUDA_CHECK(cudaEventRecord(b, st));
+  CUDA_CHECK(cudaEventSynchronize(b));
+  float ms = 0;
+  CUDA_CHECK(cudaEventElapsedTime(&ms, a, b));
+  cudaGraphExecDestroy(e1); cudaGraphDestroy(g1);
+  int inner = std::clamp(int(target_s / std::max(ms * 1e-3, 1e-7)), 1, max_inner);
+  cudaGraph_t gr; cudaGraphExec_t ex;
+  CUDA_CHECK(cudaStreamBeginCapture(st, cudaStreamCaptureModeThreadLocal));
+  for (int i = 0; i < inner; ++i) fn(idx++);
+  CUDA_CHECK(cudaStreamEndCapture(st, &gr));
+  CUDA_CHECK(cudaGraphInstantiate(&ex, gr, 0));
+  CUDA_CHECK(cudaGraphLaunch(ex, st));   // warm-up replay
+  std::vector<double> v;
+  for (int r = 0; r < repeats; ++r) {
+    CUDA_CHECK(cudaEventRecord(a, st));
+    CUDA_CHECK(cudaGraphLaunch(ex, st));
+    CUDA_CHECK(cudaEventRecord(b, st));
+    CUDA_CHECK(cudaEventSynchronize(b));
+    CUDA_CHECK(cudaEventElapsedTime(&ms, a, b));
+    v.push_back(ms * 1e-3 / inner);
+  }
+  cudaGraphExecDestroy(ex); cudaGraphDestroy(gr);
+  CUDA_CHECK(cudaEventDestroy(a));
+  CUDA_CHECK(cudaEventDestroy(b));
+  std::sort(v.begin(), v.end());
+  return {v[v.size() / 2], v.front(), v.back(), repeats, inner};
+}
+
 // ---------------------------------------------------------------- cuBLASLt GEMM
 // Problem: C[m,n] = A[m,k] · B[k,n] as a framework's Linear does it: weights
 // stored [n,k] ("TN" in column-major cuBLAS terms: D(n x m) = W^T... see below).
@@ -248,6 +297,8 @@ struct Ctx {
   std::size_t l2 = 0;
   bool quick = false;
   int gemm_count = 0;
+  bool graph = false;        // --graph: also time every GEMM under CUDA graph replay
+  double last_eager_s = 0, last_graph_s = 0;   // of the last gemm_sample (for --serve)
 };
 
 // One GEMM sample C[m,n] = A[m,k] B[k,n] (framework convention) in bf16 or fp8.
@@ -281,8 +332,12 @@ void gemm_sample(Ctx& c, const Shape& s, bool fp8) {
     c.out.kv("why", "cublasLtMatmulAlgoGetHeuristic found no algorithm");
     return;
   }
-  auto t = time_it([&](int i) { int j = i % sets; run_plan(*c.lt, p, B[j], A[j], C[j], c.st); },
-                   c.st, c.quick ? 5 : 9);
+  auto call = [&](int i) { int j = i % sets; run_plan(*c.lt, p, B[j], A[j], C[j], c.st); };
+  auto t = time_it(call, c.st, c.quick ? 5 : 9);
+  Timing tg{0, 0, 0, 0, 0};
+  if (c.graph) tg = time_graph(call, c.st, c.quick ? 5 : 9);
+  c.last_eager_s = t.median_s;
+  c.last_graph_s = tg.median_s;
   double flops = 2.0 * s.m * s.n * s.k;
   c.out.table("gemm");
   c.out.kv("label", s.label);
@@ -295,8 +350,14 @@ void gemm_sample(Ctx& c, const Shape& s, bool fp8) {
   c.out.kv("repeats", t.repeats);
   c.out.kv("calls_per_repeat", t.inner);
   c.out.kv("buffer_sets", sets);
-  std::printf("gemm %-5s %-28s m=%6lld n=%6lld k=%6lld  %9.4f ms  %7.1f TFLOP/s\n", fp8 ? "fp8" : "bf16",
+  if (c.graph) {
+    c.out.kvf("graph_seconds", tg.median_s);
+    c.out.kv("graph_calls_per_replay", tg.inner);
+  }
+  std::printf("gemm %-5s %-28s m=%6lld n=%6lld k=%6lld  %9.4f ms  %7.1f TFLOP/s", fp8 ? "fp8" : "bf16",
               s.label.c_str(), s.m, s.n, s.k, t.median_s * 1e3, flops / t.median_s * 1e-12);
+  if (c.graph) std::printf("  graph %7.1f TFLOP/s", flops / tg.median_s * 1e-12);
+  std::printf("\n");
   ++c.gemm_count;
 }
 
@@ -895,6 +956,10 @@ void usage() {
       "usage: probe [--out FILE] [--quick] [--gemm-grid] [--no-gemm-grid] [--fp8|--no-fp8]\n"
       "             [--scenario SCENARIO.toml]... [--model hidden=..,ffn=..,heads=..,kv_heads=..,vocab=..,seq=..,mbs=..,tp=..,name=..]...\n"
       "             [--shapes 'label:m,n,k;m,n,k'] [--no-attention] [--no-memory] [--no-nccl] [--print-shapes]\n"
+      "             [--graph] [--serve]\n"
+      "--graph: also time each GEMM under CUDA graph replay (graph_seconds).\n"
+      "--serve: GEMMs on request: reads 'bf16|fp8 M N K' lines on stdin, answers 'RESULT eager_s graph_s'\n"
+      "         per line on stdout (for validation/gemm_torch.py, which alternates probe and torch per shape).\n"
       "Measures GEMMs (cuBLASLt), materialised attention, memory-bound kernels, launch overhead and\n"
       "NCCL collectives; writes one TOML file (default probe-output.toml).");
 }
@@ -904,6 +969,7 @@ void usage() {
 int main(int argc, char** argv) {
   std::string out_path = "probe-output.toml";
   bool quick = false, grid = true, fp8 = true, attn = true, mem = true, nccl = true, print_only = false;
+  bool graph = false, serve = false;
   std::vector<Shape> shapes;
   std::string cmdline;
   for (int i = 0; i < argc; ++i) cmdline += (i ? " " : "") + std::string(argv[i]);
@@ -926,6 +992,8 @@ int main(int argc, char** argv) {
     else if (a == "--model") { auto s = scenario_shapes(dims_from_list(next())); shapes.insert(shapes.end(), s.begin(), s.end()); }
     else if (a == "--shapes") { auto s = parse_shapes(next()); shapes.insert(shapes.end(), s.begin(), s.end()); }
     else if (a == "--print-shapes") print_only = true;
+    else if (a == "--graph") graph = true;
+    else if (a == "--serve") serve = true;
     else if (a == "-h" || a == "--help") { usage(); return 0; }
     else { usage(); die("unknown argument " + a); }
   }
@@ -956,6 +1024,29 @@ int main(int argc, char** argv) {
   CUBLAS_CHECK(cublasLtLoggerSetLevel(0));
 
   const bool fp8_ok = fp8 && (prop.major >= 9 || (prop.major == 8 && prop.minor >= 9));
+  c.graph = graph || serve;
+  if (serve) {   // one GEMM per stdin line, answered at once; samples also go to --out
+    std::string line;
+    std::setvbuf(stdout, nullptr, _IOLBF, 0);
+    std::printf("READY\n");
+    std::fflush(stdout);
+    while (std::getline(std::cin, line)) {
+      char dt[16] = {0};
+      long long m = 0, n = 0, k = 0;
+      if (std::sscanf(line.c_str(), "%15s %lld %lld %lld", dt, &m, &n, &k) != 4) { std::printf("ERROR bad request\n"); std::fflush(stdout); continue; }
+      const bool f8 = std::string(dt) == "fp8";
+      if (f8 && !fp8_ok) { std::printf("ERROR no fp8\n"); std::fflush(stdout); continue; }
+      c.last_eager_s = c.last_graph_s = 0;
+      int before = c.gemm_count;
+      gemm_sample(c, {"serve", m, n, k}, f8);
+      if (c.gemm_count == before) std::printf("ERROR no algorithm\n");
+      else std::printf("RESULT %.9g %.9g\n", c.last_eager_s, c.last_graph_s);
+      std::fflush(stdout);
+    }
+    std::ofstream f(out_path);
+    f << "# mfusim probe --serve samples\nformat = \"mfusim-probe-1\"\n" << c.out.body.str();
+    return 0;
+  }
   auto t0 = std::chrono::steady_clock::now();
   std::vector<Shape> g = grid ? gemm_grid(quick) : std::vector<Shape>{};
   for (const auto& s : g) gemm_sample(c, s, false);

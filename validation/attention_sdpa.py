@@ -31,6 +31,14 @@ def main():
     cfgs = [(1, 32, 8, s, 128) for s in ((1024, 4096) if quick else (1024, 2048, 4096, 8192, 16384))]
     if not quick:
         cfgs += [(1, 16, 16, 4096, 128), (2, 8, 1, 8192, 128), (4, 32, 8, 2048, 128)]
+    # the attention shapes of the flash rows of results/h200_steps.csv (train_step.py): (mbs, heads, kv, seq)
+    train = [] if "--no-train-shapes" in sys.argv else [
+        (1, 12, 4, 2048), (1, 12, 4, 4096), (1, 12, 4, 16384),
+        (1, 16, 8, 2048), (2, 16, 8, 2048), (4, 16, 8, 2048), (8, 16, 8, 2048), (1, 16, 8, 4096), (1, 16, 8, 8192),
+        (1, 16, 8, 16384), (1, 24, 8, 4096), (2, 24, 8, 4096), (1, 24, 8, 8192),
+        (1, 32, 8, 2048), (1, 32, 8, 4096), (2, 32, 8, 4096), (4, 32, 8, 4096), (1, 32, 8, 8192), (1, 32, 8, 16384)]
+    train = [(b, H, Hk, s, 128) for (b, H, Hk, s) in train if (b, H, Hk, s, 128) not in cfgs]
+    cfgs += train
     lines = ["", "# ---- fused attention, measured by validation/attention_sdpa.py (PyTorch SDPA) ----",
              f"[sdpa_provenance]\ntorch = \"{torch.__version__}\"\ngpu = \"{torch.cuda.get_device_name(0)}\"\n"
              f"cudnn = {torch.backends.cudnn.version()}"]
@@ -41,7 +49,7 @@ def main():
         v = torch.randn(b, Hk, s, d, device="cuda", dtype=torch.bfloat16, requires_grad=True)
         do = torch.randn(b, H, s, d, device="cuda", dtype=torch.bfloat16)
         for name, be in backends:
-            if name == "math" and b * H * s * s * 2 * 4 > 60e9:
+            if name == "math" and (b * H * s * s * 2 * 4 > 60e9 or (b, H, Hk, s, d) in train):
                 continue
             kk, vv, gqa, note = k, v, Hk != H, ""
             if name == "flash" and gqa:
@@ -69,12 +77,32 @@ def main():
             flops_f = 4.0 * b * H * s * s * d / 2  # causal: half of QK^T and PV
             for pss, t, fl in (("fwd", tf, flops_f), ("bwd", tfb - tf, 2.5 * flops_f)):
                 impl = "flash" if name == "flash" else ("cudnn_fused" if name == "cudnn" else "materialized_torch_math")
-                lines.append(f"\n[[attention]]\nimpl = \"{impl}\"\nsource = \"torch SDPA backend {be.name}{note}\"\npass = \"{pss}\"\n"
+                tag = "\nset = \"train_shapes\"" if (b, H, Hk, s, d) in train else ""
+                lines.append(f"\n[[attention]]{tag}\nimpl = \"{impl}\"\nsource = \"torch SDPA backend {be.name}{note}\"\npass = \"{pss}\"\n"
                              f"batch = {b}\nheads = {H}\nkv_heads = {Hk}\nseq = {s}\nhead_dim = {d}\ncausal = true\n"
                              f"seconds = {t:.6g}\nflops = {fl:.6g}\nflops_convention = \"causal-halved; bwd = 2.5 x fwd (FA2 count incl. recompute)\"")
                 print(f"sdpa {name:6s} {pss} b={b} H={H} Hkv={Hk} s={s:6d} {t*1e3:8.3f} ms  {fl/t*1e-12:6.1f} TFLOP/s")
             torch.cuda.empty_cache()
         del q, k, v, do
+    # which kernels the FLASH_ATTENTION backend launches (the backend train_step.py forces for flash = 1)
+    try:
+        from torch.profiler import profile, ProfilerActivity
+        q = torch.randn(1, 16, 2048, 128, device="cuda", dtype=torch.bfloat16, requires_grad=True)
+        k = torch.randn(1, 8, 2048, 128, device="cuda", dtype=torch.bfloat16, requires_grad=True)
+        for name, be in backends[:2]:
+            with sdpa_kernel([be]):
+                F.scaled_dot_product_attention(q, k, k, is_causal=True, enable_gqa=True).sum().backward()
+                torch.cuda.synchronize()
+                with profile(activities=[ProfilerActivity.CUDA]) as prof:
+                    F.scaled_dot_product_attention(q, k, k, is_causal=True, enable_gqa=True).sum().backward()
+                    torch.cuda.synchronize()
+            names = sorted({e.name for e in prof.events() if e.device_type.name == "CUDA" and
+                            ("flash" in e.name.lower() or "cudnn" in e.name.lower() or "fmha" in e.name.lower()
+                             or "attn" in e.name.lower() or "sdpa" in e.name.lower())})
+            lines.append(f"\n[[sdpa_kernels]]\nbackend = \"{be.name}\"\nkernels = {[n[:160] for n in names]!r}".replace("'", '"'))
+            print(f"sdpa kernels {be.name}: {names}")
+    except Exception as e:
+        print("sdpa kernel listing failed:", str(e).splitlines()[0][:200], file=sys.stderr)
     with open(out, "w") as f:
         f.write("\n".join(lines) + "\n")
 

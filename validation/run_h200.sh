@@ -26,7 +26,7 @@ echo "== sdpa ($(( $(date +%s) - t0 )) s)" | log
 timeout 90 python3 validation/attention_sdpa.py "$OUT/sdpa.toml" $qa 2>&1 | log
 [ -s "$OUT/sdpa.toml" ] && [ -s "$OUT/h200-probe.toml" ] && cat "$OUT/sdpa.toml" >> "$OUT/h200-probe.toml"
 echo "== gemm honesty ($(( $(date +%s) - t0 )) s)" | log
-[ -s "$OUT/h200-probe.toml" ] && timeout 120 python3 validation/gemm_torch.py "$OUT/h200-probe.toml" "$OUT/gemm_torch.csv" 2>&1 | log
+[ -s "$OUT/h200-probe.toml" ] && timeout 120 python3 validation/gemm_torch.py "$OUT/h200-probe.toml" "$OUT/gemm_torch.csv" --probe /tmp/probe 2>&1 | log
 el=$(( $(date +%s) - t0 )); left=$(( ${BUDGET_S:-560} - el - 40 ))
 echo "== train ($el s; budget $left s)" | log
 timeout $(( left + 60 )) python3 validation/train_step.py "$OUT/h200_steps.csv" --budget-s $left $qa 2>&1 | log

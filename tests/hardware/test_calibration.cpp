@@ -5,6 +5,8 @@
 #include <cstdio>
 #include <fstream>
 #include <string>
+#include <tuple>
+#include <utility>
 
 #include "hardware/calibration.h"
 
@@ -138,4 +140,37 @@ TEST_CASE("bad calibration files are errors with file:line:col") {
   write(tmp("bad5.toml"), "[memory]\nachieved_bandwidth_gbs = -4\nlaunch_overhead_us = 2\n");
   CHECK(error_of(tmp("bad5.toml")) == tmp("bad5.toml") + ":2:26: error: 'achieved_bandwidth_gbs' must be >= 0");
   CHECK(error_of(tmp("does-not-exist.toml")) == tmp("does-not-exist.toml") + ":1:1: error: cannot read file");
+}
+
+TEST_CASE("fit_probe: the fused attention is the implementation asked for; backward counted as 2.5x forward") {
+  // calibration.h: flash bwd FLOPs = 2.5 x forward (FA2 paper: 5 vs 2 matmuls), the
+  // count hardware/cost_model.cpp divides by flash_bwd_eff. FA2 ("flash") samples at
+  // 30% / 20% of peak, cuDNN ("cudnn_fused") at 60% / 45%.
+  std::string probe = "format = \"mfusim-probe-1\"\n[provenance]\ngpu = \"NVIDIA H200\"\n";
+  for (double s : {2048.0, 4096.0, 16384.0}) {
+    const double f = 4.0 * 32 * s * s * 128 * 0.5;
+    for (auto [impl, ef, eb] : {std::tuple{"flash", 0.30, 0.20}, std::tuple{"cudnn_fused", 0.60, 0.45}})
+      for (auto [pass, t] : {std::pair{"fwd", f / (989.4e12 * ef)}, std::pair{"bwd", 2.5 * f / (989.4e12 * eb)}}) {
+        char buf[512];
+        std::snprintf(buf, sizeof buf,
+                      "[[attention]]\nimpl = \"%s\"\npass = \"%s\"\nbatch = 1\nheads = 32\nkv_heads = 8\nseq = %g\n"
+                      "head_dim = 128\ncausal = true\nseconds = %.12g\n",
+                      impl, pass, s, t);
+        probe += buf;
+      }
+  }
+  write(tmp("probe_attn.toml"), probe);
+  const Calibration fa2 = fit_probe(tmp("probe_attn.toml"), nullptr, "flash");
+  CHECK(fa2.attention.flash_fwd_eff == doctest::Approx(0.30).epsilon(0.01));
+  CHECK(fa2.attention.flash_bwd_eff == doctest::Approx(0.20).epsilon(0.01));
+  const Calibration dflt = fit_probe(tmp("probe_attn.toml"));   // default: cuDNN when measured
+  CHECK(dflt.attention.flash_fwd_eff == doctest::Approx(0.60).epsilon(0.01));
+  CHECK(dflt.attention.flash_bwd_eff == doctest::Approx(0.45).epsilon(0.01));
+  bool threw = false;
+  try {
+    fit_probe(tmp("probe_attn.toml"), nullptr, "triton");
+  } catch (const std::runtime_error& e) {
+    threw = std::string(e.what()).find("impl = \"triton\"") != std::string::npos;
+  }
+  CHECK(threw);
 }

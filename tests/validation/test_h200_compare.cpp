@@ -1,0 +1,49 @@
+// validation/h200_compare.h on the committed measurements (validation/results/h200_steps.csv,
+// 35 ok rows of real H200 training steps): the regression guard of validation/README.md.
+// The errors asserted are the ones achieved (2026-11-29); the goal (median <= 5%, max <= 10%)
+// is NOT met -- see validation/README.md "Misses" for the mechanisms the simulator lacks.
+#include <doctest/doctest.h>
+
+#include <string>
+
+#include "validation/h200_compare.h"
+
+using namespace mfusim::validation;
+
+namespace {
+const std::string kRoot = MFUSIM_SOURCE_DIR;
+const std::string kCsv = kRoot + "/validation/results/h200_steps.csv";
+}  // namespace
+
+TEST_CASE("H200 measured vs simulated step times: achieved errors (regression guard)") {
+  const Summary s = compare(kCsv, kRoot + "/hardware/calibration/h200-fa2.toml", kRoot);
+  REQUIRE(s.rows.size() == 35);   // 36 configurations, one OOM (s1.3b materialised at 8k)
+  // achieved: step median 19.2%, max 74.8% (s0.5b seq 2048 materialised, Python-launch bound)
+  CHECK(s.median_abs_step <= 0.195);
+  CHECK(s.max_abs_step <= 0.75);
+  // achieved: forward median 23.1%, max 85.0%; backward median 18.1%, max 71.0%
+  CHECK(s.median_abs_fwd <= 0.235);
+  CHECK(s.median_abs_bwd <= 0.185);
+  // The long-sequence rows, where the GPU is busy and attention dominates, are within 7%:
+  // s1.3b / s0.5b / s7b-8L at seq 16384 (measured 560.7, 262.3, 634.5, 712.6, 767.6 ms).
+  int long_rows = 0;
+  for (const ComparedRow& r : s.rows)
+    if (r.m.seq == 16384) {
+      ++long_rows;
+      CHECK(std::abs(r.err_step) <= 0.07);
+    }
+  CHECK(long_rows == 5);
+}
+
+TEST_CASE("H200 comparison: calibrating the attention backend the runs used (FA2) beats cuDNN's") {
+  // The runs force SDPA's FLASH_ATTENTION backend (FlashAttention-2 kernels
+  // pytorch_flash::flash_fwd_kernel / flash_bwd_dq_dk_dv_loop_seqk_parallel_kernel,
+  // validation/results/run2/sdpa.toml [[sdpa_kernels]]); cuDNN's fused kernel is ~1.8x
+  // faster, so a cuDNN calibration under-predicts every flash row.
+  const Summary fa2 = compare(kCsv, kRoot + "/hardware/calibration/h200-fa2.toml", kRoot);
+  const Summary cudnn = compare(kCsv, kRoot + "/hardware/calibration/h200.toml", kRoot);
+  REQUIRE(fa2.rows.size() == cudnn.rows.size());
+  CHECK(fa2.median_abs_step < cudnn.median_abs_step);
+  for (std::size_t i = 0; i < fa2.rows.size(); ++i)
+    if (fa2.rows[i].m.flash) CHECK(fa2.rows[i].pred_step_ms > cudnn.rows[i].pred_step_ms);
+}

@@ -1,0 +1,197 @@
+#pragma once
+// Measured vs simulated training steps on one H200 (validation/results/h200_steps.csv,
+// written by validation/train_step.py). Header-only so that both the
+// `validation_compare` program and the doctest (tests/validation/test_h200_compare.cpp)
+// run the very same comparison.
+//
+// For each measured row: a single-GPU Scenario built in code (tp = pp = dp = 1,
+// global batch = micro-batch = mbs, model shape from the row, hardware/h200.toml
+// with a calibration file), report::simulate, and the relative error
+// (predicted - measured) / measured of the step time, forward and backward.
+#include <algorithm>
+#include <cmath>
+#include <fstream>
+#include <sstream>
+#include <stdexcept>
+#include <string>
+#include <vector>
+
+#include "config/loader.h"
+#include "config/scenario.h"
+#include "hardware/calibration.h"
+#include "report/simulate.h"
+
+namespace mfusim::validation {
+
+struct MeasuredRow {
+  std::string model;
+  int layers = 0, heads = 0, kv_heads = 0;
+  std::int64_t hidden = 0, ffn = 0, vocab = 0, head_dim = 0;
+  int seq = 0, mbs = 0;
+  bool flash = true, recompute = false, fused = true;
+  std::string attn_impl, status;
+  double step_ms = 0, fwd_ms = 0, bwd_ms = 0, opt_ms = 0;
+};
+
+struct ComparedRow {
+  MeasuredRow m;
+  double pred_step_ms = 0, pred_fwd_ms = 0, pred_bwd_ms = 0, pred_opt_ms = 0;
+  double err_step = 0, err_fwd = 0, err_bwd = 0;   // (predicted - measured) / measured
+};
+
+struct Summary {
+  std::vector<ComparedRow> rows;
+  double median_abs_step = 0, max_abs_step = 0;
+  double median_abs_fwd = 0, max_abs_fwd = 0, median_abs_bwd = 0, max_abs_bwd = 0;
+};
+
+// CSV split with double-quoted fields ("a, b" stays one field).
+inline std::vector<std::string> split_csv(const std::string& line) {
+  std::vector<std::string> out;
+  std::string cur;
+  bool q = false;
+  for (char c : line) {
+    if (c == '"') q = !q;
+    else if (c == ',' && !q) { out.push_back(cur); cur.clear(); }
+    else if (c != '\r') cur += c;
+  }
+  out.push_back(cur);
+  return out;
+}
+
+// Rows of h200_steps.csv with status "ok" (oom / error / skipped rows carry no time).
+inline std::vector<MeasuredRow> read_measured(const std::string& path) {
+  std::ifstream f(path);
+  if (!f) throw std::runtime_error(path + ": error: cannot read");
+  std::string line;
+  std::vector<std::string> head;
+  std::vector<MeasuredRow> out;
+  int lineno = 0;
+  while (std::getline(f, line)) {
+    ++lineno;
+    if (line.empty() || line[0] == '#') continue;
+    auto v = split_csv(line);
+    if (head.empty()) { head = v; continue; }
+    auto col = [&](const char* name) -> const std::string& {
+      auto it = std::find(head.begin(), head.end(), name);
+      if (it == head.end()) throw std::runtime_error(path + ":" + std::to_string(lineno) + ":1: error: no column " + name);
+      std::size_t i = std::size_t(it - head.begin());
+      if (i >= v.size()) throw std::runtime_error(path + ":" + std::to_string(lineno) + ":1: error: short row");
+      return v[i];
+    };
+    MeasuredRow r;
+    r.status = col("status");
+    if (r.status != "ok") continue;
+    r.model = col("model");
+    r.layers = std::stoi(col("layers"));
+    r.hidden = std::stoll(col("hidden"));
+    r.ffn = std::stoll(col("ffn"));
+    r.heads = std::stoi(col("heads"));
+    r.kv_heads = std::stoi(col("kv_heads"));
+    r.vocab = std::stoll(col("vocab"));
+    r.head_dim = std::stoll(col("head_dim"));
+    r.seq = std::stoi(col("seq"));
+    r.mbs = std::stoi(col("mbs"));
+    r.flash = col("flash") == "1";
+    r.recompute = col("recompute") == "1";
+    r.fused = col("fused") == "1";
+    r.attn_impl = col("attn_impl");
+    r.step_ms = std::stod(col("step_ms"));
+    r.fwd_ms = std::stod(col("fwd_ms"));
+    r.bwd_ms = std::stod(col("bwd_ms"));
+    r.opt_ms = std::stod(col("opt_ms"));
+    out.push_back(r);
+  }
+  return out;
+}
+
+// The single-GPU scenario of one measured row.
+inline config::Scenario scenario_for(const MeasuredRow& r, const hardware::HardwareSpec& hw,
+                                     const hardware::Calibration& cal, const std::string& cal_path) {
+  config::Scenario s;
+  s.name = r.model + " seq " + std::to_string(r.seq) + " mbs " + std::to_string(r.mbs);
+  s.model_ref = "(inline)";
+  s.hardware_ref = "h200";
+  s.model.name = r.model;
+  s.model.layers = r.layers;
+  s.model.hidden = r.hidden;
+  s.model.ffn_hidden = r.ffn;
+  s.model.heads = r.heads;
+  s.model.kv_heads = r.kv_heads;
+  s.model.head_dim = r.head_dim;
+  s.model.vocab = r.vocab;
+  s.model.activation = models::Activation::swiglu;
+  s.model.tied_embeddings = false;
+  s.hardware = hw;
+  s.calibration = cal;
+  s.calibration_path = cal_path;
+  s.gpus = 1;
+  s.training.seq_len = r.seq;
+  s.training.micro_batch = r.mbs;
+  s.training.global_batch = r.mbs;
+  s.training.precision = hardware::Precision::bf16;
+  s.parallel.tp = s.parallel.pp = s.parallel.cp = s.parallel.ep = s.parallel.vpp = 1;
+  s.parallel.dp = 1;
+  s.parallel.sequence_parallel = false;
+  s.parallel.distributed_optimizer = false;
+  s.schedule.name = config::ScheduleKind::one_f_one_b;
+  s.features.flash_attention = r.flash;
+  s.features.fused_kernels = r.fused;
+  s.features.recompute = r.recompute ? config::Recompute::full : config::Recompute::none;
+  s.features.cuda_graphs = false;
+  s.features.python_gc = false;          // train_step.py times steps with no collection in between
+  s.features.dataloader_workers = 8;     // tokens already on the GPU: no loader stall
+  s.features.overlap_grad_reduce = s.features.overlap_param_gather = true;
+  return s;
+}
+
+inline double median_of(std::vector<double> v) {
+  if (v.empty()) return 0;
+  std::sort(v.begin(), v.end());
+  const std::size_t n = v.size();
+  return n % 2 ? v[n / 2] : 0.5 * (v[n / 2 - 1] + v[n / 2]);
+}
+
+// Runs the comparison. `source_dir`: the repository root (hardware/h200.toml).
+inline Summary compare(const std::string& csv_path, const std::string& calibration_path, const std::string& source_dir) {
+  const hardware::HardwareSpec hw = config::load_hardware(source_dir + "/hardware/h200.toml");
+  const hardware::Calibration cal = hardware::read_calibration(calibration_path);
+  Summary sum;
+  std::vector<double> es, ef, eb;
+  for (const MeasuredRow& m : read_measured(csv_path)) {
+    const config::Scenario s = scenario_for(m, hw, cal, calibration_path);
+    report::SimulateOptions opt;
+    opt.keep_timeline = false;
+    const report::StepResult res = report::simulate(s, opt);
+    const report::Breakdown& b = res.breakdown;
+    ComparedRow c;
+    c.m = m;
+    c.pred_step_ms = res.step_time_s * 1e3;
+    // The measured passes are CUDA-event spans on the one stream: forward = up to the
+    // loss, backward = loss.backward() (recompute included), optimizer = step + zero_grad.
+    // Launch overhead and data loading are spread over the simulated step; they are
+    // assigned to the passes in proportion to the passes' compute time.
+    const double fwd = b.forward, bwd = b.backward + b.recompute, optm = b.optimizer;
+    const double rest = res.step_time_s - fwd - bwd - optm;
+    const double busy = fwd + bwd + optm;
+    c.pred_fwd_ms = (fwd + (busy > 0 ? rest * fwd / busy : 0)) * 1e3;
+    c.pred_bwd_ms = (bwd + (busy > 0 ? rest * bwd / busy : 0)) * 1e3;
+    c.pred_opt_ms = (optm + (busy > 0 ? rest * optm / busy : 0)) * 1e3;
+    c.err_step = (c.pred_step_ms - m.step_ms) / m.step_ms;
+    c.err_fwd = (c.pred_fwd_ms - m.fwd_ms) / m.fwd_ms;
+    c.err_bwd = (c.pred_bwd_ms - m.bwd_ms) / m.bwd_ms;
+    es.push_back(std::abs(c.err_step));
+    ef.push_back(std::abs(c.err_fwd));
+    eb.push_back(std::abs(c.err_bwd));
+    sum.rows.push_back(c);
+  }
+  sum.median_abs_step = median_of(es);
+  sum.median_abs_fwd = median_of(ef);
+  sum.median_abs_bwd = median_of(eb);
+  for (double e : es) sum.max_abs_step = std::max(sum.max_abs_step, e);
+  for (double e : ef) sum.max_abs_fwd = std::max(sum.max_abs_fwd, e);
+  for (double e : eb) sum.max_abs_bwd = std::max(sum.max_abs_bwd, e);
+  return sum;
+}
+
+}  // namespace mfusim::validation
