@@ -144,6 +144,7 @@ class Lowerer {
                      const std::string& name, int mb, int chunk, char kind, Category cat);
   void on_grad_final(int rank, int layer, TaskId t);
   void flush_bucket(int rank, TaskId after);
+  void publish(int rank, OpKind kind, int mb, int stage, TaskId last);
 
   const Scenario& s_;
   LowerOptions opt_;
@@ -161,7 +162,7 @@ class Lowerer {
   std::vector<sim::ResourceId> nvl_, nic_;
   // routing: (kind F/B, microbatch, stage) -> output task
   std::vector<TaskId> f_out_, b_out_;      // index mb * S + stage
-  std::vector<int> f_rank_, b_rank_;
+  std::vector<int> f_runner_, b_runner_;  // index mb * S + stage: the rank that runs it
   std::vector<TaskId> data_task_;          // per microbatch
   // DP gradient buckets
   std::vector<double> bucket_fill_;        // per rank, parameters in the open bucket
@@ -544,57 +545,48 @@ void Lowerer::flush_bucket(int rank, TaskId after) {
 
 void Lowerer::emit_op(int rank, const Op& op) {
   const std::string name = label(op);
+  // Inputs: the previous stage's output as this rank sees it (the send task when it
+  // crossed ranks; see publish()), or the micro-batch's data for the first stage.
   auto deps_for = [&](OpKind k, int mb, int stage) {
     std::vector<TaskId> deps;
     if (k == OpKind::F) {
       if (stage > 0) {
-        const int src = f_rank_[mb * S_ + stage - 1];
-        TaskId prev = f_out_[mb * S_ + stage - 1];
+        const TaskId prev = f_out_[mb * S_ + stage - 1];
         if (prev < 0) throw std::logic_error("lowering: F of mb " + std::to_string(mb) + " stage " + std::to_string(stage) + " before its input");
-        if (src != rank) {
-          const double bytes = models::layer_comm(s_.model, 0, shape_).pp_bytes;
-          const double t = coll(Collective::send_recv, bytes, place_.pp_link);
-          TaskId snd = add_task(src, pp_fwd_stream_[src], to_ns(t), Category::pp_comm, "send F mb" + std::to_string(mb),
-                                mb, -1, 'S', 0, 0, 0, {place_.pp_link.crosses_domains() ? nic_[src] : nvl_[src]});
-          out_.graph.depend(prev, snd);
-          send_target_[snd] = rank;
-          prev = snd;
-        }
         deps.push_back(prev);
       } else if (mb < static_cast<int>(data_task_.size()) && data_task_[mb] >= 0) {
         deps.push_back(data_task_[mb]);
       }
     } else {  // B
-      if (stage < S_ - 1) {
-        const int src = b_rank_[mb * S_ + stage + 1];
-        TaskId prev = b_out_[mb * S_ + stage + 1];
-        if (prev < 0) throw std::logic_error("lowering: B of mb " + std::to_string(mb) + " stage " + std::to_string(stage) + " before its input");
-        if (src != rank) {
-          const double bytes = models::layer_comm(s_.model, 0, shape_).pp_bytes;
-          const double t = coll(Collective::send_recv, bytes, place_.pp_link);
-          TaskId snd = add_task(src, pp_bwd_stream_[src], to_ns(t), Category::pp_comm, "send B mb" + std::to_string(mb),
-                                mb, -1, 'S', 0, 0, 0, {place_.pp_link.crosses_domains() ? nic_[src] : nvl_[src]});
-          out_.graph.depend(prev, snd);
-          send_target_[snd] = rank;
-          prev = snd;
-        }
-        deps.push_back(prev);
-      } else {
-        deps.push_back(f_out_[mb * S_ + stage]);
-      }
+      const TaskId prev = stage < S_ - 1 ? b_out_[mb * S_ + stage + 1] : f_out_[mb * S_ + stage];
+      if (prev < 0) throw std::logic_error("lowering: B of mb " + std::to_string(mb) + " stage " + std::to_string(stage) + " before its input");
+      deps.push_back(prev);
     }
     return deps;
   };
+  // Overlapped parameter all-gather (distributed optimizer): a layer's first forward of the step waits
+  // for its bucket's gather. Per layer: the wait is attached to the layer's first segment, so later
+  // buckets gather while earlier layers compute (Megatron's forward pre-hook); in the coarse lowering
+  // the whole op waits for the gathers of all its layers.
+  std::map<int, TaskId> gathers;   // layer -> gather task, for this op's forward
   auto param_deps = [&](const std::vector<Item>& items, Chain& ch) {
     auto& pg = param_gather_[rank];
     if (pg.empty()) return;
     for (const auto& it : items) {
       auto f = pg.find(it.layer);
       if (f != pg.end()) {
-        ch.pending.push_back(f->second);
+        if (opt_.per_layer) gathers[it.layer] = f->second;
+        else ch.pending.push_back(f->second);
         pg.erase(f);
       }
     }
+  };
+  auto gather_before = [&](const Item& it, Chain& ch) {
+    if (gathers.empty()) return;
+    auto f = gathers.find(it.layer);
+    if (f == gathers.end()) return;
+    ch.pending.push_back(f->second);
+    gathers.erase(f);
   };
   if (op.kind == OpKind::F || op.kind == OpKind::B || op.kind == OpKind::W) {
     Chain ch;
@@ -610,16 +602,25 @@ void Lowerer::emit_op(int rank, const Op& op) {
     auto items = op_items(rank, op, true);
     if (op.kind == OpKind::F) param_deps(items, ch);
     if (opt_.per_layer) {
-      emit_items(rank, ch, items, name, op.microbatch, op.chunk);
+      if (!gathers.empty()) {
+        bool first = true;
+        for (const Item& it : items) {
+          gather_before(it, ch);
+          emit_seg(rank, ch, *it.seg, it.cat, first ? name : std::string(), op.microbatch, op.chunk, it.kind, it.mem);
+          first = false;
+          if (it.grad_final) on_grad_final(rank, it.layer, ch.last);
+        }
+      } else {
+        emit_items(rank, ch, items, name, op.microbatch, op.chunk);
+      }
     } else {
       const Category cat = op.kind == OpKind::F ? Category::forward
                            : op.kind == OpKind::B ? Category::backward : Category::weight_grad;
       const char k = op.kind == OpKind::F ? 'F' : op.kind == OpKind::B ? 'B' : 'W';
       emit_merged(rank, {&items}, {&ch}, name, op.microbatch, op.chunk, k, cat);
     }
-    const int idx = op.microbatch * S_ + op.stage;
-    if (op.kind == OpKind::F) { f_out_[idx] = ch.last; f_rank_[idx] = rank; }
-    if (op.kind == OpKind::B) { b_out_[idx] = ch.last; b_rank_[idx] = rank; }
+    if (op.kind == OpKind::F) publish(rank, OpKind::F, op.microbatch, op.stage, ch.last);
+    if (op.kind == OpKind::B) publish(rank, OpKind::B, op.microbatch, op.stage, ch.last);
     return;
   }
   // F&B: interleave the segments of the forward and the backward chain.
@@ -631,16 +632,15 @@ void Lowerer::emit_op(int rank, const Op& op) {
   param_deps(fi, cf);
   if (!opt_.per_layer) {
     emit_merged(rank, {&fi, &bi}, {&cf, &cb}, name, op.microbatch, op.chunk, 'F', Category::forward);
-    f_out_[op.microbatch * S_ + op.stage] = cf.last;
-    f_rank_[op.microbatch * S_ + op.stage] = rank;
-    b_out_[op.microbatch_b * S_ + op.stage_b] = cb.last;
-    b_rank_[op.microbatch_b * S_ + op.stage_b] = rank;
+    publish(rank, OpKind::F, op.microbatch, op.stage, cf.last);
+    publish(rank, OpKind::B, op.microbatch_b, op.stage_b, cb.last);
     return;
   }
   std::size_t i = 0, j = 0;
   bool first_f = true, first_b = true;
   while (i < fi.size() || j < bi.size()) {
     if (i < fi.size()) {
+      gather_before(fi[i], cf);
       emit_seg(rank, cf, *fi[i].seg, fi[i].cat, first_f ? name : std::string(), op.microbatch, op.chunk, fi[i].kind, fi[i].mem);
       first_f = false;
       ++i;
@@ -653,10 +653,35 @@ void Lowerer::emit_op(int rank, const Op& op) {
       ++j;
     }
   }
-  f_out_[op.microbatch * S_ + op.stage] = cf.last;
-  f_rank_[op.microbatch * S_ + op.stage] = rank;
-  b_out_[op.microbatch_b * S_ + op.stage_b] = cb.last;
-  b_rank_[op.microbatch_b * S_ + op.stage_b] = rank;
+  publish(rank, OpKind::F, op.microbatch, op.stage, cf.last);
+  publish(rank, OpKind::B, op.microbatch_b, op.stage_b, cb.last);
+}
+
+// An op's output as its consumer sees it. When the consumer (F of the next
+// stage, B of the previous one) runs on another rank, the stage-to-stage send
+// is emitted here, right after the producing op, so each rank's send stream
+// holds its sends in the order its compute stream produces them (Megatron and
+// DualPipe post the P2P send right after the step that produced it). Emitting
+// it when the receiver's op was lowered instead queued sends in the
+// receivers' order: with two directions (DualPipe) or two peers a send could
+// wait behind one whose input was not computed yet.
+void Lowerer::publish(int rank, OpKind kind, int mb, int stage, TaskId last) {
+  const bool fwd = kind == OpKind::F;
+  const int next = fwd ? stage + 1 : stage - 1;
+  TaskId out = last;
+  if (next >= 0 && next < S_) {
+    const int dst = fwd ? f_runner_[mb * S_ + next] : b_runner_[mb * S_ + next];
+    if (dst >= 0 && dst != rank) {
+      const double bytes = models::layer_comm(s_.model, 0, shape_).pp_bytes;
+      const double t = coll(Collective::send_recv, bytes, place_.pp_link);
+      out = add_task(rank, fwd ? pp_fwd_stream_[rank] : pp_bwd_stream_[rank], to_ns(t), Category::pp_comm,
+                     (fwd ? "send F mb" : "send B mb") + std::to_string(mb), mb, -1, 'S', 0, 0, 0,
+                     {place_.pp_link.crosses_domains() ? nic_[rank] : nvl_[rank]});
+      out_.graph.depend(last, out);
+      send_target_[out] = dst;
+    }
+  }
+  (fwd ? f_out_ : b_out_)[mb * S_ + stage] = out;
 }
 
 
@@ -763,8 +788,8 @@ Lowered Lowerer::run() {
   }
   f_out_.assign(static_cast<std::size_t>(m_) * S_, -1);
   b_out_.assign(static_cast<std::size_t>(m_) * S_, -1);
-  f_rank_.assign(static_cast<std::size_t>(m_) * S_, -1);
-  b_rank_.assign(static_cast<std::size_t>(m_) * S_, -1);
+  f_runner_.assign(static_cast<std::size_t>(m_) * S_, -1);
+  b_runner_.assign(static_cast<std::size_t>(m_) * S_, -1);
   bucket_fill_.assign(p_, 0);
   dp_tasks_.assign(p_, {});
   grad_remaining_.assign(p_, {});
@@ -786,6 +811,9 @@ Lowered Lowerer::run() {
             grad_remaining_[r][l] += 1;
           }
       };
+      if (op.kind == OpKind::F || op.kind == OpKind::FB) f_runner_[op.microbatch * S_ + op.stage] = r;
+      if (op.kind == OpKind::B) b_runner_[op.microbatch * S_ + op.stage] = r;
+      if (op.kind == OpKind::FB) b_runner_[op.microbatch_b * S_ + op.stage_b] = r;
       if (op.kind == OpKind::F) note(op.stage, false);
       else if (op.kind == OpKind::W) note(op.stage, true);
       else if (op.kind == OpKind::B) note(op.stage, !op.split_w);
