@@ -16,7 +16,6 @@
 #include <map>
 #include <numeric>
 #include <random>
-#include <tuple>
 #include <stdexcept>
 
 #include "hardware/collectives.h"
@@ -145,6 +144,7 @@ class Lowerer {
                      const std::string& name, int mb, int chunk, char kind, Category cat);
   void on_grad_final(int rank, int layer, TaskId t);
   void flush_bucket(int rank, TaskId after);
+  void publish(int rank, OpKind kind, int mb, int stage, TaskId last);
 
   const Scenario& s_;
   LowerOptions opt_;
@@ -157,18 +157,12 @@ class Lowerer {
   std::map<int, LayerCost> layer_cache_;   // keyed by layer kind (0 dense, 1 moe)
   LayerCost emb_cost_, head_cost_;
   // per rank
-  std::vector<sim::StreamId> tp_stream_, ep_stream_, dp_stream_;
+  std::vector<sim::StreamId> tp_stream_, ep_stream_, pp_fwd_stream_, pp_bwd_stream_, dp_stream_;
   std::vector<std::vector<sim::StreamId>> data_streams_;
   std::vector<sim::ResourceId> nvl_, nic_;
   // routing: (kind F/B, microbatch, stage) -> output task
   std::vector<TaskId> f_out_, b_out_;      // index mb * S + stage
-  std::vector<int> f_rank_, b_rank_;
-  // Routing, known before emission: which rank runs F / B of (mb, stage).
-  std::vector<int> route_f_, route_b_;
-  // What F / B of (mb, stage) waits for: the producer's output, or the send carrying it.
-  std::vector<TaskId> f_in_, b_in_;
-  std::map<std::tuple<int, int, char>, sim::StreamId> send_streams_;   // (from, to, 'F'|'B')
-  void publish(int rank, bool forward, int mb, int stage, TaskId out);
+  std::vector<int> f_runner_, b_runner_;  // index mb * S + stage: the rank that runs it
   std::vector<TaskId> data_task_;          // per microbatch
   // DP gradient buckets
   std::vector<double> bucket_fill_;        // per rank, parameters in the open bucket
@@ -551,33 +545,48 @@ void Lowerer::flush_bucket(int rank, TaskId after) {
 
 void Lowerer::emit_op(int rank, const Op& op) {
   const std::string name = label(op);
+  // Inputs: the previous stage's output as this rank sees it (the send task when it
+  // crossed ranks; see publish()), or the micro-batch's data for the first stage.
   auto deps_for = [&](OpKind k, int mb, int stage) {
     std::vector<TaskId> deps;
-    const int idx = mb * S_ + stage;
     if (k == OpKind::F) {
       if (stage > 0) {
-        if (f_in_[idx] < 0) throw std::logic_error("lowering: F of mb " + std::to_string(mb) + " stage " + std::to_string(stage) + " before its input");
-        deps.push_back(f_in_[idx]);
+        const TaskId prev = f_out_[mb * S_ + stage - 1];
+        if (prev < 0) throw std::logic_error("lowering: F of mb " + std::to_string(mb) + " stage " + std::to_string(stage) + " before its input");
+        deps.push_back(prev);
       } else if (mb < static_cast<int>(data_task_.size()) && data_task_[mb] >= 0) {
         deps.push_back(data_task_[mb]);
       }
     } else {  // B
-      const TaskId in = stage < S_ - 1 ? b_in_[idx] : f_out_[idx];
-      if (in < 0) throw std::logic_error("lowering: B of mb " + std::to_string(mb) + " stage " + std::to_string(stage) + " before its input");
-      deps.push_back(in);
+      const TaskId prev = stage < S_ - 1 ? b_out_[mb * S_ + stage + 1] : f_out_[mb * S_ + stage];
+      if (prev < 0) throw std::logic_error("lowering: B of mb " + std::to_string(mb) + " stage " + std::to_string(stage) + " before its input");
+      deps.push_back(prev);
     }
     return deps;
   };
+  // Overlapped parameter all-gather (distributed optimizer): a layer's first forward of the step waits
+  // for its bucket's gather. Per layer: the wait is attached to the layer's first segment, so later
+  // buckets gather while earlier layers compute (Megatron's forward pre-hook); in the coarse lowering
+  // the whole op waits for the gathers of all its layers.
+  std::map<int, TaskId> gathers;   // layer -> gather task, for this op's forward
   auto param_deps = [&](const std::vector<Item>& items, Chain& ch) {
     auto& pg = param_gather_[rank];
     if (pg.empty()) return;
     for (const auto& it : items) {
       auto f = pg.find(it.layer);
       if (f != pg.end()) {
-        ch.pending.push_back(f->second);
+        if (opt_.per_layer) gathers[it.layer] = f->second;
+        else ch.pending.push_back(f->second);
         pg.erase(f);
       }
     }
+  };
+  auto gather_before = [&](const Item& it, Chain& ch) {
+    if (gathers.empty()) return;
+    auto f = gathers.find(it.layer);
+    if (f == gathers.end()) return;
+    ch.pending.push_back(f->second);
+    gathers.erase(f);
   };
   if (op.kind == OpKind::F || op.kind == OpKind::B || op.kind == OpKind::W) {
     Chain ch;
@@ -593,15 +602,25 @@ void Lowerer::emit_op(int rank, const Op& op) {
     auto items = op_items(rank, op, true);
     if (op.kind == OpKind::F) param_deps(items, ch);
     if (opt_.per_layer) {
-      emit_items(rank, ch, items, name, op.microbatch, op.chunk);
+      if (!gathers.empty()) {
+        bool first = true;
+        for (const Item& it : items) {
+          gather_before(it, ch);
+          emit_seg(rank, ch, *it.seg, it.cat, first ? name : std::string(), op.microbatch, op.chunk, it.kind, it.mem);
+          first = false;
+          if (it.grad_final) on_grad_final(rank, it.layer, ch.last);
+        }
+      } else {
+        emit_items(rank, ch, items, name, op.microbatch, op.chunk);
+      }
     } else {
       const Category cat = op.kind == OpKind::F ? Category::forward
                            : op.kind == OpKind::B ? Category::backward : Category::weight_grad;
       const char k = op.kind == OpKind::F ? 'F' : op.kind == OpKind::B ? 'B' : 'W';
       emit_merged(rank, {&items}, {&ch}, name, op.microbatch, op.chunk, k, cat);
     }
-    if (op.kind == OpKind::F) publish(rank, true, op.microbatch, op.stage, ch.last);
-    if (op.kind == OpKind::B) publish(rank, false, op.microbatch, op.stage, ch.last);
+    if (op.kind == OpKind::F) publish(rank, OpKind::F, op.microbatch, op.stage, ch.last);
+    if (op.kind == OpKind::B) publish(rank, OpKind::B, op.microbatch, op.stage, ch.last);
     return;
   }
   // F&B: interleave the segments of the forward and the backward chain.
@@ -613,14 +632,15 @@ void Lowerer::emit_op(int rank, const Op& op) {
   param_deps(fi, cf);
   if (!opt_.per_layer) {
     emit_merged(rank, {&fi, &bi}, {&cf, &cb}, name, op.microbatch, op.chunk, 'F', Category::forward);
-    publish(rank, true, op.microbatch, op.stage, cf.last);
-    publish(rank, false, op.microbatch_b, op.stage_b, cb.last);
+    publish(rank, OpKind::F, op.microbatch, op.stage, cf.last);
+    publish(rank, OpKind::B, op.microbatch_b, op.stage_b, cb.last);
     return;
   }
   std::size_t i = 0, j = 0;
   bool first_f = true, first_b = true;
   while (i < fi.size() || j < bi.size()) {
     if (i < fi.size()) {
+      gather_before(fi[i], cf);
       emit_seg(rank, cf, *fi[i].seg, fi[i].cat, first_f ? name : std::string(), op.microbatch, op.chunk, fi[i].kind, fi[i].mem);
       first_f = false;
       ++i;
@@ -633,41 +653,35 @@ void Lowerer::emit_op(int rank, const Op& op) {
       ++j;
     }
   }
-  publish(rank, true, op.microbatch, op.stage, cf.last);
-  publish(rank, false, op.microbatch_b, op.stage_b, cb.last);
+  publish(rank, OpKind::F, op.microbatch, op.stage, cf.last);
+  publish(rank, OpKind::B, op.microbatch_b, op.stage_b, cb.last);
 }
 
-// An op's output goes to the rank that consumes it, as a send on a stream of
-// its own per (from, to, direction), created when the output is produced, so
-// each send stream carries its transfers in production order (a send queued
-// by consumer order could wait behind one produced later: DualPipe sends both
-// ways from every rank).
-void Lowerer::publish(int rank, bool forward, int mb, int stage, TaskId out) {
-  const int idx = mb * S_ + stage;
-  (forward ? f_out_ : b_out_)[idx] = out;
-  (forward ? f_rank_ : b_rank_)[idx] = rank;
-  const int next = forward ? stage + 1 : stage - 1;
-  if (next < 0 || next >= S_) return;
-  const int nidx = mb * S_ + next;
-  const int dest = (forward ? route_f_ : route_b_)[nidx];
-  TaskId in = out;
-  if (dest >= 0 && dest != rank) {
-    const char dir = forward ? 'F' : 'B';
-    auto key = std::make_tuple(rank, dest, dir);
-    auto it = send_streams_.find(key);
-    if (it == send_streams_.end())
-      it = send_streams_.emplace(key, out_.graph.add_stream(rank, std::string("pp send ") + dir + " to rank" +
-                                                                    std::to_string(dest), false)).first;
-    const double bytes = models::layer_comm(s_.model, 0, shape_).pp_bytes;
-    const double t = coll(Collective::send_recv, bytes, place_.pp_link);
-    TaskId snd = add_task(rank, it->second, to_ns(t), Category::pp_comm,
-                          std::string("send ") + dir + " mb" + std::to_string(mb), mb, -1, 'S', 0, 0, 0,
-                          {place_.pp_link.crosses_domains() ? nic_[rank] : nvl_[rank]});
-    out_.graph.depend(out, snd);
-    send_target_[snd] = dest;
-    in = snd;
+// An op's output as its consumer sees it. When the consumer (F of the next
+// stage, B of the previous one) runs on another rank, the stage-to-stage send
+// is emitted here, right after the producing op, so each rank's send stream
+// holds its sends in the order its compute stream produces them (Megatron and
+// DualPipe post the P2P send right after the step that produced it). Emitting
+// it when the receiver's op was lowered instead queued sends in the
+// receivers' order: with two directions (DualPipe) or two peers a send could
+// wait behind one whose input was not computed yet.
+void Lowerer::publish(int rank, OpKind kind, int mb, int stage, TaskId last) {
+  const bool fwd = kind == OpKind::F;
+  const int next = fwd ? stage + 1 : stage - 1;
+  TaskId out = last;
+  if (next >= 0 && next < S_) {
+    const int dst = fwd ? f_runner_[mb * S_ + next] : b_runner_[mb * S_ + next];
+    if (dst >= 0 && dst != rank) {
+      const double bytes = models::layer_comm(s_.model, 0, shape_).pp_bytes;
+      const double t = coll(Collective::send_recv, bytes, place_.pp_link);
+      out = add_task(rank, fwd ? pp_fwd_stream_[rank] : pp_bwd_stream_[rank], to_ns(t), Category::pp_comm,
+                     (fwd ? "send F mb" : "send B mb") + std::to_string(mb), mb, -1, 'S', 0, 0, 0,
+                     {place_.pp_link.crosses_domains() ? nic_[rank] : nvl_[rank]});
+      out_.graph.depend(last, out);
+      send_target_[out] = dst;
+    }
   }
-  (forward ? f_in_ : b_in_)[nidx] = in;
+  (fwd ? f_out_ : b_out_)[mb * S_ + stage] = out;
 }
 
 
@@ -757,31 +771,25 @@ Lowered Lowerer::run() {
 
   auto& g = out_.graph;
   g.set_contention(kDefaultContention);
-  tp_stream_.resize(p_); ep_stream_.resize(p_); 
+  tp_stream_.resize(p_); ep_stream_.resize(p_); pp_fwd_stream_.resize(p_); pp_bwd_stream_.resize(p_);
   dp_stream_.resize(p_); data_streams_.resize(p_); nvl_.resize(p_); nic_.resize(p_);
   out_.compute_stream.resize(p_);
   for (int r = 0; r < p_; ++r) {
     out_.compute_stream[r] = g.add_stream(r, "compute", true);
     if (P.tp > 1) tp_stream_[r] = g.add_stream(r, "tp", false);
     if (P.ep > 1 && s_.model.is_moe()) ep_stream_[r] = g.add_stream(r, "ep", false);
+    if (p_ > 1) {
+      pp_fwd_stream_[r] = g.add_stream(r, "pp send fwd", false);
+      pp_bwd_stream_[r] = g.add_stream(r, "pp send bwd", false);
+    }
     dp_stream_[r] = g.add_stream(r, "dp", false);
     nvl_[r] = g.add_resource("nvlink r" + std::to_string(r));
     nic_[r] = g.add_resource("nic r" + std::to_string(r));
   }
   f_out_.assign(static_cast<std::size_t>(m_) * S_, -1);
   b_out_.assign(static_cast<std::size_t>(m_) * S_, -1);
-  f_rank_.assign(static_cast<std::size_t>(m_) * S_, -1);
-  b_rank_.assign(static_cast<std::size_t>(m_) * S_, -1);
-  f_in_.assign(static_cast<std::size_t>(m_) * S_, -1);
-  b_in_.assign(static_cast<std::size_t>(m_) * S_, -1);
-  route_f_.assign(static_cast<std::size_t>(m_) * S_, -1);
-  route_b_.assign(static_cast<std::size_t>(m_) * S_, -1);
-  for (int r = 0; r < p_; ++r)
-    for (const Op& op : out_.schedule.order[r]) {
-      if (op.kind == OpKind::F || op.kind == OpKind::FB) route_f_[op.microbatch * S_ + op.stage] = r;
-      if (op.kind == OpKind::B) route_b_[op.microbatch * S_ + op.stage] = r;
-      if (op.kind == OpKind::FB) route_b_[op.microbatch_b * S_ + op.stage_b] = r;
-    }
+  f_runner_.assign(static_cast<std::size_t>(m_) * S_, -1);
+  b_runner_.assign(static_cast<std::size_t>(m_) * S_, -1);
   bucket_fill_.assign(p_, 0);
   dp_tasks_.assign(p_, {});
   grad_remaining_.assign(p_, {});
@@ -803,6 +811,9 @@ Lowered Lowerer::run() {
             grad_remaining_[r][l] += 1;
           }
       };
+      if (op.kind == OpKind::F || op.kind == OpKind::FB) f_runner_[op.microbatch * S_ + op.stage] = r;
+      if (op.kind == OpKind::B) b_runner_[op.microbatch * S_ + op.stage] = r;
+      if (op.kind == OpKind::FB) b_runner_[op.microbatch_b * S_ + op.stage_b] = r;
       if (op.kind == OpKind::F) note(op.stage, false);
       else if (op.kind == OpKind::W) note(op.stage, true);
       else if (op.kind == OpKind::B) note(op.stage, !op.split_w);
@@ -900,9 +911,9 @@ Lowered Lowerer::run() {
   std::size_t remaining = 0;
   for (const auto& v : order) remaining += v.size();
   auto ready = [&](const Op& op) {
-    auto f_ok = [&](int mb, int st) { return st == 0 || f_in_[mb * S_ + st] >= 0; };
+    auto f_ok = [&](int mb, int st) { return st == 0 || f_out_[mb * S_ + st - 1] >= 0; };
     auto b_ok = [&](int mb, int st) {
-      return st == S_ - 1 ? f_out_[mb * S_ + st] >= 0 : b_in_[mb * S_ + st] >= 0;
+      return st == S_ - 1 ? f_out_[mb * S_ + st] >= 0 : b_out_[mb * S_ + st + 1] >= 0;
     };
     switch (op.kind) {
       case OpKind::F: return f_ok(op.microbatch, op.stage);
