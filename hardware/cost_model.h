@@ -33,6 +33,18 @@ struct CostDefaults {
   static constexpr int materialized_fwd_kernels = 4;  // bmm, fused scale-mask-softmax, dropout, bmm
   static constexpr int materialized_bwd_kernels = 6;
   static constexpr double hbm_eff = 0.89;             // device copy on the H200 here: 4.26 of 4.8 TB/s
+  static constexpr double kernel_gap_s = 0.7e-6;      // GPU-side cost per kernel with the host out of the
+                                                      // loop: 0.69 us under CUDA-graph replay, H200 here
+};
+
+// Kernels issued back to back by one CPU thread into one stream (docs/levers.md,
+// "launch overhead"): the GPU runs them in order, each after a front-end gap,
+// and cannot start a kernel before the host has issued it:
+//   seconds = max(sum(exec) + n * gap, n * issue)
+// issue = the host launch cost per kernel (0 under CUDA graphs: one graph launch).
+// launch_seconds = seconds - sum(exec), the part the breakdown calls launch overhead.
+struct StreamTime {
+  double seconds = 0, launch_seconds = 0;
 };
 
 class CostModel {
@@ -42,6 +54,9 @@ class CostModel {
   double time(const Kernel&) const;
   // Seconds of the above that are launch overhead (for the breakdown).
   double launch_time(const Kernel&) const;
+  // The kernels in order on one stream, with the CPU-issue / GPU-gap roofline above.
+  StreamTime stream_time(const std::vector<const Kernel*>&) const;
+  double kernel_gap() const { return gap_; }   // GPU-side seconds per kernel
   double gemm_efficiency(std::int64_t m, std::int64_t n, std::int64_t k) const;   // fraction of peak
   double memory_bandwidth() const;      // achieved bytes/s for memory-bound kernels
   double launch_overhead() const;       // seconds per kernel (0 under CUDA graphs)
@@ -51,6 +66,7 @@ class CostModel {
 
  private:
   double gemm_seconds(const Kernel&) const;        // one kernel, no launch overhead
+  double batched_gemm_efficiency(std::int64_t m, std::int64_t n, std::int64_t k) const;
   double attention_seconds(const Kernel&) const;
   double memory_seconds(const Kernel&) const;
   int launches_per_kernel(const Kernel&) const;
@@ -63,6 +79,8 @@ class CostModel {
   double peak_ = 0;          // FLOP/s of the precision (bf16 when the GPU has no fp8)
   double bandwidth_ = 0;     // achieved HBM bytes/s
   double launch_ = 0;        // seconds per kernel launch (0 under CUDA graphs)
+  double host_launch_ = 0;   // host issue cost per kernel without graphs (launch_ before graphs zero it)
+  double gap_ = CostDefaults::kernel_gap_s;
   double gemm_eff_max_ = 0;
   int sms_ = 132;
   std::vector<TableEntry> table_;   // calibration exact shapes, sorted by (m, n, k)

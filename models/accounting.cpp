@@ -281,16 +281,27 @@ void attention_kernels(const ModelSpec& m, const AttnShape& s, int e, bool flash
   const double E = s.batch * s.heads * s.seq_q * s.seq_kv;
   f.push_back(attn_kernel(KernelKind::attention_fwd, "attn_qk", s, false, true, qk_flops, q + k + e * E));
   std::vector<Kernel> fb, bb;   // memory kernels of the score path, backward in F order
+  // One score-path kernel and its backward, bytes per score given explicitly: a
+  // pointwise op's backward reads dy and writes dx only (no saved input), the
+  // softmax backward reads its saved output y and dy.
+  auto score_op = [&](const char* fn, const char* bn, double f_rw, double f_flops, double b_rw, double b_flops) {
+    fb.push_back(memk(fn, f_rw * E, 0, f_flops * E));
+    bb.push_back(memk(bn, b_rw * E, 0, b_flops * E));
+  };
+  // The 1/sqrt(d) scale is baddbmm's alpha in both paths (Megatron-Core
+  // DotProductAttention), so no scale kernel.
   if (fused) {
-    // Megatron FusedScaleMaskSoftmax: one kernel, bf16 in and out.
-    push(fb, bb, {"scale_mask_softmax", "scale_mask_softmax_bwd", e * E, e * E, 5 * E});
+    // Megatron FusedScaleMaskSoftmax (scaled_upper_triang_masked_softmax): one
+    // kernel, bf16 in and out; backward reads y and dy, writes dx.
+    score_op("scale_mask_softmax", "scale_mask_softmax_bwd", 2.0 * e, 5, 3.0 * e, 3);
   } else {
-    // Megatron's unfused path with softmax in fp32 (PyTorch ops).
-    push(fb, bb, {"attn_scale", "attn_scale_bwd", e * E, e * E, E});
-    push(fb, bb, {"attn_mask", "attn_mask_bwd", e * E, e * E, E});
-    push(fb, bb, {"softmax_to_fp32", "softmax_to_fp32_bwd", e * E, 4 * E, 0});
-    push(fb, bb, {"softmax", "softmax_bwd", 4 * E, 4 * E, 5 * E});
-    push(fb, bb, {"softmax_to_bf16", "softmax_to_bf16_bwd", 4 * E, e * E, 0});
+    // Megatron's FusedScaleMaskSoftmax.forward_torch_softmax with softmax in fp32
+    // (--no-masked-softmax-fusion): input.float(), masked_fill_ (in place),
+    // torch.softmax, .bfloat16(). Forward 28 B/score, backward 32 B/score.
+    score_op("softmax_to_fp32", "softmax_to_fp32_bwd", e + 4.0, 0, 4.0 + e, 0);
+    score_op("attn_mask", "attn_mask_bwd", 8.0, 1, 8.0, 1);
+    score_op("softmax", "softmax_bwd", 8.0, 5, 12.0, 3);
+    score_op("softmax_to_bf16", "softmax_to_bf16_bwd", 4.0 + e, 0, e + 4.0, 0);
   }
   if (has_dropout(m)) push(fb, bb, {"attn_dropout", "attn_dropout_bwd", e * E, e * E + E, 2 * E});
   f.insert(f.end(), fb.begin(), fb.end());
@@ -583,8 +594,10 @@ double activation_bytes(const ModelSpec& m, int layer, const RankShape& r) {
     if (r.flash_attention) {
       per_token += 4 * heads * shard;                         // softmax log-sum-exp (fp32)
     } else {
-      // softmax output (e), dropout mask (1) and dropout output (e) over s keys per head
-      per_token += (e + drop * (1 + e)) * heads * s * shard;
+      // over s keys per head: the probabilities attn*V reads (e), the softmax output
+      // its backward reads (the same tensor when fused; fp32, 4 bytes, unfused),
+      // dropout mask (1) and dropout output (e)
+      per_token += (e + (r.fused_kernels ? 0.0 : 4.0) + drop * (1 + e)) * heads * s * shard;
     }
   }
   per_token += drop * h * rep;                                // dropout mask after out-projection

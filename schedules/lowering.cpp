@@ -15,7 +15,6 @@
 #include <cmath>
 #include <map>
 #include <numeric>
-#include <random>
 #include <stdexcept>
 
 #include "hardware/collectives.h"
@@ -56,6 +55,9 @@ struct Seg {
   Category comm_cat = Category::other;
   bool comm_nic = false;        // over the NIC (else NVLink)
   bool comm_overlappable = false;
+  // tp_comm_overlap: compute the collective can run beside (the chunks of the GEMMs it is
+  // pipelined with, see pass_cost); 0 = none.
+  std::int64_t overlap_ns = 0;
 };
 
 struct PassCost {
@@ -97,19 +99,18 @@ class Lowerer {
   }
   Seg seg_of(const std::vector<const Kernel*>& ks) const {
     Seg sg;
-    double t = 0, l = 0;
-    for (const Kernel* k : ks) {
-      t += cost_.time(*k);
-      l += cost_.launch_time(*k);
-      sg.flops += k->flops * k->count;
-    }
-    sg.ns = to_ns(t);
-    sg.launch_ns = to_ns(l);
+    for (const Kernel* k : ks) sg.flops += k->flops * k->count;
+    // Back to back on one stream: CPU issue vs GPU execution + per-kernel gap (cost_model.h).
+    const hardware::StreamTime st = cost_.stream_time(ks);
+    sg.ns = to_ns(st.seconds);
+    sg.launch_ns = to_ns(st.launch_seconds);
     return sg;
   }
   struct Bounds { std::size_t mlp = 0, attn = 0, ex0 = 0, ex1 = 0; };
   PassCost pass_cost(const std::vector<Kernel>& ks, bool backward, bool moe_layer, const models::LayerComm& lc,
                      const Bounds&) const;
+  void tp_overlap_windows(const std::vector<Kernel>& ks, const std::vector<std::pair<std::size_t, std::size_t>>& spans,
+                          PassCost& pc) const;
   const LayerCost& layer_cost(int layer);
   LayerCost end_cost(bool embedding);
 
@@ -241,29 +242,99 @@ PassCost Lowerer::pass_cost(const std::vector<Kernel>& ks, bool backward, bool m
     return sg;
   };
   const std::size_t n = ks.size();
+  std::vector<std::pair<std::size_t, std::size_t>> spans;   // kernel range of each segment
+  auto add = [&](Seg sg, std::size_t from, std::size_t to) {
+    pc.segs.push_back(sg);
+    spans.emplace_back(std::min(from, n), std::min(to, n));
+  };
   if (!backward) {
-    pc.segs.push_back(attn_seg(range(0, bd.mlp)));
+    add(attn_seg(range(0, bd.mlp)), 0, bd.mlp);
     if (!moe_layer) {
-      pc.segs.push_back(with_tp(seg_of(range(bd.mlp, n))));
+      add(with_tp(seg_of(range(bd.mlp, n))), bd.mlp, n);
     } else {
-      pc.segs.push_back(with_a2a(seg_of(range(bd.mlp, bd.ex0))));
-      pc.segs.push_back(with_a2a(seg_of(range(bd.ex0, bd.ex1))));
-      pc.segs.push_back(seg_of(range(bd.ex1, n)));
+      add(with_a2a(seg_of(range(bd.mlp, bd.ex0))), bd.mlp, bd.ex0);
+      add(with_a2a(seg_of(range(bd.ex0, bd.ex1))), bd.ex0, bd.ex1);
+      add(seg_of(range(bd.ex1, n)), bd.ex1, n);
     }
   } else {
     if (!moe_layer) {
-      pc.segs.push_back(with_tp(seg_of(range(0, bd.attn))));
+      add(with_tp(seg_of(range(0, bd.attn))), 0, bd.attn);
     } else {
-      pc.segs.push_back(with_a2a(seg_of(range(0, bd.ex0))));
-      pc.segs.push_back(with_a2a(seg_of(range(bd.ex0, bd.ex1))));
-      pc.segs.push_back(seg_of(range(bd.ex1, bd.attn)));
+      add(with_a2a(seg_of(range(0, bd.ex0))), 0, bd.ex0);
+      add(with_a2a(seg_of(range(bd.ex0, bd.ex1))), bd.ex0, bd.ex1);
+      add(seg_of(range(bd.ex1, bd.attn)), bd.ex1, bd.attn);
     }
-    pc.segs.push_back(attn_seg(range(bd.attn, n)));
+    add(attn_seg(range(bd.attn, n)), bd.attn, n);
   }
+  if (s_.features.tp_comm_overlap && s_.parallel.tp > 1) tp_overlap_windows(ks, spans, pc);
   // Drop empty segments without communication.
   pc.segs.erase(std::remove_if(pc.segs.begin(), pc.segs.end(), [](const Seg& x) { return x.ns == 0 && x.comm_ns == 0; }),
                 pc.segs.end());
   return pc;
+}
+
+// TP communication overlap (Megatron-LM --tp-comm-overlap, Transformer Engine
+// userbuffers). With sequence parallelism the collective point after segment i is
+// the reduce-scatter of its last GEMM's output (attn_out, fc2; fc1/qkv dgrad in B)
+// and the all-gather feeding the first GEMM of the next segment (fc1, qkv of the
+// next layer; attn_out/fc2 dgrad in B). TE splits each of those two GEMMs into tp
+// chunks along the token dimension and pipelines the collective with them
+// (ring-exchange all-gather: chunk j's shard arrives while chunk j-1 computes;
+// pipelined reduce-scatter: chunk j's partial sums leave while chunk j+1
+// computes). So:
+//  * only (tp-1)/tp of those two GEMMs can hide the collective, not the norms,
+//    RoPE or attention core around them; what is left is exposed;
+//  * the chunked GEMMs run slower than whole ones (tp GEMMs of m/tp rows), a cost
+//    paid whether or not there was communication to hide;
+//  * while the collective runs the GEMM shares SMs and HBM with it (the engine's
+//    contention factor, kDefaultContention).
+// The next segment's first GEMM is this layer's own (the next layer's is the same
+// shape); the window runs at the end of segment i on the timeline, so its length,
+// not its position, is what the model keeps.
+void Lowerer::tp_overlap_windows(const std::vector<Kernel>& ks,
+                                 const std::vector<std::pair<std::size_t, std::size_t>>& spans, PassCost& pc) const {
+  const int chunks = s_.parallel.tp;
+  struct Ends { double first = 0, last = 0; std::size_t first_i = 0, last_i = 0; bool any = false; };
+  auto exec = [&](const Kernel& k) { return cost_.time(k) - cost_.launch_time(k); };
+  auto chunked = [&](const Kernel& k) {
+    Kernel c = k;
+    c.m = std::max<std::int64_t>(1, (k.m + chunks - 1) / chunks);
+    c.flops = 0;   // recomputed from the shape
+    c.bytes = 0;
+    return chunks * exec(c);
+  };
+  std::vector<Ends> ends(spans.size());
+  for (std::size_t i = 0; i < spans.size(); ++i)
+    for (std::size_t j = spans[i].first; j < spans[i].second; ++j)
+      if (ks[j].kind == hardware::KernelKind::gemm) {
+        if (!ends[i].any) ends[i].first_i = j;
+        ends[i].last_i = j;
+        ends[i].any = true;
+      }
+  for (auto& e : ends)
+    if (e.any) {
+      e.first = chunked(ks[e.first_i]);
+      e.last = chunked(ks[e.last_i]);
+    }
+  const std::size_t n = pc.segs.size();
+  std::vector<bool> first_chunked(n, false), last_chunked(n, false);
+  for (std::size_t i = 0; i < n; ++i) {
+    Seg& sg = pc.segs[i];
+    if (!(sg.comm_ns > 0 && sg.comm_overlappable) || !ends[i].any) continue;
+    std::size_t nx = (i + 1) % n;
+    while (nx != i && !ends[nx].any) nx = (nx + 1) % n;
+    const double window = (ends[i].last + ends[nx].first) * (chunks - 1) / chunks;
+    sg.overlap_ns = to_ns(window);
+    last_chunked[i] = true;
+    first_chunked[nx] = true;
+  }
+  for (std::size_t i = 0; i < n; ++i) {
+    if (!ends[i].any) continue;
+    double extra = 0;
+    if (last_chunked[i]) extra += ends[i].last - exec(ks[ends[i].last_i]);
+    if (first_chunked[i] && ends[i].first_i != ends[i].last_i) extra += ends[i].first - exec(ks[ends[i].first_i]);
+    pc.segs[i].ns += std::max<std::int64_t>(0, to_ns(extra));
+  }
 }
 
 const LayerCost& Lowerer::layer_cost(int layer) {
@@ -326,13 +397,14 @@ void Lowerer::emit_seg(int rank, Chain& ch, const Seg& sg, Category cat, const s
   const bool overlap = sg.comm_ns > 0 && sg.comm_overlappable && s_.features.tp_comm_overlap;
   TaskId head = -1, tail = -1;
   if (overlap && sg.ns > 0) {
-    // The collective can start once the first of the segment's GEMM chunks is done:
-    // Megatron splits the GEMM into tp chunks for the userbuffer pipeline (at least 2).
-    const int chunks = std::max(2, s_.parallel.tp);
-    const std::int64_t head_ns = sg.ns / chunks;
-    head = add_task(rank, cs, head_ns, cat, name, mb, chunk, kind, sg.launch_ns / chunks, sg.flops / chunks, mem);
-    tail = add_task(rank, cs, sg.ns - head_ns, cat, "", mb, chunk, kind, sg.launch_ns - sg.launch_ns / chunks,
-                    sg.flops - sg.flops / chunks, 0);
+    // The collective runs beside the chunked GEMMs it is pipelined with (overlap_ns,
+    // see tp_overlap_windows), placed at the end of the segment.
+    const std::int64_t head_ns = sg.ns - std::min(sg.ns, sg.overlap_ns);
+    const double share = static_cast<double>(head_ns) / static_cast<double>(sg.ns);
+    const auto head_launch = static_cast<std::int64_t>(std::llround(sg.launch_ns * share));
+    head = add_task(rank, cs, head_ns, cat, name, mb, chunk, kind, head_launch, sg.flops * share, mem);
+    tail = add_task(rank, cs, sg.ns - head_ns, cat, "", mb, chunk, kind, sg.launch_ns - head_launch,
+                    sg.flops * (1 - share), 0);
   } else {
     head = tail = add_task(rank, cs, sg.ns, cat, name, mb, chunk, kind, sg.launch_ns, sg.flops, mem);
   }
@@ -464,7 +536,7 @@ TaskId Lowerer::emit_merged(int rank, const std::vector<const std::vector<Item>*
       }
       const int stream = sg.comm_cat == Category::ep_comm ? 1 : 0;
       if (overlap) {
-        const std::int64_t head = sg.ns / std::max(2, s_.parallel.tp), tail = sg.ns - head;
+        const std::int64_t head = sg.ns - std::min(sg.ns, sg.overlap_ns), tail = sg.ns - head;
         const std::int64_t cs = std::max(t + head, comm_free[stream]), ce = cs + sg.comm_ns;
         // Tail from t+head; slowed by (1+k) while the collective runs.
         const std::int64_t ts = t + head;
@@ -685,21 +757,27 @@ void Lowerer::publish(int rank, OpKind kind, int mb, int stage, TaskId last) {
 }
 
 
-// Python GC (features.python_gc): each GPU's training process pauses for a
-// full collection of `kGcPause` at random times, on average every
-// `kGcInterval` of training (a Poisson process, seeded by scenario.seed).
-// The ranks of one pipeline stage synchronise in every TP collective (each
-// layer) and in the DP gradient reduction, so a pause on any of them stalls
-// all: the stage sees the union of its peers' pauses. The union grows with
-// the number of ranks, which is why unaligned GC hurts at scale
-// (nemo_rl manual_gc: "an automatic full Python GC lands on whichever rank
-// crosses its threshold, and every other rank then waits for it in the next
-// collective"). Values are assumptions documented in docs/levers.md.
+// Python GC (features.python_gc). Each GPU's training process stops the world
+// for a collection of gc_pause_ms, on average every gc_interval_s of training: a
+// fraction p = pause / interval of its time. The ranks of one pipeline stage
+// (tp * cp * dp of them) synchronise in every TP collective and in the DP
+// gradient reduction, so a pause on any of them stalls all: the stage loses the
+// union of its peers' pauses, a fraction f = 1 - (1 - p)^peers of wall time
+// (independent, unaligned collections; ~ peers * p while that is small). This
+// is why unaligned GC hurts at scale (torchtitan PR #148: scheduled GC gained
+// ~1.5% per step at 512 GPUs; Megatron-LM --manual-gc: "helps to align the
+// timing of the collection across ranks"). The step simulated is the average
+// step: the expected stall B * f / (1 - f) over the stage's busy time B, as
+// pauses of gc_pause_ms (the last one shorter) spread evenly over its ops and
+// staggered between pipeline ranks; other stages see them through the
+// pipeline's dependencies. Deterministic.
+// Parameters and sources: docs/levers.md.
 
 void Lowerer::add_gc_pauses(int rank, std::vector<std::int64_t>& pause_before_op) {
   const auto& ops = out_.schedule.order[rank];
   pause_before_op.assign(ops.size() + 1, 0);
-  // Busy-time estimate of this rank's ops (compute only), as the time base.
+  if (ops.empty()) return;
+  // Busy-time estimate of this rank's ops (compute and the collectives it waits for), as the time base.
   std::vector<double> start(ops.size() + 1, 0);
   for (std::size_t i = 0; i < ops.size(); ++i) {
     double t = 0;
@@ -709,31 +787,22 @@ void Lowerer::add_gc_pauses(int rank, std::vector<std::int64_t>& pause_before_op
     }
     start[i + 1] = start[i] + t;
   }
-  const double horizon = start.back() * 1.2 + 1e-3;
-  // Peers of this stage that synchronise within the step: tp * cp * dp (every rank of the stage).
+  const double busy = start.back();
+  const double pause = s_.features.gc_pause_ms * 1e-3, interval = s_.features.gc_interval_s;
+  if (!(pause > 0) || !(interval > 0) || !(busy > 0)) return;
   const int peers = std::max(1, s_.gpus / std::max(1, s_.parallel.pp));
-  std::mt19937_64 rng(s_.seed * 1000003ULL + static_cast<std::uint64_t>(rank));
-  const double kGcPause = s_.features.gc_pause_ms * 1e-3, kGcInterval = s_.features.gc_interval_s;
-  std::exponential_distribution<double> gap(1.0 / kGcInterval);
-  std::vector<std::pair<double, double>> pauses;
-  for (int peer = 0; peer < peers; ++peer) {
-    // Each process is at a random phase of its collection cycle when the step starts.
-    double t = std::uniform_real_distribution<double>(0, kGcInterval)(rng);
-    while (t < horizon) {
-      pauses.emplace_back(t, t + kGcPause);
-      t += kGcPause + gap(rng);
-    }
-  }
-  std::sort(pauses.begin(), pauses.end());
-  std::vector<std::pair<double, double>> merged;
-  for (const auto& p : pauses) {
-    if (!merged.empty() && p.first <= merged.back().second) merged.back().second = std::max(merged.back().second, p.second);
-    else merged.push_back(p);
-  }
-  for (const auto& iv : merged) {
-    const auto it = std::upper_bound(start.begin(), start.end(), iv.first);
-    const std::size_t op = static_cast<std::size_t>(std::max<std::ptrdiff_t>(0, (it - start.begin()) - 1));
-    if (op < ops.size()) pause_before_op[op] += to_ns(iv.second - iv.first);
+  const double p = std::min(1.0, pause / interval);
+  const double f = 1.0 - std::pow(1.0 - p, peers);
+  const double stall = f >= 1.0 ? busy : busy * f / (1.0 - f);
+  const int count = static_cast<int>(std::ceil(stall / pause - 1e-9));
+  for (int j = 0; j < count; ++j) {
+    const double len = std::min(pause, stall - j * pause);
+    // Evenly spread over the rank's busy time, staggered between pipeline ranks
+    // (their processes collect independently, not at the same moment).
+    const double at = busy * (j + (rank + 0.5) / p_) / count;
+    const auto it = std::upper_bound(start.begin(), start.end(), at);
+    const std::size_t op = std::min(ops.size() - 1, static_cast<std::size_t>(std::max<std::ptrdiff_t>(0, (it - start.begin()) - 1)));
+    pause_before_op[op] += to_ns(len);
   }
 }
 

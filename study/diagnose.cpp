@@ -28,6 +28,23 @@ std::vector<std::pair<const char*, double>> parts(const report::Breakdown& b) {
 
 std::string b2s(bool v) { return v ? "true" : "false"; }
 
+// The breakdown parts each lever acts on (docs/levers.md); "shrinks" reports the
+// one of these that shrank most. Pauses and loading on other pipeline ranks reach
+// the reported rank as idle time, hence bubble next to gc and dataloader.
+std::vector<std::string> targets(const std::string& lever) {
+  if (lever == "flash attention") return {"forward", "backward", "recompute"};
+  if (lever == "fused kernels") return {"forward", "backward", "launch_overhead"};
+  if (lever == "overlap grad reduce" || lever == "overlap param gather") return {"dp_comm_exposed"};
+  if (lever == "TP comm overlap") return {"tp_comm_exposed"};
+  if (lever == "GC off") return {"gc", "bubble"};
+  if (lever == "more dataloader workers") return {"dataloader", "bubble"};
+  if (lever == "CUDA graphs") return {"launch_overhead"};
+  if (lever == "larger micro-batch") return {"forward", "backward"};
+  if (lever == "selective recompute" || lever == "no recompute") return {"recompute"};
+  if (lever.rfind("NCCL", 0) == 0) return {"tp_comm_exposed", "dp_comm_exposed", "pp_comm_exposed", "ep_comm_exposed"};
+  return {"bubble"};   // schedules and vpp
+}
+
 }  // namespace
 
 std::vector<std::pair<std::string, std::vector<std::string>>> lever_candidates(const config::Scenario& s) {
@@ -96,12 +113,17 @@ Diagnosis diagnose(const std::string& path, const config::LoadOptions& lo, const
           x.step_time_s = r.step_time_s;
           x.fits = r.memory.fits;
           const auto before = parts(d.base.breakdown), after = parts(r.breakdown);
-          for (std::size_t k = 0; k < before.size(); ++k) {
-            const double shrink = before[k].second - after[k].second;
-            if (shrink > x.shrinks_s) {
-              x.shrinks_s = shrink;
-              x.shrinks = before[k].first;
+          const auto want = targets(lever);
+          for (bool targeted : {true, false}) {   // the lever's own parts first, else any part
+            for (std::size_t k = 0; k < before.size(); ++k) {
+              const bool is_target = std::find(want.begin(), want.end(), before[k].first) != want.end();
+              const double shrink = before[k].second - after[k].second;
+              if (is_target == targeted && shrink > x.shrinks_s) {
+                x.shrinks_s = shrink;
+                x.shrinks = before[k].first;
+              }
             }
+            if (!x.shrinks.empty()) break;
           }
           valid[i] = true;
         } catch (const config::ConfigError&) {

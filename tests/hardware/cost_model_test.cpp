@@ -149,8 +149,13 @@ TEST_CASE("one piece of the materialised path (FLOPs and bytes given) is a batch
   Kernel qk = attention(KernelKind::attention_fwd, 4096, false);
   qk.flops = 2.0 * 64 * 4096.0 * 4096 * 128;
   qk.bytes = 2.0 * 64 * 4096.0 * 4096;
-  const double expect = std::max(qk.flops / (989e12 * cm.gemm_efficiency(4096, 4096, 128)), qk.bytes / cm.memory_bandwidth());
-  CHECK(cm.time(qk) == doctest::Approx(expect));
+  // With k = head_dim = 128 the piece is bound by writing the s x s scores (arithmetic
+  // intensity 2*128/2 = 128 FLOP/byte < 989/2.98 = 332 on H100): its time is the score
+  // bytes at achieved bandwidth. The k/(k + 380) epilogue term of dense GEMMs is that same
+  // write and is not charged again (H200 here: QK^T + attn*V for 32 heads at s = 4096 in
+  // 0.69 ms, ~3.1 TB/s, i.e. memory-bound, not ~200 TFLOP/s compute-bound).
+  CHECK(qk.flops / (989e12 * 0.84) < qk.bytes / cm.memory_bandwidth());
+  CHECK(cm.time(qk) == doctest::Approx(qk.bytes / cm.memory_bandwidth()));
   const CostModel eager(h100(), Precision::bf16);
   CHECK(eager.launch_time(qk) == doctest::Approx(4e-6));
 }

@@ -1,0 +1,307 @@
+// Each MFU lever (SPEC §3 [features], docs/levers.md) moves the breakdown part
+// it acts on, with the right sign, and leaves the others alone up to second-order
+// effects (shorter ops shrink the bubble; overlapped communication slows compute
+// by the contention factor).
+#include <doctest/doctest.h>
+
+#include <cmath>
+#include <filesystem>
+#include <fstream>
+#include <map>
+#include <string>
+
+#include "config/loader.h"
+#include "hardware/cost_model.h"
+#include "models/accounting.h"
+#include "report/simulate.h"
+#include "study/diagnose.h"
+
+namespace {
+
+using namespace mfusim;
+namespace fs = std::filesystem;
+
+const std::string kRoot = fs::path(MFUSIM_TEST_DIR).parent_path().string();
+
+// Llama-2-13B on 16 H100 (tp 4, pp 2, dp 2), 16 micro-batches of 4096 tokens:
+// small enough to simulate in well under a second, with every lever in play.
+std::string scenario_text(const std::map<std::string, std::string>& set, int gpus = 16, int global_batch = 32) {
+  std::map<std::string, std::string> f = {
+      {"flash_attention", "true"},   {"fused_kernels", "true"},   {"overlap_grad_reduce", "true"},
+      {"overlap_param_gather", "true"}, {"tp_comm_overlap", "false"}, {"recompute", "\"none\""},
+      {"cuda_graphs", "false"},      {"python_gc", "false"},      {"dataloader_workers", "8"},
+      {"nccl_algo", "\"auto\""}};
+  std::string training = "micro_batch = 1\n", schedule = "name = \"1f1b\"\n", parallel = "tp = 4\npp = 2\n";
+  std::string model = "llama2-13b", seq = "4096";
+  for (const auto& [k, v] : set) {
+    if (k == "model") model = v;
+    else if (k == "seq_len") seq = v;
+    else if (k == "micro_batch") training = "micro_batch = " + v + "\n";
+    else if (k == "schedule") schedule = "name = \"" + v + "\"\n";
+    else if (k == "parallel") parallel = v;
+    else f[k] = v;
+  }
+  std::string t = "name = \"levers\"\nmodel = \"" + model + "\"\nhardware = \"h100-sxm\"\n[cluster]\ngpus = " +
+                  std::to_string(gpus) + "\n[training]\nseq_len = " + seq + "\nglobal_batch = " + std::to_string(global_batch) +
+                  "\n" + training + "precision = \"bf16\"\n[parallel]\n" + parallel +
+                  "sequence_parallel = true\ndistributed_optimizer = true\n[schedule]\n" + schedule + "[features]\n";
+  for (const auto& [k, v] : f) t += k + " = " + v + "\n";
+  return t;
+}
+
+report::StepResult run(const std::map<std::string, std::string>& set, int gpus = 16, int global_batch = 32) {
+  const auto loaded = config::load_scenario_string(scenario_text(set, gpus, global_batch), kRoot + "/scenarios/levers.toml");
+  report::SimulateOptions o;
+  o.keep_timeline = false;
+  return report::simulate(loaded.base, o);
+}
+
+// Parts that a lever must not move, by name.
+double part(const report::Breakdown& b, const std::string& name) {
+  const std::map<std::string, double> m = {
+      {"forward", b.forward},     {"backward", b.backward},           {"recompute", b.recompute},
+      {"optimizer", b.optimizer}, {"tp", b.tp_comm_exposed},          {"pp", b.pp_comm_exposed},
+      {"dp", b.dp_comm_exposed},  {"bubble", b.bubble},               {"dataloader", b.dataloader},
+      {"gc", b.gc},               {"launch", b.launch_overhead}};
+  return m.at(name);
+}
+
+// |after - before| <= tol * step + 1 ms for every listed part.
+void unchanged(const report::StepResult& a, const report::StepResult& b, std::initializer_list<const char*> parts,
+               double tol = 0.01) {
+  for (const char* p : parts) {
+    INFO("part ", p, ": ", part(a.breakdown, p), " -> ", part(b.breakdown, p));
+    CHECK(std::abs(part(a.breakdown, p) - part(b.breakdown, p)) <= tol * a.step_time_s + 1e-3);
+  }
+}
+
+}  // namespace
+
+TEST_CASE("flash attention shrinks forward, backward and recompute, and nothing else") {
+  // Materialised attention writes and reads the s x s scores through HBM
+  // (docs/levers.md §flash): F and B lose that traffic, selective recompute
+  // (the attention core again before B) loses it too.
+  const auto eager = run({{"flash_attention", "false"}, {"recompute", "\"selective\""}});
+  const auto flash = run({{"flash_attention", "true"}, {"recompute", "\"selective\""}});
+  CHECK(flash.breakdown.forward < eager.breakdown.forward);
+  CHECK(flash.breakdown.backward < eager.breakdown.backward);
+  CHECK(flash.breakdown.recompute < eager.breakdown.recompute);
+  CHECK(flash.mfu > eager.mfu);
+  unchanged(eager, flash, {"optimizer", "tp", "dp", "dataloader", "gc", "launch"});
+}
+
+TEST_CASE("materialised attention: score traffic and stored activations of the unfused and fused paths") {
+  // Megatron-Core DotProductAttention without flash (docs/levers.md §flash), per score:
+  //  fused:   FusedScaleMaskSoftmax reads and writes bf16: 4 B forward; backward reads y, dy, writes dx: 6 B.
+  //  unfused: .float() 2+4, masked_fill_ 4+4, softmax 4+4, .bfloat16() 4+2 = 28 B forward;
+  //           backward 6 + 8 + 12 + 6 = 32 B.
+  // Stored per score (no recompute): bf16 probabilities for attn*V (2 B), plus the fp32 softmax
+  // output its backward reads when unfused (4 B).
+  const auto m = config::load_model(kRoot + "/models/llama2-13b.toml");
+  models::RankShape r;
+  r.tp = 4;
+  r.seq_len = 4096;
+  r.flash_attention = false;
+  const double E = 1.0 * (40 / 4) * 4096.0 * 4096.0;   // scores per rank: heads/tp x s x s
+  auto score_bytes = [&](const std::vector<hardware::Kernel>& ks) {
+    double b = 0;
+    for (const auto& k : ks) {
+      const std::string n = k.name;
+      if (n.find("softmax") != std::string::npos || n.find("attn_mask") != std::string::npos) b += k.bytes * k.count;
+    }
+    return b;
+  };
+  r.fused_kernels = true;
+  auto fused = models::layer_kernels(m, 0, r);
+  CHECK(score_bytes(fused.f) == doctest::Approx(4 * E));
+  CHECK(score_bytes(fused.b) == doctest::Approx(6 * E));
+  const double act_fused = models::activation_bytes(m, 0, r);
+  r.fused_kernels = false;
+  auto unfused = models::layer_kernels(m, 0, r);
+  CHECK(score_bytes(unfused.f) == doctest::Approx(28 * E));
+  CHECK(score_bytes(unfused.b) == doctest::Approx(32 * E));
+  CHECK(models::activation_bytes(m, 0, r) - act_fused == doctest::Approx(4 * E));
+  r.flash_attention = true;
+  const double act_flash = models::activation_bytes(m, 0, r);
+  // flash keeps the fp32 log-sum-exp (4 B per query per head) instead of 2 B per score.
+  CHECK(act_fused - act_flash == doctest::Approx(2 * E - 4.0 * 10 * 4096));
+}
+
+TEST_CASE("fused kernels shrink forward, backward and launch overhead") {
+  const auto unfused = run({{"fused_kernels", "false"}});
+  const auto fused = run({{"fused_kernels", "true"}});
+  CHECK(fused.breakdown.forward < unfused.breakdown.forward);
+  CHECK(fused.breakdown.backward < unfused.breakdown.backward);
+  CHECK(fused.breakdown.launch_overhead <= unfused.breakdown.launch_overhead);
+  CHECK(fused.mfu > unfused.mfu);
+  unchanged(unfused, fused, {"recompute", "optimizer", "tp", "dp", "dataloader", "gc"});
+}
+
+TEST_CASE("overlapped gradient reduction shrinks exposed DP communication") {
+  const auto serial = run({{"overlap_grad_reduce", "false"}, {"overlap_param_gather", "false"}});
+  const auto overlapped = run({{"overlap_grad_reduce", "true"}, {"overlap_param_gather", "true"}});
+  CHECK(serial.breakdown.dp_comm_exposed > 0);
+  CHECK(overlapped.breakdown.dp_comm_exposed < serial.breakdown.dp_comm_exposed);
+  CHECK(overlapped.step_time_s < serial.step_time_s);
+  // Second order: the overlapped reduction slows the backward it runs beside (contention).
+  unchanged(serial, overlapped, {"forward", "recompute", "optimizer", "tp", "dataloader", "gc", "launch"}, 0.02);
+}
+
+TEST_CASE("TP comm overlap hides TP communication and costs compute") {
+  // docs/levers.md §tp_comm_overlap: the collective is pipelined with tp chunks of the two
+  // GEMMs next to it; the chunked GEMMs are slower and share the GPU while it runs.
+  const auto serial = run({{"tp_comm_overlap", "false"}});
+  const auto overlapped = run({{"tp_comm_overlap", "true"}});
+  CHECK(serial.breakdown.tp_comm_exposed > 0);
+  CHECK(overlapped.breakdown.tp_comm_exposed < serial.breakdown.tp_comm_exposed);
+  CHECK(overlapped.breakdown.forward > serial.breakdown.forward);
+  CHECK(overlapped.breakdown.backward > serial.breakdown.backward);
+  // It hides no more than it could: the compute added is part of the price, so the
+  // step shrinks by less than the exposed TP time.
+  CHECK(serial.step_time_s - overlapped.step_time_s < serial.breakdown.tp_comm_exposed);
+  unchanged(serial, overlapped, {"recompute", "optimizer", "dataloader", "gc"});
+}
+
+TEST_CASE("Python GC adds pauses, and its cost grows with the number of ranks") {
+  const auto off = run({{"python_gc", "false"}});
+  const auto on = run({{"python_gc", "true"}});
+  CHECK(off.breakdown.gc == 0);
+  CHECK(on.breakdown.gc > 0);
+  CHECK(on.mfu < off.mfu);
+  unchanged(off, on, {"forward", "backward", "recompute", "optimizer", "tp", "dp", "dataloader", "launch"});
+  // Same per-GPU work (global batch grows with dp), 4x the ranks per stage: a stage loses the
+  // union of its peers' pauses, 1 - (1 - p)^peers, so the GC share grows.
+  const auto big = run({{"python_gc", "true"}}, 64, 128);
+  CHECK(big.breakdown.gc / big.step_time_s > 2.0 * on.breakdown.gc / on.step_time_s);
+}
+
+TEST_CASE("GC stall on one stage follows the union of its peers' pauses") {
+  // pp = 1: the only stage's busy time B is its ops (forward, backward, the TP collectives
+  // they wait for, launch gaps); expected stall B * f / (1 - f), f = 1 - (1 - pause/interval)^peers
+  // with peers = all 16 GPUs (defaults 100 ms, 3400 s).
+  const auto on = run({{"python_gc", "true"}, {"parallel", "tp = 4\npp = 1\n"}});
+  const double p = 0.1 / 3400.0, f = 1.0 - std::pow(1.0 - p, 16);
+  const auto& b = on.breakdown;
+  const double busy = b.forward + b.backward + b.recompute + b.tp_comm_exposed + b.launch_overhead;
+  CHECK(b.gc == doctest::Approx(busy * f / (1 - f)).scale(0).epsilon(0.01));
+}
+
+TEST_CASE("dataloader on the training thread costs the loading time of every micro-batch") {
+  // Default per-sequence cost: seq_len / 1M tokens/s + 1 ms (docs/levers.md §dataloader);
+  // 16 micro-batches of one 4096-token sequence load on pipeline rank 0.
+  const auto inline_load = run({{"dataloader_workers", "0"}});
+  const auto workers = run({{"dataloader_workers", "8"}});
+  CHECK(workers.breakdown.dataloader < 1e-4);
+  CHECK(inline_load.breakdown.dataloader == doctest::Approx(16 * (4096 / 1e6 + 1e-3)).scale(0).epsilon(0.01));
+  CHECK(workers.mfu > inline_load.mfu);
+  unchanged(inline_load, workers, {"forward", "backward", "recompute", "optimizer", "tp", "dp", "gc", "launch"});
+}
+
+TEST_CASE("launch roofline: CPU issue bounds short kernels, CUDA graphs leave the GPU gap") {
+  // cost_model.h StreamTime: seconds = max(sum(exec) + n * gap, n * issue).
+  hardware::HardwareSpec hw = config::load_hardware(kRoot + "/hardware/h100-sxm.toml");
+  hardware::Kernel tiny;
+  tiny.kind = hardware::KernelKind::memory;
+  tiny.bytes = 1024;   // ~0.3 ns of HBM time: all launch
+  std::vector<const hardware::Kernel*> ks(100, &tiny);
+  const hardware::CostModel eager(hw, hardware::Precision::bf16);
+  const hardware::CostModel graphs(hw, hardware::Precision::bf16, nullptr, true);
+  CHECK(eager.stream_time(ks).seconds == doctest::Approx(100 * hw.launch_overhead).scale(0).epsilon(1e-3));
+  CHECK(graphs.stream_time(ks).seconds == doctest::Approx(100 * graphs.kernel_gap()).scale(0).epsilon(0.01));
+  // Long kernels hide the host: the GPU never waits for it.
+  hardware::Kernel big = tiny;
+  big.bytes = 3e9;   // ~1 ms
+  std::vector<const hardware::Kernel*> kb(10, &big);
+  const double exec = 10 * (eager.time(big) - eager.launch_time(big));
+  CHECK(eager.stream_time(kb).seconds == doctest::Approx(exec + 10 * eager.kernel_gap()).scale(0));
+  CHECK(graphs.stream_time(kb).seconds == doctest::Approx(eager.stream_time(kb).seconds).scale(0));
+}
+
+TEST_CASE("CUDA graphs shrink launch overhead only") {
+  // A small per-rank shape (GPT 1.7B, tp 8, 512-token sequences): its GEMMs take ~5 us and
+  // its elementwise kernels well under 1 us, less than the host's 4 us per launch, so the
+  // GPU waits for the CPU; a graph launch leaves only the GPU's per-kernel gap. (On the
+  // large shapes of the other tests the host runs ahead and graphs change nothing.)
+  const std::map<std::string, std::string> base = {
+      {"model", "gpt-1.7b"}, {"seq_len", "512"}, {"fused_kernels", "false"}, {"parallel", "tp = 8\npp = 2\n"}};
+  auto graphs = base;
+  graphs["cuda_graphs"] = "true";
+  const auto eager = run(base, 16, 16);
+  const auto g = run(graphs, 16, 16);
+  CHECK(eager.breakdown.launch_overhead > 0);
+  CHECK(g.breakdown.launch_overhead < 0.5 * eager.breakdown.launch_overhead);
+  CHECK(g.mfu >= eager.mfu);
+  unchanged(eager, g, {"forward", "backward", "recompute", "optimizer", "tp", "dp", "dataloader", "gc"}, 0.02);
+}
+
+TEST_CASE("a larger micro-batch: more bubble (fewer micro-batches), faster GEMMs, more activations") {
+  const auto mb1 = run({{"micro_batch", "1"}});
+  const auto mb2 = run({{"micro_batch", "2"}});
+  CHECK(mb2.microbatches * 2 == mb1.microbatches);
+  CHECK(mb2.breakdown.bubble > mb1.breakdown.bubble);   // (p-1)/m with m halved
+  CHECK(mb2.breakdown.forward + mb2.breakdown.backward <= mb1.breakdown.forward + mb1.breakdown.backward);
+  CHECK(mb2.memory.activations_gib > mb1.memory.activations_gib);
+}
+
+TEST_CASE("interleaving shrinks the pipeline bubble") {
+  const auto plain = run({{"schedule", "1f1b"}});
+  const auto inter = run({{"schedule", "interleaved-1f1b"}, {"parallel", "tp = 4\npp = 2\nvpp = 2\n"}});
+  CHECK(inter.breakdown.bubble < plain.breakdown.bubble);
+  unchanged(plain, inter, {"recompute", "optimizer", "dataloader", "gc"});
+}
+
+TEST_CASE("recompute: none < selective < full in recompute time, the reverse in activations") {
+  const auto none = run({{"recompute", "\"none\""}});
+  const auto sel = run({{"recompute", "\"selective\""}});
+  const auto full = run({{"recompute", "\"full\""}});
+  CHECK(none.breakdown.recompute == 0);
+  CHECK(sel.breakdown.recompute > 0);
+  CHECK(full.breakdown.recompute > sel.breakdown.recompute);
+  CHECK(none.memory.activations_gib > sel.memory.activations_gib);
+  CHECK(sel.memory.activations_gib > full.memory.activations_gib);
+  CHECK(none.mfu > sel.mfu);
+  CHECK(sel.mfu > full.mfu);
+}
+
+TEST_CASE("diagnose: every classic fix has a positive gain and the ranking is deterministic") {
+  const fs::path dir = fs::temp_directory_path() / "mfusim_levers_test";
+  fs::create_directories(dir);
+  const fs::path file = dir / "bad.toml";
+  std::string text = scenario_text({{"flash_attention", "false"},
+                                    {"fused_kernels", "false"},
+                                    {"overlap_grad_reduce", "false"},
+                                    {"overlap_param_gather", "false"},
+                                    {"recompute", "\"selective\""},
+                                    {"python_gc", "true"},
+                                    {"dataloader_workers", "0"}});
+  const auto pos = text.find("llama2-13b");
+  text.replace(pos, 10, kRoot + "/models/llama2-13b.toml");
+  const auto hpos = text.find("\"h100-sxm\"");
+  text.replace(hpos, 10, "\"" + kRoot + "/hardware/h100-sxm.toml\"");
+  std::ofstream(file) << text;
+  const auto a = study::diagnose(file.string(), {});
+  const auto b = study::diagnose(file.string(), {});
+  REQUIRE(a.levers.size() == b.levers.size());
+  for (std::size_t i = 0; i < a.levers.size(); ++i) {
+    CHECK(a.levers[i].lever == b.levers[i].lever);
+    CHECK(a.levers[i].delta_mfu == b.levers[i].delta_mfu);
+    CHECK(a.levers[i].shrinks == b.levers[i].shrinks);
+  }
+  std::map<std::string, const study::LeverResult*> by;
+  for (const auto& x : a.levers) by[x.lever] = &x;
+  for (const char* l : {"flash attention", "fused kernels", "overlap grad reduce", "GC off", "more dataloader workers",
+                        "TP comm overlap"}) {
+    INFO(l);
+    REQUIRE(by.count(l));
+    CHECK(by[l]->delta_mfu > 0);
+  }
+  CHECK(by["flash attention"]->shrinks == "backward");
+  CHECK(by["GC off"]->shrinks == "gc");
+  CHECK(by["more dataloader workers"]->shrinks == "dataloader");
+  CHECK(by["overlap grad reduce"]->shrinks == "dp_comm_exposed");
+  CHECK(by["TP comm overlap"]->shrinks == "tp_comm_exposed");
+  // Ranked by MFU gain among the levers that fit.
+  for (std::size_t i = 1; i < a.levers.size(); ++i)
+    if (a.levers[i].fits && a.levers[i - 1].fits) CHECK(a.levers[i - 1].delta_mfu >= a.levers[i].delta_mfu);
+  fs::remove_all(dir);
+}
