@@ -557,7 +557,8 @@ const std::vector<std::string> kCostsKeys = {"f", "b", "w", "comm", "fb"};
 const std::vector<std::string> kFeatureKeys = {"flash_attention", "fused_kernels", "overlap_grad_reduce",
                                                "overlap_param_gather", "tp_comm_overlap", "recompute",
                                                "cuda_graphs", "python_gc", "dataloader_workers", "nccl_algo",
-                                               "dataloader_ms_per_sample", "gc_pause_ms", "gc_interval_s"};
+                                               "dataloader_ms_per_sample", "gc_pause_ms", "gc_interval_s",
+                                               "overlap_p2p_comm"};
 const std::vector<std::string> kCostKeys = {"price_per_gpu_hour"};
 
 struct Resolved {
@@ -739,6 +740,7 @@ void read_scenario(Ctx& ctx, Scenario& s, const Value& root, const std::string& 
     ctx.read_bool(*t, "overlap_grad_reduce", p, f.overlap_grad_reduce);
     ctx.read_bool(*t, "overlap_param_gather", p, f.overlap_param_gather);
     ctx.read_bool(*t, "tp_comm_overlap", p, f.tp_comm_overlap);
+    ctx.read_bool(*t, "overlap_p2p_comm", p, f.overlap_p2p_comm);
     int r = ctx.read_enum(*t, "recompute", p, {"none", "selective", "full"});
     if (r >= 0) f.recompute = static_cast<Recompute>(r);
     ctx.read_bool(*t, "cuda_graphs", p, f.cuda_graphs);
@@ -1312,7 +1314,7 @@ std::string describe(const Scenario& s) {
   os << "features: flash_attention " << yn(f.flash_attention) << ", fused_kernels " << yn(f.fused_kernels)
      << ", overlap_grad_reduce " << yn(f.overlap_grad_reduce) << ", overlap_param_gather "
      << yn(f.overlap_param_gather) << "\n"
-     << "  tp_comm_overlap " << yn(f.tp_comm_overlap) << ", recompute " << to_string(f.recompute) << ", cuda_graphs "
+     << "  tp_comm_overlap " << yn(f.tp_comm_overlap) << ", overlap_p2p_comm " << yn(f.overlap_p2p_comm) << ", recompute " << to_string(f.recompute) << ", cuda_graphs "
      << yn(f.cuda_graphs) << ", python_gc " << yn(f.python_gc) << ", dataloader_workers " << f.dataloader_workers
      << ", nccl_algo " << to_string(f.nccl_algo) << "\n";
   if (s.cost.price_per_gpu_hour > 0) os << "cost: " << s.cost.price_per_gpu_hour << " USD per GPU-hour\n";

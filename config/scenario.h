@@ -67,6 +67,10 @@ struct Features {
   bool overlap_grad_reduce = true;
   bool overlap_param_gather = true;
   bool tp_comm_overlap = false;
+  // Pipeline sends and receives overlapped with compute. Megatron's default
+  // (ModelParallelConfig.overlap_p2p_comm = False, batch_p2p_comm = True) posts
+  // them as a batch and waits: the sending rank's next compute waits for its send.
+  bool overlap_p2p_comm = false;
   Recompute recompute = Recompute::none;
   bool cuda_graphs = false;
   bool python_gc = false;

@@ -191,6 +191,7 @@ void write_resolved(JsonWriter& w, const config::Scenario& s) {
   w.key("overlap_grad_reduce").value(f.overlap_grad_reduce);
   w.key("overlap_param_gather").value(f.overlap_param_gather);
   w.key("tp_comm_overlap").value(f.tp_comm_overlap);
+  w.key("overlap_p2p_comm").value(f.overlap_p2p_comm);
   w.key("recompute").value(config::to_string(f.recompute));
   w.key("cuda_graphs").value(f.cuda_graphs);
   w.key("python_gc").value(f.python_gc);

@@ -174,6 +174,7 @@ class Lowerer {
   std::vector<std::map<int, TaskId>> param_gather_;
   std::vector<TaskId> last_compute_;
   std::map<TaskId, int> send_target_;      // stage-to-stage sends: receiving rank
+  std::vector<std::vector<TaskId>> p2p_wait_;   // per rank: sends the next compute task waits for
   std::int64_t data_cost_ns_ = 0;          // loading one micro-batch
   void add_gc_pauses(int rank, std::vector<std::int64_t>& pause_before_op);
  public:
@@ -198,7 +199,13 @@ TaskId Lowerer::add_task(int rank, sim::StreamId stream, std::int64_t ns, Catego
   if (static_cast<std::size_t>(id) >= out_.info.size()) out_.info.resize(id + 1);
   out_.info[id].launch_ns = launch_ns;
   out_.info[id].flops = flops;
-  (void)rank;
+  // Blocking pipeline P2P (features.overlap_p2p_comm = false): the rank's next
+  // compute waits for the sends it posted.
+  if (rank >= 0 && rank < static_cast<int>(p2p_wait_.size()) && !p2p_wait_[rank].empty() &&
+      stream == out_.compute_stream[rank]) {
+    for (TaskId d : p2p_wait_[rank]) out_.graph.depend(d, id);
+    p2p_wait_[rank].clear();
+  }
   return id;
 }
 
@@ -751,6 +758,7 @@ void Lowerer::publish(int rank, OpKind kind, int mb, int stage, TaskId last) {
                      {place_.pp_link.crosses_domains() ? nic_[rank] : nvl_[rank]});
       out_.graph.depend(last, out);
       send_target_[out] = dst;
+      if (!s_.features.overlap_p2p_comm) p2p_wait_[rank].push_back(out);
     }
   }
   (fwd ? f_out_ : b_out_)[mb * S_ + stage] = out;
@@ -843,6 +851,7 @@ Lowered Lowerer::run() {
   tp_stream_.resize(p_); ep_stream_.resize(p_); pp_fwd_stream_.resize(p_); pp_bwd_stream_.resize(p_);
   dp_stream_.resize(p_); data_streams_.resize(p_); nvl_.resize(p_); nic_.resize(p_);
   out_.compute_stream.resize(p_);
+  p2p_wait_.assign(p_, {});
   for (int r = 0; r < p_; ++r) {
     out_.compute_stream[r] = g.add_stream(r, "compute", true);
     if (P.tp > 1) tp_stream_[r] = g.add_stream(r, "tp", false);

@@ -62,6 +62,7 @@ std::vector<std::pair<std::string, std::vector<std::string>>> lever_candidates(c
       flag("overlap param gather", "features.overlap_param_gather", f.overlap_param_gather, true);
   }
   if (p.tp > 1) flag("TP comm overlap", "features.tp_comm_overlap", f.tp_comm_overlap, true);
+  if (p.pp > 1) flag("P2P comm overlap", "features.overlap_p2p_comm", f.overlap_p2p_comm, true);
   flag("GC off", "features.python_gc", f.python_gc, false);
   flag("CUDA graphs", "features.cuda_graphs", f.cuda_graphs, true);
   if (f.dataloader_workers < 8) c.push_back({"more dataloader workers", {"features.dataloader_workers=8"}});
