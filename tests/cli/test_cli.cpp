@@ -386,3 +386,29 @@ TEST_CASE("report::simulate is deterministic across threads in one process") {
     CHECK(t2 == alone);
   }
 }
+
+TEST_CASE("cli: a schedule-lab scenario reads as a lab report, not a zero-MFU model report") {
+  // [schedule.costs] (SPEC §3): only the schedule is simulated. 1F1B, p = 4,
+  // m = 8, f = 1 ms, b = 2 ms, comm = 0.1 ms: rank r holds p - r activations
+  // at its peak (Narayanan et al. 2021 §2.2: 1F1B keeps at most p in flight).
+  const fs::path lab = scratch_dir() / "lab.toml";
+  std::ofstream(lab) << "name = \"lab 1f1b\"\nmodel = \"llama2-7b\"\nhardware = \"h100-sxm\"\n[cluster]\ngpus = 4\n"
+                        "[training]\nseq_len = 4096\nglobal_batch = 8\nmicro_batch = 1\n[parallel]\npp = 4\n"
+                        "[schedule]\nname = \"1f1b\"\n[schedule.costs]\nf = 1.0\nb = 2.0\ncomm = 0.1\n";
+  const auto r = run_cli({"run", lab.string()});
+  REQUIRE(r.code == 0);
+  CHECK(r.out.find("schedule lab: f 1.0 ms, b 2.0 ms, comm 100 us") != std::string::npos);
+  CHECK(r.out.find("MFU") == std::string::npos);
+  CHECK(r.out.find("tokens/s") == std::string::npos);
+  CHECK(r.out.find("Activations in flight per pipeline rank") != std::string::npos);
+  for (int rank = 0; rank < 4; ++rank) {
+    char line[64];
+    std::snprintf(line, sizeof line, "  rank %3d %5d\n", rank, 4 - rank);
+    CAPTURE(line);
+    CHECK(r.out.find(line) != std::string::npos);
+  }
+  const auto j = run_cli({"run", lab.string(), "--json"});
+  REQUIRE(j.code == 0);
+  const Json doc = parse_json(j.out);
+  check_breakdown_sum(doc);
+}
