@@ -134,6 +134,15 @@ void write_resolved(JsonWriter& w, const config::Scenario& s) {
     w.key("dense_layers").value(m.moe->dense_layers);
     w.end_object();
   }
+  if (m.mla) {
+    w.key("mla").begin_object();
+    w.key("q_lora_rank").value(static_cast<long long>(m.mla->q_lora_rank));
+    w.key("kv_lora_rank").value(static_cast<long long>(m.mla->kv_lora_rank));
+    w.key("qk_nope_head_dim").value(static_cast<long long>(m.mla->qk_nope_head_dim));
+    w.key("qk_rope_head_dim").value(static_cast<long long>(m.mla->qk_rope_head_dim));
+    w.key("v_head_dim").value(static_cast<long long>(m.mla->v_head_dim));
+    w.end_object();
+  }
   w.end_object();
   w.key("hardware").begin_object();
   w.key("ref").value(s.hardware_ref);
@@ -149,7 +158,10 @@ void write_resolved(JsonWriter& w, const config::Scenario& s) {
   w.key("nic_latency_us").value(h.nic_latency * 1e6);
   w.key("launch_overhead_us").value(h.launch_overhead * 1e6);
   w.end_object();
-  w.key("calibration").value(s.calibration ? s.calibration->source : std::string());
+  // The calibration file as resolved (relative to the scenario, or --calibration); "" when none.
+  w.key("calibration").value(!s.calibration_path.empty() ? s.calibration_path
+                             : s.calibration             ? s.calibration->source
+                                                         : std::string());
   w.key("cluster").begin_object().key("gpus").value(s.gpus).end_object();
   w.key("training").begin_object();
   w.key("seq_len").value(s.training.seq_len);
@@ -197,7 +209,11 @@ void write_resolved(JsonWriter& w, const config::Scenario& s) {
   w.key("python_gc").value(f.python_gc);
   w.key("dataloader_workers").value(f.dataloader_workers);
   w.key("nccl_algo").value(config::to_string(f.nccl_algo));
+  w.key("dataloader_ms_per_sample").value(f.dataloader_ms_per_sample);   // -1: derived from seq_len
+  w.key("gc_pause_ms").value(f.gc_pause_ms);
+  w.key("gc_interval_s").value(f.gc_interval_s);
   w.end_object();
+  w.key("cost").begin_object().key("price_per_gpu_hour").value(s.cost.price_per_gpu_hour).end_object();
   w.key("seed").value(static_cast<long long>(s.seed));
   w.end_object();
 }

@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <array>
 #include <cmath>
+#include <map>
 
 #include "models/accounting.h"
 #include "schedules/lab.h"
@@ -45,67 +46,111 @@ struct RankParts {
 // Per-rank breakdown read off the timeline: busy compute by category (merged
 // op tasks split by their parts), and each idle stretch of the compute stream
 // attributed to the communication it overlaps, else to the bubble.
+//
+// The sweep needs each rank's start/end events in time order. A stream runs
+// one task at a time in queue order, so each stream's events are already
+// sorted; they are gathered per stream (runs) and merged, O(n log streams)
+// instead of a sort of all events. Events at the same instant may come in any
+// order: the sweep accrues time only when the clock moves, after every event
+// at the previous instant has been applied.
 std::vector<RankParts> analyze(const sim::TaskGraph& g, const sim::Timeline& tl, int P, const schedules::Lowered* low) {
   struct Ev { std::int64_t t; int delta; int part; };   // part -1: compute
-  std::vector<std::vector<Ev>> evs(P);
   std::vector<RankParts> parts(P);
+  const auto& streams = g.streams();
   for (const auto& iv : tl.intervals) {
     const auto& task = g.task(iv.task);
-    const auto& st = g.streams()[task.stream];
-    int rank = st.rank;
+    const auto& st = streams[task.stream];
+    if (!st.compute) continue;
+    auto& b = parts[st.rank].b;
     const double dur = (iv.end.ns - iv.start.ns) * 1e-9;
-    if (st.compute) {
-      auto& b = parts[rank].b;
-      const schedules::TaskInfo info = low ? low->info[iv.task] : schedules::TaskInfo{};
-      const double nominal = task.duration_ns * 1e-9;
-      const double launch = nominal > 0 ? info.launch_ns * 1e-9 * (dur / nominal) : 0;
-      const double body = dur - launch;
-      b.launch_overhead += launch;
-      parts[rank].busy += dur;
-      evs[rank].push_back({iv.start.ns, +1, -1});
-      evs[rank].push_back({iv.end.ns, -1, -1});
-      if (info.parts >= 0) {
-        // A merged op task: split its time over the parts it absorbed, in proportion.
-        const auto& pt = low->parts[info.parts];
-        std::int64_t sum = 0;
-        for (auto x : pt) sum += x;
-        const double scale = sum > 0 ? body / (sum * 1e-9) : 0;
-        auto share = [&](Category c) { return pt[static_cast<std::size_t>(c)] * 1e-9 * scale; };
-        b.forward += share(Category::forward);
-        b.backward += share(Category::backward) + share(Category::weight_grad);
-        b.recompute += share(Category::recompute);
-        b.tp_comm_exposed += share(Category::tp_comm);
-        b.ep_comm_exposed += share(Category::ep_comm);
-        b.cp_comm_exposed += share(Category::cp_comm);
-        continue;
-      }
-      switch (task.category) {
-        case Category::forward: b.forward += body; break;
-        case Category::backward:
-        case Category::weight_grad: b.backward += body; break;
-        case Category::recompute: b.recompute += body; break;
-        case Category::optimizer: b.optimizer += body; break;
-        case Category::dataloader: b.dataloader += body; break;
-        case Category::gc: b.gc += body; break;
-        default: b.forward += body; break;
-      }
-    } else {
-      const int part = part_of(task.category);
-      if (part < 0) continue;
-      auto add = [&](int rk) {
-        evs[rk].push_back({iv.start.ns, +1, part});
-        evs[rk].push_back({iv.end.ns, -1, part});
-      };
-      add(rank);
-      if (low) {
-        auto it = low->send_target.find(iv.task);
-        if (it != low->send_target.end() && it->second != rank) add(it->second);
-      }
+    const schedules::TaskInfo info = low ? low->info[iv.task] : schedules::TaskInfo{};
+    const double nominal = task.duration_ns * 1e-9;
+    const double launch = nominal > 0 ? info.launch_ns * 1e-9 * (dur / nominal) : 0;
+    const double body = dur - launch;
+    b.launch_overhead += launch;
+    parts[st.rank].busy += dur;
+    if (info.parts >= 0) {
+      // A merged op task: split its time over the parts it absorbed, in proportion.
+      const auto& pt = low->parts[info.parts];
+      std::int64_t sum = 0;
+      for (auto x : pt) sum += x;
+      const double scale = sum > 0 ? body / (sum * 1e-9) : 0;
+      auto share = [&](Category c) { return pt[static_cast<std::size_t>(c)] * 1e-9 * scale; };
+      b.forward += share(Category::forward);
+      b.backward += share(Category::backward) + share(Category::weight_grad);
+      b.recompute += share(Category::recompute);
+      b.tp_comm_exposed += share(Category::tp_comm);
+      b.ep_comm_exposed += share(Category::ep_comm);
+      b.cp_comm_exposed += share(Category::cp_comm);
+      continue;
+    }
+    switch (task.category) {
+      case Category::forward: b.forward += body; break;
+      case Category::backward:
+      case Category::weight_grad: b.backward += body; break;
+      case Category::recompute: b.recompute += body; break;
+      case Category::optimizer: b.optimizer += body; break;
+      case Category::dataloader: b.dataloader += body; break;
+      case Category::gc: b.gc += body; break;
+      default: b.forward += body; break;
     }
   }
+
+  // Per rank: the events of each stream as one sorted run (run_end marks the ends).
+  std::vector<std::vector<Ev>> evs(P);
+  std::vector<std::vector<std::size_t>> run_end(P);
+  for (std::size_t s = 0; s < streams.size(); ++s) {
+    const int rank = streams[s].rank;
+    auto& e = evs[rank];
+    const std::size_t before = e.size();
+    for (sim::TaskId t : g.stream_tasks(static_cast<sim::StreamId>(s))) {
+      const int part = streams[s].compute ? -1 : part_of(g.task(t).category);
+      if (!streams[s].compute && part < 0) continue;
+      const auto& iv = tl.of(t);
+      e.push_back({iv.start.ns, +1, part});
+      e.push_back({iv.end.ns, -1, part});
+    }
+    if (e.size() > before) run_end[rank].push_back(e.size());
+  }
+  // Stage-to-stage sends also keep their receiving rank waiting: one run per
+  // (sending stream, receiving rank), in task order (= queue order).
+  if (low && !low->send_target.empty()) {
+    std::map<std::pair<sim::StreamId, int>, std::vector<Ev>> recv;
+    for (const auto& [t, target] : low->send_target) {
+      const auto& task = g.task(t);
+      const int part = part_of(task.category);
+      if (part < 0 || streams[task.stream].rank == target) continue;
+      const auto& iv = tl.of(t);
+      auto& v = recv[{task.stream, target}];
+      v.push_back({iv.start.ns, +1, part});
+      v.push_back({iv.end.ns, -1, part});
+    }
+    for (const auto& [key, v] : recv) {
+      auto& e = evs[key.second];
+      e.insert(e.end(), v.begin(), v.end());
+      run_end[key.second].push_back(e.size());
+    }
+  }
+
+  std::vector<Ev> buf;
   for (int rk = 0; rk < P; ++rk) {
     auto& e = evs[rk];
-    std::sort(e.begin(), e.end(), [](const Ev& a, const Ev& b) { return a.t != b.t ? a.t < b.t : a.delta < b.delta; });
+    // Bottom-up merge of the sorted runs, by time.
+    std::vector<std::size_t> ends = run_end[rk];
+    while (ends.size() > 1) {
+      buf.resize(e.size());
+      std::vector<std::size_t> merged;
+      std::size_t from = 0;
+      for (std::size_t i = 0; i < ends.size(); i += 2) {
+        const std::size_t mid = ends[i], to = i + 1 < ends.size() ? ends[i + 1] : ends[i];
+        std::merge(e.begin() + from, e.begin() + mid, e.begin() + mid, e.begin() + to, buf.begin() + from,
+                   [](const Ev& a, const Ev& b) { return a.t < b.t; });
+        merged.push_back(to);
+        from = to;
+      }
+      e.swap(buf);
+      ends.swap(merged);
+    }
     std::array<int, p_count> active{};
     int compute = 0;
     std::array<double, p_count + 1> exposed{};   // last slot: bubble

@@ -30,6 +30,10 @@ std::string lpad(std::string s, std::size_t w) {
   if (s.size() < w) s.insert(0, w - s.size(), ' ');
   return s;
 }
+std::string rstrip(std::string s) {
+  while (!s.empty() && s.back() == ' ') s.pop_back();
+  return s;
+}
 std::string thousands(double v) {
   long long n = std::llround(v);
   std::string s = std::to_string(n < 0 ? -n : n), o;
@@ -59,9 +63,19 @@ std::string text_report(const StepResult& r, const std::vector<WhatIfResult>& wh
   const auto& p = s.parallel;
   std::ostringstream o;
   o << "mfusim: " << s.name << "\n";
-  o << "  model     " << s.model.name << ": " << format_count(r.params) << " parameters";
-  if (s.model.is_moe()) o << " (" << format_count(r.activated_params) << " activated)";
-  o << ", " << s.model.layers << " layers, hidden " << s.model.hidden << "\n";
+  const bool lab = s.schedule.costs.has_value();
+  if (lab) {
+    // Schedule lab: fixed op costs replace the model; say which.
+    const auto& c = *s.schedule.costs;
+    o << "  costs     schedule lab: f " << format_seconds(c.f) << ", b " << format_seconds(c.b);
+    if (c.w) o << ", w " << format_seconds(*c.w);
+    if (c.fb) o << ", f&b " << format_seconds(*c.fb);
+    o << ", comm " << format_seconds(c.comm) << " per micro-batch per stage chunk\n";
+  } else {
+    o << "  model     " << s.model.name << ": " << format_count(r.params) << " parameters";
+    if (s.model.is_moe()) o << " (" << format_count(r.activated_params) << " activated)";
+    o << ", " << s.model.layers << " layers, hidden " << s.model.hidden << "\n";
+  }
   const int nodes = (s.gpus + s.hardware.gpus_per_node - 1) / std::max(1, s.hardware.gpus_per_node);
   o << "  cluster   " << s.gpus << " x " << s.hardware.name << " (" << nodes << " NVLink domain" << (nodes > 1 ? "s" : "")
     << " of " << s.hardware.gpus_per_node << "), " << config::to_string(s.training.precision) << " peak "
@@ -72,10 +86,15 @@ std::string text_report(const StepResult& r, const std::vector<WhatIfResult>& wh
   for (const auto& w : r.warnings) o << "  warning   " << w << "\n";
   o << "\nStep\n";
   o << "  step time        " << format_seconds(r.step_time_s) << "\n";
-  o << "  tokens/s         " << thousands(r.tokens_per_s) << "  (" << thousands(r.tokens_per_s_per_gpu) << " per GPU)\n";
-  o << "  MFU              " << pct(r.mfu) << "   (with attention " << pct(r.mfu_attn) << ", HFU " << pct(r.hfu) << ")\n";
-  o << "  TFLOP/s per GPU  " << fmt("%.1f", r.tflops_per_gpu) << "\n";
+  if (!lab) {
+    o << "  tokens/s         " << thousands(r.tokens_per_s) << "  (" << thousands(r.tokens_per_s_per_gpu) << " per GPU)\n";
+    o << "  MFU              " << pct(r.mfu) << "   (with attention " << pct(r.mfu_attn) << ", HFU " << pct(r.hfu) << ")\n";
+    o << "  TFLOP/s per GPU  " << fmt("%.1f", r.tflops_per_gpu) << "\n";
+  }
   o << "  pipeline bubble  " << pct(r.bubble_fraction) << " of the step (mean over pipeline ranks)\n";
+  if (!lab)
+    o << "  memory           peak " << fmt("%.1f", r.memory.peak_gib) << " of " << fmt("%.1f", r.memory.capacity_gib)
+      << " GiB per GPU: " << (r.memory.fits ? "fits" : "DOES NOT FIT") << "\n";
   if (r.days_to_train > 0) {
     o << "  time to train    " << fmt("%.1f", r.days_to_train) << " days";
     if (r.cost_usd > 0) o << ", $" << thousands(r.cost_usd);
@@ -95,30 +114,43 @@ std::string text_report(const StepResult& r, const std::vector<WhatIfResult>& wh
   const double T = r.step_time_s > 0 ? r.step_time_s : 1;
   for (const auto& [name, v] : parts) {
     if (v <= 0 && std::string(name) != "forward" && std::string(name) != "backward") continue;
-    o << "  " << pad(name, 17) << lpad(format_seconds(v), 10) << lpad(pct(v / T), 9) << "  " << bar(v / T, 40) << "\n";
+    o << rstrip("  " + pad(name, 17) + lpad(format_seconds(v), 10) + lpad(pct(v / T), 9) + "  " + bar(v / T, 40)) << "\n";
   }
   o << "  " << pad("total", 17) << lpad(format_seconds(b.total()), 10) << "\n";
   const auto& m = r.memory;
-  o << "\nMemory per pipeline stage (capacity " << fmt("%.1f", m.capacity_gib) << " GiB)\n";
-  for (std::size_t i = 0; i < m.per_stage_peak_gib.size(); ++i) {
-    const double g = m.per_stage_peak_gib[i];
-    o << "  stage " << lpad(std::to_string(i), 3) << lpad(fmt("%.1f GiB", g), 12) << "  "
-      << (g <= m.capacity_gib ? "fits" : "DOES NOT FIT") << "\n";
+  if (lab) {
+    // No bytes in the lab: activations are counted in micro-batches.
+    o << "\nActivations in flight per pipeline rank (peak, in micro-batches)\n";
+    for (std::size_t i = 0; i < r.ranks.size(); ++i)
+      o << "  rank " << lpad(std::to_string(i), 3) << lpad(std::to_string(r.ranks[i].peak_inflight_microbatches), 6) << "\n";
+  } else {
+    o << "\nMemory per pipeline stage (capacity " << fmt("%.1f", m.capacity_gib) << " GiB)\n";
+    for (std::size_t i = 0; i < m.per_stage_peak_gib.size(); ++i) {
+      const double g = m.per_stage_peak_gib[i];
+      o << "  stage " << lpad(std::to_string(i), 3) << lpad(fmt("%.1f GiB", g), 12) << "  "
+        << (g <= m.capacity_gib ? "fits" : "DOES NOT FIT") << "\n";
+    }
+    o << "  peak stage: params " << fmt("%.1f", m.params_gib) << ", grads " << fmt("%.1f", m.grads_gib) << ", optimizer "
+      << fmt("%.1f", m.optimizer_gib) << ", activations " << fmt("%.1f", m.activations_gib) << " GiB\n";
   }
-  o << "  peak stage: params " << fmt("%.1f", m.params_gib) << ", grads " << fmt("%.1f", m.grads_gib) << ", optimizer "
-    << fmt("%.1f", m.optimizer_gib) << ", activations " << fmt("%.1f", m.activations_gib) << " GiB\n";
   if (r.graph && r.timeline && s.parallel.pp <= 16) {
+    // The picture's own legend (below it) names F, B, W, X and idle; the other letters here:
     const std::string ascii = timeline_ascii(*r.graph, *r.timeline, 100);
-    if (!ascii.empty()) o << "\nTimeline (compute streams; F forward, B backward, W weight grad, . idle)\n" << ascii;
+    if (!ascii.empty())
+      o << "\nTimeline (compute stream of each pipeline rank; R recompute, D data loading, G GC pause, O optimizer)\n"
+        << ascii;
   }
   if (!whatifs.empty()) {
+    std::size_t w0 = 24;   // the name column fits the longest rung
+    for (const auto& w : whatifs) w0 = std::max(w0, w.name.size() + 2);
     o << "\nWhat if (each rung adds to the one before)\n";
-    o << "  " << pad("", 34) << lpad("step", 11) << lpad("MFU", 9) << lpad("delta", 9) << "\n";
-    o << "  " << pad("(base)", 34) << lpad(format_seconds(r.step_time_s), 11) << lpad(pct(r.mfu), 9) << "\n";
+    o << "  " << pad("", w0) << lpad("step", 11) << lpad("MFU", 9) << lpad("delta", 9) << "\n";
+    o << "  " << pad("(base)", w0) << lpad(format_seconds(r.step_time_s), 11) << lpad(pct(r.mfu), 9)
+      << (m.fits ? "" : "           (does not fit)") << "\n";
     for (const auto& w : whatifs) {
       char d[32];
       std::snprintf(d, sizeof d, "%+.1f", 100.0 * w.delta_mfu);
-      o << "  " << pad(w.name, 34) << lpad(format_seconds(w.step_time_s), 11) << lpad(pct(w.mfu), 9) << lpad(d, 9)
+      o << "  " << pad(w.name, w0) << lpad(format_seconds(w.step_time_s), 11) << lpad(pct(w.mfu), 9) << lpad(d, 9)
         << (w.fits ? "" : "  (does not fit)") << "\n";
     }
   }

@@ -137,6 +137,14 @@ class Lowerer {
     bool grad_final;    // this item finishes the layer's weight gradient for the step
   };
   std::vector<Item> op_items(int rank, const Op& op, bool forward_half);
+  // op_items memoised: the items depend only on the pass (F, B, W), the stage
+  // and whether W is split off, never on the micro-batch (Items point into the
+  // layer cost cache, whose entries are stable).
+  const std::vector<Item>& items_of(int rank, const Op& op, bool forward_half);
+  std::vector<std::vector<Item>> items_cache_;
+  std::vector<char> items_cached_;
+  // Tasks the per-layer emission will add (for reserving the graph up front).
+  std::size_t estimate_tasks();
   void emit_op(int rank, const Op& op);
   void emit_items(int rank, Chain& ch, const std::vector<Item>& items, const std::string& name, int mb, int chunk);
   // Coarse lowering: play one op's chains (one, or two for F&B) locally and
@@ -432,6 +440,40 @@ void Lowerer::emit_seg(int rank, Chain& ch, const Seg& sg, Category cat, const s
   }
 }
 
+const std::vector<Lowerer::Item>& Lowerer::items_of(int rank, const Op& op, bool forward_half) {
+  const bool fb = op.kind == OpKind::FB;
+  const OpKind kind = fb ? (forward_half ? OpKind::F : OpKind::B) : op.kind;
+  const int stage = fb && !forward_half ? op.stage_b : op.stage;
+  const bool split = fb && forward_half ? false : op.split_w;
+  const int k = kind == OpKind::F ? 0 : kind == OpKind::B ? 1 : 2;
+  const std::size_t key = (static_cast<std::size_t>(stage) * 3 + k) * 2 + (split ? 1 : 0);
+  if (items_cache_.empty()) {   // sized once: references handed out stay valid
+    items_cache_.resize(static_cast<std::size_t>(S_) * 6);
+    items_cached_.assign(items_cache_.size(), 0);
+  }
+  if (key >= items_cache_.size()) throw std::logic_error("lowering: stage " + std::to_string(stage) + " out of range");
+  if (!items_cached_[key]) {
+    items_cache_[key] = op_items(rank, op, forward_half);
+    items_cached_[key] = 1;
+  }
+  return items_cache_[key];
+}
+
+std::size_t Lowerer::estimate_tasks() {
+  std::size_t n = 0;
+  const bool overlap = s_.features.tp_comm_overlap;
+  for (int r = 0; r < p_; ++r)
+    for (const Op& op : out_.schedule.order[r]) {
+      n += 3;   // stage-to-stage sends, data loading, GC
+      for (bool half : {true, false}) {
+        if (!half && op.kind != OpKind::FB) break;
+        for (const Item& it : items_of(r, op, half))
+          n += 1 + (it.seg->comm_ns > 0 ? 1 : 0) + (overlap && it.seg->comm_overlappable && it.seg->ns > 0 ? 1 : 0);
+      }
+    }
+  return n + static_cast<std::size_t>(4 * p_);
+}
+
 std::vector<Lowerer::Item> Lowerer::op_items(int rank, const Op& op, bool forward_half) {
   std::vector<Item> items;
   const OpKind kind = op.kind == OpKind::FB ? (forward_half ? OpKind::F : OpKind::B) : op.kind;
@@ -678,7 +720,7 @@ void Lowerer::emit_op(int rank, const Op& op) {
       for (TaskId x : ch.pending) out_.graph.depend(x, d);
       ch.pending = {d};
     }
-    auto items = op_items(rank, op, true);
+    const auto& items = items_of(rank, op, true);
     if (op.kind == OpKind::F) param_deps(items, ch);
     if (opt_.per_layer) {
       if (!gathers.empty()) {
@@ -706,8 +748,8 @@ void Lowerer::emit_op(int rank, const Op& op) {
   Chain cf, cb;
   cf.pending = deps_for(OpKind::F, op.microbatch, op.stage);
   cb.pending = deps_for(OpKind::B, op.microbatch_b, op.stage_b);
-  auto fi = op_items(rank, op, true);
-  auto bi = op_items(rank, op, false);
+  const auto& fi = items_of(rank, op, true);
+  const auto& bi = items_of(rank, op, false);
   param_deps(fi, cf);
   if (!opt_.per_layer) {
     emit_merged(rank, {&fi, &bi}, {&cf, &cb}, name, op.microbatch, op.chunk, 'F', Category::forward);
@@ -791,7 +833,7 @@ void Lowerer::add_gc_pauses(int rank, std::vector<std::int64_t>& pause_before_op
     double t = 0;
     for (bool half : {true, false}) {
       if (!half && ops[i].kind != OpKind::FB) break;
-      for (const auto& it : op_items(rank, ops[i], half)) t += (it.seg->ns + it.seg->comm_ns) * 1e-9;
+      for (const auto& it : items_of(rank, ops[i], half)) t += (it.seg->ns + it.seg->comm_ns) * 1e-9;
     }
     start[i + 1] = start[i] + t;
   }
@@ -982,6 +1024,12 @@ Lowered Lowerer::run() {
   std::vector<std::vector<std::int64_t>> gc_before(p_);
   if (s_.features.python_gc)
     for (int r = 0; r < p_; ++r) add_gc_pauses(r, gc_before[r]);
+
+  if (opt_.per_layer) {
+    const std::size_t n = g.size() + estimate_tasks();
+    g.reserve(n);
+    out_.info.reserve(n);
+  }
 
   // Emit ops in an order that respects cross-rank inputs: round-robin over
   // ranks, each emitting ops while their inputs exist.
