@@ -8,6 +8,7 @@
 #include <utility>
 
 #include "config/loader.h"
+#include "hardware/cost_model.h"
 #include "models/accounting.h"
 #include "report/simulate.h"
 #include "schedules/lowering.h"
@@ -170,6 +171,65 @@ double memory_lower_bound(const config::Scenario& s) {
   return best;
 }
 
+double step_time_lower_bound(const config::Scenario& s) {
+  const std::string name = config::to_string(s.schedule.name);
+  const auto sched = schedules::generate(
+      name, schedules::PipelineShape{s.parallel.pp, s.microbatches(), schedules::chunks_for(name, s.parallel.vpp)});
+  const int S = sched.stages;
+  const auto layers = schedules::split_layers(s, S);
+  const hardware::CostModel cost(s.hardware, s.training.precision, s.calibration ? &*s.calibration : nullptr,
+                                 s.features.cuda_graphs);
+  models::RankShape sh;
+  sh.tp = s.parallel.tp;
+  sh.cp = s.parallel.cp;
+  sh.ep = s.parallel.ep;
+  sh.sequence_parallel = s.parallel.sequence_parallel;
+  sh.micro_batch = s.training.micro_batch;
+  sh.seq_len = s.training.seq_len;
+  sh.flash_attention = s.features.flash_attention;
+  sh.fused_kernels = s.features.fused_kernels;
+  sh.recompute = s.features.recompute;
+  sh.bytes_per_element = 2;
+  // Per stage, one micro-batch: all compute (fw, bw, weight grad, recompute),
+  // and the part on the dependency chain (forward; recompute + backward).
+  struct Cost { double all = 0, chain = 0; };
+  auto seconds = [&](const models::LayerKernels& ks) {
+    Cost c;
+    for (const auto* v : {&ks.f, &ks.b, &ks.r})
+      for (const auto& k : *v) c.chain += cost.time(k);
+    c.all = c.chain;
+    for (const auto& k : ks.w) c.all += cost.time(k);
+    return c;
+  };
+  Cost dense{-1, -1}, moe{-1, -1};
+  std::vector<Cost> per_stage(S);
+  auto add = [](Cost& a, const Cost& b) { a.all += b.all; a.chain += b.chain; };
+  for (int st = 0; st < S; ++st) {
+    if (st == 0) add(per_stage[st], seconds(models::embedding_kernels(s.model, sh)));
+    for (int l : layers[st]) {
+      Cost& c = s.model.is_moe_layer(l) ? moe : dense;
+      if (c.all < 0) c = seconds(models::layer_kernels(s.model, l, sh));
+      add(per_stage[st], c);
+    }
+    if (st == S - 1) add(per_stage[st], seconds(models::head_kernels(s.model, sh)));
+  }
+  // (1) Per rank: every (micro-batch, stage) it runs a forward of, once each,
+  // on one compute stream. (2) One micro-batch's forward through every stage
+  // and its backward back: a chain of dependencies.
+  double best = 0;
+  for (const auto& ops : sched.order) {
+    double t = 0;
+    for (const auto& op : ops)
+      if (op.kind == schedules::OpKind::F || op.kind == schedules::OpKind::FB) t += per_stage[op.stage].all;
+    best = std::max(best, t);
+  }
+  double chain = 0;
+  for (const auto& c : per_stage) chain += c.chain;
+  best = std::max(best, chain);
+  // The lowering rounds each segment to whole nanoseconds: stay below.
+  return best * (1 - 1e-9) - 1e-6;
+}
+
 std::string layout_label(const config::Scenario& s) {
   const auto& p = s.parallel;
   std::string l = "tp" + std::to_string(p.tp) + " pp" + std::to_string(p.pp) + " dp" + std::to_string(p.dp);
@@ -236,24 +296,66 @@ PlanResult plan(const config::Scenario& base, int gpus, const PlanOptions& opt, 
     else todo.push_back(std::move(cands[i]));
   }
   cands.clear();
-  res.simulated = todo.size();
   std::vector<PlanPoint> pts(todo.size());
   std::vector<char> ok(todo.size(), 0);
-  parallel_for(
-      todo.size(),
-      [&](std::size_t i) {
-        report::SimulateOptions so;
-        so.keep_timeline = false;
-        so.per_layer = opt.per_layer;
-        try {
-          pts[i].result = report::simulate(todo[i], so);
-          pts[i].scenario = std::move(todo[i]);
-          ok[i] = 1;
-        } catch (const std::exception&) {
-          ok[i] = 0;
-        }
-      },
-      progress, opt.threads);
+  auto simulate_one = [&](std::size_t i) {
+    report::SimulateOptions so;
+    so.keep_timeline = false;
+    so.per_layer = opt.per_layer;
+    try {
+      pts[i].result = report::simulate(todo[i], so);
+      pts[i].scenario = std::move(todo[i]);
+      ok[i] = 1;
+    } catch (const std::exception&) {
+      ok[i] = 0;
+    }
+  };
+  if (opt.keep == 0 || !opt.bound_time) {
+    res.simulated = todo.size();
+    parallel_for(todo.size(), simulate_one, progress, opt.threads);
+  } else {
+    // Branch and bound: simulate in order of the step-time lower bound, in
+    // batches; stop when the next bound exceeds the keep-th best fitting step.
+    std::vector<double> lb(todo.size(), 0);
+    parallel_for(todo.size(), [&](std::size_t i) { lb[i] = step_time_lower_bound(todo[i]); }, {}, opt.threads);
+    std::vector<std::size_t> order(todo.size());
+    for (std::size_t i = 0; i < order.size(); ++i) order[i] = i;
+    std::stable_sort(order.begin(), order.end(), [&](std::size_t a, std::size_t b) { return lb[a] < lb[b]; });
+    std::vector<double> best;   // fitting step times so far, ascending, at most keep
+    const std::size_t batch = 64;
+    std::size_t next = 0;
+    while (next < order.size()) {
+      if (best.size() >= opt.keep && lb[order[next]] > best.back()) break;
+      const std::size_t end = std::min(order.size(), next + batch);
+      const std::size_t done_before = next;
+      parallel_for(
+          end - next, [&](std::size_t k) { simulate_one(order[next + k]); },
+          progress ? Progress([&](std::size_t d, std::size_t) { progress(done_before + d, order.size()); }) : Progress{},
+          opt.threads);
+      for (std::size_t k = next; k < end; ++k) {
+        const std::size_t i = order[k];
+        if (!ok[i] || !pts[i].result.memory.fits) continue;
+        best.insert(std::upper_bound(best.begin(), best.end(), pts[i].result.step_time_s), pts[i].result.step_time_s);
+        if (best.size() > opt.keep) best.pop_back();
+      }
+      next = end;
+    }
+    res.simulated = next;
+    res.skipped = order.size() - next;
+    if (progress && res.skipped > 0) progress(order.size(), order.size());
+    // Drop the unsimulated points (they hold no result).
+    // Keep enumeration order so that ties rank as without the bound.
+    std::vector<std::size_t> ran(order.begin(), order.begin() + static_cast<std::ptrdiff_t>(next));
+    std::sort(ran.begin(), ran.end());
+    std::vector<PlanPoint> kept;
+    std::vector<char> kept_ok;
+    for (std::size_t i : ran) {
+      kept.push_back(std::move(pts[i]));
+      kept_ok.push_back(ok[i]);
+    }
+    pts = std::move(kept);
+    ok = std::move(kept_ok);
+  }
   for (std::size_t i = 0; i < pts.size(); ++i) {
     if (!ok[i]) {
       ++res.failed;

@@ -30,6 +30,10 @@ struct PlanOptions {
   bool prune = true;           // memory lower-bound pruning before simulation
   bool per_layer = false;      // simulation granularity (see schedules::LowerOptions)
   std::size_t keep = 0;        // keep only the best `keep` results (0 = all)
+  // With keep > 0: simulate in order of a step-time lower bound and stop once
+  // the bound exceeds the keep-th best step found (the top `keep` are the same
+  // as without it; the rest are counted as skipped, not simulated).
+  bool bound_time = true;
   unsigned threads = 0;        // 0 = all cores
 };
 
@@ -44,6 +48,7 @@ struct PlanResult {
   std::size_t considered = 0;     // layouts enumerated
   std::size_t invalid = 0;        // shape rules / divisibility
   std::size_t pruned = 0;         // cannot fit (memory lower bound)
+  std::size_t skipped = 0;        // cannot reach the top `keep` (step-time lower bound); not simulated
   std::size_t simulated = 0;
   std::size_t failed = 0;         // simulation errors (internal; should be 0)
   std::size_t fitting = 0;
@@ -60,6 +65,13 @@ std::vector<config::Scenario> enumerate_layouts(const config::Scenario& base, in
 // rank's op order (schedule-exact; W stashes and recompute buffers left out),
 // plus the runtime reserve.
 double memory_lower_bound(const config::Scenario&);
+// A lower bound of the simulated step time (seconds), from the same cost
+// model as the lowering, without communication, bubbles or contention (which
+// only add): the larger of the compute the busiest pipeline rank's stream
+// must run (m micro-batches through every stage it holds: forward, backward,
+// weight gradient, recompute) and one micro-batch's forward through all
+// stages and backward back (a chain of dependencies).
+double step_time_lower_bound(const config::Scenario&);
 std::string layout_label(const config::Scenario&);
 
 PlanResult plan(const config::Scenario& base, int gpus, const PlanOptions& = {}, const Progress& = {});

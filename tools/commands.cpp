@@ -202,8 +202,9 @@ int cmd_plan(const std::string& path, const config::LoadOptions& lo, const std::
             << f("%.1f", secs) << " s\n";
   for (const auto& r : results) {
     std::cout << "\n" << r.gpus << " x " << r.hardware << ": " << r.considered << " layouts considered, " << r.invalid
-              << " break a shape rule, " << r.pruned << " pruned (cannot fit: memory lower bound), " << r.simulated
-              << " simulated, " << r.fitting << " fit";
+              << " break a shape rule, " << r.pruned << " pruned (cannot fit: memory lower bound), " << r.skipped
+              << " skipped (cannot reach the top " << std::max(top, 1) << ": step-time lower bound), " << r.simulated
+              << " simulated, " << r.fitting << " of them fit";
     if (r.failed) std::cout << ", " << r.failed << " FAILED to simulate";
     std::cout << " (" << f("%.1f", r.seconds) << " s)\n";
     if (r.ranked.empty()) {

@@ -54,7 +54,7 @@ TEST_CASE("plan: every result fits in memory and obeys the shape rules") {
   const auto& r = pruned();
   REQUIRE(r.ranked.size() > 10);
   CHECK(r.failed == 0);
-  CHECK(r.considered == r.invalid + r.pruned + r.simulated);
+  CHECK(r.considered == r.invalid + r.pruned + r.skipped + r.simulated);
   for (const auto& p : r.ranked) {
     const auto& s = p.scenario;
     INFO(key(s));
@@ -104,16 +104,38 @@ TEST_CASE("plan: the memory lower bound is below every simulated peak (both lowe
     const double lb = study::memory_lower_bound(c);
     INFO(key(c));
     CHECK(lb <= r.memory.peak_gib * kGiB * (1 + 1e-12));
+    // study/plan.h contract: step_time_lower_bound(s) <= simulated step time.
+    const double tb = study::step_time_lower_bound(c);
+    CHECK(tb <= r.step_time_s);
+    CHECK(tb > 0.3 * r.step_time_s);   // and it is not vacuous
     ++checked;
     if (checked % 40 == 0) {   // the per-layer lowering on a sample
       so.per_layer = true;
       const auto q = report::simulate(c, so);
       CHECK(lb <= q.memory.peak_gib * kGiB * (1 + 1e-12));
+      CHECK(tb <= q.step_time_s);
       ++per_layer;
     }
   }
   CHECK(checked == static_cast<int>(a.simulated));
   CHECK(per_layer > 5);
+}
+
+TEST_CASE("plan: the step-time bound skips points but keeps the same top K") {
+  const auto& all = pruned();   // keep = 0: every surviving point simulated
+  for (std::size_t k : {std::size_t{1}, std::size_t{10}}) {
+    study::PlanOptions po;
+    po.keep = k;
+    const auto r = study::plan(small(), 16, po);
+    INFO("top " << k << ": " << r.skipped << " skipped, " << r.simulated << " simulated");
+    CHECK(r.skipped > 0);
+    CHECK(r.simulated + r.skipped == all.simulated);
+    REQUIRE(r.ranked.size() == k);
+    for (std::size_t i = 0; i < k; ++i) {
+      CHECK(key(r.ranked[i].scenario) == key(all.ranked[i].scenario));
+      CHECK(r.ranked[i].result.step_time_s == all.ranked[i].result.step_time_s);
+    }
+  }
 }
 
 TEST_CASE("plan: the best point is no slower than hand-picked points of the same space") {
@@ -164,6 +186,7 @@ TEST_CASE("plan: hardware comparison picks a different best layout when memory i
   // one that would not fit on the H100.
   study::PlanOptions po;
   po.keep = 1;
+  po.bound_time = false;   // count every fitting layout
   const auto h100 = study::plan(small("h100-sxm", 8), 8, po);
   const auto b200 = study::plan(small("b200", 8), 8, po);
   REQUIRE(!h100.ranked.empty());
