@@ -78,6 +78,15 @@ std::vector<config::Scenario> enumerate_layouts(const config::Scenario& base, in
                   s.parallel.first_stage_layers = 0;
                   s.parallel.last_stage_layers = 0;
                   s.parallel.stage_layers.clear();
+                  // Layers that do not split evenly: one layer fewer on the first and the
+                  // last stage when that makes the rest even (the Llama 3 paper, §3.3.2,
+                  // balances embedding and LM head this way: 126 = 3 + 30 x 4 + 3).
+                  const int vstages = pp * schedules::chunks_for(config::to_string(kind), v);
+                  if (pp > 1 && m.layers % vstages != 0 && (m.layers + 2) % vstages == 0 &&
+                      (m.layers + 2) / vstages >= 2) {
+                    s.parallel.first_stage_layers = (m.layers + 2) / vstages - 1;
+                    s.parallel.last_stage_layers = s.parallel.first_stage_layers;
+                  }
                   s.parallel.sequence_parallel = tp > 1;
                   s.training.micro_batch = mb;
                   s.schedule.name = kind;
@@ -237,6 +246,8 @@ std::string layout_label(const config::Scenario& s) {
   if (p.ep > 1) l += " ep" + std::to_string(p.ep);
   if (p.vpp > 1) l += " vpp" + std::to_string(p.vpp);
   l += " mb" + std::to_string(s.training.micro_batch);
+  if (p.first_stage_layers > 0 || p.last_stage_layers > 0)
+    l += " (first/last " + std::to_string(p.first_stage_layers) + "/" + std::to_string(p.last_stage_layers) + ")";
   return l;
 }
 

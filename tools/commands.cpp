@@ -131,7 +131,14 @@ int cmd_plan(const std::string& path, const config::LoadOptions& lo, const std::
   if (hardware_choices.empty()) {
     bases.push_back(loaded.base);
   } else {
-    for (const auto& h : hardware_choices) bases.push_back(config::with_overrides(path, {"hardware=" + h}, lo));
+    // NAME or NAME@PRICE: the hardware file, and optionally its price per GPU-hour
+    // (USD), since one [cost] price rarely fits several GPU generations.
+    for (const auto& h : hardware_choices) {
+      const auto at = h.find('@');
+      std::vector<std::string> sets = {"hardware=" + h.substr(0, at)};
+      if (at != std::string::npos) sets.push_back("cost.price_per_gpu_hour=" + h.substr(at + 1));
+      bases.push_back(config::with_overrides(path, sets, lo));
+    }
   }
   std::vector<study::PlanResult> results;
   const auto t0 = std::chrono::steady_clock::now();

@@ -215,7 +215,7 @@ int main(int argc, char** argv) {
   add_common(plan);
   plan->add_option("--gpus", gpus_list, "GPU counts to plan for, e.g. 64,128,256");
   plan->add_option("--top", top, "how many layouts to show")->check(CLI::PositiveNumber);
-  plan->add_option("--vary", vary, "KEY=V1,V2,... compare choices (e.g. hardware=h100-sxm,b200)");
+  plan->add_option("--vary", vary, "hardware=NAME[@USD_PER_GPU_HOUR],... compare hardware (e.g. hardware=h100-sxm@2.5,b200@5)");
   plan->add_flag("--json", json, "print the ranked JSON array");
   plan->add_option("--rank-by", rank_by, "step | days | cost: what 'best' means (default step)");
   auto* diag = app.add_subcommand("diagnose", "rank the MFU levers for this scenario");
