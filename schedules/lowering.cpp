@@ -551,25 +551,28 @@ TaskId Lowerer::emit_merged(int rank, const std::vector<const std::vector<Item>*
   // waits for its chain's previous collective; overlapped TP collectives start
   // after the first GEMM chunk and slow the rest by the contention factor;
   // the two chains of F&B alternate segment by segment.
+  // Performance: no heap allocation here (plan runs this for every op of
+  // thousands of layouts); at most two chains (one op, or F&B).
+  if (chains.size() > 2 || ch.size() != chains.size()) throw std::logic_error("emit_merged: one or two chains");
   Parts parts{};
   std::int64_t t = 0, launch = 0, mem = 0;
   double flops = 0;
-  std::vector<std::int64_t> ready(chains.size(), 0);
-  std::vector<Category> ready_cat(chains.size(), Category::other);
+  const std::size_t n = chains.size();
+  std::int64_t ready[2] = {0, 0};
+  Category ready_cat[2] = {Category::other, Category::other};
+  std::size_t pos[2] = {0, 0};
   std::int64_t comm_free[2] = {0, 0};   // tp, ep streams
   const double k = kDefaultContention;
-  std::vector<std::size_t> pos(chains.size(), 0);
-  std::vector<std::pair<int, std::int64_t>> grad_final;   // layer
+  const bool tp_overlap = s_.features.tp_comm_overlap;
   bool more = true;
   while (more) {
     more = false;
-    for (std::size_t c = 0; c < chains.size(); ++c) {
+    for (std::size_t c = 0; c < n; ++c) {
       if (pos[c] >= chains[c]->size()) continue;
       more = true;
       const Item& it = (*chains[c])[pos[c]++];
       const Seg& sg = *it.seg;
       mem += it.mem;
-      if (it.grad_final) grad_final.emplace_back(it.layer, 0);
       if (ready[c] > t) {
         parts[static_cast<std::size_t>(ready_cat[c])] += ready[c] - t;
         t = ready[c];
@@ -577,12 +580,12 @@ TaskId Lowerer::emit_merged(int rank, const std::vector<const std::vector<Item>*
       launch += sg.launch_ns;
       flops += sg.flops;
       const auto ci = static_cast<std::size_t>(it.cat);
-      const bool overlap = sg.comm_ns > 0 && sg.comm_overlappable && s_.features.tp_comm_overlap && sg.ns > 0;
       if (sg.comm_ns <= 0) {
         parts[ci] += sg.ns;
         t += sg.ns;
         continue;
       }
+      const bool overlap = sg.comm_overlappable && tp_overlap && sg.ns > 0;
       const int stream = sg.comm_cat == Category::ep_comm ? 1 : 0;
       if (overlap) {
         const std::int64_t head = sg.ns - std::min(sg.ns, sg.overlap_ns), tail = sg.ns - head;
@@ -609,7 +612,7 @@ TaskId Lowerer::emit_merged(int rank, const std::vector<const std::vector<Item>*
       ready_cat[c] = sg.comm_cat;
     }
   }
-  for (std::size_t c = 0; c < chains.size(); ++c)
+  for (std::size_t c = 0; c < n; ++c)
     if (ready[c] > t) {
       parts[static_cast<std::size_t>(ready_cat[c])] += ready[c] - t;
       t = ready[c];
@@ -624,7 +627,17 @@ TaskId Lowerer::emit_merged(int rank, const std::vector<const std::vector<Item>*
     x->last = id;
   }
   last_compute_[rank] = id;
-  for (const auto& g : grad_final) on_grad_final(rank, g.first, id);
+  // Gradient-final items in the order the loop above met them (round-robin over chains).
+  for (std::size_t c = 0; c < n; ++c) pos[c] = 0;
+  for (bool left = true; left;) {
+    left = false;
+    for (std::size_t c = 0; c < n; ++c) {
+      if (pos[c] >= chains[c]->size()) continue;
+      left = true;
+      const Item& it = (*chains[c])[pos[c]++];
+      if (it.grad_final) on_grad_final(rank, it.layer, id);
+    }
+  }
   return id;
 }
 

@@ -1,9 +1,14 @@
 #include "study/plan.h"
 
 #include <algorithm>
-#include <mutex>
+#include <chrono>
+#include <cstdint>
+#include <set>
+#include <stdexcept>
+#include <utility>
 
 #include "config/loader.h"
+#include "hardware/cost_model.h"
 #include "models/accounting.h"
 #include "report/simulate.h"
 #include "schedules/lowering.h"
@@ -17,6 +22,22 @@ constexpr double kGiB = 1024.0 * 1024.0 * 1024.0;
 // Must match report/simulate.cpp's runtime reserve (a lower bound may not exceed it).
 constexpr double kRuntimeReserveBytes = 2.0 * kGiB;
 }  // namespace
+
+RankBy parse_rank_by(const std::string& s) {
+  if (s == "step") return RankBy::step;
+  if (s == "days") return RankBy::days;
+  if (s == "cost") return RankBy::cost;
+  throw std::invalid_argument("'" + s + "' (expected step, days or cost)");
+}
+
+const char* to_string(RankBy r) {
+  switch (r) {
+    case RankBy::step: return "step";
+    case RankBy::days: return "days";
+    case RankBy::cost: return "cost";
+  }
+  return "?";
+}
 
 std::vector<config::Scenario> enumerate_layouts(const config::Scenario& base, int gpus) {
   std::vector<config::Scenario> out;
@@ -57,6 +78,15 @@ std::vector<config::Scenario> enumerate_layouts(const config::Scenario& base, in
                   s.parallel.first_stage_layers = 0;
                   s.parallel.last_stage_layers = 0;
                   s.parallel.stage_layers.clear();
+                  // Layers that do not split evenly: one layer fewer on the first and the
+                  // last stage when that makes the rest even (the Llama 3 paper, §3.3.2,
+                  // balances embedding and LM head this way: 126 = 3 + 30 x 4 + 3).
+                  const int vstages = pp * schedules::chunks_for(config::to_string(kind), v);
+                  if (pp > 1 && m.layers % vstages != 0 && (m.layers + 2) % vstages == 0 &&
+                      (m.layers + 2) / vstages >= 2) {
+                    s.parallel.first_stage_layers = (m.layers + 2) / vstages - 1;
+                    s.parallel.last_stage_layers = s.parallel.first_stage_layers;
+                  }
                   s.parallel.sequence_parallel = tp > 1;
                   s.training.micro_batch = mb;
                   s.schedule.name = kind;
@@ -71,16 +101,18 @@ std::vector<config::Scenario> enumerate_layouts(const config::Scenario& base, in
 }
 
 double memory_lower_bound(const config::Scenario& s) {
-  // Rank 0 runs virtual stage 0 in every schedule: it holds at least that
-  // stage's weights, gradients and optimizer state with the embedding, and
-  // before its first backward it holds the activations of one micro-batch
-  // through all of that stage's layers.
+  // The lowering allocates a (micro-batch, stage)'s activations when its
+  // forward starts and frees them when its backward ends (W stashes later),
+  // in the order of the rank's compute stream. So right after any plain
+  // forward, a rank holds at least the activations of every (micro-batch,
+  // stage) whose plain forward it has run and whose backward it has not
+  // started. DualPipe's F&B halves are left out (their net change lands at
+  // the op's end), which only lowers the count.
   const std::string name = config::to_string(s.schedule.name);
-  const int stages = s.parallel.pp * schedules::chunks_for(name, s.parallel.vpp);
-  const auto layers = schedules::split_layers(s, stages);
-  const auto& l0 = layers.front();
-  const auto st = models::static_memory(s.model, l0, true, stages == 1, s.parallel.tp, s.parallel.ep, s.parallel.dp,
-                                        s.parallel.distributed_optimizer);
+  const auto sched = schedules::generate(
+      name, schedules::PipelineShape{s.parallel.pp, s.microbatches(), schedules::chunks_for(name, s.parallel.vpp)});
+  const int S = sched.stages;
+  const auto layers = schedules::split_layers(s, S);
   models::RankShape sh;
   sh.tp = s.parallel.tp;
   sh.cp = s.parallel.cp;
@@ -91,9 +123,124 @@ double memory_lower_bound(const config::Scenario& s) {
   sh.flash_attention = s.features.flash_attention;
   sh.fused_kernels = s.features.fused_kernels;
   sh.recompute = s.features.recompute;
-  double act = models::embedding_activation_bytes(s.model, sh);
-  for (int l : l0) act += models::activation_bytes(s.model, l, sh);
-  return st.params + st.grads + st.optimizer + act + kRuntimeReserveBytes;
+  sh.bytes_per_element = 2;
+  // Activation bytes of one micro-batch through each stage, truncated per
+  // layer as the lowering does.
+  std::vector<std::int64_t> act(S, 0);
+  {
+    std::int64_t dense = -1, moe = -1;
+    for (int st = 0; st < S; ++st) {
+      if (st == 0) act[st] += static_cast<std::int64_t>(models::embedding_activation_bytes(s.model, sh));
+      for (int l : layers[st]) {
+        std::int64_t& c = s.model.is_moe_layer(l) ? moe : dense;
+        if (c < 0) c = static_cast<std::int64_t>(models::activation_bytes(s.model, l, sh));
+        act[st] += c;
+      }
+      if (st == S - 1) act[st] += static_cast<std::int64_t>(models::head_activation_bytes(s.model, sh));
+    }
+  }
+  double best = 0;
+  std::vector<char> inflight;
+  const int m = s.microbatches();
+  for (const auto& ops : sched.order) {
+    std::vector<int> held_layers;
+    bool emb = false, head = false;
+    std::vector<char> seen(S, 0);
+    auto hold = [&](int st) {
+      if (st < 0 || seen[st]) return;
+      seen[st] = 1;
+      held_layers.insert(held_layers.end(), layers[st].begin(), layers[st].end());
+      emb = emb || st == 0;
+      head = head || st == S - 1;
+    };
+    inflight.assign(static_cast<std::size_t>(m) * S, 0);
+    std::int64_t cur = 0, peak = 0;
+    for (const auto& op : ops) {
+      hold(op.stage);
+      hold(op.stage_b);
+      auto release = [&](int mb, int st) {
+        char& f = inflight[static_cast<std::size_t>(mb) * S + st];
+        if (f) { f = 0; cur -= act[st]; }
+      };
+      if (op.kind == schedules::OpKind::F) {
+        inflight[static_cast<std::size_t>(op.microbatch) * S + op.stage] = 1;
+        cur += act[op.stage];
+        peak = std::max(peak, cur);
+      } else if (op.kind == schedules::OpKind::B) {
+        release(op.microbatch, op.stage);
+      } else if (op.kind == schedules::OpKind::FB) {
+        release(op.microbatch_b, op.stage_b);
+      }
+    }
+    std::sort(held_layers.begin(), held_layers.end());
+    const auto st = models::static_memory(s.model, held_layers, emb, head, s.parallel.tp, s.parallel.ep, s.parallel.dp,
+                                          s.parallel.distributed_optimizer);
+    best = std::max(best, st.params + st.grads + st.optimizer + static_cast<double>(peak) + kRuntimeReserveBytes);
+  }
+  return best;
+}
+
+double step_time_lower_bound(const config::Scenario& s) {
+  const std::string name = config::to_string(s.schedule.name);
+  const auto sched = schedules::generate(
+      name, schedules::PipelineShape{s.parallel.pp, s.microbatches(), schedules::chunks_for(name, s.parallel.vpp)});
+  const int S = sched.stages;
+  const auto layers = schedules::split_layers(s, S);
+  const hardware::CostModel cost(s.hardware, s.training.precision, s.calibration ? &*s.calibration : nullptr,
+                                 s.features.cuda_graphs);
+  models::RankShape sh;
+  sh.tp = s.parallel.tp;
+  sh.cp = s.parallel.cp;
+  sh.ep = s.parallel.ep;
+  sh.sequence_parallel = s.parallel.sequence_parallel;
+  sh.micro_batch = s.training.micro_batch;
+  sh.seq_len = s.training.seq_len;
+  sh.flash_attention = s.features.flash_attention;
+  sh.fused_kernels = s.features.fused_kernels;
+  sh.recompute = s.features.recompute;
+  sh.bytes_per_element = 2;
+  // Per stage, one micro-batch: all compute (fw, bw, weight grad, recompute),
+  // and the part on the dependency chain (forward; recompute + backward).
+  struct Cost { double all = 0, chain = 0; };
+  // GPU execution time only: the lowering times a run of kernels as
+  // max(execution + gaps, host issue) (CostModel::stream_time), never below
+  // the execution alone; launch overhead may hide behind it.
+  auto exec = [&](const hardware::Kernel& k) { return cost.time(k) - cost.launch_time(k); };
+  auto seconds = [&](const models::LayerKernels& ks) {
+    Cost c;
+    for (const auto* v : {&ks.f, &ks.b, &ks.r})
+      for (const auto& k : *v) c.chain += exec(k);
+    c.all = c.chain;
+    for (const auto& k : ks.w) c.all += exec(k);
+    return c;
+  };
+  Cost dense{-1, -1}, moe{-1, -1};
+  std::vector<Cost> per_stage(S);
+  auto add = [](Cost& a, const Cost& b) { a.all += b.all; a.chain += b.chain; };
+  for (int st = 0; st < S; ++st) {
+    if (st == 0) add(per_stage[st], seconds(models::embedding_kernels(s.model, sh)));
+    for (int l : layers[st]) {
+      Cost& c = s.model.is_moe_layer(l) ? moe : dense;
+      if (c.all < 0) c = seconds(models::layer_kernels(s.model, l, sh));
+      add(per_stage[st], c);
+    }
+    if (st == S - 1) add(per_stage[st], seconds(models::head_kernels(s.model, sh)));
+  }
+  // (1) Per rank: every (micro-batch, stage) it runs a forward of, once each,
+  // on one compute stream. (2) One micro-batch's forward through every stage
+  // and its backward back: a chain of dependencies.
+  double best = 0;
+  for (const auto& ops : sched.order) {
+    double t = 0;
+    for (const auto& op : ops)
+      if (op.kind == schedules::OpKind::F || op.kind == schedules::OpKind::FB) t += per_stage[op.stage].all;
+    best = std::max(best, t);
+  }
+  double chain = 0;
+  for (const auto& c : per_stage) chain += c.chain;
+  best = std::max(best, chain);
+  // The lowering rounds each segment to whole nanoseconds: stay below.
+  return best * (1 - 1e-9) - 1e-6;
 }
 
 std::string layout_label(const config::Scenario& s) {
@@ -103,45 +250,127 @@ std::string layout_label(const config::Scenario& s) {
   if (p.ep > 1) l += " ep" + std::to_string(p.ep);
   if (p.vpp > 1) l += " vpp" + std::to_string(p.vpp);
   l += " mb" + std::to_string(s.training.micro_batch);
+  if (p.first_stage_layers > 0 || p.last_stage_layers > 0)
+    l += " (first/last " + std::to_string(p.first_stage_layers) + "/" + std::to_string(p.last_stage_layers) + ")";
   return l;
 }
 
+Objectives objectives(const report::StepResult& r) {
+  Objectives o;
+  o.gpus = r.scenario.gpus;
+  const double tokens = r.scenario.training.tokens_to_train;
+  o.time_s = r.tokens_per_s > 0 ? (tokens > 0 ? tokens : 1.0) / r.tokens_per_s : 0;
+  o.cost = r.cost_usd > 0 ? r.cost_usd : o.gpus * o.time_s;
+  return o;
+}
+
+double rank_key(const report::StepResult& r, RankBy by) {
+  switch (by) {
+    case RankBy::step: return r.step_time_s;
+    case RankBy::days: return objectives(r).time_s;
+    case RankBy::cost: return objectives(r).cost;
+  }
+  return r.step_time_s;
+}
+
+std::vector<bool> pareto_front(const std::vector<Objectives>& pts) {
+  std::vector<bool> front(pts.size(), true);
+  for (std::size_t i = 0; i < pts.size(); ++i)
+    for (std::size_t j = 0; j < pts.size() && front[i]; ++j) {
+      if (i == j) continue;
+      const auto& a = pts[j];
+      const auto& b = pts[i];
+      const bool no_worse = a.time_s <= b.time_s && a.gpus <= b.gpus && a.cost <= b.cost;
+      const bool better = a.time_s < b.time_s || a.gpus < b.gpus || a.cost < b.cost;
+      if (no_worse && better) front[i] = false;
+    }
+  return front;
+}
+
 PlanResult plan(const config::Scenario& base, int gpus, const PlanOptions& opt, const Progress& progress) {
+  const auto t0 = std::chrono::steady_clock::now();
   PlanResult res;
   res.gpus = gpus;
   res.hardware = base.hardware_ref.empty() ? base.hardware.name : base.hardware_ref;
   auto cands = enumerate_layouts(base, gpus);
   res.considered = cands.size();
+  // Shape rules and the memory bound in parallel too: at 16k GPUs the bound
+  // plays long schedules.
+  std::vector<char> verdict(cands.size(), 0);   // 0 simulate, 1 invalid, 2 pruned
+  parallel_for(
+      cands.size(),
+      [&](std::size_t i) {
+        if (!config::validate(cands[i]).empty()) verdict[i] = 1;
+        else if (opt.prune && memory_lower_bound(cands[i]) > cands[i].hardware.hbm_bytes) verdict[i] = 2;
+      },
+      {}, opt.threads);
   std::vector<config::Scenario> todo;
-  for (auto& c : cands) {
-    if (!config::validate(c).empty()) {
-      ++res.invalid;
-      continue;
-    }
-    if (opt.prune && memory_lower_bound(c) > c.hardware.hbm_bytes) {
-      ++res.pruned;
-      continue;
-    }
-    todo.push_back(std::move(c));
+  for (std::size_t i = 0; i < cands.size(); ++i) {
+    if (verdict[i] == 1) ++res.invalid;
+    else if (verdict[i] == 2) ++res.pruned;
+    else todo.push_back(std::move(cands[i]));
   }
-  res.simulated = todo.size();
+  cands.clear();
   std::vector<PlanPoint> pts(todo.size());
   std::vector<char> ok(todo.size(), 0);
-  parallel_for(
-      todo.size(),
-      [&](std::size_t i) {
-        report::SimulateOptions so;
-        so.keep_timeline = false;
-        so.per_layer = opt.per_layer;
-        try {
-          pts[i].result = report::simulate(todo[i], so);
-          pts[i].scenario = std::move(todo[i]);
-          ok[i] = 1;
-        } catch (const std::exception&) {
-          ok[i] = 0;
-        }
-      },
-      progress);
+  auto simulate_one = [&](std::size_t i) {
+    report::SimulateOptions so;
+    so.keep_timeline = false;
+    so.per_layer = opt.per_layer;
+    try {
+      pts[i].result = report::simulate(todo[i], so);
+      pts[i].scenario = std::move(todo[i]);
+      ok[i] = 1;
+    } catch (const std::exception&) {
+      ok[i] = 0;
+    }
+  };
+  if (opt.keep == 0 || !opt.bound_time) {
+    res.simulated = todo.size();
+    parallel_for(todo.size(), simulate_one, progress, opt.threads);
+  } else {
+    // Branch and bound: simulate in order of the step-time lower bound, in
+    // batches; stop when the next bound exceeds the keep-th best fitting step.
+    std::vector<double> lb(todo.size(), 0);
+    parallel_for(todo.size(), [&](std::size_t i) { lb[i] = step_time_lower_bound(todo[i]); }, {}, opt.threads);
+    std::vector<std::size_t> order(todo.size());
+    for (std::size_t i = 0; i < order.size(); ++i) order[i] = i;
+    std::stable_sort(order.begin(), order.end(), [&](std::size_t a, std::size_t b) { return lb[a] < lb[b]; });
+    std::vector<double> best;   // fitting step times so far, ascending, at most keep
+    const std::size_t batch = 64;
+    std::size_t next = 0;
+    while (next < order.size()) {
+      if (best.size() >= opt.keep && lb[order[next]] > best.back()) break;
+      const std::size_t end = std::min(order.size(), next + batch);
+      const std::size_t done_before = next;
+      parallel_for(
+          end - next, [&](std::size_t k) { simulate_one(order[next + k]); },
+          progress ? Progress([&](std::size_t d, std::size_t) { progress(done_before + d, order.size()); }) : Progress{},
+          opt.threads);
+      for (std::size_t k = next; k < end; ++k) {
+        const std::size_t i = order[k];
+        if (!ok[i] || !pts[i].result.memory.fits) continue;
+        best.insert(std::upper_bound(best.begin(), best.end(), pts[i].result.step_time_s), pts[i].result.step_time_s);
+        if (best.size() > opt.keep) best.pop_back();
+      }
+      next = end;
+    }
+    res.simulated = next;
+    res.skipped = order.size() - next;
+    if (progress && res.skipped > 0) progress(order.size(), order.size());
+    // Drop the unsimulated points (they hold no result).
+    // Keep enumeration order so that ties rank as without the bound.
+    std::vector<std::size_t> ran(order.begin(), order.begin() + static_cast<std::ptrdiff_t>(next));
+    std::sort(ran.begin(), ran.end());
+    std::vector<PlanPoint> kept;
+    std::vector<char> kept_ok;
+    for (std::size_t i : ran) {
+      kept.push_back(std::move(pts[i]));
+      kept_ok.push_back(ok[i]);
+    }
+    pts = std::move(kept);
+    ok = std::move(kept_ok);
+  }
   for (std::size_t i = 0; i < pts.size(); ++i) {
     if (!ok[i]) {
       ++res.failed;
@@ -155,6 +384,7 @@ PlanResult plan(const config::Scenario& base, int gpus, const PlanOptions& opt, 
     return a.result.step_time_s < b.result.step_time_s;
   });
   if (opt.keep > 0 && res.ranked.size() > opt.keep) res.ranked.resize(opt.keep);
+  res.seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
   return res;
 }
 

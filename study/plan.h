@@ -2,8 +2,12 @@
 // `mfusim plan`: search parallel layouts (tp, pp, dp, cp, ep, vpp,
 // micro-batch, schedule, recompute) for the scenario's model, hardware and
 // GPU count. Cheap checks first (shape rules, a memory lower bound), then
-// every surviving point is simulated in parallel and the fitting ones are
-// ranked by step time.
+// every surviving point is simulated in parallel (coarse per-op lowering) and
+// the fitting ones are ranked by step time (or time / cost to train).
+//
+// Contract of the lower bound: memory_lower_bound(s) <= the simulated peak of
+// every pipeline rank of s (static + activations + runtime reserve) in both
+// lowerings, so pruning on it never drops a point that fits.
 #include <cstddef>
 #include <string>
 #include <vector>
@@ -14,10 +18,23 @@
 
 namespace mfusim::study {
 
+// What "best" means. step: step time; days: time to train tokens_to_train
+// (without it: seconds per token, the same order); cost: USD to train (without
+// a price: GPU-seconds per token). Within one (hardware, GPU count) the three
+// orders agree (global batch and GPUs fixed); they differ across choices.
+enum class RankBy { step, days, cost };
+RankBy parse_rank_by(const std::string&);   // throws std::invalid_argument
+const char* to_string(RankBy);
+
 struct PlanOptions {
   bool prune = true;           // memory lower-bound pruning before simulation
   bool per_layer = false;      // simulation granularity (see schedules::LowerOptions)
   std::size_t keep = 0;        // keep only the best `keep` results (0 = all)
+  // With keep > 0: simulate in order of a step-time lower bound and stop once
+  // the bound exceeds the keep-th best step found (the top `keep` are the same
+  // as without it; the rest are counted as skipped, not simulated).
+  bool bound_time = true;
+  unsigned threads = 0;        // 0 = all cores
 };
 
 struct PlanPoint {
@@ -31,18 +48,44 @@ struct PlanResult {
   std::size_t considered = 0;     // layouts enumerated
   std::size_t invalid = 0;        // shape rules / divisibility
   std::size_t pruned = 0;         // cannot fit (memory lower bound)
+  std::size_t skipped = 0;        // cannot reach the top `keep` (step-time lower bound); not simulated
   std::size_t simulated = 0;
   std::size_t failed = 0;         // simulation errors (internal; should be 0)
   std::size_t fitting = 0;
+  double seconds = 0;             // wall time of plan()
   std::vector<PlanPoint> ranked;  // fitting points, fastest first
 };
 
 // Every layout of the search space for `gpus` GPUs, before any check.
 std::vector<config::Scenario> enumerate_layouts(const config::Scenario& base, int gpus);
-// A lower bound of the simulated peak memory of pipeline rank 0 (bytes).
+// A lower bound of the simulated peak memory over the pipeline ranks (bytes):
+// each rank's static memory (weights, gradients, optimizer state of every
+// stage it holds) plus the activations of the micro-batches whose forward has
+// run and whose backward has not, counted right after each forward in the
+// rank's op order (schedule-exact; W stashes and recompute buffers left out),
+// plus the runtime reserve.
 double memory_lower_bound(const config::Scenario&);
+// A lower bound of the simulated step time (seconds), from the same cost
+// model as the lowering, without communication, bubbles or contention (which
+// only add): the larger of the compute the busiest pipeline rank's stream
+// must run (m micro-batches through every stage it holds: forward, backward,
+// weight gradient, recompute) and one micro-batch's forward through all
+// stages and backward back (a chain of dependencies).
+double step_time_lower_bound(const config::Scenario&);
 std::string layout_label(const config::Scenario&);
 
 PlanResult plan(const config::Scenario& base, int gpus, const PlanOptions& = {}, const Progress& = {});
+
+// The objectives of a plan point for a purchase comparison.
+struct Objectives {
+  double time_s = 0;   // time to train tokens_to_train (or seconds per token when not given)
+  double gpus = 0;
+  double cost = 0;     // USD (or GPU-seconds per token when no price / tokens)
+};
+Objectives objectives(const report::StepResult&);
+double rank_key(const report::StepResult&, RankBy);
+// Pareto front of (time to train, GPUs, cost), all minimised: true where no
+// other point is at least as good in all three and better in one.
+std::vector<bool> pareto_front(const std::vector<Objectives>&);
 
 }  // namespace mfusim::study

@@ -110,7 +110,14 @@ int cmd_diagnose(const std::string& path, const config::LoadOptions& lo, bool js
 }
 
 int cmd_plan(const std::string& path, const config::LoadOptions& lo, const std::string& gpus_list,
-             const std::vector<std::string>& vary, int top, bool json, const study::Progress& progress) {
+             const std::vector<std::string>& vary, int top, bool json, const std::string& rank_by_name,
+             const study::Progress& progress) {
+  study::RankBy rank_by = study::RankBy::step;
+  try {
+    rank_by = study::parse_rank_by(rank_by_name);
+  } catch (const std::invalid_argument& e) {
+    throw UserError("--rank-by: error: " + std::string(e.what()));
+  }
   const auto loaded = config::load_scenario(path, lo);
   const auto gpus = parse_gpus(gpus_list, loaded.base.gpus);
   std::vector<std::string> hardware_choices;
@@ -124,7 +131,14 @@ int cmd_plan(const std::string& path, const config::LoadOptions& lo, const std::
   if (hardware_choices.empty()) {
     bases.push_back(loaded.base);
   } else {
-    for (const auto& h : hardware_choices) bases.push_back(config::with_overrides(path, {"hardware=" + h}, lo));
+    // NAME or NAME@PRICE: the hardware file, and optionally its price per GPU-hour
+    // (USD), since one [cost] price rarely fits several GPU generations.
+    for (const auto& h : hardware_choices) {
+      const auto at = h.find('@');
+      std::vector<std::string> sets = {"hardware=" + h.substr(0, at)};
+      if (at != std::string::npos) sets.push_back("cost.price_per_gpu_hour=" + h.substr(at + 1));
+      bases.push_back(config::with_overrides(path, sets, lo));
+    }
   }
   std::vector<study::PlanResult> results;
   const auto t0 = std::chrono::steady_clock::now();
@@ -133,46 +147,82 @@ int cmd_plan(const std::string& path, const config::LoadOptions& lo, const std::
       study::PlanOptions po;
       po.keep = static_cast<std::size_t>(std::max(top, 1));
       results.push_back(study::plan(b, g, po, progress));
+      // Within one choice the three rank keys order points alike (global batch
+      // and GPU count fixed), so the step-time order stands for all of them.
     }
   const double secs = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+
+  // The best point of each choice, and which choices are on the Pareto front
+  // of (time to train, GPUs, cost). Per choice the best by step time is best
+  // in all three, so the front over these points is the front over all points.
+  std::vector<study::Objectives> objs;
+  std::vector<std::size_t> with_best;
+  for (std::size_t i = 0; i < results.size(); ++i)
+    if (!results[i].ranked.empty()) {
+      objs.push_back(study::objectives(results[i].ranked.front().result));
+      with_best.push_back(i);
+    }
+  const auto front = study::pareto_front(objs);
+  std::vector<char> on_front(results.size(), 0);
+  for (std::size_t k = 0; k < with_best.size(); ++k) on_front[with_best[k]] = front[k] ? 1 : 0;
+
   if (json) {
+    // One ranked array over all choices (SPEC §2); "point" says which choice and layout.
+    struct Row { const study::PlanResult* r; const study::PlanPoint* p; int rank_in_choice; };
+    std::vector<Row> rows;
+    for (const auto& r : results) {
+      int k = 0;
+      for (const auto& p : r.ranked) rows.push_back({&r, &p, ++k});
+    }
+    std::stable_sort(rows.begin(), rows.end(), [&](const Row& a, const Row& b) {
+      return study::rank_key(a.p->result, rank_by) < study::rank_key(b.p->result, rank_by);
+    });
     report::JsonWriter w;
     w.begin_array();
-    for (const auto& r : results)
-      for (const auto& p : r.ranked) {
-        report::JsonWriter pw(0);
-        pw.begin_object();
-        pw.key("hardware").value(r.hardware).key("gpus").value(r.gpus).key("layout").value(study::layout_label(p.scenario));
-        pw.key("schedule").value(config::to_string(p.scenario.schedule.name));
-        pw.key("recompute").value(config::to_string(p.scenario.features.recompute));
-        pw.end_object();
-        report::write_step(w, p.result, {}, pw.str());
-      }
+    for (const auto& row : rows) {
+      const auto& p = *row.p;
+      const auto choice = static_cast<std::size_t>(row.r - results.data());
+      report::JsonWriter pw(0);
+      pw.begin_object();
+      pw.key("hardware").value(row.r->hardware).key("gpus").value(row.r->gpus);
+      pw.key("layout").value(study::layout_label(p.scenario));
+      pw.key("schedule").value(config::to_string(p.scenario.schedule.name));
+      pw.key("recompute").value(config::to_string(p.scenario.features.recompute));
+      pw.key("rank_by").value(study::to_string(rank_by));
+      pw.key("rank_in_choice").value(row.rank_in_choice);
+      pw.key("pareto").value(row.rank_in_choice == 1 && on_front[choice] != 0);
+      pw.end_object();
+      report::write_step(w, p.result, {}, pw.str());
+    }
     w.end_array();
     std::cout << w.str() << "\n";
     return 0;
   }
-  std::size_t considered = 0, simulated = 0, pruned = 0, invalid = 0;
-  for (const auto& r : results) {
-    considered += r.considered;
-    simulated += r.simulated;
-    pruned += r.pruned;
-    invalid += r.invalid;
-  }
+
+  const bool days = loaded.base.training.tokens_to_train > 0;
+  const bool cost = days && loaded.base.cost.price_per_gpu_hour > 0;
   std::cout << "mfusim plan: " << loaded.base.name << "\n";
-  std::cout << "  " << considered << " layouts considered, " << invalid << " break a shape rule, " << pruned
-            << " cannot fit (memory lower bound), " << simulated << " simulated in " << f("%.1f", secs) << " s\n";
+  std::cout << "  ranked by " << (rank_by == study::RankBy::step ? "step time"
+                                  : rank_by == study::RankBy::days ? "time to train"
+                                                                    : "cost to train")
+            << "; searched " << results.size() << " choice" << (results.size() == 1 ? "" : "s") << " in "
+            << f("%.1f", secs) << " s\n";
   for (const auto& r : results) {
-    std::cout << "\n" << r.gpus << " x " << r.hardware << ": " << r.fitting << " layouts fit";
-    if (r.failed) std::cout << " (" << r.failed << " failed to simulate)";
-    std::cout << "\n";
+    std::cout << "\n" << r.gpus << " x " << r.hardware << ": " << r.considered << " layouts considered, " << r.invalid
+              << " break a shape rule, " << r.pruned << " pruned (cannot fit: memory lower bound), " << r.skipped
+              << " skipped (cannot reach the top " << std::max(top, 1) << ": step-time lower bound), " << r.simulated
+              << " simulated, " << r.fitting << " of them fit";
+    if (r.failed) std::cout << ", " << r.failed << " FAILED to simulate";
+    std::cout << " (" << f("%.1f", r.seconds) << " s)\n";
+    if (r.ranked.empty()) {
+      std::cout << "  no layout fits in " << f("%.0f", loaded.base.hardware.hbm_bytes / (1024.0 * 1024 * 1024))
+                << " GiB\n";
+      continue;
+    }
     std::vector<std::vector<std::string>> rows = {
         {"#", "layout", "schedule", "recompute", "step", "tokens/s", "MFU", "bubble", "exp. comm", "peak GiB"}};
-    const bool cost = loaded.base.training.tokens_to_train > 0;
-    if (cost) {
-      rows[0].push_back("days");
-      if (loaded.base.cost.price_per_gpu_hour > 0) rows[0].push_back("cost $M");
-    }
+    if (days) rows[0].push_back("days");
+    if (cost) rows[0].push_back("cost $M");
     int i = 0;
     for (const auto& p : r.ranked) {
       const auto& x = p.result;
@@ -182,38 +232,40 @@ int cmd_plan(const std::string& path, const config::LoadOptions& lo, const std::
                       config::to_string(p.scenario.features.recompute), report::format_seconds(x.step_time_s),
                       f("%.0f", x.tokens_per_s), f("%.1f%%", 100 * x.mfu), f("%.1f%%", 100 * x.bubble_fraction),
                       report::format_seconds(comm), f("%.1f", x.memory.peak_gib)});
-      if (cost) {
-        rows.back().push_back(f("%.1f", x.days_to_train));
-        if (loaded.base.cost.price_per_gpu_hour > 0) rows.back().push_back(f("%.2f", x.cost_usd / 1e6));
-      }
+      if (days) rows.back().push_back(f("%.1f", x.days_to_train));
+      if (cost) rows.back().push_back(f("%.2f", x.cost_usd / 1e6));
     }
     std::cout << table(rows);
   }
   if (results.size() > 1) {
-    // Purchase comparison: the best layout of each choice, and which are Pareto-optimal in (days, cost, GPUs).
-    std::cout << "\nBest layout per choice\n";
-    std::vector<std::vector<std::string>> rows = {{"hardware", "gpus", "best layout", "step", "tokens/s", "MFU", "days", "cost $M", "pareto"}};
-    for (const auto& r : results) {
+    // Purchase comparison: the best layout of each choice, ranked by the key.
+    std::vector<std::size_t> order;
+    for (std::size_t i = 0; i < results.size(); ++i) order.push_back(i);
+    auto key = [&](std::size_t i) {
+      return results[i].ranked.empty() ? 1e300 : study::rank_key(results[i].ranked.front().result, rank_by);
+    };
+    std::stable_sort(order.begin(), order.end(), [&](std::size_t a, std::size_t b) { return key(a) < key(b); });
+    std::cout << "\nBest layout per choice (ranked by " << study::to_string(rank_by)
+              << "; pareto: not beaten on time to train, GPUs and cost at once)\n";
+    std::vector<std::vector<std::string>> rows = {{"#", "hardware", "gpus", "best layout", "step", "tokens/s", "MFU",
+                                                    days ? "days" : "s/Mtok", cost ? "cost $M" : "GPU-h/Mtok", "pareto"}};
+    int n = 0;
+    for (std::size_t i : order) {
+      const auto& r = results[i];
       if (r.ranked.empty()) {
-        rows.push_back({r.hardware, std::to_string(r.gpus), "nothing fits", "", "", "", "", "", ""});
+        rows.push_back({"-", r.hardware, std::to_string(r.gpus), "nothing fits", "", "", "", "", "", ""});
         continue;
       }
-      const auto& x = r.ranked.front().result;
-      bool dominated = false;
-      for (const auto& o : results) {
-        if (&o == &r || o.ranked.empty()) continue;
-        const auto& y = o.ranked.front().result;
-        const bool better_or_equal = y.step_time_s * o.gpus <= x.step_time_s * r.gpus && y.step_time_s <= x.step_time_s &&
-                                     o.gpus <= r.gpus;
-        const bool strictly = y.step_time_s < x.step_time_s || o.gpus < r.gpus;
-        if (better_or_equal && strictly && y.cost_usd <= x.cost_usd) dominated = true;
-      }
-      rows.push_back({r.hardware, std::to_string(r.gpus),
-                      study::layout_label(r.ranked.front().scenario) + " " +
-                          config::to_string(r.ranked.front().scenario.schedule.name),
+      const auto& best = r.ranked.front();
+      const auto& x = best.result;
+      const auto o = study::objectives(x);
+      rows.push_back({std::to_string(++n), r.hardware, std::to_string(r.gpus),
+                      study::layout_label(best.scenario) + " " + config::to_string(best.scenario.schedule.name) + " " +
+                          config::to_string(best.scenario.features.recompute),
                       report::format_seconds(x.step_time_s), f("%.0f", x.tokens_per_s), f("%.1f%%", 100 * x.mfu),
-                      x.days_to_train > 0 ? f("%.1f", x.days_to_train) : "-",
-                      x.cost_usd > 0 ? f("%.2f", x.cost_usd / 1e6) : "-", dominated ? "" : "yes"});
+                      days ? f("%.1f", x.days_to_train) : f("%.3g", o.time_s * 1e6),
+                      cost ? f("%.2f", x.cost_usd / 1e6) : f("%.3g", o.cost * 1e6 / 3600.0),
+                      on_front[i] ? "yes" : ""});
     }
     std::cout << table(rows);
   }

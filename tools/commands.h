@@ -18,7 +18,8 @@ std::string chrome_trace_of(const report::StepResult&);
 std::string svg_of(const report::StepResult&);
 
 int cmd_plan(const std::string& scenario, const config::LoadOptions&, const std::string& gpus_list,
-             const std::vector<std::string>& vary, int top, bool json, const study::Progress&);
+             const std::vector<std::string>& vary, int top, bool json, const std::string& rank_by,
+             const study::Progress&);
 int cmd_diagnose(const std::string& scenario, const config::LoadOptions&, bool json, const study::Progress&);
 
 }  // namespace mfusim::tools

@@ -190,7 +190,7 @@ int main(int argc, char** argv) {
   CLI::App app{"mfusim: simulate one training step of an LLM on a GPU cluster"};
   app.require_subcommand(1);
   std::vector<std::string> sets;
-  std::string scenario, trace, svg, csv, calibration, out, probe, what, gpus_list;
+  std::string scenario, trace, svg, csv, calibration, out, probe, what, gpus_list, rank_by = "step";
   std::vector<std::string> vary;
   bool json = false;
   int top = 10;
@@ -215,8 +215,9 @@ int main(int argc, char** argv) {
   add_common(plan);
   plan->add_option("--gpus", gpus_list, "GPU counts to plan for, e.g. 64,128,256");
   plan->add_option("--top", top, "how many layouts to show")->check(CLI::PositiveNumber);
-  plan->add_option("--vary", vary, "KEY=V1,V2,... compare choices (e.g. hardware=h100-sxm,b200)");
+  plan->add_option("--vary", vary, "hardware=NAME[@USD_PER_GPU_HOUR],... compare hardware (e.g. hardware=h100-sxm@2.5,b200@5)");
   plan->add_flag("--json", json, "print the ranked JSON array");
+  plan->add_option("--rank-by", rank_by, "step | days | cost: what 'best' means (default step)");
   auto* diag = app.add_subcommand("diagnose", "rank the MFU levers for this scenario");
   add_common(diag);
   diag->add_flag("--json", json, "print a JSON array");
@@ -248,7 +249,7 @@ int main(int argc, char** argv) {
   try {
     if (run->parsed()) return cmd_run(scenario, lo, json, trace, svg);
     if (sweep->parsed()) return cmd_sweep(scenario, lo, vary, csv, json);
-    if (plan->parsed()) return tools::cmd_plan(scenario, lo, gpus_list, vary, top, json, progress_bar("plan"));
+    if (plan->parsed()) return tools::cmd_plan(scenario, lo, gpus_list, vary, top, json, rank_by, progress_bar("plan"));
     if (diag->parsed()) return tools::cmd_diagnose(scenario, lo, json, progress_bar("diagnose"));
     if (check->parsed()) return cmd_check(scenario, lo);
     if (cal->parsed()) return cmd_calibrate(probe, out);

@@ -178,7 +178,7 @@ TEST_CASE("cli: resolved holds the scenario after defaults, --set and --calibrat
   CHECK(cal.size() > 9);
   CHECK(cal.substr(cal.size() - 9) == "h200.toml");
   // The derived dp is resolved: gpus / (tp * pp * cp).
-  CHECK(res["parallel"]["dp"].num() == 8);
+  CHECK(res["parallel"]["dp"].num() == 4);   // 8 GPUs, tp 2 (scenarios/8xh100_llama3_8b.toml)
   CHECK(res["cluster"]["gpus"].num() == 8);
   // A named model resolves to its file's contents.
   CHECK(res["model"]["ref"].str() == "llama3-8b");

@@ -1,0 +1,232 @@
+// study/plan: the layout search behind `mfusim plan`.
+#include <doctest/doctest.h>
+
+#include <filesystem>
+#include <map>
+#include <set>
+#include <string>
+
+#include "config/loader.h"
+#include "report/simulate.h"
+#include "study/plan.h"
+
+namespace fs = std::filesystem;
+using namespace mfusim;
+
+namespace {
+
+const std::string kRoot = fs::path(MFUSIM_TEST_DIR).parent_path().string();
+constexpr double kGiB = 1024.0 * 1024.0 * 1024.0;
+
+// Llama-3-8B on 16 H100, sequence 4096, 32 sequences per step: small enough
+// to simulate every valid layout, tight enough in memory that many do not fit
+// (8B parameters with ZeRO-1 take ~50 GiB of the 80 on a rank without tp/pp).
+config::Scenario small(const std::string& hardware = "h100-sxm", int gpus = 16) {
+  const std::string text = "name = \"plan test\"\nmodel = \"llama3-8b\"\nhardware = \"" + hardware +
+                           "\"\n[cluster]\ngpus = " + std::to_string(gpus) +
+                           "\n[training]\nseq_len = 4096\nglobal_batch = 32\nmicro_batch = 1\n"
+                           "[parallel]\ntp = 1\npp = 1\ndistributed_optimizer = true\nsequence_parallel = false\n"
+                           "[features]\nflash_attention = true\nfused_kernels = true\n";
+  return config::load_scenario_string(text, kRoot + "/scenarios/plan_test.toml").base;
+}
+
+std::string key(const config::Scenario& s) {
+  return study::layout_label(s) + " " + config::to_string(s.schedule.name) + " " + config::to_string(s.features.recompute);
+}
+
+const study::PlanResult& unpruned() {
+  static const auto r = [] {
+    study::PlanOptions po;
+    po.prune = false;
+    return study::plan(small(), 16, po);
+  }();
+  return r;
+}
+
+const study::PlanResult& pruned() {
+  static const auto r = study::plan(small(), 16);
+  return r;
+}
+
+}  // namespace
+
+TEST_CASE("plan: every result fits in memory and obeys the shape rules") {
+  const auto& r = pruned();
+  REQUIRE(r.ranked.size() > 10);
+  CHECK(r.failed == 0);
+  CHECK(r.considered == r.invalid + r.pruned + r.skipped + r.simulated);
+  for (const auto& p : r.ranked) {
+    const auto& s = p.scenario;
+    INFO(key(s));
+    CHECK(p.result.memory.fits);
+    CHECK(p.result.memory.peak_gib <= s.hardware.hbm_bytes / kGiB);
+    // SPEC §3: gpus = tp * pp * cp * dp; tp divides heads and kv heads; global
+    // batch a multiple of micro_batch * dp; the schedule's shape rules.
+    CHECK(s.parallel.tp * s.parallel.pp * s.parallel.cp * s.parallel.dp == s.gpus);
+    CHECK(s.model.heads % s.parallel.tp == 0);
+    CHECK(s.model.kv_heads % s.parallel.tp == 0);
+    CHECK(s.training.global_batch % (s.training.micro_batch * s.parallel.dp) == 0);
+    CHECK(config::validate(s).empty());
+  }
+  for (std::size_t i = 1; i < r.ranked.size(); ++i)
+    CHECK(r.ranked[i - 1].result.step_time_s <= r.ranked[i].result.step_time_s);
+}
+
+TEST_CASE("plan: pruning never removes a feasible point (small model, 16 GPUs, unpruned run)") {
+  const auto& a = unpruned();
+  const auto& b = pruned();
+  REQUIRE(a.pruned == 0);
+  REQUIRE(b.pruned > 0);                       // the bound does prune here
+  REQUIRE(a.simulated > a.fitting);            // and some simulated points do not fit
+  MESSAGE(a.considered << " considered, " << a.invalid << " invalid, " << b.pruned << " pruned, " << a.fitting
+                       << " fit of " << a.simulated << " simulated unpruned");
+  CHECK(a.considered == b.considered);
+  CHECK(a.invalid == b.invalid);
+  CHECK(a.fitting == b.fitting);
+  std::map<std::string, double> fit_a, fit_b;
+  for (const auto& p : a.ranked) fit_a[key(p.scenario)] = p.result.step_time_s;
+  for (const auto& p : b.ranked) fit_b[key(p.scenario)] = p.result.step_time_s;
+  CHECK(fit_a == fit_b);
+}
+
+TEST_CASE("plan: the memory lower bound is below every simulated peak (both lowerings)") {
+  // study/plan.h contract: memory_lower_bound(s) <= simulated peak over ranks.
+  const auto& a = unpruned();
+  // Every simulated point of the unpruned run (fitting or not).
+  const auto cands = study::enumerate_layouts(small(), 16);
+  int checked = 0, per_layer = 0;
+  for (const auto& c : cands) {
+    if (!config::validate(c).empty()) continue;
+    report::SimulateOptions so;
+    so.keep_timeline = false;
+    so.per_layer = false;
+    const auto r = report::simulate(c, so);
+    const double lb = study::memory_lower_bound(c);
+    INFO(key(c));
+    CHECK(lb <= r.memory.peak_gib * kGiB * (1 + 1e-12));
+    // study/plan.h contract: step_time_lower_bound(s) <= simulated step time.
+    const double tb = study::step_time_lower_bound(c);
+    CHECK(tb <= r.step_time_s);
+    CHECK(tb > 0.3 * r.step_time_s);   // and it is not vacuous
+    ++checked;
+    if (checked % 40 == 0) {   // the per-layer lowering on a sample
+      so.per_layer = true;
+      const auto q = report::simulate(c, so);
+      CHECK(lb <= q.memory.peak_gib * kGiB * (1 + 1e-12));
+      CHECK(tb <= q.step_time_s);
+      ++per_layer;
+    }
+  }
+  CHECK(checked == static_cast<int>(a.simulated));
+  CHECK(per_layer > 5);
+}
+
+TEST_CASE("plan: the step-time bound skips points but keeps the same top K") {
+  const auto& all = pruned();   // keep = 0: every surviving point simulated
+  for (std::size_t k : {std::size_t{1}, std::size_t{10}}) {
+    study::PlanOptions po;
+    po.keep = k;
+    const auto r = study::plan(small(), 16, po);
+    INFO("top " << k << ": " << r.skipped << " skipped, " << r.simulated << " simulated");
+    CHECK(r.skipped > 0);
+    CHECK(r.simulated + r.skipped == all.simulated);
+    REQUIRE(r.ranked.size() == k);
+    for (std::size_t i = 0; i < k; ++i) {
+      CHECK(key(r.ranked[i].scenario) == key(all.ranked[i].scenario));
+      CHECK(r.ranked[i].result.step_time_s == all.ranked[i].result.step_time_s);
+    }
+  }
+}
+
+TEST_CASE("plan: the best point is no slower than hand-picked points of the same space") {
+  const auto& r = pruned();
+  REQUIRE(!r.ranked.empty());
+  const double best = r.ranked.front().result.step_time_s;
+  struct Pick { int tp, pp, cp, mb; config::ScheduleKind sched; int vpp; config::Recompute rc; };
+  using K = config::ScheduleKind;
+  using R = config::Recompute;
+  const Pick picks[] = {
+      {1, 1, 1, 1, K::one_f_one_b, 1, R::none},      // pure data parallelism (ZeRO-1)
+      {2, 1, 1, 1, K::one_f_one_b, 1, R::none},
+      {4, 1, 1, 2, K::one_f_one_b, 1, R::selective},
+      {1, 2, 1, 1, K::one_f_one_b, 1, R::none},
+      {2, 2, 1, 1, K::interleaved_1f1b, 2, R::none},
+      {1, 4, 1, 1, K::zb_h1, 1, R::none},
+      {8, 1, 2, 1, K::one_f_one_b, 1, R::full},
+  };
+  int fitting = 0;
+  for (const auto& p : picks) {
+    auto s = small();
+    s.parallel.tp = p.tp;
+    s.parallel.pp = p.pp;
+    s.parallel.cp = p.cp;
+    s.parallel.dp = 16 / (p.tp * p.pp * p.cp);
+    s.parallel.vpp = p.vpp;
+    s.parallel.sequence_parallel = p.tp > 1;
+    s.training.micro_batch = p.mb;
+    s.schedule.name = p.sched;
+    s.features.recompute = p.rc;
+    REQUIRE(config::validate(s).empty());
+    report::SimulateOptions so;
+    so.keep_timeline = false;
+    so.per_layer = false;
+    const auto x = report::simulate(s, so);
+    INFO(key(s));
+    if (!x.memory.fits) continue;
+    ++fitting;
+    CHECK(best <= x.step_time_s);
+  }
+  CHECK(fitting >= 4);
+}
+
+TEST_CASE("plan: hardware comparison picks a different best layout when memory is what binds") {
+  // On 8 GPUs Llama-3-8B barely fits an 80 GB H100 without model parallelism;
+  // a 168 GiB B200 can hold layouts that the H100 cannot (bigger micro-batch,
+  // less tp/pp, no recompute), so its best layout must differ, and it must be
+  // one that would not fit on the H100.
+  study::PlanOptions po;
+  po.keep = 1;
+  po.bound_time = false;   // count every fitting layout
+  const auto h100 = study::plan(small("h100-sxm", 8), 8, po);
+  const auto b200 = study::plan(small("b200", 8), 8, po);
+  REQUIRE(!h100.ranked.empty());
+  REQUIRE(!b200.ranked.empty());
+  const auto& bh = h100.ranked.front();
+  const auto& bb = b200.ranked.front();
+  INFO("h100: " << key(bh.scenario) << ", b200: " << key(bb.scenario));
+  CHECK(key(bh.scenario) != key(bb.scenario));
+  CHECK(bb.result.memory.peak_gib > bh.scenario.hardware.hbm_bytes / kGiB);
+  CHECK(b200.fitting > h100.fitting);
+  MESSAGE("h100 best: " << key(bh.scenario) << " (" << bh.result.step_time_s << " s), b200 best: " << key(bb.scenario)
+                        << " (" << bb.result.step_time_s << " s, peak " << bb.result.memory.peak_gib << " GiB)");
+}
+
+TEST_CASE("plan: Pareto front of (time to train, GPUs, cost)") {
+  using O = study::Objectives;
+  // a: fast, many GPUs, expensive; b: slow, few GPUs, cheap; c: dominated by b
+  // (slower, same GPUs, dearer); d: same as a (ties are not dominated).
+  const std::vector<O> pts = {{10, 256, 100}, {30, 64, 60}, {31, 64, 61}, {10, 256, 100}};
+  const auto f = study::pareto_front(pts);
+  CHECK(f == std::vector<bool>{true, true, false, true});
+}
+
+TEST_CASE("plan: rank keys; days and cost follow step time within one choice") {
+  auto s = small();
+  s.training.tokens_to_train = 1e12;
+  s.cost.price_per_gpu_hour = 2.0;
+  auto r = study::plan(s, 16, study::PlanOptions{true, false, 5, 0});
+  REQUIRE(r.ranked.size() == 5);
+  for (std::size_t i = 1; i < r.ranked.size(); ++i) {
+    const auto& a = r.ranked[i - 1].result;
+    const auto& b = r.ranked[i].result;
+    CHECK(study::rank_key(a, study::RankBy::days) <= study::rank_key(b, study::RankBy::days));
+    CHECK(study::rank_key(a, study::RankBy::cost) <= study::rank_key(b, study::RankBy::cost));
+  }
+  // days = tokens / (tokens/s) / 86400; cost = price x gpus x hours.
+  const auto& x = r.ranked.front().result;
+  CHECK(x.days_to_train == doctest::Approx(1e12 / x.tokens_per_s / 86400.0));
+  CHECK(x.cost_usd == doctest::Approx(2.0 * 16 * 1e12 / x.tokens_per_s / 3600.0));
+  CHECK(study::rank_key(x, study::RankBy::cost) == doctest::Approx(x.cost_usd));
+  CHECK(study::parse_rank_by("days") == study::RankBy::days);
+  CHECK_THROWS_AS(study::parse_rank_by("mfu"), std::invalid_argument);
+}
