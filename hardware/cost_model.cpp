@@ -75,7 +75,9 @@ CostModel::CostModel(const HardwareSpec& hw, Precision precision, const Calibrat
     if (cal_->memory.achieved_bandwidth > 0) bandwidth_ = cal_->memory.achieved_bandwidth;
     if (cal_->memory.launch_overhead_s > 0) launch_ = cal_->memory.launch_overhead_s;
   }
-  if (cuda_graphs_) launch_ = 0;
+  host_ = std::max(0.0, hw.host_overhead);
+  host_compiled_ = hw.host_compiled_overhead > 0 ? hw.host_compiled_overhead : host_;
+  if (cuda_graphs_) launch_ = host_ = host_compiled_ = 0;
   sms_ = sm_count_for(hw);
   if (cal_ && cal_->has_gemm) {
     table_.reserve(cal_->gemm_table.size());
@@ -188,6 +190,11 @@ int CostModel::launches_per_kernel(const Kernel& kn) const {
 
 double CostModel::launch_time(const Kernel& kn) const {
   return std::max(kn.count, 0) * launches_per_kernel(kn) * launch_;
+}
+
+double CostModel::host_time(const Kernel& kn) const {
+  if (kn.compiled) return std::max(kn.count, 0) * host_compiled_;   // one guarded call per region
+  return std::max(kn.count, 0) * launches_per_kernel(kn) * host_;
 }
 
 double CostModel::time(const Kernel& kn) const {
