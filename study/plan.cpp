@@ -79,8 +79,9 @@ double memory_lower_bound(const config::Scenario& s) {
   const int stages = s.parallel.pp * schedules::chunks_for(name, s.parallel.vpp);
   const auto layers = schedules::split_layers(s, stages);
   const auto& l0 = layers.front();
+  const bool autocast = s.training.master_weights == config::MasterWeights::fp32_autocast;
   const auto st = models::static_memory(s.model, l0, true, stages == 1, s.parallel.tp, s.parallel.ep, s.parallel.dp,
-                                        s.parallel.distributed_optimizer);
+                                        s.parallel.distributed_optimizer, autocast);
   models::RankShape sh;
   sh.tp = s.parallel.tp;
   sh.cp = s.parallel.cp;
@@ -88,6 +89,7 @@ double memory_lower_bound(const config::Scenario& s) {
   sh.sequence_parallel = s.parallel.sequence_parallel;
   sh.micro_batch = s.training.micro_batch;
   sh.seq_len = s.training.seq_len;
+  sh.fp32_autocast = autocast;
   sh.flash_attention = s.features.flash_attention;
   sh.fused_kernels = s.features.fused_kernels;
   sh.recompute = s.features.recompute;

@@ -31,11 +31,13 @@ struct MeasuredRow {
   bool flash = true, recompute = false, fused = true;
   std::string attn_impl, status;
   double step_ms = 0, fwd_ms = 0, bwd_ms = 0, opt_ms = 0;
+  double peak_mem_gib = 0;   // torch.cuda.max_memory_allocated
 };
 
 struct ComparedRow {
   MeasuredRow m;
   double pred_step_ms = 0, pred_fwd_ms = 0, pred_bwd_ms = 0, pred_opt_ms = 0;
+  double pred_peak_gib = 0;                        // simulated peak memory (static + activations)
   double err_step = 0, err_fwd = 0, err_bwd = 0;   // (predicted - measured) / measured
 };
 
@@ -100,6 +102,7 @@ inline std::vector<MeasuredRow> read_measured(const std::string& path) {
     r.fwd_ms = std::stod(col("fwd_ms"));
     r.bwd_ms = std::stod(col("bwd_ms"));
     r.opt_ms = std::stod(col("opt_ms"));
+    r.peak_mem_gib = std::stod(col("peak_mem_gib"));
     out.push_back(r);
   }
   return out;
@@ -209,6 +212,7 @@ inline Summary compare(const std::string& csv_path, const std::string& calibrati
     c.pred_fwd_ms = fwd * 1e3;
     c.pred_bwd_ms = bwd * 1e3;
     c.pred_opt_ms = optm * 1e3;
+    c.pred_peak_gib = res.memory.peak_gib;
     c.err_step = (c.pred_step_ms - m.step_ms) / m.step_ms;
     c.err_fwd = (c.pred_fwd_ms - m.fwd_ms) / m.fwd_ms;
     c.err_bwd = (c.pred_bwd_ms - m.bwd_ms) / m.bwd_ms;
