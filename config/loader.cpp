@@ -437,7 +437,8 @@ models::ModelSpec read_hf_config(Ctx& ctx, const Value& root, const std::string&
 const std::vector<std::string> kHardwareKeys = {
     "name",           "peak_tflops_bf16",   "peak_tflops_fp8",   "hbm_gib",
     "hbm_bandwidth_gbs", "gpus_per_node",   "nvlink_bandwidth_gbs", "nvlink_latency_us",
-    "nic_bandwidth_gbs", "nic_latency_us",  "launch_overhead_us"};
+    "nic_bandwidth_gbs", "nic_latency_us",  "launch_overhead_us", "host_overhead_us",
+    "host_compiled_overhead_us"};
 
 hardware::HardwareSpec read_hardware_table(Ctx& ctx, const Value& t, const std::string& default_name) {
   const std::string p = "hardware.";
@@ -459,6 +460,8 @@ hardware::HardwareSpec read_hardware_table(Ctx& ctx, const Value& t, const std::
   num("nic_bandwidth_gbs", 1e9, h.nic_bandwidth, true);
   num("nic_latency_us", 1e-6, h.nic_latency, false);
   num("launch_overhead_us", 1e-6, h.launch_overhead, false);
+  num("host_overhead_us", 1e-6, h.host_overhead, false);
+  num("host_compiled_overhead_us", 1e-6, h.host_compiled_overhead, false);
   ctx.read_int(t, "gpus_per_node", p, h.gpus_per_node);
   return h;
 }
@@ -548,7 +551,7 @@ const std::vector<std::string> kRootKeys = {"name",     "model",    "hardware", 
                                             "training", "parallel", "schedule", "features",    "cost",   "whatif"};
 const std::vector<std::string> kClusterKeys = {"gpus"};
 const std::vector<std::string> kTrainingKeys = {"seq_len", "global_batch", "micro_batch", "precision",
-                                                "tokens_to_train"};
+                                                "master_weights", "tokens_to_train"};
 const std::vector<std::string> kParallelKeys = {"tp",  "pp", "cp", "ep", "vpp", "dp", "sequence_parallel",
                                                 "distributed_optimizer", "first_stage_layers", "last_stage_layers",
                                                 "stage_layers"};
@@ -667,6 +670,8 @@ void read_scenario(Ctx& ctx, Scenario& s, const Value& root, const std::string& 
     ctx.read_int(*t, "micro_batch", p, s.training.micro_batch);
     int prec = ctx.read_enum(*t, "precision", p, {"bf16", "fp8"});
     if (prec == 1) s.training.precision = Precision::fp8;
+    int mw = ctx.read_enum(*t, "master_weights", p, {"bf16-params", "fp32-autocast"});
+    if (mw == 1) s.training.master_weights = MasterWeights::fp32_autocast;
     ctx.read_number(*t, "tokens_to_train", p, s.training.tokens_to_train);
   } else if (!root.find("training")) {
     ctx.error(root.pos, "missing required key 'training.global_batch'");
@@ -822,6 +827,8 @@ void check_hardware(const hardware::HardwareSpec& h, const Sink& err) {
   nonneg("hardware.nvlink_latency_us", h.nvlink_latency, 1e-6);
   nonneg("hardware.nic_latency_us", h.nic_latency, 1e-6);
   nonneg("hardware.launch_overhead_us", h.launch_overhead, 1e-6);
+  nonneg("hardware.host_overhead_us", h.host_overhead, 1e-6);
+  nonneg("hardware.host_compiled_overhead_us", h.host_compiled_overhead, 1e-6);
   if (h.gpus_per_node < 1 || h.gpus_per_node > 1 << 20)
     err("hardware.gpus_per_node", "'hardware.gpus_per_node' must be >= 1 (got " + std::to_string(h.gpus_per_node) + ")");
 }
@@ -1279,13 +1286,15 @@ std::string describe(const Scenario& s) {
      << h.hbm_bytes / (1024.0 * 1024.0 * 1024.0) << " GiB at " << h.hbm_bandwidth / 1e9 << " GB/s\n"
      << "  " << h.gpus_per_node << " GPUs/node; NVLink " << h.nvlink_bandwidth / 1e9 << " GB/s, "
      << h.nvlink_latency * 1e6 << " us; NIC " << h.nic_bandwidth / 1e9 << " GB/s, " << h.nic_latency * 1e6
-     << " us; launch " << h.launch_overhead * 1e6 << " us\n";
+     << " us; launch " << h.launch_overhead * 1e6 << " us, host " << h.host_overhead * 1e6
+     << " us per op (" << h.host_compiled_overhead * 1e6 << " us per compiled call)\n";
   if (!s.calibration_path.empty()) os << "calibration: " << s.calibration_path << "\n";
   os << "cluster: " << s.gpus << " GPUs";
   if (h.gpus_per_node > 0) os << " (" << (s.gpus + h.gpus_per_node - 1) / h.gpus_per_node << " nodes)";
   os << "\n";
   os << "training: seq_len " << tr.seq_len << ", global_batch " << tr.global_batch << ", micro_batch "
-     << tr.micro_batch << ", precision " << to_string(tr.precision);
+     << tr.micro_batch << ", precision " << to_string(tr.precision) << ", master_weights "
+     << to_string(tr.master_weights);
   if (tr.tokens_to_train > 0) os << ", tokens_to_train " << tr.tokens_to_train;
   os << "\n";
   os << "parallel: tp " << par.tp << ", pp " << par.pp << ", dp " << par.dp << " (gpus / (tp*pp*cp)), cp " << par.cp

@@ -54,4 +54,8 @@ const char* to_string(NcclAlgo a) {
 
 const char* to_string(Precision p) { return p == Precision::fp8 ? "fp8" : "bf16"; }
 
+const char* to_string(MasterWeights w) {
+  return w == MasterWeights::fp32_autocast ? "fp32-autocast" : "bf16-params";
+}
+
 }  // namespace mfusim::config

@@ -18,6 +18,13 @@ using hardware::Precision;
 enum class ScheduleKind { gpipe, one_f_one_b, interleaved_1f1b, zb_h1, zb_h2, zb_v, dualpipe, dualpipev };
 enum class Recompute { none, selective, full };
 enum class NcclAlgo { auto_, ring, tree };
+// Where the weights live and what the framework runs (docs/fidelity.md):
+//  bf16_params   Megatron-LM mixed precision: bf16 weights, fp32 main grads, fp32 master + Adam state
+//                (distributed optimizer), Megatron/Apex fused softmax and vocab-parallel cross entropy.
+//  fp32_autocast plain PyTorch AMP: fp32 parameters under torch.autocast(bf16); every forward casts each
+//                weight to bf16, the bf16 weight gradients are cast to fp32 .grad, the loss is
+//                torch cross entropy on .float() logits, attention without flash is the eager chain.
+enum class MasterWeights { bf16_params, fp32_autocast };
 
 // "gpipe", "1f1b", "interleaved-1f1b", "zb-h1", "zb-h2", "zb-v", "dualpipe", "dualpipev"
 const char* to_string(ScheduleKind);
@@ -26,12 +33,14 @@ const std::vector<ScheduleKind>& all_schedules();
 const char* to_string(Recompute);
 const char* to_string(NcclAlgo);
 const char* to_string(Precision);
+const char* to_string(MasterWeights);   // "bf16-params", "fp32-autocast"
 
 struct Training {
   int seq_len = 4096;
   int global_batch = 0;     // sequences per optimizer step
   int micro_batch = 1;      // sequences per micro-batch
   Precision precision = Precision::bf16;
+  MasterWeights master_weights = MasterWeights::bf16_params;
   double tokens_to_train = 0;      // optional: for days-to-train and cost (0 = not given)
 };
 

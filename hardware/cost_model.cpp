@@ -83,8 +83,13 @@ CostModel::CostModel(const HardwareSpec& hw, Precision precision, const Calibrat
     if (cal_->memory.launch_overhead_s > 0) launch_ = cal_->memory.launch_overhead_s;
     if (cal_->memory.graph_launch_overhead_s > 0) gap_ = cal_->memory.graph_launch_overhead_s;
   }
-  host_launch_ = launch_;
-  if (cuda_graphs_) launch_ = 0;
+  // Host (CPU) cost to issue one kernel: the framework's per-op cost when the
+  // hardware profile gives one (eager PyTorch: hardware.host_overhead_us,
+  // docs/fidelity.md), else the bare launch cost. A torch.compile'd region is one
+  // call of host_compiled_. CUDA graphs replay without host work.
+  host_ = hw.host_overhead > 0 ? hw.host_overhead : launch_;
+  host_compiled_ = hw.host_compiled_overhead > 0 ? hw.host_compiled_overhead : host_;
+  if (cuda_graphs_) launch_ = host_ = host_compiled_ = 0;
   sms_ = sm_count_for(hw);
   if (cal_ && cal_->has_gemm) {
     table_.reserve(cal_->gemm_table.size());
@@ -169,11 +174,9 @@ double CostModel::attention_seconds(const Kernel& kn) const {
                              : kn.flops;
     double eff = 0;
     if (cal && (bwd ? cal_->attention.flash_bwd_eff : cal_->attention.flash_fwd_eff) > 0) {
-      // The calibration's backward efficiency is fitted against 2x the forward FLOPs
-      // (calibration.h: "the FA2 recompute of P not counted"); here the backward
-      // executes 2.5x: the same measured time needs eff x 2.5 / 2.
-      eff = bwd ? cal_->attention.flash_bwd_eff * CostDefaults::flash_bwd_flop_ratio / 2.0
-                : cal_->attention.flash_fwd_eff;
+      // The calibration fits both efficiencies against the FLOPs counted here
+      // (hardware/calibration.cpp: causal halves, backward = 2.5 x forward).
+      eff = bwd ? cal_->attention.flash_bwd_eff : cal_->attention.flash_fwd_eff;
     } else {
       const double s = kn.seq_kv > 0 ? static_cast<double>(kn.seq_kv) : 1e9;
       eff = (bwd ? CostDefaults::flash_bwd_eff : CostDefaults::flash_fwd_eff) * s / (s + CostDefaults::flash_seq_knee);
@@ -221,18 +224,22 @@ double CostModel::launch_time(const Kernel& kn) const {
 }
 
 StreamTime CostModel::stream_time(const std::vector<const Kernel*>& ks) const {
-  double exec = 0, launches = 0;
+  double exec = 0, launches = 0, host = 0;
   for (const Kernel* k : ks) {
     if (k->count <= 0) continue;
-    const double n = static_cast<double>(k->count) * launches_per_kernel(*k);
     exec += time(*k) - launch_time(*k);
-    launches += n;
+    launches += static_cast<double>(k->count) * launches_per_kernel(*k);
+    host += host_time(*k);
   }
   StreamTime st;
-  const double issue = cuda_graphs_ ? 0.0 : host_launch_;
-  st.seconds = std::max(exec + launches * gap_, launches * issue);
+  st.seconds = std::max(exec + launches * gap_, host);
   st.launch_seconds = st.seconds - exec;
   return st;
+}
+
+double CostModel::host_time(const Kernel& kn) const {
+  if (kn.compiled) return std::max(kn.count, 0) * host_compiled_;   // one guarded call per region
+  return std::max(kn.count, 0) * launches_per_kernel(kn) * host_;
 }
 
 double CostModel::time(const Kernel& kn) const {

@@ -57,6 +57,12 @@ class CostModel {
   // The kernels in order on one stream, with the CPU-issue / GPU-gap roofline above.
   StreamTime stream_time(const std::vector<const Kernel*>&) const;
   double kernel_gap() const { return gap_; }   // GPU-side seconds per kernel
+  // Host (CPU) seconds to issue all `count` kernels: launches x hardware.host_overhead
+  // (0 under CUDA graphs: a graph replay is one launch). The host runs ahead of the GPU
+  // asynchronously, so a sequence of kernels takes max(sum of time(), sum of host_time())
+  // (schedules/lowering.cpp seg_of; docs/fidelity.md).
+  double host_time(const Kernel&) const;
+  double host_overhead() const { return host_; }   // seconds per launch
   double gemm_efficiency(std::int64_t m, std::int64_t n, std::int64_t k) const;   // fraction of peak
   double memory_bandwidth() const;      // achieved bytes/s for memory-bound kernels
   double launch_overhead() const;       // seconds per kernel (0 under CUDA graphs)
@@ -79,8 +85,9 @@ class CostModel {
   double peak_ = 0;          // FLOP/s of the precision (bf16 when the GPU has no fp8)
   double bandwidth_ = 0;     // achieved HBM bytes/s
   double launch_ = 0;        // seconds per kernel launch (0 under CUDA graphs)
-  double host_launch_ = 0;   // host issue cost per kernel without graphs (launch_ before graphs zero it)
   double gap_ = CostDefaults::kernel_gap_s;
+  double host_ = 0;          // host seconds to issue one kernel (0 under CUDA graphs)
+  double host_compiled_ = 0; // host seconds of one torch.compile'd call (0 under CUDA graphs)
   double gemm_eff_max_ = 0;
   int sms_ = 132;
   std::vector<TableEntry> table_;   // calibration exact shapes, sorted by (m, n, k)

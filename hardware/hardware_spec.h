@@ -20,6 +20,12 @@ struct HardwareSpec {
   double nic_bandwidth = 0;        // bytes/s per GPU, one direction (nic_bandwidth_gbs)
   double nic_latency = 0;          // seconds                   (nic_latency_us)
   double launch_overhead = 0;      // seconds per kernel        (launch_overhead_us)
+  // Host (CPU) time to issue one eager op (framework dispatch + launch call), running
+  // ahead of the GPU asynchronously; 0 = never host bound (host_overhead_us; docs/fidelity.md).
+  double host_overhead = 0;
+  // Host time of one call into a torch.compile'd region (guards, AOTAutograd wrapper, Triton
+  // launcher), for kernels marked `compiled` (host_compiled_overhead_us); 0 = host_overhead.
+  double host_compiled_overhead = 0;
 
   double peak_flops(Precision p) const { return p == Precision::fp8 ? peak_flops_fp8 : peak_flops_bf16; }
 };

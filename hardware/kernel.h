@@ -16,6 +16,7 @@ struct Kernel {
   std::int64_t batch = 0, heads = 0, kv_heads = 0, seq_q = 0, seq_kv = 0, head_dim = 0;
   bool causal = true;
   bool flash = true;            // false: materialised s x s scores (softmax in HBM)
+  bool compiled = false;        // issued by one torch.compile'd call (host cost host_compiled_overhead)
   // totals used by the roofline (every kind fills them)
   double flops = 0;             // floating-point operations of one kernel
   double bytes = 0;             // minimum HBM bytes read + written by one kernel

@@ -12,6 +12,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <string>
 
 namespace mfusim::models {
 
@@ -259,8 +260,15 @@ Kernel attn_kernel(KernelKind kind, const char* name, const AttnShape& s, bool f
 
 // Attention core kernels: F appended to f; B appended to b in *forward* order
 // (layer_kernels reverses b once at the end, like every other B kernel).
+// Times a softmax over rows of `row` fp32 elements reads its input: PyTorch's
+// cunn_SoftMaxForward (aten/src/ATen/native/cuda/SoftMax.cu, host_softmax) keeps a row in
+// shared memory when it fits (cunn_SoftMaxForwardSmem / Reg: one read); a longer row (the
+// vocabulary of a cross entropy) is read once for the max, once for the sum of exponentials
+// and once for the write pass. Shared memory per block: 48 KiB (the kernel's static limit).
+double softmax_row_reads(double row) { return row * 4 <= 48.0 * 1024 ? 1.0 : 3.0; }
+
 void attention_kernels(const ModelSpec& m, const AttnShape& s, int e, bool flash, bool fused,
-                       std::vector<Kernel>& f, std::vector<Kernel>& b) {
+                       std::vector<Kernel>& f, std::vector<Kernel>& b, bool eager = false) {
   const double q = s.batch * s.seq_q * s.heads * s.dqk * e;
   const double k = s.batch * s.seq_kv * s.kv_heads * s.dqk * e;
   const double v = s.batch * s.seq_kv * s.kv_heads * s.dv * e;
@@ -279,6 +287,16 @@ void attention_kernels(const ModelSpec& m, const AttnShape& s, int e, bool flash
   }
   // Materialised scores: E elements of the [b, heads, s_q, s_kv] matrix.
   const double E = s.batch * s.heads * s.seq_q * s.seq_kv;
+  // GQA: K and V are repeated to every query head before the matmuls (PyTorch/Hugging Face
+  // eager attention: repeat_kv / repeat_interleave; Megatron-Core DotProductAttention:
+  // key.repeat_interleave(heads / query_groups)); the backward sums the copies back.
+  if (s.kv_heads > 0 && s.kv_heads < s.heads) {
+    const double rep = s.heads / s.kv_heads;
+    f.push_back(memk("k_repeat", k, k * rep, 0));
+    f.push_back(memk("v_repeat", v, v * rep, 0));
+    b.push_back(memk("k_repeat_bwd", k * rep, k, k * rep));
+    b.push_back(memk("v_repeat_bwd", v * rep, v, v * rep));
+  }
   f.push_back(attn_kernel(KernelKind::attention_fwd, "attn_qk", s, false, true, qk_flops, q + k + e * E));
   std::vector<Kernel> fb, bb;   // memory kernels of the score path, backward in F order
   // One score-path kernel and its backward, bytes per score given explicitly: a
@@ -288,9 +306,29 @@ void attention_kernels(const ModelSpec& m, const AttnShape& s, int e, bool flash
     fb.push_back(memk(fn, f_rw * E, 0, f_flops * E));
     bb.push_back(memk(bn, b_rw * E, 0, b_flops * E));
   };
-  // The 1/sqrt(d) scale is baddbmm's alpha in both paths (Megatron-Core
-  // DotProductAttention), so no scale kernel.
-  if (fused) {
+  // Megatron's two paths fold the 1/sqrt(d) scale into baddbmm's alpha (Megatron-Core
+  // DotProductAttention), so no scale kernel there; the eager PyTorch path scales separately.
+  if (eager) {
+    // PyTorch eager attention (validation/train_step.py Layer.attn, the Hugging Face "eager"
+    // path): sc = matmul(q, k^T) * scale; mask = ones(s, s).triu(1); sc.masked_fill(mask, -inf)
+    // out of place (a copy, then the in-place fill); softmax(sc.float()); .to(bf16);
+    // matmul(p, v). Each op is its own kernel over the E scores. Backward, reverse order:
+    // cast, softmax backward (gradient and output read, one pass when the row fits on chip),
+    // cast, masked_fill backward (copy + fill), scale.
+    const double rd = softmax_row_reads(s.seq_kv);
+    const double mask = s.seq_q * s.seq_kv;   // bool
+    fb.push_back(memk("attn_scale", e * E, e * E, E));
+    bb.push_back(memk("attn_scale_bwd", e * E, e * E, E));
+    fb.push_back(memk("attn_mask_build", mask, mask, 0, 2));   // ones, triu; no backward
+    fb.push_back(memk("attn_masked_fill", e * E, e * E, E, 2));
+    bb.push_back(memk("attn_masked_fill_bwd", e * E, e * E, E, 2));
+    fb.push_back(memk("softmax_to_fp32", e * E, 4 * E, 0));
+    bb.push_back(memk("softmax_to_fp32_bwd", 4 * E, e * E, 0));
+    fb.push_back(memk("softmax", rd * 4 * E, 4 * E, 5 * E));
+    bb.push_back(memk("softmax_bwd", (rd > 1 ? 2 : 1) * 8 * E, 4 * E, 3 * E));
+    fb.push_back(memk("softmax_to_bf16", 4 * E, e * E, 0));
+    bb.push_back(memk("softmax_to_bf16_bwd", e * E, 4 * E, 0));
+  } else if (fused) {
     // Megatron FusedScaleMaskSoftmax (scaled_upper_triang_masked_softmax): one
     // kernel, bf16 in and out; backward reads y and dy, writes dx.
     score_op("scale_mask_softmax", "scale_mask_softmax_bwd", 2.0 * e, 5, 3.0 * e, 3);
@@ -324,6 +362,50 @@ void linear(const char* name, const char* dname, const char* wname, double token
 }
 
 double kv_heads_per_rank(double kv, int tp) { return std::max(1.0, kv / tp); }
+
+// torch.autocast over fp32 parameters (docs/fidelity.md): F.linear is on autocast's
+// lower-precision list (aten/src/ATen/autocast_mode.cpp), so each forward first casts its fp32
+// weight to bf16 (cached_cast -> _to_copy: one copy kernel, 4 bytes read and 2 written per
+// parameter; the cache lives only inside the autocast region, so a recompute casts again);
+// the weight gradient, computed in bf16, flows back through that cast (ToCopyBackward0) into
+// the fp32 .grad: 2 bytes read, 4 written. Casts are inserted before every weight GEMM of F
+// and after every weight-gradient GEMM of W; `marks` are F indices shifted accordingly.
+// Plain PyTorch has no Apex/TE fused SwiGLU or RoPE kernel: with fused_kernels the
+// elementwise chains are torch.compile'd regions (validation/train_step.py fused_fns), each
+// call (forward, and its backward through AOTAutograd) one compiled call on the host.
+void mark_compiled(std::vector<Kernel>& ks) {
+  for (Kernel& k : ks) {
+    const std::string n = k.name;
+    if (n == "swiglu" || n == "swiglu_bwd" || n == "rope_q" || n == "rope_q_bwd" || n == "rope_k" || n == "rope_k_bwd")
+      k.compiled = true;
+  }
+}
+
+void add_autocast_casts(LayerKernels& lk, std::initializer_list<std::size_t*> marks) {
+  std::vector<Kernel> f;
+  std::vector<std::size_t> before(lk.f.size() + 1, 0);   // casts inserted before index i
+  for (std::size_t i = 0; i < lk.f.size(); ++i) {
+    const Kernel& g = lk.f[i];
+    before[i] = f.size() - i;
+    if (g.kind == KernelKind::gemm) {
+      const double params = static_cast<double>(g.n) * static_cast<double>(g.k);   // y[m, n] = x[m, k] W[k, n]
+      f.push_back(memk("weight_cast", 4 * params, 2 * params, 0, g.count));
+    }
+    f.push_back(g);
+  }
+  before[lk.f.size()] = f.size() - lk.f.size();
+  for (std::size_t* idx : marks) *idx += before[std::min(*idx, lk.f.size())];
+  lk.f = std::move(f);
+  std::vector<Kernel> w;
+  for (const Kernel& g : lk.w) {
+    w.push_back(g);
+    if (g.kind == KernelKind::gemm) {
+      const double params = static_cast<double>(g.m) * static_cast<double>(g.n);   // dW[in, out] = x^T dy
+      w.push_back(memk("wgrad_to_fp32", 2 * params, 4 * params, 0, g.count));
+    }
+  }
+  lk.w = std::move(w);
+}
 
 }  // namespace
 
@@ -424,11 +506,11 @@ LayerKernels layer_kernels(const ModelSpec& m, int layer, const RankShape& r) {
       rope_kernels(T, kv * dqk, e, fused, "rope_k", "rope_k_bwd", lk.f, lk.b);
     }
   }
-  const std::size_t core_begin = lk.f.size();
+  std::size_t core_begin = lk.f.size();
   const AttnShape as{static_cast<double>(r.micro_batch), heads, kv, static_cast<double>(r.seq_len) / r.cp,
                      static_cast<double>(r.seq_len), dqk, dv};
-  attention_kernels(m, as, e, r.flash_attention, fused, lk.f, lk.b);
-  const std::size_t core_end = lk.f.size();
+  attention_kernels(m, as, e, r.flash_attention, fused, lk.f, lk.b, r.fp32_autocast);
+  std::size_t core_end = lk.f.size();
   linear("attn_out", "attn_out_dgrad", "attn_out_wgrad", T, heads * dv, h, e, lk);
   residual_kernels(m, Tn, h, e, fused, lk.f, lk.b);
 
@@ -480,6 +562,14 @@ LayerKernels layer_kernels(const ModelSpec& m, int layer, const RankShape& r) {
     lk.b_experts_end = lk.b.size() - bx0;
   }
 
+  if (r.fp32_autocast) {
+    add_autocast_casts(lk, {&lk.f_mlp, &lk.f_experts, &lk.f_experts_end, &core_begin, &core_end});
+    if (fused) {
+      mark_compiled(lk.f);
+      mark_compiled(lk.b);
+    }
+  }
+
   if (r.recompute == Recompute::full) {
     lk.r = lk.f;
   } else if (r.recompute == Recompute::selective) {
@@ -513,9 +603,26 @@ LayerKernels head_kernels(const ModelSpec& m, const RankShape& r) {
   norm_kernels(m, Tn, h, e, r.fused_kernels, gpt_style(m) ? "final_layernorm" : "final_rmsnorm",
                gpt_style(m) ? "final_layernorm_bwd" : "final_rmsnorm_bwd", lk.f, lk.b);
   linear("lm_head", "lm_head_dgrad", "lm_head_wgrad", T, h, v, e, lk);
-  // Vocab-parallel cross entropy on fp32 logits: max, sum-exp, loss; backward softmax - onehot.
-  lk.f.push_back(memk("cross_entropy", e * T * v, 4 * T * v, 5 * T * v));
-  lk.b.push_back(memk("cross_entropy_bwd", 4 * T * v, e * T * v, 2 * T * v));
+  if (r.fp32_autocast) {
+    // torch: F.cross_entropy(logits.float(), targets) over the full [T, V] logits
+    // (validation/train_step.py Model.forward): the .float() copy, log_softmax in fp32
+    // (a row of V > 12288 fp32 does not fit in shared memory: read three times, written
+    // once, softmax_row_reads), nll_loss. Backward: nll_loss_backward fills the [T, V] fp32
+    // gradient with zeros and scatters -1/T; log_softmax_backward reads the gradient for the
+    // row sum, then gradient and output again, writes; the cast back to bf16.
+    const double x = T * v, rd = softmax_row_reads(v);
+    lk.f.push_back(memk("logits_to_fp32", e * x, 4 * x, 0));
+    lk.f.push_back(memk("log_softmax", rd * 4 * x, 4 * x, 5 * x));
+    lk.f.push_back(memk("nll_loss", 12 * T, 4, T));
+    lk.b.push_back(memk("logits_to_fp32_bwd", 4 * x, e * x, 0));
+    lk.b.push_back(memk("log_softmax_bwd", (rd > 1 ? 12 : 8) * x, 4 * x, 3 * x));
+    lk.b.push_back(memk("nll_loss_bwd", 12 * T, 4 * x, T));
+    add_autocast_casts(lk, {});
+  } else {
+    // Vocab-parallel cross entropy on fp32 logits: max, sum-exp, loss; backward softmax - onehot.
+    lk.f.push_back(memk("cross_entropy", e * T * v, 4 * T * v, 5 * T * v));
+    lk.b.push_back(memk("cross_entropy_bwd", 4 * T * v, e * T * v, 2 * T * v));
+  }
   std::reverse(lk.b.begin(), lk.b.end());   // built in F order; B runs in reverse
   return lk;
 }
@@ -543,7 +650,7 @@ LayerComm layer_comm(const ModelSpec& m, int layer, const RankShape& r) {
 
 // ---- memory -------------------------------------------------------------------
 StaticMemory static_memory(const ModelSpec& m, const std::vector<int>& layers, bool has_embedding, bool has_head,
-                           int tp, int ep, int dp, bool distributed_optimizer) {
+                           int tp, int ep, int dp, bool distributed_optimizer, bool fp32_autocast) {
   double dense = 0, expert = 0;
   for (int i : layers) {
     const ParamParts p = layer_parts(m, i);
@@ -558,10 +665,11 @@ StaticMemory static_memory(const ModelSpec& m, const std::vector<int>& layers, b
     else if (!has_embedding) dense += c.embedding / tp;   // Megatron keeps a tied copy on the last stage
   }
   StaticMemory s;
-  s.params = 2 * (dense + expert);
+  s.params = param_bytes(fp32_autocast) * (dense + expert);
   s.grads = 4 * (dense + expert);
   const double expert_dp = std::max(1.0, static_cast<double>(dp) / ep);
-  s.optimizer = distributed_optimizer ? 12 * (dense / dp + expert / expert_dp) : 12 * (dense + expert);
+  const double state = fp32_autocast ? 8 : 12;   // m, v (+ fp32 master copy for bf16 params)
+  s.optimizer = distributed_optimizer ? state * (dense / dp + expert / expert_dp) : state * (dense + expert);
   return s;
 }
 
@@ -619,7 +727,14 @@ double activation_bytes(const ModelSpec& m, int layer, const RankShape& r) {
     per_token += mlp(static_cast<double>(m.ffn_hidden));
   }
   per_token += drop * h * rep;                                // dropout mask after MLP
-  return T * per_token;
+  // fp32-autocast: each GEMM saves its bf16 weight copy (the autocast cast) for its input
+  // gradient, per micro-batch, until the layer's backward.
+  double weight_copies = 0;
+  if (r.fp32_autocast) {
+    const ParamParts p = layer_parts(m, layer);
+    weight_copies = e * (p.tp_sharded / t + p.experts / (t * r.ep));
+  }
+  return T * per_token + weight_copies;
 }
 
 double w_stash_bytes(const ModelSpec& m, int layer, const RankShape& r) {

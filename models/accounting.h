@@ -61,6 +61,10 @@ struct RankShape {
   bool fused_kernels = true;
   Recompute recompute = Recompute::none;
   int bytes_per_element = 2;      // bf16 activations
+  // Plain PyTorch AMP (training.master_weights = "fp32-autocast", docs/fidelity.md): fp32
+  // parameters cast to bf16 by every forward (and recompute), bf16 weight gradients cast to
+  // fp32 .grad, torch cross entropy on .float() logits, eager attention chain without flash.
+  bool fp32_autocast = false;
 };
 // Kernels of one layer for one micro-batch on one rank (weights sharded by tp,
 // experts by ep, sequence by cp). f and b in run order; gemm and attention
@@ -98,8 +102,12 @@ struct StaticMemory { double params = 0, grads = 0, optimizer = 0; };
 // plus embedding/head when held; mixed-precision Adam: bf16 params, fp32
 // grads (Megatron main-grad), fp32 master + two moments (12 bytes/param),
 // sharded over dp when distributed_optimizer.
+// fp32_autocast: fp32 params (4 bytes), fp32 grads (4), Adam m and v (8, sharded like the
+// optimizer state); no separate master copy.
 StaticMemory static_memory(const ModelSpec&, const std::vector<int>& layers, bool has_embedding, bool has_head,
-                           int tp, int ep, int dp, bool distributed_optimizer);
+                           int tp, int ep, int dp, bool distributed_optimizer, bool fp32_autocast = false);
+// Bytes of one stored parameter: 2 (bf16 params) or 4 (fp32 under autocast).
+constexpr double param_bytes(bool fp32_autocast) { return fp32_autocast ? 4.0 : 2.0; }
 // Activations one layer keeps from F until its B, per micro-batch (Korthikanti
 // Table 2, adapted for flash attention, GQA, SwiGLU and MoE).
 double activation_bytes(const ModelSpec&, int layer, const RankShape&);

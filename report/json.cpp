@@ -157,6 +157,8 @@ void write_resolved(JsonWriter& w, const config::Scenario& s) {
   w.key("nic_bandwidth_gbs").value(h.nic_bandwidth / 1e9);
   w.key("nic_latency_us").value(h.nic_latency * 1e6);
   w.key("launch_overhead_us").value(h.launch_overhead * 1e6);
+  w.key("host_overhead_us").value(h.host_overhead * 1e6);
+  w.key("host_compiled_overhead_us").value(h.host_compiled_overhead * 1e6);
   w.end_object();
   // The calibration file as resolved (relative to the scenario, or --calibration); "" when none.
   w.key("calibration").value(!s.calibration_path.empty() ? s.calibration_path
@@ -168,6 +170,7 @@ void write_resolved(JsonWriter& w, const config::Scenario& s) {
   w.key("global_batch").value(s.training.global_batch);
   w.key("micro_batch").value(s.training.micro_batch);
   w.key("precision").value(config::to_string(s.training.precision));
+  w.key("master_weights").value(config::to_string(s.training.master_weights));
   w.key("tokens_to_train").value(s.training.tokens_to_train);
   w.end_object();
   const auto& p = s.parallel;

@@ -97,6 +97,9 @@ class Lowerer {
     if (g.size <= 1 || bytes <= 0) return 0;
     return hardware::collective_time(c, bytes, g, s_.hardware, algo(), cal()).seconds;
   }
+  // A segment's kernels run back to back on the GPU while the host issues them
+  // asynchronously (host_time per launch, docs/fidelity.md): the segment takes
+  // max(GPU time, host issue time). The GPU's wait for the host is launch overhead.
   Seg seg_of(const std::vector<const Kernel*>& ks) const {
     Seg sg;
     for (const Kernel* k : ks) sg.flops += k->flops * k->count;
@@ -891,6 +894,7 @@ Lowered Lowerer::run() {
   shape_.fused_kernels = s_.features.fused_kernels;
   shape_.recompute = s_.features.recompute;
   shape_.bytes_per_element = 2;
+  shape_.fp32_autocast = s_.training.master_weights == config::MasterWeights::fp32_autocast;
   emb_cost_ = end_cost(true);
   head_cost_ = end_cost(false);
   // Loading one micro-batch: features.dataloader_ms_per_sample per sequence, or by default
@@ -967,12 +971,13 @@ Lowered Lowerer::run() {
       emb = emb || st == 0;
       head = head || st == S_ - 1;
     }
-    const auto sm = models::static_memory(s_.model, layers, emb, head, P.tp, P.ep, P.dp, P.distributed_optimizer);
+    const auto sm = models::static_memory(s_.model, layers, emb, head, P.tp, P.ep, P.dp, P.distributed_optimizer,
+                                          shape_.fp32_autocast);
     out_.params_bytes[r] = sm.params;
     out_.grads_bytes[r] = sm.grads;
     out_.optimizer_bytes[r] = sm.optimizer;
     out_.static_bytes[r] = sm.params + sm.grads + sm.optimizer;
-    rank_params[r] = sm.params / 2.0;   // bf16 weights
+    rank_params[r] = sm.params / models::param_bytes(shape_.fp32_autocast);
   }
   for (auto& [key, lc] : layer_cache_) (void)key, (void)lc;
   // Per-layer parameters held by a rank (sharded by tp, experts by ep).
@@ -980,7 +985,7 @@ Lowered Lowerer::run() {
     LayerCost& lc = const_cast<LayerCost&>(layer_cost(l));
     if (lc.params == 0) {
       const auto sm = models::static_memory(s_.model, {l}, false, false, P.tp, P.ep, P.dp, P.distributed_optimizer);
-      lc.params = sm.params / 2.0;
+      lc.params = sm.params / models::param_bytes(false);   // bf16 static_memory: 2 bytes per parameter
     }
   }
 
@@ -1100,15 +1105,17 @@ Lowered Lowerer::run() {
     }
     // Adam step over the local shard: read fp32 grad, master, m, v; write master, m, v and the bf16
     // weight: 30 bytes per parameter, memory-bound (multi-tensor apply, a handful of launches).
+    // fp32-autocast (torch AdamW fused over fp32 params): read p, g, m, v; write p, m, v: 28 bytes.
     const double local = rank_params[r] / (P.distributed_optimizer ? dp_group : 1);
     hardware::Kernel k;
     k.kind = hardware::KernelKind::memory;
     k.name = "adam";
-    k.bytes = 30.0 * local;
+    k.bytes = (shape_.fp32_autocast ? 28.0 : 30.0) * local;
     k.flops = 12.0 * local;
     k.count = 1;
-    TaskId optim = add_task(r, out_.compute_stream[r], to_ns(cost_.time(k)), Category::optimizer, "optimizer step",
-                            -1, -1, 'O', to_ns(cost_.launch_time(k)));
+    const Seg opt_seg = seg_of({&k});
+    TaskId optim = add_task(r, out_.compute_stream[r], opt_seg.ns, Category::optimizer, "optimizer step",
+                            -1, -1, 'O', opt_seg.launch_ns);
     for (TaskId d : dp_tasks_[r]) g.depend(d, optim);
     if (P.distributed_optimizer && dp_group > 1 && !s_.features.overlap_param_gather) {
       const double t = coll(Collective::all_gather, rank_params[r] * 2.0, place_.dp);

@@ -113,6 +113,7 @@ double memory_lower_bound(const config::Scenario& s) {
       name, schedules::PipelineShape{s.parallel.pp, s.microbatches(), schedules::chunks_for(name, s.parallel.vpp)});
   const int S = sched.stages;
   const auto layers = schedules::split_layers(s, S);
+  const bool autocast = s.training.master_weights == config::MasterWeights::fp32_autocast;
   models::RankShape sh;
   sh.tp = s.parallel.tp;
   sh.cp = s.parallel.cp;
@@ -120,6 +121,7 @@ double memory_lower_bound(const config::Scenario& s) {
   sh.sequence_parallel = s.parallel.sequence_parallel;
   sh.micro_batch = s.training.micro_batch;
   sh.seq_len = s.training.seq_len;
+  sh.fp32_autocast = autocast;
   sh.flash_attention = s.features.flash_attention;
   sh.fused_kernels = s.features.fused_kernels;
   sh.recompute = s.features.recompute;
@@ -174,7 +176,7 @@ double memory_lower_bound(const config::Scenario& s) {
     }
     std::sort(held_layers.begin(), held_layers.end());
     const auto st = models::static_memory(s.model, held_layers, emb, head, s.parallel.tp, s.parallel.ep, s.parallel.dp,
-                                          s.parallel.distributed_optimizer);
+                                          s.parallel.distributed_optimizer, autocast);
     best = std::max(best, st.params + st.grads + st.optimizer + static_cast<double>(peak) + kRuntimeReserveBytes);
   }
   return best;

@@ -32,6 +32,12 @@ int main(int argc, char** argv) {
     std::printf("\n%zu rows. step: median |err| %.1f%%, max %.1f%%; fwd: median %.1f%%, max %.1f%%; bwd: median %.1f%%, max %.1f%%\n",
                 s.rows.size(), s.median_abs_step * 100, s.max_abs_step * 100, s.median_abs_fwd * 100, s.max_abs_fwd * 100,
                 s.median_abs_bwd * 100, s.max_abs_bwd * 100);
+    // Peak memory (not asserted: the simulator counts no allocator caching or workspace).
+    std::printf("\npeak memory GiB, measured / simulated:");
+    for (const auto& r : s.rows)
+      std::printf(" %s-%d-%d-f%d-r%d %.1f/%.1f;", r.m.model.c_str(), r.m.seq, r.m.mbs, int(r.m.flash), int(r.m.recompute),
+                  r.m.peak_mem_gib, r.pred_peak_gib);
+    std::printf("\n");
   } catch (const std::exception& e) {
     std::fprintf(stderr, "%s\n", e.what());
     return 2;

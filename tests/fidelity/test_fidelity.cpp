@@ -1,0 +1,263 @@
+// Fidelity mechanisms of docs/fidelity.md: host (CPU) issue time that runs ahead of the GPU,
+// the fp32-autocast recipe (weight casts, fp32 grads, fp32 parameter memory), torch cross
+// entropy on fp32 logits, and PyTorch's eager materialised attention.
+#include <doctest/doctest.h>
+
+#include <cmath>
+#include <string>
+
+#include "config/loader.h"
+#include "hardware/cost_model.h"
+#include "models/accounting.h"
+#include "report/json.h"
+#include "tests/models/fixtures.h"
+#include "validation/h200_compare.h"
+
+using namespace mfusim;
+namespace fx = mfusim::models::fixtures;
+
+namespace {
+const std::string kRoot = MFUSIM_SOURCE_DIR;
+
+// One-GPU scenario of validation/h200_compare.h for a Llama-style shape.
+config::Scenario one_gpu(std::int64_t hidden, int layers, int heads, int kv, std::int64_t ffn, std::int64_t vocab, int seq,
+                         bool flash = true) {
+  validation::MeasuredRow r;
+  r.model = "t";
+  r.layers = layers;
+  r.hidden = hidden;
+  r.ffn = ffn;
+  r.heads = heads;
+  r.kv_heads = kv;
+  r.vocab = vocab;
+  r.head_dim = hidden / heads;
+  r.seq = seq;
+  r.mbs = 1;
+  r.flash = flash;
+  r.fused = true;
+  const auto hw = config::load_hardware(kRoot + "/hardware/h200.toml");
+  config::Scenario s = validation::scenario_for(r, hw, hardware::Calibration{}, "");
+  s.calibration.reset();
+  s.calibration_path.clear();
+  return s;
+}
+
+struct Passes { double fwd = 0, bwd = 0, opt = 0; };
+Passes passes(const report::StepResult& res) {
+  Passes p;
+  for (const auto& iv : res.timeline->intervals) {
+    const auto& t = res.graph->task(iv.task);
+    if (!res.graph->streams()[t.stream].compute) continue;
+    const double d = (iv.end.ns - iv.start.ns) * 1e-9;
+    if (t.category == sim::Category::forward) p.fwd += d;
+    else if (t.category == sim::Category::optimizer) p.opt += d;
+    else p.bwd += d;
+  }
+  return p;
+}
+
+models::RankShape shape_of(const config::Scenario& s) {
+  models::RankShape r;
+  r.tp = 1;
+  r.sequence_parallel = false;
+  r.micro_batch = s.training.micro_batch;
+  r.seq_len = s.training.seq_len;
+  r.flash_attention = s.features.flash_attention;
+  r.fused_kernels = s.features.fused_kernels;
+  r.recompute = s.features.recompute;
+  r.fp32_autocast = s.training.master_weights == config::MasterWeights::fp32_autocast;
+  return r;
+}
+
+// Launches of a kernel list (every kernel here is one launch per count).
+double launches(const std::vector<hardware::Kernel>& ks) {
+  double n = 0;
+  for (const auto& k : ks) n += k.count;
+  return n;
+}
+
+double bytes_named(const std::vector<hardware::Kernel>& ks, const std::string& name) {
+  double b = 0;
+  for (const auto& k : ks)
+    if (k.name == name) b += k.bytes * k.count;
+  return b;
+}
+}  // namespace
+
+TEST_CASE("host issue: a pass of tiny kernels takes the host's issue time, not the GPU's") {
+  // hidden 64, seq 64: every kernel runs in a few microseconds on the GPU; with 1 ms of host
+  // time per op the forward is max(GPU, host) = ops x 1 ms (docs/fidelity.md: the host runs
+  // ahead asynchronously, so per segment time = max(sum GPU, sum host)).
+  config::Scenario s = one_gpu(64, 2, 4, 4, 128, 256, 64);
+  s.hardware.host_overhead = 1e-3;
+  s.hardware.host_compiled_overhead = 0;   // compiled calls cost host_overhead too
+  const auto rs = shape_of(s);
+  const double ops_f = 2 * launches(models::layer_kernels(s.model, 0, rs).f) +
+                       launches(models::embedding_kernels(s.model, rs).f) + launches(models::head_kernels(s.model, rs).f);
+  const report::StepResult res = report::simulate(s);
+  const Passes p = passes(res);
+  CHECK(p.fwd == doctest::Approx(ops_f * 1e-3).epsilon(1e-6));
+  // The GPU's wait for the host is reported as launch overhead: most of the step.
+  CHECK(res.breakdown.launch_overhead > 0.9 * res.step_time_s);
+
+  SUBCASE("CUDA graphs remove the host issue cost") {
+    s.features.cuda_graphs = true;
+    const report::StepResult g = report::simulate(s);
+    CHECK(passes(g).fwd < 0.01 * p.fwd);
+  }
+}
+
+TEST_CASE("host issue: GPU-bound passes are not lengthened (max, not sum)") {
+  // Llama-3-8B layer shapes at seq 4096: each segment runs for milliseconds, far longer than
+  // its ~10 ops x 1 us of host time, so the step is the same with or without the host cost.
+  config::Scenario s = one_gpu(4096, 2, 32, 8, 14336, 128256, 4096);
+  s.hardware.host_overhead = s.hardware.host_compiled_overhead = 0;
+  const double t0 = report::simulate(s).step_time_s;
+  s.hardware.host_overhead = 1e-6;
+  CHECK(report::simulate(s).step_time_s == doctest::Approx(t0).epsilon(1e-9));
+  // ...but a sum would have added ops x 1 us; check the host time is not simply added.
+  s.hardware.host_overhead = 2e-3;   // 2 ms per op: now the host is slower than the GPU
+  CHECK(report::simulate(s).step_time_s > t0);
+}
+
+TEST_CASE("fp32-autocast: a weight cast per GEMM in F (and recompute), a grad cast per wgrad in W") {
+  const models::ModelSpec m = fx::llama3_8b();
+  models::RankShape r;
+  r.tp = 1;
+  r.sequence_parallel = false;
+  r.seq_len = 4096;
+  r.fp32_autocast = true;
+  r.recompute = config::Recompute::full;
+  const auto lk = models::layer_kernels(m, 0, r);
+  // Weight parameters of the layer: all but the two RMSNorm weights (h each).
+  const double weights = models::layer_params(m, 0) - 2.0 * m.hidden;
+  // F: read fp32 (4 B), write bf16 (2 B) per parameter; W: read bf16 grad, write fp32 .grad.
+  CHECK(bytes_named(lk.f, "weight_cast") == doctest::Approx(6 * weights));
+  CHECK(bytes_named(lk.w, "wgrad_to_fp32") == doctest::Approx(6 * weights));
+  CHECK(bytes_named(lk.r, "weight_cast") == doctest::Approx(6 * weights));   // recompute casts again
+  // The cast sits right before its GEMM; block boundaries still point at the MLP norm.
+  for (std::size_t i = 0; i + 1 < lk.f.size(); ++i)
+    if (lk.f[i].name == std::string("weight_cast")) CHECK(lk.f[i + 1].kind == hardware::KernelKind::gemm);
+  CHECK(lk.f[lk.f_mlp].name == std::string("rmsnorm"));
+  // bf16 params (Megatron) have none.
+  r.fp32_autocast = false;
+  const auto mg = models::layer_kernels(m, 0, r);
+  CHECK(bytes_named(mg.f, "weight_cast") == 0);
+  CHECK(lk.f.size() == mg.f.size() + 4);   // qkv, attn_out, mlp_up, mlp_down
+}
+
+TEST_CASE("fp32-autocast: static memory holds fp32 params, fp32 grads and Adam m, v (16 B/param)") {
+  const models::ModelSpec m = fx::llama3_8b();
+  std::vector<int> all;
+  for (int i = 0; i < m.layers; ++i) all.push_back(i);
+  const double n = models::count_params(m).total;
+  const auto mg = models::static_memory(m, all, true, true, 1, 1, 1, false, false);
+  const auto ac = models::static_memory(m, all, true, true, 1, 1, 1, false, true);
+  CHECK(ac.params == doctest::Approx(2 * mg.params));   // fp32 vs bf16 weights
+  CHECK(ac.params + ac.grads + ac.optimizer == doctest::Approx(16 * n));
+  CHECK(mg.params + mg.grads + mg.optimizer == doctest::Approx(18 * n));
+  // Activations keep each GEMM's bf16 weight copy until the layer's backward.
+  models::RankShape r;
+  r.tp = 1;
+  r.sequence_parallel = false;
+  const double base = models::activation_bytes(m, 0, r);
+  r.fp32_autocast = true;
+  CHECK(models::activation_bytes(m, 0, r) - base == doctest::Approx(2 * (models::layer_params(m, 0) - 2.0 * m.hidden)));
+}
+
+TEST_CASE("fp32-autocast: torch cross entropy over the full fp32 logits") {
+  const models::ModelSpec m = fx::llama3_8b();   // vocab 128256: a row of 501 KiB does not fit in shared memory
+  models::RankShape r;
+  r.tp = 1;
+  r.sequence_parallel = false;
+  r.seq_len = 4096;
+  r.fp32_autocast = true;
+  const auto hk = models::head_kernels(m, r);
+  const double x = 4096.0 * 128256.0;
+  CHECK(bytes_named(hk.f, "logits_to_fp32") == doctest::Approx(6 * x));
+  // log_softmax (cunn_SoftMaxForward): max pass, sum-exp pass, write pass: 3 reads + 1 write of fp32.
+  // H200 profile, s7b-8L seq 4096: cunn_SoftMaxForward 2.013 ms = 16 B x 525M / 4.17 TB/s.
+  CHECK(bytes_named(hk.f, "log_softmax") == doctest::Approx(16 * x));
+  CHECK(bytes_named(hk.b, "log_softmax_bwd") == doctest::Approx(16 * x));
+  CHECK(bytes_named(hk.f, "weight_cast") == doctest::Approx(6 * 4096.0 * 128256.0));   // the LM head
+  // A vocabulary that fits (12288 fp32 = 48 KiB) is read once.
+  models::ModelSpec small = m;
+  small.vocab = 8192;
+  const auto hs = models::head_kernels(small, r);
+  CHECK(bytes_named(hs.f, "log_softmax") == doctest::Approx(8 * 4096.0 * 8192.0));
+}
+
+TEST_CASE("eager materialised attention: K/V repeated for GQA, unfused fp32 softmax chain under autocast") {
+  const models::ModelSpec m = fx::llama3_8b();   // 32 heads, 8 KV heads
+  models::RankShape r;
+  r.tp = 1;
+  r.sequence_parallel = false;
+  r.seq_len = 2048;
+  r.flash_attention = false;
+  r.fused_kernels = true;
+  r.fp32_autocast = true;
+  const auto lk = models::layer_kernels(m, 0, r);
+  const double kv = 2048.0 * 8 * 128 * 2;   // bytes of K (bf16)
+  CHECK(bytes_named(lk.f, "k_repeat") == doctest::Approx(kv + 4 * kv));
+  CHECK(bytes_named(lk.b, "v_repeat_bwd") == doctest::Approx(4 * kv + kv));
+  const double E = 32.0 * 2048 * 2048;
+  // scale (2+2) + masked_fill copy and fill (2 x (2+2)) + to fp32 (2+4) + softmax (4+4) + to bf16 (4+2) = 32
+  const double chain = bytes_named(lk.f, "attn_scale") + bytes_named(lk.f, "attn_masked_fill") +
+                       bytes_named(lk.f, "softmax_to_fp32") + bytes_named(lk.f, "softmax") +
+                       bytes_named(lk.f, "softmax_to_bf16");
+  CHECK(chain == doctest::Approx(32 * E));
+  CHECK(bytes_named(lk.f, "scale_mask_softmax") == 0);   // no Megatron fused softmax in plain PyTorch
+  r.fp32_autocast = false;   // Megatron: FusedScaleMaskSoftmax when fused
+  CHECK(bytes_named(models::layer_kernels(m, 0, r).f, "scale_mask_softmax") == doctest::Approx(4 * E));
+}
+
+TEST_CASE("validation host cost: the calibration layers have the documented numbers of modelled ops") {
+  // validation/h200_compare.h: s0.5b seq 4096 flash, one layer: 33 eager ops (fused 0);
+  // 13 eager ops + 3 torch.compile'd calls (fused 1).
+  config::Scenario s = one_gpu(1536, 16, 12, 4, 4096, 32000, 4096);
+  auto rs = shape_of(s);
+  auto count = [](const std::vector<hardware::Kernel>& ks, bool compiled) {
+    int n = 0;
+    for (const auto& k : ks)
+      if (k.compiled == compiled) n += k.count;
+    return n;
+  };
+  rs.fused_kernels = false;
+  const auto unfused = models::layer_kernels(s.model, 0, rs);
+  CHECK(count(unfused.f, false) == validation::kEagerLayerOps);
+  CHECK(count(unfused.f, true) == 0);
+  rs.fused_kernels = true;
+  const auto fused = models::layer_kernels(s.model, 0, rs);
+  CHECK(count(fused.f, false) == validation::kCompiledLayerEagerOps);
+  CHECK(count(fused.f, true) == validation::kCompiledLayerCalls);
+  CHECK(validation::kEagerHostOverheadS == doctest::Approx(56.16e-6).epsilon(1e-3));
+  CHECK(validation::kCompiledHostOverheadS == doctest::Approx(559.7e-6).epsilon(1e-3));
+}
+
+TEST_CASE("host issue: a torch.compile'd call costs host_compiled_overhead once") {
+  hardware::HardwareSpec hw = config::load_hardware(kRoot + "/hardware/h200.toml");
+  hw.host_overhead = 50e-6;
+  hw.host_compiled_overhead = 500e-6;
+  hardware::Kernel k;
+  k.kind = hardware::KernelKind::memory;
+  k.bytes = 1e6;
+  k.count = 2;
+  const hardware::CostModel cm(hw, hardware::Precision::bf16);
+  CHECK(cm.host_time(k) == doctest::Approx(100e-6));
+  k.compiled = true;
+  CHECK(cm.host_time(k) == doctest::Approx(1000e-6));
+  const hardware::CostModel graphs(hw, hardware::Precision::bf16, nullptr, true);
+  CHECK(graphs.host_time(k) == 0);
+}
+
+TEST_CASE("master_weights and host_overhead_us: loader, describe, resolved JSON") {
+  const std::string text = std::string("model = \"llama2-7b\"\nhardware = \"h100-sxm\"\n[cluster]\ngpus = 8\n") +
+                           "[training]\nglobal_batch = 16\nmaster_weights = \"fp32-autocast\"\n[parallel]\ntp = 8\n";
+  const auto ls = config::load_scenario_string(text, kRoot + "/scenarios/inline.toml");
+  CHECK(ls.base.training.master_weights == config::MasterWeights::fp32_autocast);
+  CHECK(config::describe(ls.base).find("master_weights fp32-autocast") != std::string::npos);
+  report::JsonWriter w(0);
+  report::write_resolved(w, ls.base);
+  CHECK(w.str().find("\"master_weights\":\"fp32-autocast\"") != std::string::npos);
+  CHECK(w.str().find("\"host_overhead_us\"") != std::string::npos);
+}
