@@ -468,6 +468,22 @@ double recompute_flops_per_token(const ModelSpec& m, std::int64_t seq_len, Recom
 }
 
 // ---- kernels ------------------------------------------------------------------
+RankShape rank_shape(const config::Scenario& s) {
+  RankShape sh;
+  sh.tp = s.parallel.tp;
+  sh.cp = s.parallel.cp;
+  sh.ep = s.parallel.ep;
+  sh.sequence_parallel = s.parallel.sequence_parallel;
+  sh.micro_batch = s.training.micro_batch;
+  sh.seq_len = s.training.seq_len;
+  sh.flash_attention = s.features.flash_attention;
+  sh.fused_kernels = s.features.fused_kernels;
+  sh.recompute = s.features.recompute;
+  sh.bytes_per_element = 2;
+  sh.fp32_autocast = s.training.master_weights == config::MasterWeights::fp32_autocast;
+  return sh;
+}
+
 LayerKernels layer_kernels(const ModelSpec& m, int layer, const RankShape& r) {
   LayerKernels lk;
   const int e = r.bytes_per_element, tp = r.tp;

@@ -66,6 +66,9 @@ struct RankShape {
   // fp32 .grad, torch cross entropy on .float() logits, eager attention chain without flash.
   bool fp32_autocast = false;
 };
+// The per-rank shape of a scenario (its parallel layout, micro-batch, features
+// and weights recipe): the one place that maps a Scenario to a RankShape.
+RankShape rank_shape(const config::Scenario&);
 // Kernels of one layer for one micro-batch on one rank (weights sharded by tp,
 // experts by ep, sequence by cp). f and b in run order; gemm and attention
 // kernels carry the same FLOP counts as layer_flops (full s^2 attention even

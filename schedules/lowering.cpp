@@ -884,17 +884,7 @@ Lowered Lowerer::run() {
   out_.stage_layers = split_layers(s_, S_);
   place_ = hardware::place(hardware::Layout{P.tp, P.cp, P.ep, P.dp, P.pp}, s_.hardware);
   out_.warnings = place_.warnings;
-  shape_.tp = P.tp;
-  shape_.cp = P.cp;
-  shape_.ep = P.ep;
-  shape_.sequence_parallel = P.sequence_parallel;
-  shape_.micro_batch = s_.training.micro_batch;
-  shape_.seq_len = s_.training.seq_len;
-  shape_.flash_attention = s_.features.flash_attention;
-  shape_.fused_kernels = s_.features.fused_kernels;
-  shape_.recompute = s_.features.recompute;
-  shape_.bytes_per_element = 2;
-  shape_.fp32_autocast = s_.training.master_weights == config::MasterWeights::fp32_autocast;
+  shape_ = models::rank_shape(s_);
   emb_cost_ = end_cost(true);
   head_cost_ = end_cost(false);
   // Loading one micro-batch: features.dataloader_ms_per_sample per sequence, or by default

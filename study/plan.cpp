@@ -114,18 +114,7 @@ double memory_lower_bound(const config::Scenario& s) {
   const int S = sched.stages;
   const auto layers = schedules::split_layers(s, S);
   const bool autocast = s.training.master_weights == config::MasterWeights::fp32_autocast;
-  models::RankShape sh;
-  sh.tp = s.parallel.tp;
-  sh.cp = s.parallel.cp;
-  sh.ep = s.parallel.ep;
-  sh.sequence_parallel = s.parallel.sequence_parallel;
-  sh.micro_batch = s.training.micro_batch;
-  sh.seq_len = s.training.seq_len;
-  sh.fp32_autocast = autocast;
-  sh.flash_attention = s.features.flash_attention;
-  sh.fused_kernels = s.features.fused_kernels;
-  sh.recompute = s.features.recompute;
-  sh.bytes_per_element = 2;
+  const models::RankShape sh = models::rank_shape(s);
   // Activation bytes of one micro-batch through each stage, truncated per
   // layer as the lowering does.
   std::vector<std::int64_t> act(S, 0);
@@ -190,17 +179,7 @@ double step_time_lower_bound(const config::Scenario& s) {
   const auto layers = schedules::split_layers(s, S);
   const hardware::CostModel cost(s.hardware, s.training.precision, s.calibration ? &*s.calibration : nullptr,
                                  s.features.cuda_graphs);
-  models::RankShape sh;
-  sh.tp = s.parallel.tp;
-  sh.cp = s.parallel.cp;
-  sh.ep = s.parallel.ep;
-  sh.sequence_parallel = s.parallel.sequence_parallel;
-  sh.micro_batch = s.training.micro_batch;
-  sh.seq_len = s.training.seq_len;
-  sh.flash_attention = s.features.flash_attention;
-  sh.fused_kernels = s.features.fused_kernels;
-  sh.recompute = s.features.recompute;
-  sh.bytes_per_element = 2;
+  const models::RankShape sh = models::rank_shape(s);
   // Per stage, one micro-batch: all compute (fw, bw, weight grad, recompute),
   // and the part on the dependency chain (forward; recompute + backward).
   struct Cost { double all = 0, chain = 0; };
