@@ -5,7 +5,7 @@
 # that moves the numbers: tools/refresh-readme.sh [README.md]
 set -euo pipefail
 cd "$(dirname "$0")/.."
-file=${1:-README.md}
+file=${1:-README.md}  # any Markdown file with output markers (README.md, docs/case-study.md)
 python3 - "$file" <<'PY'
 import re, subprocess, sys
 path = sys.argv[1]
