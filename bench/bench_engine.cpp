@@ -42,7 +42,7 @@ sim::TaskGraph with_shared_nics(const sim::TaskGraph& g) {
     h.add(std::move(spec));
   }
   const auto& graph = g.graph();
-  for (std::size_t v = 0; v < g.size(); ++v)
+  for (std::uint32_t v = 0; v < g.size(); ++v)
     for (auto [e, end] = boost::out_edges(v, graph); e != end; ++e)
       h.depend(static_cast<sim::TaskId>(v), static_cast<sim::TaskId>(boost::target(*e, graph)));
   return h;

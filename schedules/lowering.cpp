@@ -124,7 +124,7 @@ class Lowerer {
   };
   TaskId add_task(int rank, sim::StreamId stream, std::int64_t ns, Category cat, std::string name, int mb, int chunk,
                   char kind, std::int64_t launch_ns = 0, double flops = 0, std::int64_t mem = 0,
-                  std::vector<sim::ResourceId> res = {}, bool interferes = false);
+                  sim::ResourceList res = {}, bool interferes = false);
   void emit_seg(int rank, Chain& ch, const Seg& sg, Category cat, const std::string& name, int mb, int chunk, char kind,
                 std::int64_t mem);
   void emit_pass_layer(int rank, Chain& ch, const PassCost& pc, Category cat, const std::string& name, int mb,
@@ -194,7 +194,7 @@ class Lowerer {
 
 TaskId Lowerer::add_task(int rank, sim::StreamId stream, std::int64_t ns, Category cat, std::string name, int mb,
                          int chunk, char kind, std::int64_t launch_ns, double flops, std::int64_t mem,
-                         std::vector<sim::ResourceId> res, bool interferes) {
+                         sim::ResourceList res, bool interferes) {
   sim::TaskSpec t;
   t.stream = stream;
   t.duration_ns = std::max<std::int64_t>(0, ns);
@@ -203,7 +203,7 @@ TaskId Lowerer::add_task(int rank, sim::StreamId stream, std::int64_t ns, Catego
   t.microbatch = mb;
   t.chunk = chunk;
   t.kind = kind;
-  t.resources = std::move(res);
+  t.resources = res;
   t.interferes = interferes;
   t.memory_delta = mem;
   TaskId id = out_.graph.add(std::move(t));

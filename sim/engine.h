@@ -18,15 +18,19 @@
 //
 // Time is integer nanoseconds; ties run FIFO by event sequence number, so
 // runs are deterministic. No global state: many Simulations may run at once.
+#include <algorithm>
+#include <array>
 #include <compare>
-#include <memory>
 #include <cstdint>
+#include <initializer_list>
+#include <memory>
+#include <mutex>
 #include <stdexcept>
 #include <string>
 #include <utility>
 #include <vector>
 
-#include <boost/graph/adjacency_list.hpp>
+#include <boost/graph/compressed_sparse_row_graph.hpp>
 
 namespace mfusim::sim {
 
@@ -47,6 +51,33 @@ using TaskId = std::int32_t;
 using StreamId = std::int32_t;
 using ResourceId = std::int32_t;
 
+// The resources of one task, stored inline (no heap allocation per task): at
+// most kCapacity. Built like a vector: `{nic}`, from a std::vector, push_back.
+class ResourceList {
+ public:
+  static constexpr std::size_t kCapacity = 6;
+  ResourceList() = default;
+  ResourceList(std::initializer_list<ResourceId> ids) { for (ResourceId r : ids) push_back(r); }
+  ResourceList(const std::vector<ResourceId>& ids) { for (ResourceId r : ids) push_back(r); }  // NOLINT: implicit, as a vector
+  void push_back(ResourceId r) {
+    if (n_ == kCapacity) throw std::length_error("ResourceList: a task uses more than 6 resources");
+    ids_[n_++] = r;
+  }
+  const ResourceId* begin() const { return ids_.data(); }
+  const ResourceId* end() const { return ids_.data() + n_; }
+  std::size_t size() const { return n_; }
+  bool empty() const { return n_ == 0; }
+  ResourceId operator[](std::size_t i) const { return ids_[i]; }
+  void clear() { n_ = 0; }
+  friend bool operator==(const ResourceList& a, const ResourceList& b) {
+    return std::equal(a.begin(), a.end(), b.begin(), b.end());
+  }
+
+ private:
+  std::array<ResourceId, kCapacity> ids_{};
+  std::uint8_t n_ = 0;
+};
+
 struct TaskSpec {
   StreamId stream = 0;
   std::int64_t duration_ns = 0;     // at full rate, alone on its resources
@@ -55,7 +86,7 @@ struct TaskSpec {
   std::int32_t microbatch = -1;     // for labels, pictures and memory tracking
   std::int32_t chunk = -1;
   char kind = 0;                    // 'F','B','W','R','S' (send), 'C' (collective), 'O' (optimizer)...
-  std::vector<ResourceId> resources;
+  ResourceList resources;
   bool interferes = false;          // slows the rank's compute stream while running
   std::int64_t memory_delta = 0;    // bytes allocated at start (+) or freed at end (-) on the stream's rank
   std::int64_t memory_release = 0;  // bytes (>= 0) freed at end, in addition (tasks that allocate and free)
@@ -64,20 +95,31 @@ struct TaskSpec {
 struct StreamSpec { int rank = 0; std::string name; bool compute = false; };
 struct ResourceSpec { std::string name; double capacity = 1.0; };
 
-// The work of one simulated step: tasks (vertices of a Boost.Graph adjacency
-// list, vertex index == TaskId) with dependency edges, each task queued on one
-// stream in insertion order. Invariants: every task's stream and resources
-// exist; capacities > 0; contention >= 0.
+// The work of one simulated step: tasks with dependency edges, each task
+// queued on one stream in insertion order. Invariants: every task's stream and
+// resources exist; capacities > 0; contention >= 0.
+//
+// Storage is flat while the graph is built: the tasks are one vector of plain
+// TaskSpec structs (TaskId == index; names are short, so std::string keeps them
+// inline, and resources are an inline ResourceList: adding a task allocates
+// nothing), and each `depend` appends one (before, after) pair to one edge
+// vector. The graph itself is a Boost.Graph compressed_sparse_row_graph
+// (bidirectional: out-edges are the successors, in-edges the predecessors),
+// built from the edge list in two counting-sort passes the first time graph()
+// is called and cached until the next add/depend. The executor walks its
+// adjacency for the dependency counters, and its in-edges for the critical
+// path and the deadlock report. Successors of a task keep the order in which
+// the dependencies were added (Boost's histogram sort is stable), which fixes
+// the tie order of simultaneous starts.
 class TaskGraph {
  public:
-  // Out-edges only (directedS): the executor derives predecessors in flat arrays.
-  using Graph = boost::adjacency_list<boost::vecS, boost::vecS, boost::directedS, TaskSpec>;
+  using Graph = boost::compressed_sparse_row_graph<boost::bidirectionalS, boost::no_property, boost::no_property,
+                                                   boost::no_property, std::uint32_t, std::uint32_t>;
 
   TaskGraph();
   TaskGraph(const TaskGraph&);
   TaskGraph& operator=(const TaskGraph&);
-  // Moves are cheap (Boost's adjacency_list has no move, so it lives behind a
-  // pointer); a moved-from TaskGraph may only be assigned to or destroyed.
+  // A moved-from TaskGraph may only be assigned to or destroyed.
   TaskGraph(TaskGraph&&) noexcept = default;
   TaskGraph& operator=(TaskGraph&&) noexcept = default;
   ~TaskGraph();
@@ -88,25 +130,34 @@ class TaskGraph {
   void depend(TaskId before, TaskId after);     // `after` waits for `before` to finish
   void set_contention(double factor);           // compute slowdown while interfering comm runs (e.g. 0.1 = 10%)
   void reserve(std::size_t tasks);
-  std::size_t size() const;
-  std::size_t dependencies() const;
+  std::size_t size() const { return tasks_.size(); }
+  std::size_t dependencies() const { return edges_.size(); }
   int ranks() const;                            // 1 + highest stream rank (0 when no stream)
 
-  const TaskSpec& task(TaskId) const;
+  const TaskSpec& task(TaskId t) const { return tasks_[static_cast<std::size_t>(t)]; }
+  const std::vector<TaskSpec>& tasks() const { return tasks_; }
   const std::vector<StreamSpec>& streams() const;
   const std::vector<ResourceSpec>& resources() const;
   const std::vector<TaskId>& stream_tasks(StreamId) const;   // queue order
   double contention() const { return contention_; }
-  const Graph& graph() const { return *graph_; }
+  // The dependency graph (vertex == TaskId), built on first use; thread-safe.
+  const Graph& graph() const;
 
  private:
-  std::unique_ptr<Graph> graph_;
+  struct Lazy {
+    std::mutex mutex;
+    std::unique_ptr<const Graph> graph;
+  };
+  void invalidate() { if (lazy_->graph) lazy_->graph.reset(); }
+
+  std::vector<TaskSpec> tasks_;
+  std::vector<std::pair<std::uint32_t, std::uint32_t>> edges_;   // (before, after), in insertion order
   std::vector<StreamSpec> streams_;
   std::vector<ResourceSpec> resources_;
   std::vector<std::vector<TaskId>> stream_tasks_;
   double contention_ = 0.0;
   int ranks_ = 0;
-  std::size_t edges_ = 0;
+  mutable std::unique_ptr<Lazy> lazy_;
 };
 
 struct Interval { TaskId task; Time start, end; };

@@ -4,6 +4,9 @@
 // (no resources, no contention) computes each end time once at start; the
 // dynamic path keeps per-task progress and rate, and re-times the tasks on a
 // resource (or a rank's compute tasks) when the set of active tasks changes.
+// Dependencies come from the TaskGraph's Boost CSR graph: adjacent_vertices
+// (successors) drive the dependency counters, in_edges (predecessors) the
+// critical path and the deadlock report.
 #include <algorithm>
 #include <cmath>
 #include <span>
@@ -50,7 +53,7 @@ class Executor {
   EventQueue<Ev> queue_;
   Timeline tl_;
   // per task
-  std::vector<std::int32_t> succ_begin_, succ_, pred_begin_, pred_;
+  const TaskGraph::Graph* graph_ = nullptr;   // successors (out-edges), predecessors (in-edges)
   std::vector<std::int32_t> pending_;
   std::vector<std::int32_t> stream_of_;
   std::vector<std::int64_t> duration_, alloc_, free_;
@@ -171,10 +174,8 @@ void Executor::finish(TaskId t, std::int64_t now) {
     retime_neighbours(t, now);
   }
   try_start(stream, now);
-  for (auto k = succ_begin_[i]; k < succ_begin_[i + 1]; ++k) {
-    TaskId v = succ_[static_cast<std::size_t>(k)];
-    if (--pending_[static_cast<std::size_t>(v)] == 0) try_start(stream_of_[static_cast<std::size_t>(v)], now);
-  }
+  for (auto [v, v_end] = boost::adjacent_vertices(static_cast<std::uint32_t>(t), *graph_); v != v_end; ++v)
+    if (--pending_[*v] == 0) try_start(stream_of_[*v], now);
 }
 
 Timeline Executor::play() {
@@ -183,48 +184,34 @@ Timeline Executor::play() {
   const std::size_t S = streams.size();
   const auto R = static_cast<std::size_t>(g_.ranks());
   const auto& graph = g_.graph();
+  graph_ = &graph;
 
-  pending_.assign(n_, 0);
+  const auto& tasks = g_.tasks();
+  pending_.resize(n_);
   stream_of_.resize(n_);
   duration_.resize(n_);
   alloc_.resize(n_);
   free_.resize(n_);
   interferes_.resize(n_);
-  res_begin_.assign(n_ + 1, 0);
+  res_begin_.resize(n_ + 1);
+  res_begin_[0] = 0;
   res_.clear();
-  succ_begin_.assign(n_ + 1, 0);
-  succ_.resize(g_.dependencies());
   bool any_resources = false, any_interferes = false;
   for (std::size_t v = 0; v < n_; ++v) {
-    const TaskSpec& s = graph[v];
+    const TaskSpec& s = tasks[v];
     stream_of_[v] = s.stream;
     duration_[v] = s.duration_ns;
     alloc_[v] = s.memory_delta > 0 ? s.memory_delta : 0;
     free_[v] = (s.memory_delta < 0 ? -s.memory_delta : 0) + s.memory_release;
     interferes_[v] = s.interferes && !streams[static_cast<std::size_t>(s.stream)].compute;
-    res_.insert(res_.end(), s.resources.begin(), s.resources.end());
+    if (!s.resources.empty()) {
+      res_.insert(res_.end(), s.resources.begin(), s.resources.end());
+      any_resources = true;
+    }
     res_begin_[v + 1] = static_cast<std::int32_t>(res_.size());
-    any_resources |= !s.resources.empty();
     any_interferes |= s.interferes;
     track_memory_ |= s.memory_delta != 0 || s.memory_release != 0;
-    succ_begin_[v + 1] = succ_begin_[v] + static_cast<std::int32_t>(boost::out_degree(v, graph));
-    std::size_t k = static_cast<std::size_t>(succ_begin_[v]);
-    for (auto [e, e_end] = boost::out_edges(v, graph); e != e_end; ++e) {
-      const auto w = boost::target(*e, graph);
-      succ_[k++] = static_cast<std::int32_t>(w);
-      ++pending_[w];
-    }
-  }
-  // Predecessors (for the critical path and the deadlock report), by counting sort.
-  pred_begin_.assign(n_ + 1, 0);
-  for (std::size_t v = 0; v < n_; ++v) pred_begin_[v + 1] = pred_begin_[v] + pending_[v];
-  pred_.resize(succ_.size());
-  {
-    std::vector<std::int32_t> fill(pred_begin_.begin(), pred_begin_.end() - 1);
-    for (std::size_t v = 0; v < n_; ++v)
-      for (auto k = succ_begin_[v]; k < succ_begin_[v + 1]; ++k)
-        pred_[static_cast<std::size_t>(fill[static_cast<std::size_t>(succ_[static_cast<std::size_t>(k)])]++)] =
-            static_cast<std::int32_t>(v);
+    pending_[v] = static_cast<std::int32_t>(boost::in_degree(static_cast<std::uint32_t>(v), graph));
   }
   dynamic_ = any_resources || (any_interferes && g_.contention() > 0);
   slowdown_ = 1.0 + g_.contention();
@@ -301,7 +288,8 @@ void Executor::critical_path() {
       auto e = end_[static_cast<std::size_t>(u)];
       if (e <= start_[i] && e > best_end) { best = u; best_end = e; }
     };
-    for (auto k = pred_begin_[i]; k < pred_begin_[i + 1]; ++k) consider(pred_[static_cast<std::size_t>(k)]);
+    for (auto [e, e_end] = boost::in_edges(static_cast<std::uint32_t>(t), *graph_); e != e_end; ++e)
+      consider(static_cast<TaskId>(boost::source(*e, *graph_)));
     if (pos[i] > 0) consider(g_.stream_tasks(stream_of_[i])[static_cast<std::size_t>(pos[i] - 1)]);
     if (best < 0) break;
     t = best;
@@ -318,9 +306,8 @@ void Executor::deadlock(std::int64_t now) const {
     TaskId t = queue_flat_[static_cast<std::size_t>(head_[s])];
     out << "\n  " << g_.streams()[s].name << ": " << describe(g_, t) << " waits for";
     int shown = 0, more = 0;
-    const auto ti = static_cast<std::size_t>(t);
-    for (auto k = pred_begin_[ti]; k < pred_begin_[ti + 1]; ++k) {
-      const TaskId u = pred_[static_cast<std::size_t>(k)];
+    for (auto [e, e_end] = boost::in_edges(static_cast<std::uint32_t>(t), *graph_); e != e_end; ++e) {
+      const auto u = static_cast<TaskId>(boost::source(*e, *graph_));
       if (end_[static_cast<std::size_t>(u)] >= 0) continue;
       if (shown == 4) { ++more; continue; }
       out << (shown++ ? ";" : "") << " " << describe(g_, u);

@@ -1,6 +1,3 @@
-// GCC 12 reports a false maybe-uninitialized inside Boost's edge iterator when
-// the directed adjacency_list is copied.
-#pragma GCC diagnostic ignored "-Wmaybe-uninitialized"
 #include <algorithm>
 #include <cassert>
 #include <string>
@@ -30,10 +27,10 @@ const char* to_string(Category c) {
   return "?";
 }
 
-TaskGraph::TaskGraph() : graph_(std::make_unique<Graph>()) {}
+TaskGraph::TaskGraph() : lazy_(std::make_unique<Lazy>()) {}
 TaskGraph::TaskGraph(const TaskGraph& o)
-    : graph_(std::make_unique<Graph>(*o.graph_)), streams_(o.streams_), resources_(o.resources_),
-      stream_tasks_(o.stream_tasks_), contention_(o.contention_), ranks_(o.ranks_), edges_(o.edges_) {}
+    : tasks_(o.tasks_), edges_(o.edges_), streams_(o.streams_), resources_(o.resources_),
+      stream_tasks_(o.stream_tasks_), contention_(o.contention_), ranks_(o.ranks_), lazy_(std::make_unique<Lazy>()) {}
 TaskGraph& TaskGraph::operator=(const TaskGraph& o) {
   if (this != &o) *this = TaskGraph(o);
   return *this;
@@ -55,26 +52,28 @@ ResourceId TaskGraph::add_resource(std::string name, double capacity) {
 }
 
 TaskId TaskGraph::add(TaskSpec spec) {
-  if (spec.stream < 0 || static_cast<std::size_t>(spec.stream) >= streams_.size())
+  if (spec.stream < 0 || static_cast<std::size_t>(spec.stream) >= streams_.size()) [[unlikely]]
     throw std::logic_error("add: task '" + spec.name + "' on unknown stream " + std::to_string(spec.stream));
-  if (spec.duration_ns < 0) throw std::logic_error("add: negative duration for task '" + spec.name + "'");
-  if (spec.memory_release < 0) throw std::logic_error("add: negative memory_release for task '" + spec.name + "'");
+  if (spec.duration_ns < 0) [[unlikely]]
+    throw std::logic_error("add: negative duration for task '" + spec.name + "'");
+  if (spec.memory_release < 0) [[unlikely]]
+    throw std::logic_error("add: negative memory_release for task '" + spec.name + "'");
   for (ResourceId r : spec.resources)
-    if (r < 0 || static_cast<std::size_t>(r) >= resources_.size())
+    if (r < 0 || static_cast<std::size_t>(r) >= resources_.size()) [[unlikely]]
       throw std::logic_error("add: task '" + spec.name + "' uses unknown resource " + std::to_string(r));
-  const StreamId s = spec.stream;
-  const auto v = boost::add_vertex(std::move(spec), *graph_);
-  const auto id = static_cast<TaskId>(v);
-  stream_tasks_[static_cast<std::size_t>(s)].push_back(id);
+  const auto id = static_cast<TaskId>(tasks_.size());
+  stream_tasks_[static_cast<std::size_t>(spec.stream)].push_back(id);
+  tasks_.push_back(std::move(spec));
+  invalidate();
   return id;
 }
 
 void TaskGraph::depend(TaskId before, TaskId after) {
   const auto n = static_cast<TaskId>(size());
-  if (before < 0 || before >= n || after < 0 || after >= n)
+  if (before < 0 || before >= n || after < 0 || after >= n) [[unlikely]]
     throw std::logic_error("depend: unknown task (" + std::to_string(before) + " -> " + std::to_string(after) + ")");
-  boost::add_edge(static_cast<std::size_t>(before), static_cast<std::size_t>(after), *graph_);
-  ++edges_;
+  edges_.emplace_back(static_cast<std::uint32_t>(before), static_cast<std::uint32_t>(after));
+  invalidate();
 }
 
 void TaskGraph::set_contention(double factor) {
@@ -83,13 +82,20 @@ void TaskGraph::set_contention(double factor) {
 }
 
 void TaskGraph::reserve(std::size_t tasks) {
-  graph_->m_vertices.reserve(tasks);
+  tasks_.reserve(tasks);
+  edges_.reserve(tasks + tasks / 2);
   for (auto& q : stream_tasks_) q.reserve(tasks / std::max<std::size_t>(1, stream_tasks_.size()));
 }
-std::size_t TaskGraph::size() const { return boost::num_vertices(*graph_); }
-std::size_t TaskGraph::dependencies() const { return edges_; }
+
+const TaskGraph::Graph& TaskGraph::graph() const {
+  std::lock_guard lock(lazy_->mutex);
+  if (!lazy_->graph)
+    lazy_->graph = std::make_unique<const Graph>(boost::edges_are_unsorted_multi_pass, edges_.begin(), edges_.end(),
+                                                 static_cast<std::uint32_t>(tasks_.size()));
+  return *lazy_->graph;
+}
+
 int TaskGraph::ranks() const { return ranks_; }
-const TaskSpec& TaskGraph::task(TaskId t) const { return (*graph_)[static_cast<std::size_t>(t)]; }
 const std::vector<StreamSpec>& TaskGraph::streams() const { return streams_; }
 const std::vector<ResourceSpec>& TaskGraph::resources() const { return resources_; }
 const std::vector<TaskId>& TaskGraph::stream_tasks(StreamId s) const { return stream_tasks_[static_cast<std::size_t>(s)]; }

@@ -241,3 +241,39 @@ TEST_CASE("engine: the fast path and the dynamic path agree when nothing is shar
   CHECK(fast.makespan >= plain.makespan);
   CHECK(plain.events == static_cast<std::int64_t>(h.size()));
 }
+
+TEST_CASE("task graph: the Boost CSR graph keeps successors in dependency order and predecessors by source") {
+  // The executor releases successors in out-edge order, which fixes the FIFO
+  // order of simultaneous starts; the CSR graph must keep the order of `depend`
+  // calls per source (Boost's histogram sort is stable).
+  TaskGraph g;
+  const StreamId s = g.add_stream(0, "s", true);
+  for (int i = 0; i < 5; ++i) g.add(task(s, 10));
+  g.depend(0, 4);
+  g.depend(0, 2);
+  g.depend(3, 1);
+  g.depend(0, 3);
+  const auto& csr = g.graph();
+  std::vector<std::uint32_t> succ0;
+  for (auto [v, end] = boost::adjacent_vertices(0u, csr); v != end; ++v) succ0.push_back(*v);
+  CHECK(succ0 == std::vector<std::uint32_t>{4, 2, 3});
+  CHECK(boost::in_degree(1u, csr) == 1);
+  CHECK(boost::num_edges(csr) == 4);
+  // The cache is rebuilt after a change.
+  g.depend(2, 1);
+  std::vector<std::uint32_t> pred1;
+  for (auto [e, end] = boost::in_edges(1u, g.graph()); e != end; ++e) pred1.push_back(boost::source(*e, g.graph()));
+  CHECK(pred1 == std::vector<std::uint32_t>{2, 3});
+  // A copy has its own graph.
+  const TaskGraph h = g;
+  CHECK(boost::num_edges(h.graph()) == 5);
+}
+
+TEST_CASE("task graph: a task's resources are stored inline, up to ResourceList::kCapacity") {
+  ResourceList r = {1, 2};
+  CHECK(r.size() == 2);
+  CHECK(r == ResourceList(std::vector<ResourceId>{1, 2}));
+  CHECK_FALSE(r == ResourceList{2, 1});
+  for (std::size_t i = r.size(); i < ResourceList::kCapacity; ++i) r.push_back(0);
+  CHECK_THROWS_AS(r.push_back(0), std::length_error);
+}
