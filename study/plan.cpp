@@ -50,8 +50,8 @@ std::vector<config::Scenario> enumerate_layouts(const config::Scenario& base, in
   std::vector<int> eps = {1};
   if (m.is_moe())
     for (int e = 2; e <= m.moe->experts; e *= 2) eps.push_back(e);
-  const std::vector<int> mbs = {1, 2, 4, 8};
-  const std::vector<int> vpps = {2, 3, 4, 5, 6, 8};
+  const std::vector<int> mbs = {1, 2, 4, 8, 16};
+  const std::vector<int> vpps = {2, 3, 4, 5, 6, 8, 10};
   const config::Recompute recs[] = {config::Recompute::none, config::Recompute::selective, config::Recompute::full};
   for (int tp : tps)
     for (int cp : cps)
