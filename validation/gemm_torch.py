@@ -100,8 +100,15 @@ def torch_times(m, n, k, dt, l2):
 def main():
     probe_toml, out = sys.argv[1], sys.argv[2]
     binary = sys.argv[sys.argv.index("--probe") + 1]
+    # --passes N: alternate probe and torch N times per shape (order flipped every pass) and
+    # keep the median of each side; one sample of either tool varies by up to 12-18% on this
+    # machine (run 2), so a per-shape comparison needs several. --dtype D: only that dtype.
+    passes = int(sys.argv[sys.argv.index("--passes") + 1]) if "--passes" in sys.argv else 1
+    only = sys.argv[sys.argv.index("--dtype") + 1] if "--dtype" in sys.argv else None
     with open(probe_toml, "rb") as f:
         shapes = [(g["label"], g["dtype"], g["m"], g["n"], g["k"]) for g in tomllib.load(f).get("gemm", [])]
+    if only:
+        shapes = [x for x in shapes if x[1] == only]
     l2 = torch.cuda.get_device_properties(0).L2_cache_size
     torch.ones(1, device="cuda")
     srv = subprocess.Popen([binary, "--serve", "--out", out + ".probe.toml", "--no-nccl"], stdin=subprocess.PIPE,
@@ -129,10 +136,14 @@ def main():
     w = None
     for i, (label, dt, m, n, k) in enumerate(shapes):
         try:
-            if i % 2 == 0:
-                pg, pe = probe_times(m, n, k, dt); tg, te = torch_times(m, n, k, dt, l2)
-            else:
-                tg, te = torch_times(m, n, k, dt, l2); pg, pe = probe_times(m, n, k, dt)
+            samples = []
+            for p in range(passes):
+                if (i + p) % 2 == 0:
+                    pg, pe = probe_times(m, n, k, dt); tg, te = torch_times(m, n, k, dt, l2)
+                else:
+                    tg, te = torch_times(m, n, k, dt, l2); pg, pe = probe_times(m, n, k, dt)
+                samples.append((pg, pe, tg, te))
+            pg, pe, tg, te = (statistics.median(x[j] for x in samples) for j in range(4))
         except Exception as e:  # record, never abort the check
             print(f"{dt} {m}x{n}x{k}: {str(e).splitlines()[0][:200]}", file=sys.stderr)
             tg = te = pg = pe = float("nan")
