@@ -386,6 +386,10 @@ const LayerCost& Lowerer::layer_cost(int layer) {
     full.recompute = config::Recompute::none;
     lc.recompute_bytes = std::max(0.0, models::activation_bytes(s_.model, layer, full) - lc.act_bytes);
   }
+  // Parameters of the layer held by this rank (sharded by tp, experts by ep), for DP buckets.
+  const auto& P = s_.parallel;
+  const auto sm = models::static_memory(s_.model, {layer}, false, false, P.tp, P.ep, P.dp, P.distributed_optimizer);
+  lc.params = sm.params / models::param_bytes(false);   // bf16 static_memory: 2 bytes per parameter
   return layer_cache_.emplace(key, std::move(lc)).first->second;
 }
 
@@ -968,15 +972,6 @@ Lowered Lowerer::run() {
     out_.optimizer_bytes[r] = sm.optimizer;
     out_.static_bytes[r] = sm.params + sm.grads + sm.optimizer;
     rank_params[r] = sm.params / models::param_bytes(shape_.fp32_autocast);
-  }
-  for (auto& [key, lc] : layer_cache_) (void)key, (void)lc;
-  // Per-layer parameters held by a rank (sharded by tp, experts by ep).
-  for (int l = 0; l < s_.model.layers; ++l) {
-    LayerCost& lc = const_cast<LayerCost&>(layer_cost(l));
-    if (lc.params == 0) {
-      const auto sm = models::static_memory(s_.model, {l}, false, false, P.tp, P.ep, P.dp, P.distributed_optimizer);
-      lc.params = sm.params / models::param_bytes(false);   // bf16 static_memory: 2 bytes per parameter
-    }
   }
 
   // Data loading with workers: background streams, one per worker; the first
