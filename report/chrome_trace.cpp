@@ -1,5 +1,7 @@
 #include "report/chrome_trace.h"
 
+#include <algorithm>
+
 #include <cstdio>
 #include <sstream>
 
@@ -61,7 +63,12 @@ void write_chrome_trace(std::ostream& out, const sim::TaskGraph& g, const sim::T
     const sim::TaskSpec& t = g.task(iv.task);
     sep();
     out << "{\"ph\":\"X\",\"name\":";
-    json_string(out, t.name.empty() ? "task " + std::to_string(iv.task) : t.name);
+    // Per-layer pieces of an op carry no name of their own: label them by their op.
+    std::string name = t.name;
+    if (name.empty() && t.kind != 0 && t.microbatch >= 0)
+      name = std::string(1, t.kind) + " mb" + std::to_string(t.microbatch) + " chunk" + std::to_string(std::max(0, t.chunk));
+    if (name.empty()) name = "task " + std::to_string(iv.task);
+    json_string(out, name);
     out << ",\"cat\":\"" << sim::to_string(t.category) << "\",\"pid\":"
         << streams[static_cast<std::size_t>(t.stream)].rank << ",\"tid\":" << t.stream << ",\"ts\":";
     micros(out, iv.start.ns);
