@@ -16,12 +16,6 @@ namespace {
 using sim::Category;
 constexpr double kGiB = 1024.0 * 1024.0 * 1024.0;
 
-// Memory every GPU holds besides the model state and activations: CUDA
-// context, cuBLAS workspaces, NCCL buffers and allocator slack. 2 GiB is an
-// assumption (PyTorch reports ~0.5–1 GiB of context on H100; NCCL buffers and
-// fragmentation add the rest); documented in docs/accounting.md.
-constexpr double kRuntimeReserveBytes = 2.0 * kGiB;
-
 // Exposed time is attributed to the communication the idle compute stream
 // overlaps, in this priority (the first one present wins).
 enum Part : int { p_tp, p_ep, p_cp, p_data, p_pp, p_dp, p_count };

@@ -6,6 +6,13 @@
 
 namespace mfusim::report {
 
+// Memory every GPU holds besides the model state and activations: CUDA
+// context, cuBLAS workspaces, NCCL buffers and allocator slack. 2 GiB is an
+// assumption (PyTorch reports ~0.5–1 GiB of context on H100; NCCL buffers and
+// fragmentation add the rest); documented in docs/accounting.md. Part of every
+// simulated peak, and of plan's memory lower bound.
+inline constexpr double kRuntimeReserveBytes = 2.0 * 1024.0 * 1024.0 * 1024.0;
+
 struct SimulateOptions {
   bool per_layer = true;        // per-layer tasks (see schedules::LowerOptions)
   bool keep_timeline = true;    // keep graph and timeline in the result (traces, pictures)

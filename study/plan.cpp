@@ -17,12 +17,6 @@
 
 namespace mfusim::study {
 
-namespace {
-constexpr double kGiB = 1024.0 * 1024.0 * 1024.0;
-// Must match report/simulate.cpp's runtime reserve (a lower bound may not exceed it).
-constexpr double kRuntimeReserveBytes = 2.0 * kGiB;
-}  // namespace
-
 RankBy parse_rank_by(const std::string& s) {
   if (s == "step") return RankBy::step;
   if (s == "days") return RankBy::days;
@@ -166,7 +160,7 @@ double memory_lower_bound(const config::Scenario& s) {
     std::sort(held_layers.begin(), held_layers.end());
     const auto st = models::static_memory(s.model, held_layers, emb, head, s.parallel.tp, s.parallel.ep, s.parallel.dp,
                                           s.parallel.distributed_optimizer, autocast);
-    best = std::max(best, st.params + st.grads + st.optimizer + static_cast<double>(peak) + kRuntimeReserveBytes);
+    best = std::max(best, st.params + st.grads + st.optimizer + static_cast<double>(peak) + report::kRuntimeReserveBytes);
   }
   return best;
 }
