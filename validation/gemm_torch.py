@@ -1,7 +1,7 @@
 #!/usr/bin/env python3
 """Honesty check: the probe's GEMMs against torch.matmul on the same GPU, same algorithm.
 
-Method (runs 4-5, 2026-11-29; runs 1-3 are in validation/README.md):
+Method (runs 5-6, 2026-11-29; runs 1-3 are in validation/README.md):
 - shapes: the probe's own ([[gemm]] entries of PROBE.toml), bf16 (fp8: probe cuBLASLt vs
   torch._scaled_mm, which is cuBLASLt too);
 - sides, in pairs that call the SAME library entry point with the SAME workspace, so that
@@ -21,7 +21,7 @@ Method (runs 4-5, 2026-11-29; runs 1-3 are in validation/README.md):
   torch has loaded (read from /proc/self/maps), so both processes run one cuBLAS build;
 - which kernel ran: the probe reads the kernel names of each call from a captured CUDA
   graph (cuFuncGetName, no profiler); torch's come from torch.profiler in phase B, AFTER
-  all timing (run 4 profiled first and its torch timings carry whatever the profiler left
+  all timing (run 5 profiled first and its torch timings carry whatever the profiler left
   behind; `--recheck K` times K shapes again after the profiler to measure that);
   same_kernel_* compares the names;
 - timing (phase A): probe and torch alternate, `--passes N` times per shape (order flipped
@@ -290,8 +290,8 @@ def main():
     # --deadline S: if the projected time of phase A passes S seconds, later shapes get fewer passes
     # (>= 3; the passes column says how many each shape got). --eager: also time host launches.
     # --recheck K: phase C, K shapes timed again (5 passes) after torch.profiler has run in this
-    # process (phase B), to see whether the profiler changes torch's timings (run 4 named the
-    # kernels with the profiler before timing; run 5 times first).
+    # process (phase B), to see whether the profiler changes torch's timings (run 5 named the
+    # kernels with the profiler before timing; run 6 times first).
     opt = lambda name, d: type(d)(sys.argv[sys.argv.index(name) + 1]) if name in sys.argv else d
     passes, only, deadline = opt("--passes", 1), opt("--dtype", ""), opt("--deadline", 0.0)
     which, recheck = opt("--sides", "all"), opt("--recheck", 0)
