@@ -8,11 +8,11 @@ out=${1:-$here/probe}
 NVCC=${NVCC:-$(command -v nvcc || echo /usr/local/cuda/bin/nvcc)}
 cuda=$(dirname "$(dirname "$NVCC")")
 flags=(-std=c++17 -O2 -gencode arch=compute_90a,code=sm_90a -gencode arch=compute_90,code=compute_90)
-libs=(-lcublasLt)
+libs=(-lcublasLt -lcublas)
 inc=(); ldir=()
 pyinc() { python3 -c "import $1 as m;print(list(m.__path__)[0])" 2>/dev/null || true; }
 if [ ! -e "$cuda/lib64/libcublasLt.so" ] && [ ! -e /usr/lib/x86_64-linux-gnu/libcublasLt.so ]; then
-  d=$(pyinc nvidia.cublas); [ -n "$d" ] && { inc+=(-I"$d/include"); ldir+=(-L"$d/lib" -Xlinker -rpath="$d/lib"); libs=(-l:libcublasLt.so.13); }
+  d=$(pyinc nvidia.cublas); [ -n "$d" ] && { inc+=(-I"$d/include"); ldir+=(-L"$d/lib" -Xlinker -rpath="$d/lib"); libs=(-l:libcublasLt.so.13 -l:libcublas.so.13); }
 fi
 nccl_inc=""
 for d in "$cuda/include" /usr/include; do [ -e "$d/nccl.h" ] && nccl_inc=$d; done

@@ -13,9 +13,13 @@
 // median over repeats; inputs random (never zeros); small shapes rotate over
 // enough buffer sets to exceed twice the L2.
 #include <cublasLt.h>
+#include <cublas_v2.h>
+#include <cuda.h>
+#include <cudaTypedefs.h>
 #include <cuda_bf16.h>
 #include <cuda_fp8.h>
 #include <cuda_runtime.h>
+#include <dlfcn.h>
 #ifdef MFUSIM_HAVE_NCCL
 #include <nccl.h>
 #endif
@@ -223,12 +227,32 @@ Timing time_graph(const std::function<void(int)>& fn, cudaStream_t st, int repea
 struct Lt {
   cublasLtHandle_t h{};
   void* ws = nullptr;
-  std::size_t ws_bytes = 64ull << 20;
+  static constexpr std::size_t ws_cap = 64ull << 20;   // allocated once
+  std::size_t ws_bytes = ws_cap;                      // offered to the heuristic and the call
+  // cublasGemmEx path (--serve request api "gemmex"): the call torch.matmul makes by default
+  // (at::cuda::blas gemm_internal_cublas_bfloat16_helper: cublasGemmEx, CUBLAS_DEFAULT_MATH,
+  // CUBLAS_GEMM_DEFAULT_TENSOR_OP, fp32 compute), with a cublasSetWorkspace of blas_ws_bytes
+  // (torch's default on sm90: 4096 KiB x 8 = 32 MiB, CublasHandlePool.cpp parseChosenWorkspaceSize).
+  cublasHandle_t blas{};
+  void* blas_ws = nullptr;
+  std::size_t blas_ws_bytes = 32ull << 20;
   Lt() {
     CUBLAS_CHECK(cublasLtCreate(&h));
-    CUDA_CHECK(cudaMalloc(&ws, ws_bytes));
+    CUDA_CHECK(cudaMalloc(&ws, ws_cap));
   }
-  ~Lt() { cudaFree(ws); cublasLtDestroy(h); }
+  void init_blas(cudaStream_t st) {
+    if (blas) return;
+    CUBLAS_CHECK(cublasCreate(&blas));
+    CUDA_CHECK(cudaMalloc(&blas_ws, blas_ws_bytes));
+    CUBLAS_CHECK(cublasSetStream(blas, st));
+    CUBLAS_CHECK(cublasSetWorkspace(blas, blas_ws, blas_ws_bytes));
+    CUBLAS_CHECK(cublasSetMathMode(blas, CUBLAS_DEFAULT_MATH));
+  }
+  ~Lt() {
+    if (blas) { cublasDestroy(blas); cudaFree(blas_ws); }
+    cudaFree(ws);
+    cublasLtDestroy(h);
+  }
 };
 
 struct GemmPlan {
@@ -288,6 +312,80 @@ void run_plan(Lt& lt, const GemmPlan& p, const void* A, const void* B, void* C, 
                               lt.ws, lt.ws_bytes, st));
 }
 
+// The cuBLASLt algorithm a plan holds, as its config attributes (cublasLt.h
+// cublasLtMatmulAlgoConfigAttributes_t): id, tile, stages, split-K, reduction, swizzle,
+// custom option, cluster shape.
+std::string algo_desc(const cublasLtMatmulAlgo_t& a) {
+  int32_t id = 0, splitk = 0;
+  uint32_t tile = 0, stages = 0, red = 0, swz = 0, custom = 0;
+  uint16_t cluster = 0;
+  std::size_t w = 0;
+  cublasLtMatmulAlgoConfigGetAttribute(&a, CUBLASLT_ALGO_CONFIG_ID, &id, sizeof id, &w);
+  cublasLtMatmulAlgoConfigGetAttribute(&a, CUBLASLT_ALGO_CONFIG_TILE_ID, &tile, sizeof tile, &w);
+  cublasLtMatmulAlgoConfigGetAttribute(&a, CUBLASLT_ALGO_CONFIG_STAGES_ID, &stages, sizeof stages, &w);
+  cublasLtMatmulAlgoConfigGetAttribute(&a, CUBLASLT_ALGO_CONFIG_SPLITK_NUM, &splitk, sizeof splitk, &w);
+  cublasLtMatmulAlgoConfigGetAttribute(&a, CUBLASLT_ALGO_CONFIG_REDUCTION_SCHEME, &red, sizeof red, &w);
+  cublasLtMatmulAlgoConfigGetAttribute(&a, CUBLASLT_ALGO_CONFIG_CTA_SWIZZLING, &swz, sizeof swz, &w);
+  cublasLtMatmulAlgoConfigGetAttribute(&a, CUBLASLT_ALGO_CONFIG_CUSTOM_OPTION, &custom, sizeof custom, &w);
+  cublasLtMatmulAlgoConfigGetAttribute(&a, CUBLASLT_ALGO_CONFIG_CLUSTER_SHAPE_ID, &cluster, sizeof cluster, &w);
+  char b[160];
+  std::snprintf(b, sizeof b, "id=%d tile=%u stages=%u splitk=%d red=%u swizzle=%u custom=%u cluster=%u", id, tile,
+                stages, splitk, red, swz, custom, unsigned(cluster));
+  return b;
+}
+
+// Names of the kernels one call launches: the call is captured into a CUDA graph and
+// its kernel nodes are read back through the driver API (cuGraphKernelNodeGetParams,
+// cuFuncGetName / cuKernelGetName, fetched with cudaGetDriverEntryPointByVersion, so no
+// -lcuda). This names the algorithm cuBLAS(Lt) really ran, for either API, and is the
+// same string torch's profiler shows for its own call. "?" where the driver cannot tell.
+std::string kernel_names(const std::function<void()>& fn, cudaStream_t st) {
+  static PFN_cuGraphKernelNodeGetParams_v12000 get_params = nullptr;
+  static PFN_cuFuncGetName_v12030 func_name = nullptr;
+  static PFN_cuKernelGetName_v12030 kern_name = nullptr;
+  static bool init = false;
+  if (!init) {
+    init = true;
+    cudaDriverEntryPointQueryResult q{};
+    cudaGetDriverEntryPointByVersion("cuGraphKernelNodeGetParams", reinterpret_cast<void**>(&get_params), 12000,
+                                     cudaEnableDefault, &q);
+    cudaGetDriverEntryPointByVersion("cuFuncGetName", reinterpret_cast<void**>(&func_name), 12030,
+                                     cudaEnableDefault, &q);
+    cudaGetDriverEntryPointByVersion("cuKernelGetName", reinterpret_cast<void**>(&kern_name), 12030,
+                                     cudaEnableDefault, &q);
+    cudaGetLastError();
+  }
+  fn();   // warm-up outside the capture: handle set-up and module loading happen here
+  CUDA_CHECK(cudaStreamSynchronize(st));
+  cudaGraph_t g;
+  CUDA_CHECK(cudaStreamBeginCapture(st, cudaStreamCaptureModeThreadLocal));
+  fn();
+  CUDA_CHECK(cudaStreamEndCapture(st, &g));
+  std::size_t n = 0;
+  CUDA_CHECK(cudaGraphGetNodes(g, nullptr, &n));
+  std::vector<cudaGraphNode_t> nodes(n);
+  if (n) CUDA_CHECK(cudaGraphGetNodes(g, nodes.data(), &n));
+  std::string out;
+  for (auto node : nodes) {
+    cudaGraphNodeType t{};
+    CUDA_CHECK(cudaGraphNodeGetType(node, &t));
+    std::string nm = "?";
+    if (t != cudaGraphNodeTypeKernel) nm = "<node type " + std::to_string(int(t)) + ">";
+    else if (get_params) {
+      CUDA_KERNEL_NODE_PARAMS_v2 kp{};
+      if (get_params(reinterpret_cast<CUgraphNode>(node), &kp) == CUDA_SUCCESS) {
+        const char* s = nullptr;
+        if (kp.func && func_name) func_name(&s, kp.func);
+        else if (kp.kern && kern_name) kern_name(&s, kp.kern);
+        if (s) nm = s;
+      }
+    }
+    out += (out.empty() ? "" : " + ") + nm;
+  }
+  CUDA_CHECK(cudaGraphDestroy(g));
+  return out;
+}
+
 struct Shape { std::string label; long long m, n, k; };
 
 struct Ctx {
@@ -298,7 +396,11 @@ struct Ctx {
   bool quick = false;
   int gemm_count = 0;
   bool graph = false;        // --graph: also time every GEMM under CUDA graph replay
+  bool eager = true;         // --serve --graph-only: skip the eager timing (reported as 0)
+  bool gemmex = false;       // --serve request api "gemmex": cublasGemmEx instead of cuBLASLt
+  bool name_only = false;    // --serve request mode "name": kernel names only, no timing
   double last_eager_s = 0, last_graph_s = 0;   // of the last gemm_sample (for --serve)
+  std::string last_kernels, last_algo;         // of the last gemm_sample (for --serve)
 };
 
 // One GEMM sample C[m,n] = A[m,k] B[k,n] (framework convention) in bf16 or fp8.
@@ -321,7 +423,12 @@ void gemm_sample(Ctx& c, const Shape& s, bool fp8) {
   }
   GemmPlan p;
   // column-major D(n x m) = W^T-op(A: stored k x n) · X(k x m)
-  if (!make_plan(*c.lt, p, fp8, s.n, s.m, s.k)) {
+  if (c.gemmex && fp8) {   // cublasGemmEx has no fp8 path (torch's fp8 GEMM, _scaled_mm, is cuBLASLt)
+    std::fprintf(stderr, "probe: gemmex has no fp8; %s skipped\n", s.label.c_str());
+    return;
+  }
+  if (c.gemmex) c.lt->init_blas(c.st);
+  if (!c.gemmex && !make_plan(*c.lt, p, fp8, s.n, s.m, s.k)) {
     std::fprintf(stderr, "probe: no cuBLASLt algorithm for %s %lldx%lldx%lld (%s); skipped\n",
                  s.label.c_str(), s.m, s.n, s.k, fp8 ? "fp8" : "bf16");
     c.out.table("skipped");
@@ -332,12 +439,35 @@ void gemm_sample(Ctx& c, const Shape& s, bool fp8) {
     c.out.kv("why", "cublasLtMatmulAlgoGetHeuristic found no algorithm");
     return;
   }
-  auto call = [&](int i) { int j = i % sets; run_plan(*c.lt, p, B[j], A[j], C[j], c.st); };
-  auto t = time_it(call, c.st, c.quick ? 5 : 9);
+  Lt& lt = *c.lt;
+  auto call = [&](int i) {
+    int j = i % sets;
+    if (c.gemmex) {   // same operands and layout as run_plan: D(n x m) = W(k x n)^T X(k x m)
+      const float alpha = 1.0f, beta = 0.0f;
+      CUBLAS_CHECK(cublasGemmEx(lt.blas, CUBLAS_OP_T, CUBLAS_OP_N, int(s.n), int(s.m), int(s.k), &alpha, B[j],
+                                CUDA_R_16BF, int(s.k), A[j], CUDA_R_16BF, int(s.k), &beta, C[j], CUDA_R_16BF,
+                                int(s.n), CUBLAS_COMPUTE_32F, CUBLAS_GEMM_DEFAULT_TENSOR_OP));
+    } else {
+      run_plan(lt, p, B[j], A[j], C[j], c.st);
+    }
+  };
+  c.last_kernels = kernel_names([&] { call(0); }, c.st);
+  c.last_algo = c.gemmex ? "cublasGemmEx" : algo_desc(p.algo);
+  if (c.name_only) {
+    CUDA_CHECK(cudaStreamSynchronize(c.st));
+    c.last_eager_s = c.last_graph_s = 0;
+    ++c.gemm_count;
+    return;
+  }
+  Timing t{0, 0, 0, 0, 0};
+  if (c.eager) t = time_it(call, c.st, c.quick ? 5 : 9);
   Timing tg{0, 0, 0, 0, 0};
   if (c.graph) tg = time_graph(call, c.st, c.quick ? 5 : 9);
   c.last_eager_s = t.median_s;
   c.last_graph_s = tg.median_s;
+  if (!c.eager) {   // --serve --graph-only: the graph time is the sample
+    t = tg;
+  }
   double flops = 2.0 * s.m * s.n * s.k;
   c.out.table("gemm");
   c.out.kv("label", s.label);
@@ -350,6 +480,10 @@ void gemm_sample(Ctx& c, const Shape& s, bool fp8) {
   c.out.kv("repeats", t.repeats);
   c.out.kv("calls_per_repeat", t.inner);
   c.out.kv("buffer_sets", sets);
+  c.out.kv("api", c.gemmex ? "cublasGemmEx" : "cublasLtMatmul");
+  c.out.kv("workspace_bytes", (long long)(c.gemmex ? lt.blas_ws_bytes : lt.ws_bytes));
+  c.out.kv("algo", c.last_algo);
+  c.out.kv("kernels", c.last_kernels);
   if (c.graph) {
     c.out.kvf("graph_seconds", tg.median_s);
     c.out.kv("graph_calls_per_replay", tg.inner);
@@ -956,10 +1090,14 @@ void usage() {
       "usage: probe [--out FILE] [--quick] [--gemm-grid] [--no-gemm-grid] [--fp8|--no-fp8]\n"
       "             [--scenario SCENARIO.toml]... [--model hidden=..,ffn=..,heads=..,kv_heads=..,vocab=..,seq=..,mbs=..,tp=..,name=..]...\n"
       "             [--shapes 'label:m,n,k;m,n,k'] [--no-attention] [--no-memory] [--no-nccl] [--print-shapes]\n"
-      "             [--graph] [--serve]\n"
+      "             [--graph] [--serve [--graph-only]]\n"
       "--graph: also time each GEMM under CUDA graph replay (graph_seconds).\n"
-      "--serve: GEMMs on request: reads 'bf16|fp8 M N K' lines on stdin, answers 'RESULT eager_s graph_s'\n"
-      "         per line on stdout (for validation/gemm_torch.py, which alternates probe and torch per shape).\n"
+      "--serve: GEMMs on request: reads 'bf16|fp8 M N K [lt|gemmex] [WORKSPACE_MIB] [time|name]' lines on\n"
+      "         stdin, answers 'RESULT eager_s graph_s<TAB>algo<TAB>kernel names' per line on stdout (for\n"
+      "         validation/gemm_torch.py, which alternates probe and torch per shape). lt (default):\n"
+      "         cublasLtMatmul, first heuristic, workspace WORKSPACE_MIB (default and at most 64);\n"
+      "         gemmex: cublasGemmEx as torch.matmul's default path calls it, 32 MiB cublasSetWorkspace;\n"
+      "         name: only the kernel names (no timing). --graph-only: no eager timing (eager_s = 0).\n"
       "Measures GEMMs (cuBLASLt), materialised attention, memory-bound kernels, launch overhead and\n"
       "NCCL collectives; writes one TOML file (default probe-output.toml).");
 }
@@ -969,7 +1107,7 @@ void usage() {
 int main(int argc, char** argv) {
   std::string out_path = "probe-output.toml";
   bool quick = false, grid = true, fp8 = true, attn = true, mem = true, nccl = true, print_only = false;
-  bool graph = false, serve = false;
+  bool graph = false, serve = false, c_eager = true;
   std::vector<Shape> shapes;
   std::string cmdline;
   for (int i = 0; i < argc; ++i) cmdline += (i ? " " : "") + std::string(argv[i]);
@@ -994,6 +1132,7 @@ int main(int argc, char** argv) {
     else if (a == "--print-shapes") print_only = true;
     else if (a == "--graph") graph = true;
     else if (a == "--serve") serve = true;
+    else if (a == "--graph-only") c_eager = false;
     else if (a == "-h" || a == "--help") { usage(); return 0; }
     else { usage(); die("unknown argument " + a); }
   }
@@ -1025,22 +1164,40 @@ int main(int argc, char** argv) {
 
   const bool fp8_ok = fp8 && (prop.major >= 9 || (prop.major == 8 && prop.minor >= 9));
   c.graph = graph || serve;
+  c.eager = !serve || c_eager;
   if (serve) {   // one GEMM per stdin line, answered at once; samples also go to --out
     std::string line;
     std::setvbuf(stdout, nullptr, _IOLBF, 0);
-    std::printf("READY\n");
+    // which cuBLAS(Lt) library this process loaded: the honesty check runs the probe on the
+    // same libcublasLt as torch (validation/gemm_torch.py sets LD_LIBRARY_PATH), and says so.
+    Dl_info lt_info{}, blas_info{};
+    dladdr(reinterpret_cast<void*>(&cublasLtGetVersion), &lt_info);
+    dladdr(reinterpret_cast<void*>(&cublasCreate_v2), &blas_info);
+    std::printf("READY cublaslt=%zu lib=%s cublas_lib=%s\n", cublasLtGetVersion(),
+                lt_info.dli_fname ? lt_info.dli_fname : "?", blas_info.dli_fname ? blas_info.dli_fname : "?");
     std::fflush(stdout);
     while (std::getline(std::cin, line)) {
-      char dt[16] = {0};
-      long long m = 0, n = 0, k = 0;
-      if (std::sscanf(line.c_str(), "%15s %lld %lld %lld", dt, &m, &n, &k) != 4) { std::printf("ERROR bad request\n"); std::fflush(stdout); continue; }
+      char dt[16] = {0}, api[16] = "lt", mode[16] = "time";
+      long long m = 0, n = 0, k = 0, ws_mib = 64;
+      int got = std::sscanf(line.c_str(), "%15s %lld %lld %lld %15s %lld %15s", dt, &m, &n, &k, api, &ws_mib, mode);
+      const std::string api_s = api, mode_s = mode;
+      if (got < 4 || (api_s != "lt" && api_s != "gemmex") || (mode_s != "time" && mode_s != "name") || ws_mib < 0 ||
+          std::size_t(ws_mib) << 20 > Lt::ws_cap) {
+        std::printf("ERROR bad request\n"); std::fflush(stdout); continue;
+      }
       const bool f8 = std::string(dt) == "fp8";
       if (f8 && !fp8_ok) { std::printf("ERROR no fp8\n"); std::fflush(stdout); continue; }
       c.last_eager_s = c.last_graph_s = 0;
+      c.gemmex = api_s == "gemmex";
+      c.name_only = mode_s == "name";
+      lt.ws_bytes = std::size_t(ws_mib) << 20;
       int before = c.gemm_count;
-      gemm_sample(c, {"serve", m, n, k}, f8);
+      gemm_sample(c, {c.gemmex ? "serve-gemmex" : "serve-lt" + std::to_string(ws_mib), m, n, k}, f8);
+      lt.ws_bytes = Lt::ws_cap;
+      c.gemmex = c.name_only = false;
       if (c.gemm_count == before) std::printf("ERROR no algorithm\n");
-      else std::printf("RESULT %.9g %.9g\n", c.last_eager_s, c.last_graph_s);
+      else std::printf("RESULT %.9g %.9g\t%s\t%s\n", c.last_eager_s, c.last_graph_s, c.last_algo.c_str(),
+                       c.last_kernels.c_str());
       std::fflush(stdout);
     }
     std::ofstream f(out_path);
