@@ -117,7 +117,7 @@ inline std::vector<MeasuredRow> read_measured(const std::string& path) {
 // sets the pace), not on the compared steps:
 //  compiled call: validation/host_bench.py (results/run4/host_bench.csv), the torch.compile'd
 //    SwiGLU / RoPE calls alone: mean of fwd 383.2, 353.2 and bwd 399.6, 401.1 us;
-//  eager ops: validation/host_step.py (results/run5/host_step.csv): the host time of whole
+//  eager ops: validation/host_step.py (results/run7/host_step.csv): the host time of whole
 //    training steps of train_step.py's Model (s1.3b, 24 and 12 layers, fused 0/1 x flash 1/0,
 //    2 passes: 16 forwards and 16 backwards), least squares through the origin of
 //    host - layers x compiled calls x kCompiledHostOverheadS = modelled ops x c, with
