@@ -76,8 +76,8 @@ struct Reader {
     if (!n->is_table()) fail(file, n->source(), std::string("'") + key + "' must be a table");
     return Reader{file, n->as_table(), n->source()};
   }
-  void only(std::initializer_list<const char*> keys) const {
-    std::set<std::string> ok(keys.begin(), keys.end());
+  void only(std::initializer_list<const char*> keys) const { only(std::set<std::string>(keys.begin(), keys.end())); }
+  void only(const std::set<std::string>& ok) const {
     for (auto&& [k, v] : *t)
       if (!ok.count(std::string(k.str()))) fail(file, v.source(), "unknown key '" + std::string(k.str()) + "'");
   }
@@ -294,9 +294,21 @@ Calibration fit_probe(const std::string& probe_path, std::string* report, const 
 
   // Memory-bound kernels: time = bytes / bandwidth + fixed.
   std::vector<std::pair<double, double>> mem;
+  // Eager PyTorch kernel families (kind "torch:<family>", validation/kernel_bw.py): one
+  // bandwidth each, time = bytes / bandwidth, relative least squares (the samples are large,
+  // launch-free sizes); they stay out of the copy fit.
+  std::vector<std::pair<double, double>> fam[kMemFamilies];
   for (const Reader& r : rows("memory")) {
     std::string kind = r.str("kind");
     if (kind == "memcpy_d2d") continue;  // a copy-engine/driver path, not a kernel the model launches
+    if (kind.rfind("torch:", 0) == 0) {
+      const std::string name = kind.substr(6);
+      int f = 0;
+      for (int i = 1; i < kMemFamilies; ++i)
+        if (name == kMemFamilyNames[i]) f = i;
+      if (f > 0) fam[f].push_back({r.num("bytes"), r.num("seconds")});   // other torch kinds: reference only
+      continue;
+    }
     mem.push_back({r.num("bytes"), r.num("seconds")});
   }
   if (!mem.empty()) {
@@ -319,11 +331,51 @@ Calibration fit_probe(const std::string& probe_path, std::string* report, const 
       if (kind == "stream_back_to_back") mf.launch_overhead_s = r.nonneg("seconds_per_kernel");
       if (kind == "graph_replay") mf.graph_launch_overhead_s = r.nonneg("seconds_per_kernel");
     }
+    for (int f = 1; f < kMemFamilies; ++f) {
+      if (fam[f].empty()) continue;
+      // Like the copy fit: time = fixed + bytes / bandwidth, relative least squares; the
+      // intercept takes what does not scale with the bytes (a launch, the host gaps between
+      // the kernels of a multi-kernel sample such as the norm backward), the slope is the
+      // family's bandwidth, which the cost model uses (launch costs are charged separately).
+      // Sizes spanning less than 4x (the intercept is not identifiable), or a negative
+      // intercept: time = bytes / bandwidth through the origin.
+      double fixed = 0, inv_bw = 0, lo = 1e300, hi = 0;
+      for (auto& [b, sec] : fam[f]) { lo = std::min(lo, b); hi = std::max(hi, b); }
+      if (fam[f].size() >= 2 && hi >= 4 * lo) {
+        Eigen::MatrixXd A(Eigen::Index(fam[f].size()), 2);
+        Eigen::VectorXd ts(Eigen::Index(fam[f].size()));
+        for (std::size_t i = 0; i < fam[f].size(); ++i) {
+          A(Eigen::Index(i), 0) = 1.0;
+          A(Eigen::Index(i), 1) = fam[f][i].first;
+          ts(Eigen::Index(i)) = fam[f][i].second;
+        }
+        Eigen::VectorXd sol = solve_rel(A, ts);
+        fixed = sol(0);
+        inv_bw = sol(1);
+      }
+      if (!(fixed >= 0) || !(inv_bw > 0)) {
+        // minimise sum ((b x - t) / t)^2: x = sum(b / t) / sum((b / t)^2)
+        double num = 0, den = 0;
+        for (auto& [b, sec] : fam[f]) { num += b / sec; den += (b / sec) * (b / sec); }
+        fixed = 0;
+        inv_bw = num / den;
+      }
+      mf.family_bandwidth[f] = 1.0 / inv_bw;
+      std::vector<double> fp, fm;
+      for (auto& [b, sec] : fam[f]) { fp.push_back(fixed + b * inv_bw); fm.push_back(sec); }
+      mf.family_rms_rel_error[f] = rms_rel(fp, fm);
+      mf.family_samples[f] = static_cast<int>(fam[f].size());
+    }
     cal.has_memory = true;
     rep << "memory: " << mem.size() << " samples, bandwidth " << fmt("%.0f", mf.achieved_bandwidth * 1e-9)
         << " GB/s, fixed " << fmt("%.2f", mf.fixed_overhead_s * 1e6) << " us, launch "
         << fmt("%.2f", mf.launch_overhead_s * 1e6) << " us (graph " << fmt("%.2f", mf.graph_launch_overhead_s * 1e6)
         << " us), rms rel error " << fmt("%.1f", mf.rms_rel_error * 100) << "%\n";
+    for (int f = 1; f < kMemFamilies; ++f)
+      if (mf.family_samples[f] > 0)
+        rep << "  family " << kMemFamilyNames[f] << ": " << mf.family_samples[f] << " samples, bandwidth "
+            << fmt("%.0f", mf.family_bandwidth[f] * 1e-9) << " GB/s (" << fmt("%.2f", mf.family_bandwidth[f] / mf.achieved_bandwidth)
+            << " of the copy fit), rms rel error " << fmt("%.1f", mf.family_rms_rel_error[f] * 100) << "%\n";
   }
 
   // Collectives (>= 2 GPUs): t = latency + bus_bytes / bus_bandwidth, nccl-tests bus factors.
@@ -398,6 +450,15 @@ void write_calibration(const Calibration& c, const std::string& path) {
       << "\nlaunch_overhead_us = " << g(m.launch_overhead_s * 1e6)
       << "\ngraph_launch_overhead_us = " << g(m.graph_launch_overhead_s * 1e6)
       << "\nfixed_overhead_us = " << g(m.fixed_overhead_s * 1e6) << "\nrms_rel_error = " << g(m.rms_rel_error) << "\n";
+    bool any = false;
+    for (int i = 1; i < kMemFamilies; ++i) any = any || m.family_bandwidth[i] > 0;
+    if (any) {
+      f << "\n[memory_families]  # eager PyTorch kernel families: GB/s on mfusim's byte count (validation/kernel_bw.py)\n";
+      for (int i = 1; i < kMemFamilies; ++i)
+        if (m.family_bandwidth[i] > 0)
+          f << kMemFamilyNames[i] << "_gbs = " << g(m.family_bandwidth[i] * 1e-9) << "  # " << m.family_samples[i]
+            << " samples, rms rel error " << fmt("%.3f", m.family_rms_rel_error[i]) << "\n";
+    }
   }
   if (c.has_collectives) {
     const auto& k = c.collectives;
@@ -412,7 +473,7 @@ void write_calibration(const Calibration& c, const std::string& path) {
 Calibration read_calibration(const std::string& path) {
   toml::table root = parse_file(path);
   Reader top{path, &root, root.source()};
-  top.only({"format", "gpu", "gemm", "gemm_fp8", "attention", "memory", "collectives"});
+  top.only({"format", "gpu", "gemm", "gemm_fp8", "attention", "memory", "memory_families", "collectives"});
   if (top.str("format", "mfusim-calibration-1") != "mfusim-calibration-1")
     fail(path, top.node("format")->source(), "unsupported format '" + top.str("format") + "'");
   Calibration c;
@@ -473,6 +534,17 @@ Calibration read_calibration(const std::string& path) {
     m.fixed_overhead_s = r.nonneg("fixed_overhead_us", false) * 1e-6;
     m.rms_rel_error = r.nonneg("rms_rel_error", false);
     c.has_memory = true;
+  }
+  if (top.node("memory_families")) {
+    if (!c.has_memory) fail(path, top.node("memory_families")->source(), "[memory_families] needs a [memory] table");
+    Reader r = top.sub("memory_families");
+    std::vector<std::string> keys;
+    for (int i = 1; i < kMemFamilies; ++i) keys.push_back(std::string(kMemFamilyNames[i]) + "_gbs");
+    r.only(std::set<std::string>(keys.begin(), keys.end()));
+    for (int i = 1; i < kMemFamilies; ++i) {
+      c.memory.family_bandwidth[i] = r.nonneg(keys[std::size_t(i - 1)].c_str(), false) * 1e9;
+      if (r.node(keys[std::size_t(i - 1)].c_str())) c.memory.family_samples[i] = 1;
+    }
   }
   if (top.node("collectives")) {
     Reader r = top.sub("collectives");

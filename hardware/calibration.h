@@ -6,6 +6,8 @@
 #include <string>
 #include <vector>
 
+#include "hardware/kernel.h"
+
 namespace mfusim::hardware {
 
 // GEMM efficiency model, fitted by least squares on the probe's samples:
@@ -44,6 +46,12 @@ struct MemoryFit {
   double graph_launch_overhead_s = 0;  // per kernel under CUDA graph replay, measured
   double fixed_overhead_s = 0;     // intercept of time = bytes / bandwidth + fixed (small kernels)
   double rms_rel_error = 0;
+  // Per eager-kernel family (MemFamily; [memory_families] <name>_gbs): bytes/s on the bytes
+  // mfusim counts for that kernel, fitted from probe samples of kind "torch:<name>"
+  // (validation/kernel_bw.py); 0 = not measured, the copy fit above applies.
+  double family_bandwidth[kMemFamilies] = {};
+  double family_rms_rel_error[kMemFamilies] = {};
+  int family_samples[kMemFamilies] = {};
 };
 
 // Collective bus bandwidth and latency (alpha-beta), per link type.

@@ -80,6 +80,11 @@ CostModel::CostModel(const HardwareSpec& hw, Precision precision, const Calibrat
       const double ref = cal_->attention.hbm_bandwidth;
       bandwidth_ = cal_->memory.achieved_bandwidth * (ref > 0 ? hw.hbm_bandwidth / ref : 1.0);
     }
+    // Eager kernel families measured at the runs' sizes, scaled like the copy fit.
+    const double ref = cal_->attention.hbm_bandwidth;
+    for (int f = 1; f < kMemFamilies; ++f)
+      if (cal_->memory.family_bandwidth[f] > 0)
+        family_bw_[f] = cal_->memory.family_bandwidth[f] * (ref > 0 ? hw.hbm_bandwidth / ref : 1.0);
     if (cal_->memory.launch_overhead_s > 0) launch_ = cal_->memory.launch_overhead_s;
     if (cal_->memory.graph_launch_overhead_s > 0) gap_ = cal_->memory.graph_launch_overhead_s;
   }
@@ -89,7 +94,8 @@ CostModel::CostModel(const HardwareSpec& hw, Precision precision, const Calibrat
   // call of host_compiled_. CUDA graphs replay without host work.
   host_ = hw.host_overhead > 0 ? hw.host_overhead : launch_;
   host_compiled_ = hw.host_compiled_overhead > 0 ? hw.host_compiled_overhead : host_;
-  if (cuda_graphs_) launch_ = host_ = host_compiled_ = 0;
+  host_backward_ = hw.host_backward_overhead > 0 ? hw.host_backward_overhead : host_;
+  if (cuda_graphs_) launch_ = host_ = host_compiled_ = host_backward_ = 0;
   sms_ = sm_count_for(hw);
   if (cal_ && cal_->has_gemm) {
     table_.reserve(cal_->gemm_table.size());
@@ -209,7 +215,8 @@ double CostModel::attention_seconds(const Kernel& kn) const {
 }
 
 double CostModel::memory_seconds(const Kernel& kn) const {
-  return std::max(kn.bytes / bandwidth_, kn.flops / (peak_ * gemm_eff_max_));
+  const double fb = family_bw_[static_cast<int>(kn.family)];
+  return std::max(kn.bytes / (fb > 0 ? fb : bandwidth_), kn.flops / (peak_ * gemm_eff_max_));
 }
 
 int CostModel::launches_per_kernel(const Kernel& kn) const {
@@ -239,7 +246,7 @@ StreamTime CostModel::stream_time(const std::vector<const Kernel*>& ks) const {
 
 double CostModel::host_time(const Kernel& kn) const {
   if (kn.compiled) return std::max(kn.count, 0) * host_compiled_;   // one guarded call per region
-  return std::max(kn.count, 0) * launches_per_kernel(kn) * host_;
+  return std::max(kn.count, 0) * launches_per_kernel(kn) * (kn.autograd ? host_backward_ : host_);
 }
 
 double CostModel::time(const Kernel& kn) const {

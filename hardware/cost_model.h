@@ -88,6 +88,8 @@ class CostModel {
   double gap_ = CostDefaults::kernel_gap_s;
   double host_ = 0;          // host seconds to issue one kernel (0 under CUDA graphs)
   double host_compiled_ = 0; // host seconds of one torch.compile'd call (0 under CUDA graphs)
+  double host_backward_ = 0; // host seconds per op issued by autograd's engine (0 under CUDA graphs)
+  double family_bw_[kMemFamilies] = {};   // achieved bytes/s per MemFamily (0: use bandwidth_)
   double gemm_eff_max_ = 0;
   int sms_ = 132;
   std::vector<TableEntry> table_;   // calibration exact shapes, sorted by (m, n, k)

@@ -7,6 +7,36 @@ namespace mfusim::hardware {
 
 enum class KernelKind { gemm, attention_fwd, attention_bwd, memory };
 
+// Which kind of eager PyTorch memory-bound kernel a memory kernel is. Eager kernels of
+// different kinds reach different fractions of the copy bandwidth on the same GPU (a dtype
+// cast through TensorIterator's non-vectorised path, a mixed-dtype add, a row softmax, the
+// multi-tensor AdamW), measured per family by validation/kernel_bw.py and fitted into the
+// calibration's [memory_families] (hardware/calibration.h). `generic` (every kernel not
+// tagged, e.g. Megatron/Apex/TE fused kernels) uses the calibration's copy-kernel fit.
+enum class MemFamily : unsigned char {
+  generic,
+  cast_down,    // fp32 -> bf16 (x.to(bf16); autocast weight casts)
+  cast_up,      // bf16 -> fp32 (x.float(); gradients into fp32 .grad)
+  add_mixed,    // fp32 + bf16 -> fp32 (the fp32 residual add of a bf16 branch)
+  add_f32,      // fp32 + fp32 (residual gradient accumulation)
+  eltwise,      // bf16 pointwise (scale, silu, mul, rope pieces)
+  masked_fill,  // out-of-place masked_fill over the scores (copy + fill)
+  repeat,       // repeat_interleave of K/V (GQA)
+  softmax_fwd,  // fp32 softmax, row on chip
+  softmax_bwd,
+  log_softmax,  // fp32 log_softmax over vocabulary rows, fwd and bwd
+  norm_fwd,     // F.rms_norm over fp32 rows
+  norm_bwd,     // its autograd backward (input and weight gradients)
+  fill,         // zero fill (nll_loss backward)
+  adamw,        // torch.optim.AdamW(fused=True) multi-tensor step
+  count_
+};
+constexpr int kMemFamilies = static_cast<int>(MemFamily::count_);
+// TOML key stem of each family ("cast_down" -> cast_down_gbs); index = MemFamily value.
+constexpr const char* kMemFamilyNames[kMemFamilies] = {
+    "generic", "cast_down", "cast_up", "add_mixed", "add_f32", "eltwise", "masked_fill", "repeat",
+    "softmax_fwd", "softmax_bwd", "log_softmax", "norm_fwd", "norm_bwd", "fill", "adamw"};
+
 struct Kernel {
   KernelKind kind = KernelKind::memory;
   const char* name = "";        // "qkv", "attn_out", "mlp_up", "rmsnorm", ...
@@ -17,6 +47,8 @@ struct Kernel {
   bool causal = true;
   bool flash = true;            // false: materialised s x s scores (softmax in HBM)
   bool compiled = false;        // issued by one torch.compile'd call (host cost host_compiled_overhead)
+  bool autograd = false;        // issued by autograd's backward engine (host cost host_backward_overhead)
+  MemFamily family = MemFamily::generic;   // memory kernels: achieved-bandwidth family
   // totals used by the roofline (every kind fills them)
   double flops = 0;             // floating-point operations of one kernel
   double bytes = 0;             // minimum HBM bytes read + written by one kernel

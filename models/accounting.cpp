@@ -199,6 +199,49 @@ void residual_kernels(const ModelSpec& m, double n, double h, int e, bool fused,
   push(f, b, {"residual_add", "residual_add_bwd", 2 * e * x, e * x, x});
 }
 
+// fp32-autocast (plain PyTorch AMP over fp32 parameters, docs/fidelity.md): the embedding
+// output is fp32 and every residual add keeps fp32 (fp32 + bf16 -> fp32 by type promotion),
+// so the residual stream, the norms' inputs and outputs are fp32; each GEMM that reads a
+// norm output casts it to bf16 first (autocast's cached_cast of the input of F.linear).
+// validation/train_step.py Layer.forward: x = x + self.attn(self.n1(x)); x + self.down(...).
+// Forward per block: norm (fp32 in, fp32 out), cast to bf16; ...; residual add fp32 + bf16.
+// Backward (reverse): the add passes the fp32 gradient to x and casts it to bf16 for the
+// branch; the branch's input gradient (bf16) is cast back to fp32 through the cast, then the
+// norm backward (fp32), then autograd accumulates the norm path's gradient with the residual
+// gradient (one fp32 add). H200 profile (results/run2/h200_step_profile.txt): the
+// vectorized bfloat16_copy, unrolled direct_copy and CUDAFunctor_add<float> kernels.
+void fp32_norm_kernels(const ModelSpec& m, double n, double h, bool fused, bool accumulate, const char* tag,
+                       const char* tag_bwd, std::vector<Kernel>& f, std::vector<Kernel>& b) {
+  using hardware::MemFamily;
+  const double x = n * h;
+  auto fam = [](Kernel k, MemFamily fm) { k.family = fm; return k; };
+  if (accumulate) b.push_back(fam(memk("residual_grad_accumulate", 8 * x, 4 * x, x), MemFamily::add_f32));
+  if (fused || gpt_style(m)) {
+    f.push_back(fam(memk(tag, 4 * x + 4 * h, 4 * x, 5 * x), MemFamily::norm_fwd));
+    b.push_back(fam(memk(tag_bwd, 8 * x + 4 * h, 4 * x + 4 * h, 8 * x), MemFamily::norm_bwd));
+  } else {
+    // Hugging Face RMSNorm on an fp32 input: x.float() and .to(x.dtype) are no-ops, so
+    // pow, mean, rsqrt, mul, mul-by-weight, all fp32.
+    push(f, b, {"rmsnorm_pow", "rmsnorm_pow_bwd", 4 * x, 4 * x, x});
+    push(f, b, {"rmsnorm_mean", "rmsnorm_mean_bwd", 4 * x, 4 * n, x});
+    push(f, b, {"rmsnorm_rsqrt", "rmsnorm_rsqrt_bwd", 4 * n, 4 * n, n});
+    push(f, b, {"rmsnorm_mul", "rmsnorm_mul_bwd", 4 * x + 4 * n, 4 * x, x});
+    push(f, b, {"rmsnorm_weight", "rmsnorm_weight_bwd", 4 * x + 4 * h, 4 * x, x});
+  }
+  f.push_back(fam(memk("norm_out_to_bf16", 4 * x, 2 * x, 0), MemFamily::cast_down));
+  b.push_back(fam(memk("norm_out_to_bf16_bwd", 2 * x, 4 * x, 0), MemFamily::cast_up));
+}
+
+void fp32_residual_kernels(double n, double h, std::vector<Kernel>& f, std::vector<Kernel>& b) {
+  const double x = n * h;
+  Kernel add = memk("residual_add", 4 * x + 2 * x, 4 * x, x);
+  add.family = hardware::MemFamily::add_mixed;
+  Kernel cast = memk("residual_add_bwd", 4 * x, 2 * x, 0);   // the branch's gradient to bf16
+  cast.family = hardware::MemFamily::cast_down;
+  f.push_back(add);
+  b.push_back(cast);
+}
+
 // Activation over `n` tokens of width f (per rank).
 void activation_kernels(const ModelSpec& m, double n, double f_width, int e, bool fused,
                         std::vector<Kernel>& f, std::vector<Kernel>& b, int count = 1) {
@@ -381,6 +424,44 @@ void mark_compiled(std::vector<Kernel>& ks) {
   }
 }
 
+// Eager PyTorch kernels by achieved-bandwidth family (hardware::MemFamily; measured by
+// validation/kernel_bw.py, fitted into the calibration's [memory_families]). Only the plain
+// PyTorch recipe (fp32-autocast) is tagged; Megatron's fused kernels stay generic. Kernels
+// built with a family (the fp32 residual stream) keep it; untagged ones are matched by name.
+void tag_eager_families(std::vector<Kernel>& ks) {
+  using hardware::MemFamily;
+  for (Kernel& k : ks) {
+    if (k.kind != KernelKind::memory || k.family != MemFamily::generic) continue;
+    const std::string n = k.name;
+    if (n == "weight_cast" || n == "softmax_to_bf16" || n == "softmax_to_fp32_bwd" || n == "logits_to_fp32_bwd")
+      k.family = MemFamily::cast_down;
+    else if (n == "wgrad_to_fp32" || n == "softmax_to_fp32" || n == "softmax_to_bf16_bwd" || n == "logits_to_fp32")
+      k.family = MemFamily::cast_up;
+    else if (n == "attn_masked_fill" || n == "attn_masked_fill_bwd")
+      k.family = MemFamily::masked_fill;
+    else if (n == "k_repeat" || n == "v_repeat")
+      k.family = MemFamily::repeat;
+    else if (n == "softmax") k.family = MemFamily::softmax_fwd;
+    else if (n == "softmax_bwd") k.family = MemFamily::softmax_bwd;
+    else if (n == "log_softmax" || n == "log_softmax_bwd") k.family = MemFamily::log_softmax;
+    else if (n == "nll_loss_bwd") k.family = MemFamily::fill;
+    else if (n == "attn_scale" || n == "attn_scale_bwd" || n.rfind("silu", 0) == 0 || n.rfind("swiglu_mul", 0) == 0 ||
+             n.rfind("rope_", 0) == 0)
+      if (!k.compiled) k.family = MemFamily::eltwise;
+  }
+}
+void tag_eager_families(LayerKernels& lk) {
+  tag_eager_families(lk.f);
+  tag_eager_families(lk.b);
+  tag_eager_families(lk.w);
+}
+
+// B and W kernels are issued by autograd's backward engine (host cost host_backward_overhead).
+void mark_autograd(LayerKernels& lk) {
+  for (Kernel& k : lk.b) k.autograd = true;
+  for (Kernel& k : lk.w) k.autograd = true;
+}
+
 void add_autocast_casts(LayerKernels& lk, std::initializer_list<std::size_t*> marks) {
   std::vector<Kernel> f;
   std::vector<std::size_t> before(lk.f.size() + 1, 0);   // casts inserted before index i
@@ -495,9 +576,20 @@ LayerKernels layer_kernels(const ModelSpec& m, int layer, const RankShape& r) {
   const double kv = m.mla ? heads : kv_heads_per_rank(m.kv_heads, tp);
   const double dqk = qk_head_dim(m), dv = v_head_dim(m);
 
+  const bool f32 = r.fp32_autocast;   // fp32 residual stream (fp32_norm_kernels)
+  auto block_norm = [&](std::vector<Kernel>& f, std::vector<Kernel>& b) {
+    const char* tag = gpt_style(m) ? "layernorm" : "rmsnorm";
+    const char* tag_bwd = gpt_style(m) ? "layernorm_bwd" : "rmsnorm_bwd";
+    if (f32) fp32_norm_kernels(m, Tn, h, fused, true, tag, tag_bwd, f, b);
+    else norm_kernels(m, Tn, h, e, fused, tag, tag_bwd, f, b);
+  };
+  auto block_residual = [&](std::vector<Kernel>& f, std::vector<Kernel>& b) {
+    if (f32 && !has_dropout(m)) fp32_residual_kernels(Tn, h, f, b);
+    else residual_kernels(m, Tn, h, e, fused, f, b);
+  };
+
   // --- attention block ---
-  norm_kernels(m, Tn, h, e, fused, gpt_style(m) ? "layernorm" : "rmsnorm",
-               gpt_style(m) ? "layernorm_bwd" : "rmsnorm_bwd", lk.f, lk.b);
+  block_norm(lk.f, lk.b);
   if (m.mla) {
     const auto& l = *m.mla;
     const double rope = static_cast<double>(l.qk_rope_head_dim);
@@ -528,14 +620,13 @@ LayerKernels layer_kernels(const ModelSpec& m, int layer, const RankShape& r) {
   attention_kernels(m, as, e, r.flash_attention, fused, lk.f, lk.b, r.fp32_autocast);
   std::size_t core_end = lk.f.size();
   linear("attn_out", "attn_out_dgrad", "attn_out_wgrad", T, heads * dv, h, e, lk);
-  residual_kernels(m, Tn, h, e, fused, lk.f, lk.b);
+  block_residual(lk.f, lk.b);
 
   // --- MLP block ---
   lk.f_mlp = lk.f.size();
   const std::size_t b_mlp_fwd = lk.b.size();
   std::size_t bx0 = 0, bx1 = 0;
-  norm_kernels(m, Tn, h, e, fused, gpt_style(m) ? "layernorm" : "rmsnorm",
-               gpt_style(m) ? "layernorm_bwd" : "rmsnorm_bwd", lk.f, lk.b);
+  block_norm(lk.f, lk.b);
   if (m.is_moe_layer(layer)) {
     const auto& mo = *m.moe;
     const double E = mo.experts, k = mo.top_k, fe = static_cast<double>(mo.expert_ffn_hidden);
@@ -569,7 +660,7 @@ LayerKernels layer_kernels(const ModelSpec& m, int layer, const RankShape& r) {
     activation_kernels(m, T, f, e, fused, lk.f, lk.b);
     linear("mlp_down", "mlp_down_dgrad", "mlp_down_wgrad", T, f, h, e, lk);
   }
-  residual_kernels(m, Tn, h, e, fused, lk.f, lk.b);
+  block_residual(lk.f, lk.b);
 
   std::reverse(lk.b.begin(), lk.b.end());   // built in F order; B runs in reverse
   lk.b_attn = lk.b.size() - b_mlp_fwd;
@@ -584,8 +675,10 @@ LayerKernels layer_kernels(const ModelSpec& m, int layer, const RankShape& r) {
       mark_compiled(lk.f);
       mark_compiled(lk.b);
     }
+    tag_eager_families(lk);
   }
 
+  mark_autograd(lk);
   if (r.recompute == Recompute::full) {
     lk.r = lk.f;
   } else if (r.recompute == Recompute::selective) {
@@ -601,11 +694,15 @@ LayerKernels embedding_kernels(const ModelSpec& m, const RankShape& r) {
   const double h = static_cast<double>(m.hidden);
   const double T = static_cast<double>(r.micro_batch) * static_cast<double>(r.seq_len) / r.cp;
   const double Tn = r.sequence_parallel ? T / r.tp : T;
-  // Vocab-parallel lookup: gather rows, write [T, h] (reduced over tp).
-  lk.f.push_back(memk("embedding_lookup", e * T * h + 8 * T, e * T * h, 0));
+  // Vocab-parallel lookup: gather rows, write [T, h] (reduced over tp). fp32-autocast: the
+  // table is fp32 (nn.Embedding is not on autocast's list), so the output and the residual
+  // stream's gradient arriving at it are fp32.
+  const double ea = r.fp32_autocast ? 4.0 : e;
+  lk.f.push_back(memk("embedding_lookup", ea * T * h + 8 * T, ea * T * h, 0));
   if (has_dropout(m)) lk.f.push_back(memk("embedding_dropout", e * Tn * h, e * Tn * h + Tn * h, 2 * Tn * h));
   // Backward: scatter-add the output gradient into the (fp32) embedding gradient.
-  lk.w.push_back(memk("embedding_grad", e * T * h + 8 * T, 4 * T * h, T * h));
+  lk.w.push_back(memk("embedding_grad", ea * T * h + 8 * T, 4 * T * h, T * h));
+  mark_autograd(lk);
   return lk;
 }
 
@@ -616,8 +713,12 @@ LayerKernels head_kernels(const ModelSpec& m, const RankShape& r) {
   const double T = static_cast<double>(r.micro_batch) * static_cast<double>(r.seq_len) / r.cp;
   const double Tn = r.sequence_parallel ? T / tp : T;
   const double v = static_cast<double>(m.vocab) / tp;
-  norm_kernels(m, Tn, h, e, r.fused_kernels, gpt_style(m) ? "final_layernorm" : "final_rmsnorm",
-               gpt_style(m) ? "final_layernorm_bwd" : "final_rmsnorm_bwd", lk.f, lk.b);
+  if (r.fp32_autocast)   // the last layer's fp32 output: fp32 norm, cast for the LM head
+    fp32_norm_kernels(m, Tn, h, r.fused_kernels, false, gpt_style(m) ? "final_layernorm" : "final_rmsnorm",
+                      gpt_style(m) ? "final_layernorm_bwd" : "final_rmsnorm_bwd", lk.f, lk.b);
+  else
+    norm_kernels(m, Tn, h, e, r.fused_kernels, gpt_style(m) ? "final_layernorm" : "final_rmsnorm",
+                 gpt_style(m) ? "final_layernorm_bwd" : "final_rmsnorm_bwd", lk.f, lk.b);
   linear("lm_head", "lm_head_dgrad", "lm_head_wgrad", T, h, v, e, lk);
   if (r.fp32_autocast) {
     // torch: F.cross_entropy(logits.float(), targets) over the full [T, V] logits
@@ -634,12 +735,14 @@ LayerKernels head_kernels(const ModelSpec& m, const RankShape& r) {
     lk.b.push_back(memk("log_softmax_bwd", (rd > 1 ? 12 : 8) * x, 4 * x, 3 * x));
     lk.b.push_back(memk("nll_loss_bwd", 12 * T, 4 * x, T));
     add_autocast_casts(lk, {});
+    tag_eager_families(lk);
   } else {
     // Vocab-parallel cross entropy on fp32 logits: max, sum-exp, loss; backward softmax - onehot.
     lk.f.push_back(memk("cross_entropy", e * T * v, 4 * T * v, 5 * T * v));
     lk.b.push_back(memk("cross_entropy_bwd", 4 * T * v, e * T * v, 2 * T * v));
   }
   std::reverse(lk.b.begin(), lk.b.end());   // built in F order; B runs in reverse
+  mark_autograd(lk);
   return lk;
 }
 

@@ -1096,6 +1096,7 @@ Lowered Lowerer::run() {
     k.kind = hardware::KernelKind::memory;
     k.name = "adam";
     k.bytes = (shape_.fp32_autocast ? 28.0 : 30.0) * local;
+    if (shape_.fp32_autocast) k.family = hardware::MemFamily::adamw;   // torch's fused AdamW (kernel_bw.py)
     k.flops = 12.0 * local;
     k.count = 1;
     const Seg opt_seg = seg_of({&k});

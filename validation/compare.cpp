@@ -9,7 +9,7 @@
 
 int main(int argc, char** argv) {
   const std::string root = MFUSIM_SOURCE_DIR;
-  std::string csv = root + "/validation/results/h200_steps.csv";
+  std::string csv = root + "/validation/results/h200_steps_run4.csv";   // 3 interleaved passes (run 4)
   std::string cal = root + "/hardware/calibration/h200-fa2.toml";
   for (int i = 1; i < argc; ++i) {
     std::string a = argv[i];

@@ -110,22 +110,26 @@ inline std::vector<MeasuredRow> read_measured(const std::string& path) {
 
 // Host (CPU) time of the runs' ops (docs/fidelity.md): eager PyTorch issues each op from
 // Python (module call, autocast, autograd recording) while the GPU runs earlier ones
-// (hardware.host_overhead), and a torch.compile'd region costs one much dearer call (guards
-// over dynamic shapes, AOTAutograd wrapper, Triton launcher: hardware.host_compiled_overhead).
-// Measured once, on the one-decoder-layer-alone forwards of h200_steps.csv (`layer_fwd_ms`, a
-// separate measurement from the step times compared here), s0.5b seq 4096 flash 1, which are
-// host bound (the profile of the same configurations, results/run2/h200_step_profile.csv: GPU
-// busy 14.2 / 18.1 ms per 16-layer forward, i.e. < 1.13 ms per layer):
-//  fused 0: 1.8534 ms for 33 modelled eager ops (2 x 5 RMSNorm, 4 weight casts, 4 GEMMs,
-//           2 x 5 RoPE, flash, 2 residual adds, SiLU, mul)         -> 56.2 us per eager op;
-//  fused 1: 2.4091 ms for 13 eager ops + 3 compiled calls (RoPE q, RoPE k, SwiGLU)
-//           -> (2.4091 - 13 x 0.0562) / 3 = 559.7 us per compiled call.
-// The op counts are asserted in tests/fidelity/test_fidelity.cpp. Not fitted to step times.
-constexpr double kLayerFwdEagerS = 1.8534e-3, kLayerFwdCompiledS = 2.4091e-3;
-constexpr int kEagerLayerOps = 33, kCompiledLayerEagerOps = 13, kCompiledLayerCalls = 3;
-constexpr double kEagerHostOverheadS = kLayerFwdEagerS / kEagerLayerOps;
-constexpr double kCompiledHostOverheadS =
-    (kLayerFwdCompiledS - kCompiledLayerEagerOps * kEagerHostOverheadS) / kCompiledLayerCalls;
+// (hardware.host_overhead); autograd's engine issues the backward's ops
+// (host_backward_overhead); a torch.compile'd region costs one much dearer call (guards over
+// dynamic shapes, AOTAutograd wrapper, Triton launcher: host_compiled_overhead).
+// Measured by host microbenchmarks at seq 128 (every kernel a few microseconds, so the host
+// sets the pace), not on the compared steps:
+//  compiled call: validation/host_bench.py (results/run4/host_bench.csv), the torch.compile'd
+//    SwiGLU / RoPE calls alone: mean of fwd 383.2, 353.2 and bwd 399.6, 401.1 us;
+//  eager ops: validation/host_step.py (results/run7/host_step.csv): the host time of whole
+//    training steps of train_step.py's Model (s1.3b, 24 and 12 layers, fused 0/1 x flash 1/0,
+//    2 passes: 16 forwards and 16 backwards), least squares through the origin of
+//    host - layers x compiled calls x kCompiledHostOverheadS = modelled ops x c, with
+//    models::layer_kernels' op counts (fp32 residual stream included) plus the embedding and
+//    head ops: forward 31.0 us per eager op, backward (autograd engine; B + W ops) 34.4 us.
+//  The same fit on one layer alone (host_bench.py, a backward() call per layer, grads never
+//  zeroed) gives 53.3 / 71.3 us: the per-call overheads of that harness, not of a step; the
+//  whole-step samples scatter from 9 to 47 us per op between repeats (host noise of this
+//  machine, validation/README.md).
+constexpr double kCompiledHostOverheadS = (383.2 + 353.2 + 399.6 + 401.1) / 4 * 1e-6;
+constexpr double kEagerHostOverheadS = 31.02e-6;
+constexpr double kBackwardHostOverheadS = 34.42e-6;
 
 // The single-GPU scenario of one measured row.
 inline config::Scenario scenario_for(const MeasuredRow& r, const hardware::HardwareSpec& hw,
@@ -147,6 +151,7 @@ inline config::Scenario scenario_for(const MeasuredRow& r, const hardware::Hardw
   s.hardware = hw;
   s.hardware.host_overhead = kEagerHostOverheadS;   // eager PyTorch, no CUDA graphs
   s.hardware.host_compiled_overhead = kCompiledHostOverheadS;
+  s.hardware.host_backward_overhead = kBackwardHostOverheadS;
   s.calibration = cal;
   s.calibration_path = cal_path;
   s.gpus = 1;

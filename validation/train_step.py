@@ -18,7 +18,12 @@ Measured: step_ms = forward + backward + optimizer (step + zero_grad), fwd_ms, b
 each the median of `steps` timed steps after warm-up; layer_fwd_ms / layer_bwd_ms: one decoder
 layer alone on the same input shape (bwd includes the recompute forward when recompute=1);
 peak_mem_gib = torch.cuda.max_memory_allocated over the timed steps.
-Usage: train_step.py OUT.csv [--budget-s 240] [--quick]
+Usage: train_step.py OUT.csv [--budget-s 240] [--quick] [--passes N] [--steps K]
+  --passes N: every configuration is measured N times, the passes interleaved (pass 1 over all
+  configurations, then pass 2, ...), so slow drifts of the machine (clocks, host CPU) spread over
+  all configurations instead of biasing some; OUT.csv gets the median over the passes of each
+  column (plus passes_ok and step_spread = (max - min) / median of the per-pass step times), and
+  OUT.csv with suffix .passes.csv every pass. The one-layer-alone columns come from pass 1.
 """
 import csv, gc, math, os, statistics, sys, time, datetime, subprocess
 import torch
@@ -142,7 +147,7 @@ def rope_tables(s, hd, dev):
 def ev():
     return torch.cuda.Event(enable_timing=True)
 
-def run_config(name, seq, mbs, flash, recompute, fused, steps):
+def run_config(name, seq, mbs, flash, recompute, fused, steps, layer_alone=True):
     L, h, ffn, heads, kv, vocab = MODELS[name]
     dev = "cuda"
     torch.manual_seed(0)
@@ -174,6 +179,12 @@ def run_config(name, seq, mbs, flash, recompute, fused, steps):
             res.append((e0.elapsed_time(e3), e0.elapsed_time(e1), e1.elapsed_time(e2), e2.elapsed_time(e3)))
     peak = torch.cuda.max_memory_allocated() / 2**30
     med = lambda j: statistics.median(r[j] for r in res)
+    nparams = sum(p.numel() for p in model.parameters())
+    if not layer_alone:
+        del model, opt, loss
+        return dict(step_ms=med(0), fwd_ms=med(1), bwd_ms=med(2), opt_ms=med(3),
+                    step_ms_min=min(r[0] for r in res), layer_fwd_ms=float("nan"),
+                    layer_bwd_ms=float("nan"), peak_mem_gib=peak, params=nparams)
     # one decoder layer alone
     layer = model.layers[0]
     x = torch.randn(mbs, seq, h, device=dev, dtype=torch.bfloat16, requires_grad=True)
@@ -191,7 +202,6 @@ def run_config(name, seq, mbs, flash, recompute, fused, steps):
             lf.append(a.elapsed_time(b)); lb.append(b.elapsed_time(c))
         x.grad = None
         model.zero_grad(set_to_none=True)
-    nparams = sum(p.numel() for p in model.parameters())
     del model, opt, x, dy, y, loss
     return dict(step_ms=med(0), fwd_ms=med(1), bwd_ms=med(2), opt_ms=med(3),
                 step_ms_min=min(r[0] for r in res), layer_fwd_ms=statistics.median(lf),
@@ -221,11 +231,46 @@ def configs(quick):
     add("s7b-8L", mbs=4); add("s7b-8L", recompute=1, seq=16384)
     return C
 
+def measure(cfg, steps, layer_alone):
+    L, h, ffn, heads, kv, vocab = MODELS[cfg["model"]]
+    row = dict(model=cfg["model"], layers=L, hidden=h, ffn=ffn, heads=heads, kv_heads=kv, vocab=vocab,
+               head_dim=h // heads, seq=cfg["seq"], mbs=cfg["mbs"], tokens=cfg["seq"] * cfg["mbs"],
+               flash=cfg["flash"], recompute=cfg["recompute"], fused=cfg["fused"],
+               attn_impl=("sdpa_flash" + ("" if GQA_NATIVE else "_kv_repeated")) if cfg["flash"] else "eager_materialized",
+               precision="autocast_bf16_fp32_master", optimizer="AdamW_fused")
+    t0 = time.time()
+    try:
+        r = run_config(cfg["model"], cfg["seq"], cfg["mbs"], cfg["flash"], cfg["recompute"], cfg["fused"], steps,
+                       layer_alone)
+        row.update({k: (round(v, 4) if isinstance(v, float) else v) for k, v in r.items()})
+        row["status"] = "ok"
+    except torch.OutOfMemoryError:
+        row["status"] = "oom"
+    except Exception as e:
+        row["status"] = "error:" + str(e).splitlines()[0][:120].replace(",", ";")
+    gc.collect(); torch.cuda.empty_cache()
+    row["fused_impl"] = FUSED_IMPL if cfg["fused"] else "eager"
+    row["wall_s"] = round(time.time() - t0, 1)
+    return row
+
+
+def finish(row):
+    if row.get("status") == "ok":
+        L, h = row["layers"], row["hidden"]
+        fpt = 6 * row["params"] + 12 * L * row["seq"] * h
+        row["model_flops_per_token"] = fpt
+        row["achieved_tflops"] = round(fpt * row["tokens"] / (row["step_ms"] * 1e-3) * 1e-12, 2)
+        row["mfu_vs_989"] = round(row["achieved_tflops"] / 989.0, 4)
+    return row
+
+
 def main():
     out = sys.argv[1]
-    budget = float(sys.argv[sys.argv.index("--budget-s") + 1]) if "--budget-s" in sys.argv else 240.0
+    arg = lambda k, d: type(d)(sys.argv[sys.argv.index(k) + 1]) if k in sys.argv else d
+    budget = arg("--budget-s", 240.0)
     quick = "--quick" in sys.argv
-    steps = 3
+    passes = arg("--passes", 1)
+    steps = arg("--steps", 3)
     t_start = time.time()
     torch.backends.cuda.matmul.allow_tf32 = True
     check_gqa()
@@ -240,49 +285,69 @@ def main():
               "tokens", "flash", "recompute", "fused", "attn_impl", "fused_impl", "precision", "optimizer", "status",
               "step_ms", "fwd_ms", "bwd_ms", "opt_ms", "step_ms_min", "layer_fwd_ms", "layer_bwd_ms",
               "peak_mem_gib", "model_flops_per_token", "achieved_tflops", "mfu_vs_989", "wall_s"]
+    def header(f, extra=""):
+        f.write("# mfusim validation: measured training steps on one GPU (validation/train_step.py)\n")
+        for k, v in prov.items():
+            f.write(f"# {k}: {v}\n")
+        f.write("# precision: torch.autocast bf16 over fp32 params (fp32 master/grads/Adam), AdamW(fused=True); "
+                f"untied embedding/head; steps timed = {steps} after 2 warm-up; times are medians in ms{extra}\n"
+                "# model_flops_per_token = 6*params + 12*layers*seq*hidden (SPEC.md mfu_attn convention, causal not halved); "
+                "achieved_tflops = model_flops_per_token*tokens/step; mfu_vs_989 uses the 989 TFLOP/s bf16 datasheet peak\n"
+                "# status: ok | oom | error:<msg> | skipped_budget\n")
+    cfgs = configs(quick)
+    per = [[] for _ in cfgs]   # rows of each configuration, one per pass
+    pf = None
+    if passes > 1:
+        pf = open(out[:-4] + ".passes.csv" if out.endswith(".csv") else out + ".passes.csv", "w", newline="")
+        header(pf, "; one row per configuration and pass (column pass)")
+        pw = csv.DictWriter(pf, fieldnames=["pass"] + fields)
+        pw.writeheader(); pf.flush()
+    for p in range(passes):
+        for i, cfg in enumerate(cfgs):
+            if time.time() - t_start > budget:
+                break
+            if p > 0 and per[i] and per[i][0]["status"] == "oom":
+                continue
+            row = finish(measure(cfg, steps, layer_alone=(p == 0)))
+            per[i].append(row)
+            if pf:
+                pw.writerow(dict(row, **{"pass": p + 1})); pf.flush()
+            print(f"[{p+1}] {row['model']:7s} seq={row['seq']:5d} mbs={row['mbs']} flash={row['flash']} rc={row['recompute']} "
+                  f"fused={row['fused']} {row['status']:8s} step={row.get('step_ms','')} fwd={row.get('fwd_ms','')} "
+                  f"bwd={row.get('bwd_ms','')} opt={row.get('opt_ms','')} mem={row.get('peak_mem_gib','')} "
+                  f"wall={row['wall_s']}", flush=True)
+    if pf:
+        pf.close()
     f = open(out, "w", newline="")
-    f.write("# mfusim validation: measured training steps on one GPU (validation/train_step.py)\n")
-    for k, v in prov.items():
-        f.write(f"# {k}: {v}\n")
-    f.write("# precision: torch.autocast bf16 over fp32 params (fp32 master/grads/Adam), AdamW(fused=True); "
-            "untied embedding/head; steps timed = 3 after 2 warm-up; times are medians in ms\n"
-            "# model_flops_per_token = 6*params + 12*layers*seq*hidden (SPEC.md mfu_attn convention, causal not halved); "
-            "achieved_tflops = model_flops_per_token*tokens/step; mfu_vs_989 uses the 989 TFLOP/s bf16 datasheet peak\n"
-            "# status: ok | oom | error:<msg> | skipped_budget\n")
-    w = csv.DictWriter(f, fieldnames=fields)
-    w.writeheader(); f.flush()
-    for cfg in configs(quick):
-        L, h, ffn, heads, kv, vocab = MODELS[cfg["model"]]
-        row = dict(model=cfg["model"], layers=L, hidden=h, ffn=ffn, heads=heads, kv_heads=kv, vocab=vocab,
-                   head_dim=h // heads, seq=cfg["seq"], mbs=cfg["mbs"], tokens=cfg["seq"] * cfg["mbs"],
-                   flash=cfg["flash"], recompute=cfg["recompute"], fused=cfg["fused"],
-                   attn_impl=("sdpa_flash" + ("" if GQA_NATIVE else "_kv_repeated")) if cfg["flash"] else "eager_materialized",
-                   precision="autocast_bf16_fp32_master", optimizer="AdamW_fused")
-        t0 = time.time()
-        if t0 - t_start > budget:
-            row["status"] = "skipped_budget"
-        else:
-            try:
-                r = run_config(cfg["model"], cfg["seq"], cfg["mbs"], cfg["flash"], cfg["recompute"], cfg["fused"], steps)
-                row.update({k: (round(v, 4) if isinstance(v, float) else v) for k, v in r.items()})
-                fpt = 6 * r["params"] + 12 * L * cfg["seq"] * h
-                row["model_flops_per_token"] = fpt
-                row["achieved_tflops"] = round(fpt * row["tokens"] / (r["step_ms"] * 1e-3) * 1e-12, 2)
-                row["mfu_vs_989"] = round(row["achieved_tflops"] / 989.0, 4)
-                row["status"] = "ok"
-            except torch.OutOfMemoryError:
-                row["status"] = "oom"
-            except Exception as e:
-                row["status"] = "error:" + str(e).splitlines()[0][:120].replace(",", ";")
-            gc.collect(); torch.cuda.empty_cache()
-        row["fused_impl"] = FUSED_IMPL if cfg["fused"] else "eager"
-        row["wall_s"] = round(time.time() - t0, 1)
-        w.writerow(row); f.flush()
-        print(f"{row['model']:7s} seq={row['seq']:5d} mbs={row['mbs']} flash={row['flash']} rc={row['recompute']} "
-              f"fused={row['fused']} {row['status']:8s} step={row.get('step_ms','')} fwd={row.get('fwd_ms','')} "
-              f"bwd={row.get('bwd_ms','')} opt={row.get('opt_ms','')} mem={row.get('peak_mem_gib','')} "
-              f"tflops={row.get('achieved_tflops','')} wall={row['wall_s']}", flush=True)
+    header(f, f"; {passes} interleaved passes: each time column is the median over the passes "
+              "(passes_ok), step_spread = (max - min) / median of the per-pass step_ms" if passes > 1 else "")
+    w = csv.DictWriter(f, fieldnames=fields + (["passes_ok", "step_spread"] if passes > 1 else []))
+    w.writeheader()
+    for cfg, rows in zip(cfgs, per):
+        if not rows:
+            L, h, ffn, heads, kv, vocab = MODELS[cfg["model"]]
+            w.writerow(dict(model=cfg["model"], layers=L, hidden=h, ffn=ffn, heads=heads, kv_heads=kv, vocab=vocab,
+                            head_dim=h // heads, seq=cfg["seq"], mbs=cfg["mbs"], tokens=cfg["seq"] * cfg["mbs"],
+                            flash=cfg["flash"], recompute=cfg["recompute"], fused=cfg["fused"],
+                            status="skipped_budget"))
+            continue
+        ok = [r for r in rows if r["status"] == "ok"]
+        row = dict(rows[0])
+        if ok:
+            row = dict(ok[0])
+            for k in ("step_ms", "fwd_ms", "bwd_ms", "opt_ms", "peak_mem_gib"):
+                row[k] = round(statistics.median(r[k] for r in ok), 4)
+            row["step_ms_min"] = min(r["step_ms_min"] for r in ok)
+            row["wall_s"] = round(sum(r["wall_s"] for r in rows), 1)
+            finish(row)
+        if passes > 1:
+            row["passes_ok"] = len(ok)
+            if ok:
+                st = [r["step_ms"] for r in ok]
+                row["step_spread"] = round((max(st) - min(st)) / statistics.median(st), 4)
+        w.writerow(row)
     f.close()
+
 
 if __name__ == "__main__":
     main()

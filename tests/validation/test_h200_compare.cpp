@@ -13,35 +13,52 @@ using namespace mfusim::validation;
 
 namespace {
 const std::string kRoot = MFUSIM_SOURCE_DIR;
-const std::string kCsv = kRoot + "/validation/results/h200_steps.csv";
+// Run 4: 3 interleaved passes per configuration, medians (validation/README.md); the first
+// measurement (one pass, 3 steps) stays in h200_steps.csv.
+const std::string kCsv = kRoot + "/validation/results/h200_steps_run4.csv";
+const std::string kCsvRun1 = kRoot + "/validation/results/h200_steps.csv";
 }  // namespace
 
 TEST_CASE("H200 measured vs simulated step times: achieved errors (regression guard)") {
   const Summary s = compare(kCsv, kRoot + "/hardware/calibration/h200-fa2.toml", kRoot);
   REQUIRE(s.rows.size() == 35);   // 36 configurations, one OOM (s1.3b materialised at 8k)
-  // achieved: step median 8.8%, max 38.4% (s1.3b seq 2048 mbs 1: host bound; the same
-  // configuration at mbs 2 measured a 29% shorter forward, i.e. host-time noise of the runs).
-  // Before the mechanisms: median 19.2%, max 74.8%.
-  CHECK(s.median_abs_step <= 0.09);
-  CHECK(s.max_abs_step <= 0.39);
-  // achieved: forward median 12.0%, backward median 11.4% (10.3% before the merge with the
-  // launch roofline and the memory-bound materialised pieces of docs/levers.md)
-  CHECK(s.median_abs_fwd <= 0.12);
-  CHECK(s.median_abs_bwd <= 0.115);
-  // The long-sequence rows, where the GPU is busy and attention dominates, are within 3%:
-  // s1.3b / s0.5b / s7b-8L at seq 16384 (measured 560.7, 262.3, 634.5, 712.6, 767.6 ms;
-  // achieved +1.7%, +2.3%, -2.7%, +0.9%, -0.7%).
+  // achieved (run 4 data, fp32 residual stream, eager kernel-family bandwidths, host cost per
+  // op from the whole-step microbenchmark): step median 4.8%, max 20.1% (s1.3b seq 4096
+  // recompute: its forward measured 67.6 ms, 52% above the same configuration without
+  // recompute, 44.5 ms, whose forward is identical: host noise of the run, README).
+  // Before: 8.9% / 38.3% on the run-1 data; before any fidelity mechanism 19.2% / 74.8%.
+  CHECK(s.median_abs_step <= 0.05);
+  CHECK(s.max_abs_step <= 0.21);
+  // achieved: forward median 6.7%, backward median 6.9%
+  CHECK(s.median_abs_fwd <= 0.07);
+  CHECK(s.median_abs_bwd <= 0.07);
+  // The long-sequence rows (GPU busy, attention dominates) are within 6.5%: +4.9, +4.8, +0.5,
+  // +6.1, +2.2% (they were within 3% before the fp32 residual stream and the measured norm
+  // backward bandwidth added backward time: validation/README.md, remaining misses).
   int long_rows = 0;
   for (const ComparedRow& r : s.rows)
     if (r.m.seq == 16384) {
       ++long_rows;
-      CHECK(std::abs(r.err_step) <= 0.03);
+      CHECK(std::abs(r.err_step) <= 0.065);
     }
   CHECK(long_rows == 5);
-  // No longer one-sided: the old model predicted every row too fast.
+  // GPU-bound rows of the two largest models (s3b, s7b-8L, no recompute, fused): within 9%
+  // (achieved -8.1% .. +2.1%; the fp32 residual stream and kernel families moved s3b mbs 2
+  // from -14.2% and s7b-8L mbs 4 from -11.7%).
+  for (const ComparedRow& r : s.rows)
+    if ((r.m.model == "s3b" || r.m.model == "s7b-8L") && !r.m.recompute && r.m.fused) CHECK(std::abs(r.err_step) <= 0.09);
+  // Two-sided errors.
   int over = 0;
   for (const ComparedRow& r : s.rows) over += r.err_step > 0;
   CHECK(over >= 10);
+}
+
+TEST_CASE("H200 comparison on the run-1 data (one pass): the same mechanisms") {
+  const Summary s = compare(kCsvRun1, kRoot + "/hardware/calibration/h200-fa2.toml", kRoot);
+  REQUIRE(s.rows.size() == 35);
+  // achieved: median 6.0%, max 20.0% (was 8.9% / 38.3% before the run-4 mechanisms)
+  CHECK(s.median_abs_step <= 0.06);
+  CHECK(s.max_abs_step <= 0.201);
 }
 
 TEST_CASE("H200 comparison: calibrating the attention backend the runs used (FA2) beats cuDNN's") {
