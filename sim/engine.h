@@ -179,6 +179,7 @@ struct MemoryPoint { Time at; std::int64_t bytes; };
 struct Timeline {
   std::vector<Interval> intervals;              // one per task, in completion order
   std::vector<std::int32_t> interval_of;        // task id -> index into intervals
+  std::vector<TaskId> started;                  // task ids in start order (start times non-decreasing)
   Time makespan;
   std::int64_t events = 0;                      // events processed (for benchmarks)
   std::vector<std::int64_t> peak_memory;        // per rank, bytes, from memory_delta

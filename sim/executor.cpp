@@ -53,6 +53,7 @@ class Executor {
     std::uint32_t version = 0;
     int rank = 0;
     bool compute = false;
+    bool neighbours = false;        // dynamic path: the running task holds a shared resource or interferes
     std::int64_t started = 0;       // of the running task
     std::int64_t last_update = 0;   // dynamic path: when remaining was last brought up to date
     double remaining = 0;           // dynamic path: nanoseconds of work left at full rate
@@ -148,17 +149,24 @@ void Executor::start(Stream& st, StreamId s, TaskId t, std::int64_t now) {
   const TaskSpec& sp = spec(t);
   st.running = t;
   st.started = now;
+  tl_.started.push_back(t);
   if (sp.memory_delta > 0) memory_change(st.rank, sp.memory_delta, now);
   if (!dynamic_) {
     queue_.insert(now + sp.duration_ns, Ev{s, ++st.version});
     return;
   }
+  const bool interfering = interferes(sp, st);
+  bool neighbours = interfering;
   for (ResourceId res : sp.resources)
-    if (shared_[static_cast<std::size_t>(res)]) active_[static_cast<std::size_t>(res)].push_back(t);
-  if (interferes(sp, st)) ++interferers_[static_cast<std::size_t>(st.rank)];
+    if (shared_[static_cast<std::size_t>(res)]) {
+      active_[static_cast<std::size_t>(res)].push_back(t);
+      neighbours = true;
+    }
+  if (interfering) ++interferers_[static_cast<std::size_t>(st.rank)];
+  st.neighbours = neighbours;
   st.remaining = static_cast<double>(sp.duration_ns);
   retime(s, now, true);
-  retime_neighbours(st, sp, t, now);
+  if (neighbours) retime_neighbours(st, sp, t, now);
 }
 
 void Executor::try_start(StreamId s, std::int64_t now) {
@@ -181,7 +189,8 @@ void Executor::finish(StreamId s, std::int64_t now) {
   if (freed != 0) memory_change(st.rank, -freed, now);
   st.running = -1;
   ++st.next;
-  if (dynamic_) {
+  if (st.neighbours) {
+    st.neighbours = false;
     for (ResourceId res : sp.resources) {
       if (!shared_[static_cast<std::size_t>(res)]) continue;
       auto& a = active_[static_cast<std::size_t>(res)];
@@ -254,6 +263,7 @@ Timeline Executor::play() {
     }
   }
   tl_.intervals.reserve(n_);
+  tl_.started.reserve(n_);
   tl_.interval_of.assign(n_, -1);
   tl_.peak_memory.assign(R, 0);
   tl_.memory.assign(track_memory_ ? R : 0, {});
