@@ -127,7 +127,11 @@ void Executor::retime(StreamId s, std::int64_t now, bool force) {
   st.last_update = now;
   st.rate = r;
   ++st.version;
-  const auto left = static_cast<std::int64_t>(std::ceil(st.remaining / r - 1e-6));
+  // At full rate from the start, the end is the duration (ceil(d - 1e-6) == d
+  // for an integer 0 <= d < 2^52), without the division and rounding.
+  const auto left = force && r == 1.0 && st.remaining < 0x1p52
+                        ? static_cast<std::int64_t>(st.remaining)
+                        : static_cast<std::int64_t>(std::ceil(st.remaining / r - 1e-6));
   queue_.insert(now + std::max<std::int64_t>(0, left), Ev{s, st.version});
 }
 
@@ -273,11 +277,13 @@ Timeline Executor::play() {
   std::int64_t now = 0;
   for (std::size_t s = 0; s < S; ++s) try_start(static_cast<StreamId>(s), 0);
   while (!queue_.empty()) {
-    const auto e = queue_.remove_next();
+    const auto e = queue_.take_next();
     ++tl_.events;
-    if (e.payload.version != streams_[static_cast<std::size_t>(e.payload.stream)].version) continue;
-    now = e.time;
-    finish(e.payload.stream, now);
+    if (e.payload.version == streams_[static_cast<std::size_t>(e.payload.stream)].version) {
+      now = e.time;
+      finish(e.payload.stream, now);
+    }
+    queue_.done();
   }
   if (finished_ != n_) deadlock(now);
   tl_.makespan = Time{now};
@@ -288,17 +294,26 @@ Timeline Executor::play() {
 // From the last task to finish back to the start: each step goes to the
 // predecessor that ended last (ties: the lowest id), or to the task before it
 // on its stream when that one ended strictly later.
+//
+// Each step goes back in time, so the tasks met on one stream come in reverse
+// queue order: a cursor per stream finds each one's place by walking back.
 void Executor::critical_path() {
   if (n_ == 0) return;
+  std::vector<std::size_t> cursor(streams_.size());
+  for (std::size_t s = 0; s < streams_.size(); ++s) cursor[s] = g_.stream_tasks(static_cast<StreamId>(s)).size();
   TaskId t = tl_.intervals.back().task;
   for (;;) {
     tl_.critical_path.push_back(t);
     const auto i = static_cast<std::size_t>(t);
     TaskId best = ready_at_[i] >= 0 ? ready_by_[i] : -1;
     const std::int64_t best_end = ready_at_[i];
-    const auto& q = g_.stream_tasks(spec(t).stream);   // ascending ids: tasks are queued as added
-    const auto pos = std::lower_bound(q.begin(), q.end(), t);
-    if (pos != q.begin() && tl_.of(*(pos - 1)).end.ns > best_end) best = *(pos - 1);
+    const auto s = static_cast<std::size_t>(spec(t).stream);
+    const auto& q = g_.stream_tasks(static_cast<StreamId>(s));
+    std::size_t c = cursor[s];
+    while (c > 0 && q[c - 1] != t) --c;
+    if (c == 0) c = static_cast<std::size_t>(std::lower_bound(q.begin(), q.end(), t) - q.begin()) + 1;   // not reached
+    cursor[s] = c - 1;   // q[c - 1] == t
+    if (c > 1 && tl_.of(q[c - 2]).end.ns > best_end) best = q[c - 2];
     if (best < 0) break;
     t = best;
   }
