@@ -62,10 +62,12 @@ class Executor {
 
   const TaskSpec& spec(TaskId t) const { return tasks_[static_cast<std::size_t>(t)]; }
   bool interferes(const TaskSpec& s, const Stream& st) const { return s.interferes && !st.compute; }
-  void try_start(StreamId s, std::int64_t now);
-  void start(Stream& st, StreamId s, TaskId t, std::int64_t now);
+  // try_start is the check made for every finished predecessor (cheap, inlined);
+  // start the work done once per task (one call, out of line).
+  [[gnu::always_inline]] inline void try_start(StreamId s, std::int64_t now);
+  [[gnu::noinline]] void start(Stream& st, StreamId s, TaskId t, std::int64_t now);
   void finish(StreamId s, std::int64_t now);
-  double rate_of(const Stream& st, const TaskSpec& t) const;
+  [[gnu::always_inline]] inline double rate_of(const Stream& st, const TaskSpec& t) const;
   void retime(StreamId s, std::int64_t now, bool force);
   void retime_neighbours(const Stream& st, const TaskSpec& spec, TaskId t, std::int64_t now);
   void memory_change(int rank, std::int64_t delta, std::int64_t now);
@@ -108,7 +110,7 @@ void Executor::memory_change(int rank, std::int64_t delta, std::int64_t now) {
 // Rate of a running task: the least fair share over its resources (a resource
 // of one stream has one active task, this one), slowed while the rank's compute
 // is interfered with.
-double Executor::rate_of(const Stream& st, const TaskSpec& t) const {
+inline double Executor::rate_of(const Stream& st, const TaskSpec& t) const {
   double r = 1.0;
   for (ResourceId res : t.resources) {
     auto i = static_cast<std::size_t>(res);
@@ -173,7 +175,7 @@ void Executor::start(Stream& st, StreamId s, TaskId t, std::int64_t now) {
   if (neighbours) retime_neighbours(st, sp, t, now);
 }
 
-void Executor::try_start(StreamId s, std::int64_t now) {
+inline void Executor::try_start(StreamId s, std::int64_t now) {
   Stream& st = streams_[static_cast<std::size_t>(s)];
   if (st.running >= 0 || st.next == st.end) return;
   const TaskId t = *st.next;
