@@ -61,20 +61,22 @@ TaskId TaskGraph::add(TaskSpec spec) {
     throw std::logic_error("add: negative duration for task '" + spec.name + "'");
   if (spec.memory_release < 0) [[unlikely]]
     throw std::logic_error("add: negative memory_release for task '" + spec.name + "'");
-  for (ResourceId r : spec.resources)
-    if (r < 0 || static_cast<std::size_t>(r) >= resources_.size()) [[unlikely]]
-      throw std::logic_error("add: task '" + spec.name + "' uses unknown resource " + std::to_string(r));
-  for (std::size_t i = 0; i < spec.resources.size(); ++i) {
-    const ResourceId r = spec.resources[i];
-    StreamId& user = resource_stream_[static_cast<std::size_t>(r)];
-    user = user == -1 || user == spec.stream ? spec.stream : kSharedByStreams;
-    // A task listing a resource twice holds two shares of it: treat it as shared.
-    for (std::size_t j = 0; j < i; ++j)
-      if (spec.resources[j] == r) user = kSharedByStreams;
+  if (!spec.resources.empty()) {
+    for (ResourceId r : spec.resources)
+      if (r < 0 || static_cast<std::size_t>(r) >= resources_.size()) [[unlikely]]
+        throw std::logic_error("add: task '" + spec.name + "' uses unknown resource " + std::to_string(r));
+    for (std::size_t i = 0; i < spec.resources.size(); ++i) {
+      const ResourceId r = spec.resources[i];
+      StreamId& user = resource_stream_[static_cast<std::size_t>(r)];
+      user = user == -1 || user == spec.stream ? spec.stream : kSharedByStreams;
+      // A task listing a resource twice holds two shares of it: treat it as shared.
+      for (std::size_t j = 0; j < i; ++j)
+        if (spec.resources[j] == r) user = kSharedByStreams;
+    }
+    any_resources_ = true;
   }
-  any_resources_ |= !spec.resources.empty();
-  any_interferes_ |= spec.interferes;
-  any_memory_ |= spec.memory_delta != 0 || spec.memory_release != 0;
+  if (spec.interferes) any_interferes_ = true;
+  if ((spec.memory_delta | spec.memory_release) != 0) any_memory_ = true;
   const auto id = static_cast<TaskId>(tasks_.size());
   stream_tasks_[static_cast<std::size_t>(spec.stream)].push_back(id);
   tasks_.push_back(std::move(spec));
