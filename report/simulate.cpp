@@ -4,6 +4,7 @@
 #include <array>
 #include <cmath>
 #include <map>
+#include <stdexcept>
 
 #include "models/accounting.h"
 #include "schedules/lab.h"
@@ -41,28 +42,89 @@ struct RankParts {
 // op tasks split by their parts), and each idle stretch of the compute stream
 // attributed to the communication it overlaps, else to the bubble.
 //
-// The sweep needs each rank's start/end events in time order. A stream runs
-// one task at a time in queue order, so each stream's events are already
-// sorted; they are gathered per stream (runs) and merged, O(n log streams)
-// instead of a sort of all events. Events at the same instant may come in any
-// order: the sweep accrues time only when the clock moves, after every event
-// at the previous instant has been applied.
+// One sweep over the whole timeline in time order: the engine lists the tasks
+// in completion order (intervals, ends non-decreasing) and in start order
+// (started, starts non-decreasing), so merging the two lists gives every start
+// and end event in time order without sorting. Each event goes to the sweep
+// state of its rank (and of the receiving rank for a stage-to-stage send).
+// Within a rank the events come in time order, as a sort of the rank's events
+// would give them; events at the same instant may come in any order, because
+// a rank's sweep accrues time only when its clock moves, after every event at
+// the previous instant has been applied. So each rank accrues the same
+// sequence of intervals, and every floating-point sum is the same, as a sweep
+// over that rank's sorted events. The busy time by category is summed at the
+// end events, in completion order.
 std::vector<RankParts> analyze(const sim::TaskGraph& g, const sim::Timeline& tl, int P, const schedules::Lowered* low) {
-  struct Ev { std::int64_t t; int delta; int part; };   // part -1: compute
   std::vector<RankParts> parts(P);
   const auto& streams = g.streams();
-  for (const auto& iv : tl.intervals) {
+  if (tl.started.size() != tl.intervals.size())
+    throw std::logic_error("analyze: the timeline lacks the start order of its tasks");
+
+  struct Sweep {
+    std::int64_t prev = 0;
+    int compute = 0;
+    std::array<int, p_count> active{};
+    std::array<double, p_count + 1> exposed{};   // last slot: bubble
+    void account(std::int64_t until) {
+      if (until <= prev) return;
+      if (compute == 0) {
+        int which = p_count;
+        for (int k = 0; k < p_count; ++k)
+          if (active[k] > 0) { which = k; break; }
+        exposed[which] += (until - prev) * 1e-9;
+      }
+      prev = until;
+    }
+    void apply(std::int64_t t, int delta, int part) {
+      account(t);
+      if (part < 0) compute += delta;
+      else active[part] += delta;
+    }
+  };
+  std::vector<Sweep> sweep(P);
+
+  // Per stream: rank and role; per category: the part; per task: the rank a
+  // stage-to-stage send also keeps waiting (-1: none).
+  struct StreamRole { int rank; bool compute; };
+  std::vector<StreamRole> role(streams.size());
+  for (std::size_t s = 0; s < streams.size(); ++s) role[s] = {streams[s].rank, streams[s].compute};
+  std::array<int, static_cast<std::size_t>(Category::count_)> part_of_cat{};
+  for (std::size_t c = 0; c < part_of_cat.size(); ++c) part_of_cat[c] = part_of(static_cast<Category>(c));
+  std::vector<int> recv_rank;
+  if (low && !low->send_target.empty()) {
+    recv_rank.assign(g.size(), -1);
+    for (const auto& [t, target] : low->send_target) recv_rank[static_cast<std::size_t>(t)] = target;
+  }
+
+  // One event of task t at time x (+1 start, -1 end); returns the task's stream role.
+  auto event = [&](sim::TaskId t, std::int64_t x, int delta) -> const StreamRole& {
+    const auto& task = g.task(t);
+    const StreamRole& r = role[static_cast<std::size_t>(task.stream)];
+    if (r.compute) {
+      sweep[r.rank].apply(x, delta, -1);
+      return r;
+    }
+    const int part = part_of_cat[static_cast<std::size_t>(task.category)];
+    if (part < 0) return r;
+    sweep[r.rank].apply(x, delta, part);
+    if (!recv_rank.empty()) {
+      const int target = recv_rank[static_cast<std::size_t>(t)];
+      if (target >= 0 && target != r.rank) sweep[target].apply(x, delta, part);
+    }
+    return r;
+  };
+
+  // Busy compute of a finished task, by category.
+  auto busy = [&](const sim::Interval& iv, int rank) {
     const auto& task = g.task(iv.task);
-    const auto& st = streams[task.stream];
-    if (!st.compute) continue;
-    auto& b = parts[st.rank].b;
+    auto& b = parts[rank].b;
     const double dur = (iv.end.ns - iv.start.ns) * 1e-9;
     const schedules::TaskInfo info = low ? low->info[iv.task] : schedules::TaskInfo{};
     const double nominal = task.duration_ns * 1e-9;
     const double launch = nominal > 0 ? info.launch_ns * 1e-9 * (dur / nominal) : 0;
     const double body = dur - launch;
     b.launch_overhead += launch;
-    parts[st.rank].busy += dur;
+    parts[rank].busy += dur;
     if (info.parts >= 0) {
       // A merged op task: split its time over the parts it absorbed, in proportion.
       const auto& pt = low->parts[info.parts];
@@ -76,7 +138,7 @@ std::vector<RankParts> analyze(const sim::TaskGraph& g, const sim::Timeline& tl,
       b.tp_comm_exposed += share(Category::tp_comm);
       b.ep_comm_exposed += share(Category::ep_comm);
       b.cp_comm_exposed += share(Category::cp_comm);
-      continue;
+      return;
     }
     switch (task.category) {
       case Category::forward: b.forward += body; break;
@@ -88,83 +150,30 @@ std::vector<RankParts> analyze(const sim::TaskGraph& g, const sim::Timeline& tl,
       case Category::gc: b.gc += body; break;
       default: b.forward += body; break;
     }
+  };
+
+  // Merge the start order and the completion order by time.
+  const std::size_t n = tl.intervals.size();
+  std::size_t i = 0;
+  for (const sim::Interval& iv : tl.intervals) {
+    for (; i < n; ++i) {
+      const sim::TaskId t = tl.started[i];
+      const std::int64_t start = tl.of(t).start.ns;
+      if (start > iv.end.ns) break;
+      event(t, start, +1);
+    }
+    const StreamRole& r = event(iv.task, iv.end.ns, -1);
+    if (r.compute) busy(iv, r.rank);
+  }
+  for (; i < n; ++i) {   // unreachable when every task ends after it starts; kept for safety
+    const sim::TaskId t = tl.started[i];
+    event(t, tl.of(t).start.ns, +1);
   }
 
-  // Per rank: the events of each stream as one sorted run (run_end marks the ends).
-  std::vector<std::vector<Ev>> evs(P);
-  std::vector<std::vector<std::size_t>> run_end(P);
-  for (std::size_t s = 0; s < streams.size(); ++s) {
-    const int rank = streams[s].rank;
-    auto& e = evs[rank];
-    const std::size_t before = e.size();
-    for (sim::TaskId t : g.stream_tasks(static_cast<sim::StreamId>(s))) {
-      const int part = streams[s].compute ? -1 : part_of(g.task(t).category);
-      if (!streams[s].compute && part < 0) continue;
-      const auto& iv = tl.of(t);
-      e.push_back({iv.start.ns, +1, part});
-      e.push_back({iv.end.ns, -1, part});
-    }
-    if (e.size() > before) run_end[rank].push_back(e.size());
-  }
-  // Stage-to-stage sends also keep their receiving rank waiting: one run per
-  // (sending stream, receiving rank), in task order (= queue order).
-  if (low && !low->send_target.empty()) {
-    std::map<std::pair<sim::StreamId, int>, std::vector<Ev>> recv;
-    for (const auto& [t, target] : low->send_target) {
-      const auto& task = g.task(t);
-      const int part = part_of(task.category);
-      if (part < 0 || streams[task.stream].rank == target) continue;
-      const auto& iv = tl.of(t);
-      auto& v = recv[{task.stream, target}];
-      v.push_back({iv.start.ns, +1, part});
-      v.push_back({iv.end.ns, -1, part});
-    }
-    for (const auto& [key, v] : recv) {
-      auto& e = evs[key.second];
-      e.insert(e.end(), v.begin(), v.end());
-      run_end[key.second].push_back(e.size());
-    }
-  }
-
-  std::vector<Ev> buf;
   for (int rk = 0; rk < P; ++rk) {
-    auto& e = evs[rk];
-    // Bottom-up merge of the sorted runs, by time.
-    std::vector<std::size_t> ends = run_end[rk];
-    while (ends.size() > 1) {
-      buf.resize(e.size());
-      std::vector<std::size_t> merged;
-      std::size_t from = 0;
-      for (std::size_t i = 0; i < ends.size(); i += 2) {
-        const std::size_t mid = ends[i], to = i + 1 < ends.size() ? ends[i + 1] : ends[i];
-        std::merge(e.begin() + from, e.begin() + mid, e.begin() + mid, e.begin() + to, buf.begin() + from,
-                   [](const Ev& a, const Ev& b) { return a.t < b.t; });
-        merged.push_back(to);
-        from = to;
-      }
-      e.swap(buf);
-      ends.swap(merged);
-    }
-    std::array<int, p_count> active{};
-    int compute = 0;
-    std::array<double, p_count + 1> exposed{};   // last slot: bubble
-    std::int64_t prev = 0;
-    auto account = [&](std::int64_t until) {
-      if (until <= prev) return;
-      if (compute == 0) {
-        int which = p_count;
-        for (int k = 0; k < p_count; ++k)
-          if (active[k] > 0) { which = k; break; }
-        exposed[which] += (until - prev) * 1e-9;
-      }
-      prev = until;
-    };
-    for (const Ev& x : e) {
-      account(x.t);
-      if (x.part < 0) compute += x.delta;
-      else active[x.part] += x.delta;
-    }
-    account(tl.makespan.ns);
+    auto& sw = sweep[rk];
+    sw.account(tl.makespan.ns);
+    const auto& exposed = sw.exposed;
     auto& b = parts[rk].b;
     b.tp_comm_exposed += exposed[p_tp];
     b.ep_comm_exposed += exposed[p_ep];

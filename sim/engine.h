@@ -134,6 +134,14 @@ class TaskGraph {
   std::size_t dependencies() const { return edges_.size(); }
   int ranks() const;                            // 1 + highest stream rank (0 when no stream)
 
+  // The dependencies as added: (before, after) pairs in `depend` order.
+  const std::vector<std::pair<std::uint32_t, std::uint32_t>>& edges() const { return edges_; }
+  // True when tasks of more than one stream use resource r: only then can two
+  // tasks hold it at once (a stream runs one task at a time).
+  bool resource_shared(ResourceId r) const { return resource_stream_[static_cast<std::size_t>(r)] == kSharedByStreams; }
+  bool any_resources() const { return any_resources_; }     // some task uses a resource
+  bool any_interferes() const { return any_interferes_; }   // some task is flagged `interferes`
+  bool any_memory() const { return any_memory_; }           // some task has memory_delta or memory_release
   const TaskSpec& task(TaskId t) const { return tasks_[static_cast<std::size_t>(t)]; }
   const std::vector<TaskSpec>& tasks() const { return tasks_; }
   const std::vector<StreamSpec>& streams() const;
@@ -155,8 +163,11 @@ class TaskGraph {
   std::vector<StreamSpec> streams_;
   std::vector<ResourceSpec> resources_;
   std::vector<std::vector<TaskId>> stream_tasks_;
+  static constexpr StreamId kSharedByStreams = -2;
+  std::vector<StreamId> resource_stream_;   // per resource: -1 unused, the one stream using it, or kSharedByStreams
   double contention_ = 0.0;
   int ranks_ = 0;
+  bool any_resources_ = false, any_interferes_ = false, any_memory_ = false;
   mutable std::unique_ptr<Lazy> lazy_;
 };
 
@@ -168,6 +179,7 @@ struct MemoryPoint { Time at; std::int64_t bytes; };
 struct Timeline {
   std::vector<Interval> intervals;              // one per task, in completion order
   std::vector<std::int32_t> interval_of;        // task id -> index into intervals
+  std::vector<TaskId> started;                  // task ids in start order (start times non-decreasing)
   Time makespan;
   std::int64_t events = 0;                      // events processed (for benchmarks)
   std::vector<std::int64_t> peak_memory;        // per rank, bytes, from memory_delta

@@ -2,14 +2,22 @@
 // One loop over a (time, seq) event queue of task completions (ns-3 style);
 // a finished task releases its successors (SimGrid style). The fast path
 // (no resources, no contention) computes each end time once at start; the
-// dynamic path keeps per-task progress and rate, and re-times the tasks on a
-// resource (or a rank's compute tasks) when the set of active tasks changes.
-// Dependencies come from the TaskGraph's Boost CSR graph: adjacent_vertices
-// (successors) drive the dependency counters, in_edges (predecessors) the
-// critical path and the deadlock report.
+// dynamic path keeps the progress and rate of each stream's running task, and
+// re-times the tasks on a resource (or a rank's compute tasks) when the set of
+// active tasks changes.
+//
+// Set-up reads the TaskGraph directly: task fields straight from its TaskSpecs
+// (no per-task copies), successors from a CSR array built from its edge list
+// in one counting sort (stable: successors keep their `depend` order, which
+// fixes the tie order of simultaneous starts). The state of a running task
+// lives with its stream (a stream runs one task at a time). Only resources that
+// tasks of several streams use keep a list of active tasks: a resource of one
+// stream is never shared. The critical path needs each task's latest-ending
+// predecessor: it is noted when the predecessors finish (they finish in time
+// order), so no predecessor lists are built; the deadlock report, which needs
+// them, scans the edge list.
 #include <algorithm>
 #include <cmath>
-#include <span>
 #include <sstream>
 #include <string>
 
@@ -19,7 +27,9 @@
 namespace mfusim::sim {
 namespace {
 
-struct Ev { TaskId task; std::uint32_t version; };
+// An event: the stream whose running task completes, stamped with the stream's
+// version when it was queued (a re-timed task leaves stale events behind).
+struct Ev { StreamId stream; std::uint32_t version; };
 
 std::string describe(const TaskGraph& g, TaskId t) {
   const TaskSpec& s = g.task(t);
@@ -31,52 +41,60 @@ std::string describe(const TaskGraph& g, TaskId t) {
 
 class Executor {
  public:
-  explicit Executor(const TaskGraph& g) : g_(g) {}
+  explicit Executor(const TaskGraph& g) : g_(g), tasks_(g.tasks().data()) {}
 
   Timeline play();
 
  private:
-  void try_start(StreamId s, std::int64_t now);
-  void start(TaskId t, std::int64_t now);
-  void finish(TaskId t, std::int64_t now);
-  double rate_of(TaskId t) const;
-  void retime(TaskId t, std::int64_t now, bool force);
-  void retime_neighbours(TaskId t, std::int64_t now);
+  struct Stream {
+    const TaskId* next = nullptr;   // queue head
+    const TaskId* end = nullptr;
+    TaskId running = -1;
+    std::uint32_t version = 0;
+    int rank = 0;
+    bool compute = false;
+    bool neighbours = false;        // dynamic path: the running task holds a shared resource or interferes
+    std::int64_t started = 0;       // of the running task
+    std::int64_t last_update = 0;   // dynamic path: when remaining was last brought up to date
+    double remaining = 0;           // dynamic path: nanoseconds of work left at full rate
+    double rate = 0;
+  };
+
+  const TaskSpec& spec(TaskId t) const { return tasks_[static_cast<std::size_t>(t)]; }
+  bool interferes(const TaskSpec& s, const Stream& st) const { return s.interferes && !st.compute; }
+  // try_start is the check made for every finished predecessor (cheap, inlined);
+  // start the work done once per task (one call, out of line).
+  [[gnu::always_inline]] inline void try_start(StreamId s, std::int64_t now);
+  [[gnu::noinline]] void start(Stream& st, StreamId s, TaskId t, std::int64_t now);
+  void finish(StreamId s, std::int64_t now);
+  [[gnu::always_inline]] inline double rate_of(const Stream& st, const TaskSpec& t) const;
+  void retime(StreamId s, std::int64_t now, bool force);
+  void retime_neighbours(const Stream& st, const TaskSpec& spec, TaskId t, std::int64_t now);
   void memory_change(int rank, std::int64_t delta, std::int64_t now);
   [[noreturn]] void deadlock(std::int64_t now) const;
   void critical_path();
 
   const TaskGraph& g_;
+  const TaskSpec* tasks_;
   std::size_t n_ = 0;
   bool dynamic_ = false;
   bool track_memory_ = false;
   EventQueue<Ev> queue_;
   Timeline tl_;
   // per task
-  const TaskGraph::Graph* graph_ = nullptr;   // successors (out-edges), predecessors (in-edges)
-  std::vector<std::int32_t> pending_;
-  std::vector<std::int32_t> stream_of_;
-  std::vector<std::int64_t> duration_, alloc_, free_;
-  std::vector<std::int32_t> res_begin_, res_;     // resources per task, flattened (dynamic path)
-  std::vector<char> interferes_;                  // task slows its rank's compute (non-compute stream)
-  std::span<const ResourceId> resources_of(std::size_t i) const {
-    return {res_.data() + res_begin_[i], static_cast<std::size_t>(res_begin_[i + 1] - res_begin_[i])};
-  }
-  std::vector<std::int32_t> queue_begin_, queue_end_, queue_flat_;   // stream queues, flattened
-  std::vector<std::int64_t> start_, end_;
-  std::vector<double> remaining_, rate_;
-  std::vector<std::int64_t> last_update_;
-  std::vector<std::uint32_t> version_;
+  std::vector<std::uint32_t> succ_begin_, succ_;   // successors, CSR, in depend order
+  std::vector<std::int32_t> pending_;              // predecessors not yet finished
+  std::vector<std::int64_t> ready_at_;             // end of the latest-ending finished predecessor (-1: none)
+  std::vector<TaskId> ready_by_;                   // that predecessor (the lowest id among equal ends)
   // per stream
-  std::vector<std::int32_t> head_, running_;
-  std::vector<int> rank_of_stream_;
-  std::vector<char> compute_;
+  std::vector<Stream> streams_;
   // per rank
   std::vector<std::int64_t> memory_;
   std::vector<std::int32_t> interferers_;
   std::vector<std::vector<StreamId>> compute_streams_;
   // per resource
-  std::vector<std::vector<TaskId>> active_;
+  std::vector<std::vector<TaskId>> active_;        // running tasks (resources used by several streams only)
+  std::vector<char> shared_;
   std::vector<double> capacity_;
   double slowdown_ = 1.0;
   std::size_t finished_ = 0;
@@ -89,93 +107,117 @@ void Executor::memory_change(int rank, std::int64_t delta, std::int64_t now) {
   tl_.memory[r].push_back(MemoryPoint{Time{now}, memory_[r]});
 }
 
-double Executor::rate_of(TaskId t) const {
+// Rate of a running task: the least fair share over its resources (a resource
+// of one stream has one active task, this one), slowed while the rank's compute
+// is interfered with.
+inline double Executor::rate_of(const Stream& st, const TaskSpec& t) const {
   double r = 1.0;
-  for (ResourceId res : resources_of(static_cast<std::size_t>(t))) {
+  for (ResourceId res : t.resources) {
     auto i = static_cast<std::size_t>(res);
-    r = std::min(r, capacity_[i] / static_cast<double>(active_[i].size()));
+    const double active = shared_[i] ? static_cast<double>(active_[i].size()) : 1.0;
+    r = std::min(r, capacity_[i] / active);
   }
-  auto st = static_cast<std::size_t>(stream_of_[static_cast<std::size_t>(t)]);
-  if (compute_[st] && interferers_[static_cast<std::size_t>(rank_of_stream_[st])] > 0) r /= slowdown_;
+  if (st.compute && interferers_[static_cast<std::size_t>(st.rank)] > 0) r /= slowdown_;
   return r;
 }
 
-void Executor::retime(TaskId t, std::int64_t now, bool force) {
-  auto i = static_cast<std::size_t>(t);
-  const double r = rate_of(t);
-  if (!force && r == rate_[i]) return;
-  if (!force) remaining_[i] = std::max(0.0, remaining_[i] - rate_[i] * static_cast<double>(now - last_update_[i]));
-  last_update_[i] = now;
-  rate_[i] = r;
-  ++version_[i];
-  const auto left = static_cast<std::int64_t>(std::ceil(remaining_[i] / r - 1e-6));
-  queue_.insert(now + std::max<std::int64_t>(0, left), Ev{t, version_[i]});
+void Executor::retime(StreamId s, std::int64_t now, bool force) {
+  Stream& st = streams_[static_cast<std::size_t>(s)];
+  const double r = rate_of(st, spec(st.running));
+  if (!force && r == st.rate) return;
+  if (!force) st.remaining = std::max(0.0, st.remaining - st.rate * static_cast<double>(now - st.last_update));
+  st.last_update = now;
+  st.rate = r;
+  ++st.version;
+  // At full rate from the start, the end is the duration (ceil(d - 1e-6) == d
+  // for an integer 0 <= d < 2^52), without the division and rounding.
+  const auto left = force && r == 1.0 && st.remaining < 0x1p52
+                        ? static_cast<std::int64_t>(st.remaining)
+                        : static_cast<std::int64_t>(std::ceil(st.remaining / r - 1e-6));
+  queue_.insert(now + std::max<std::int64_t>(0, left), Ev{s, st.version});
 }
 
 // Re-time every running task whose rate depends on t being active: those on
-// t's resources, and the rank's compute tasks when t interferes.
-void Executor::retime_neighbours(TaskId t, std::int64_t now) {
-  const auto i = static_cast<std::size_t>(t);
-  for (ResourceId res : resources_of(i))
-    for (TaskId u : active_[static_cast<std::size_t>(res)])
-      if (u != t) retime(u, now, false);
-  auto st = static_cast<std::size_t>(stream_of_[i]);
-  if (interferes_[i])
-    for (StreamId cs : compute_streams_[static_cast<std::size_t>(rank_of_stream_[st])]) {
-      TaskId u = running_[static_cast<std::size_t>(cs)];
-      if (u >= 0) retime(u, now, false);
-    }
+// t's shared resources, and the rank's compute tasks when t interferes.
+void Executor::retime_neighbours(const Stream& st, const TaskSpec& sp, TaskId t, std::int64_t now) {
+  for (ResourceId res : sp.resources) {
+    const auto i = static_cast<std::size_t>(res);
+    if (!shared_[i]) continue;
+    for (TaskId u : active_[i])
+      if (u != t) retime(spec(u).stream, now, false);
+  }
+  if (interferes(sp, st))
+    for (StreamId cs : compute_streams_[static_cast<std::size_t>(st.rank)])
+      if (streams_[static_cast<std::size_t>(cs)].running >= 0) retime(cs, now, false);
 }
 
-void Executor::start(TaskId t, std::int64_t now) {
-  auto i = static_cast<std::size_t>(t);
-  auto st = static_cast<std::size_t>(stream_of_[i]);
-  running_[st] = t;
-  start_[i] = now;
-  if (alloc_[i] != 0) memory_change(rank_of_stream_[st], alloc_[i], now);
+void Executor::start(Stream& st, StreamId s, TaskId t, std::int64_t now) {
+  const TaskSpec& sp = spec(t);
+  st.running = t;
+  st.started = now;
+  tl_.started.push_back(t);
+  if (sp.memory_delta > 0) memory_change(st.rank, sp.memory_delta, now);
   if (!dynamic_) {
-    queue_.insert(now + duration_[i], Ev{t, 0});
+    queue_.insert(now + sp.duration_ns, Ev{s, ++st.version});
     return;
   }
-  for (ResourceId res : resources_of(i)) active_[static_cast<std::size_t>(res)].push_back(t);
-  if (interferes_[i]) ++interferers_[static_cast<std::size_t>(rank_of_stream_[st])];
-  remaining_[i] = static_cast<double>(duration_[i]);
-  retime(t, now, true);
-  retime_neighbours(t, now);
+  const bool interfering = interferes(sp, st);
+  bool neighbours = interfering;
+  for (ResourceId res : sp.resources)
+    if (shared_[static_cast<std::size_t>(res)]) {
+      active_[static_cast<std::size_t>(res)].push_back(t);
+      neighbours = true;
+    }
+  if (interfering) ++interferers_[static_cast<std::size_t>(st.rank)];
+  st.neighbours = neighbours;
+  st.remaining = static_cast<double>(sp.duration_ns);
+  retime(s, now, true);
+  if (neighbours) retime_neighbours(st, sp, t, now);
 }
 
-void Executor::try_start(StreamId s, std::int64_t now) {
-  auto st = static_cast<std::size_t>(s);
-  if (running_[st] >= 0 || head_[st] >= queue_end_[st]) return;
-  TaskId t = queue_flat_[static_cast<std::size_t>(head_[st])];
-  if (pending_[static_cast<std::size_t>(t)] == 0) start(t, now);
+inline void Executor::try_start(StreamId s, std::int64_t now) {
+  Stream& st = streams_[static_cast<std::size_t>(s)];
+  if (st.running >= 0 || st.next == st.end) return;
+  const TaskId t = *st.next;
+  if (pending_[static_cast<std::size_t>(t)] == 0) start(st, s, t, now);
 }
 
-void Executor::finish(TaskId t, std::int64_t now) {
-  auto i = static_cast<std::size_t>(t);
-  const StreamId stream = stream_of_[i];
-  auto st = static_cast<std::size_t>(stream);
-  end_[i] = now;
+void Executor::finish(StreamId s, std::int64_t now) {
+  Stream& st = streams_[static_cast<std::size_t>(s)];
+  const TaskId t = st.running;
+  const auto i = static_cast<std::size_t>(t);
+  const TaskSpec& sp = spec(t);
   tl_.interval_of[i] = static_cast<std::int32_t>(tl_.intervals.size());
-  tl_.intervals.push_back(Interval{t, Time{start_[i]}, Time{now}});
-  tl_.busy_ns[st] += now - start_[i];
+  tl_.intervals.push_back(Interval{t, Time{st.started}, Time{now}});
+  tl_.busy_ns[static_cast<std::size_t>(s)] += now - st.started;
   ++finished_;
-  if (free_[i] != 0) memory_change(rank_of_stream_[st], -free_[i], now);
-  running_[st] = -1;
-  ++head_[st];
-  if (dynamic_) {
-    for (ResourceId res : resources_of(i)) {
+  const std::int64_t freed = (sp.memory_delta < 0 ? -sp.memory_delta : 0) + sp.memory_release;
+  if (freed != 0) memory_change(st.rank, -freed, now);
+  st.running = -1;
+  ++st.next;
+  if (st.neighbours) {
+    st.neighbours = false;
+    for (ResourceId res : sp.resources) {
+      if (!shared_[static_cast<std::size_t>(res)]) continue;
       auto& a = active_[static_cast<std::size_t>(res)];
       auto it = std::find(a.begin(), a.end(), t);
       *it = a.back();
       a.pop_back();
     }
-    if (interferes_[i]) --interferers_[static_cast<std::size_t>(rank_of_stream_[st])];
-    retime_neighbours(t, now);
+    if (interferes(sp, st)) --interferers_[static_cast<std::size_t>(st.rank)];
+    retime_neighbours(st, sp, t, now);
   }
-  try_start(stream, now);
-  for (auto [v, v_end] = boost::adjacent_vertices(static_cast<std::uint32_t>(t), *graph_); v != v_end; ++v)
-    if (--pending_[*v] == 0) try_start(stream_of_[*v], now);
+  try_start(s, now);
+  const std::uint32_t* v = succ_.data() + succ_begin_[i];
+  const std::uint32_t* v_end = succ_.data() + succ_begin_[i + 1];
+  for (; v != v_end; ++v) {
+    const std::size_t j = *v;
+    // Predecessors finish in time order: the latest end so far is `now`; on a
+    // tie the lowest id is kept (the order of Boost's in-edges, by source).
+    if (now > ready_at_[j]) { ready_at_[j] = now; ready_by_[j] = t; }
+    else if (t < ready_by_[j]) ready_by_[j] = t;
+    if (--pending_[j] == 0) try_start(tasks_[j].stream, now);
+  }
 }
 
 Timeline Executor::play() {
@@ -183,73 +225,51 @@ Timeline Executor::play() {
   const auto& streams = g_.streams();
   const std::size_t S = streams.size();
   const auto R = static_cast<std::size_t>(g_.ranks());
-  const auto& graph = g_.graph();
-  graph_ = &graph;
 
-  const auto& tasks = g_.tasks();
-  pending_.resize(n_);
-  stream_of_.resize(n_);
-  duration_.resize(n_);
-  alloc_.resize(n_);
-  free_.resize(n_);
-  interferes_.resize(n_);
-  res_begin_.resize(n_ + 1);
-  res_begin_[0] = 0;
-  res_.clear();
-  bool any_resources = false, any_interferes = false;
-  for (std::size_t v = 0; v < n_; ++v) {
-    const TaskSpec& s = tasks[v];
-    stream_of_[v] = s.stream;
-    duration_[v] = s.duration_ns;
-    alloc_[v] = s.memory_delta > 0 ? s.memory_delta : 0;
-    free_[v] = (s.memory_delta < 0 ? -s.memory_delta : 0) + s.memory_release;
-    interferes_[v] = s.interferes && !streams[static_cast<std::size_t>(s.stream)].compute;
-    if (!s.resources.empty()) {
-      res_.insert(res_.end(), s.resources.begin(), s.resources.end());
-      any_resources = true;
-    }
-    res_begin_[v + 1] = static_cast<std::int32_t>(res_.size());
-    any_interferes |= s.interferes;
-    track_memory_ |= s.memory_delta != 0 || s.memory_release != 0;
-    pending_[v] = static_cast<std::int32_t>(boost::in_degree(static_cast<std::uint32_t>(v), graph));
+  // Successors as CSR (counting sort by source, stable), and in-degrees.
+  const auto& edges = g_.edges();
+  succ_begin_.assign(n_ + 2, 0);
+  pending_.assign(n_, 0);
+  for (const auto& [a, b] : edges) {
+    ++succ_begin_[a + 2];
+    ++pending_[b];
   }
-  dynamic_ = any_resources || (any_interferes && g_.contention() > 0);
+  for (std::size_t v = 2; v < n_ + 2; ++v) succ_begin_[v] += succ_begin_[v - 1];
+  succ_.resize(edges.size());
+  for (const auto& [a, b] : edges) succ_[succ_begin_[a + 1]++] = b;   // succ_begin_[a] = first of a afterwards
+  succ_begin_.pop_back();
+  ready_at_.assign(n_, -1);
+  ready_by_.resize(n_);
+
+  track_memory_ = g_.any_memory();
+  dynamic_ = g_.any_resources() || (g_.any_interferes() && g_.contention() > 0);
   slowdown_ = 1.0 + g_.contention();
 
-  start_.assign(n_, -1);
-  end_.assign(n_, -1);
-  queue_flat_.clear();
-  queue_flat_.reserve(n_);
-  queue_begin_.resize(S);
-  queue_end_.resize(S);
-  for (std::size_t s = 0; s < S; ++s) {
-    const auto& q = g_.stream_tasks(static_cast<StreamId>(s));
-    queue_begin_[s] = static_cast<std::int32_t>(queue_flat_.size());
-    queue_flat_.insert(queue_flat_.end(), q.begin(), q.end());
-    queue_end_[s] = static_cast<std::int32_t>(queue_flat_.size());
-  }
-  head_ = queue_begin_;
-  running_.assign(S, -1);
-  rank_of_stream_.resize(S);
-  compute_.resize(S);
+  streams_.resize(S);
   compute_streams_.assign(R, {});
   for (std::size_t s = 0; s < S; ++s) {
-    rank_of_stream_[s] = streams[s].rank;
-    compute_[s] = streams[s].compute;
-    if (streams[s].compute) compute_streams_[static_cast<std::size_t>(streams[s].rank)].push_back(static_cast<StreamId>(s));
+    const auto& q = g_.stream_tasks(static_cast<StreamId>(s));
+    Stream& st = streams_[s];
+    st.next = q.data();
+    st.end = q.data() + q.size();
+    st.rank = streams[s].rank;
+    st.compute = streams[s].compute;
+    if (st.compute) compute_streams_[static_cast<std::size_t>(st.rank)].push_back(static_cast<StreamId>(s));
   }
   memory_.assign(R, 0);
   interferers_.assign(R, 0);
   if (dynamic_) {
-    remaining_.assign(n_, 0);
-    rate_.assign(n_, 0);
-    last_update_.assign(n_, 0);
-    version_.assign(n_, 0);
-    active_.assign(g_.resources().size(), {});
-    capacity_.clear();
-    for (const auto& r : g_.resources()) capacity_.push_back(r.capacity);
+    const std::size_t nres = g_.resources().size();
+    active_.assign(nres, {});
+    shared_.resize(nres);
+    capacity_.resize(nres);
+    for (std::size_t r = 0; r < nres; ++r) {
+      shared_[r] = g_.resource_shared(static_cast<ResourceId>(r));
+      capacity_[r] = g_.resources()[r].capacity;
+    }
   }
   tl_.intervals.reserve(n_);
+  tl_.started.reserve(n_);
   tl_.interval_of.assign(n_, -1);
   tl_.peak_memory.assign(R, 0);
   tl_.memory.assign(track_memory_ ? R : 0, {});
@@ -259,11 +279,13 @@ Timeline Executor::play() {
   std::int64_t now = 0;
   for (std::size_t s = 0; s < S; ++s) try_start(static_cast<StreamId>(s), 0);
   while (!queue_.empty()) {
-    const auto e = queue_.remove_next();
+    const auto e = queue_.take_next();
     ++tl_.events;
-    if (dynamic_ && e.payload.version != version_[static_cast<std::size_t>(e.payload.task)]) continue;
-    now = e.time;
-    finish(e.payload.task, now);
+    if (e.payload.version == streams_[static_cast<std::size_t>(e.payload.stream)].version) {
+      now = e.time;
+      finish(e.payload.stream, now);
+    }
+    queue_.done();
   }
   if (finished_ != n_) deadlock(now);
   tl_.makespan = Time{now};
@@ -271,26 +293,29 @@ Timeline Executor::play() {
   return std::move(tl_);
 }
 
+// From the last task to finish back to the start: each step goes to the
+// predecessor that ended last (ties: the lowest id), or to the task before it
+// on its stream when that one ended strictly later.
+//
+// Each step goes back in time, so the tasks met on one stream come in reverse
+// queue order: a cursor per stream finds each one's place by walking back.
 void Executor::critical_path() {
   if (n_ == 0) return;
-  std::vector<std::int32_t> pos(n_);
-  for (std::size_t s = 0; s < g_.streams().size(); ++s) {
-    const auto& q = g_.stream_tasks(static_cast<StreamId>(s));
-    for (std::size_t k = 0; k < q.size(); ++k) pos[static_cast<std::size_t>(q[k])] = static_cast<std::int32_t>(k);
-  }
+  std::vector<std::size_t> cursor(streams_.size());
+  for (std::size_t s = 0; s < streams_.size(); ++s) cursor[s] = g_.stream_tasks(static_cast<StreamId>(s)).size();
   TaskId t = tl_.intervals.back().task;
   for (;;) {
     tl_.critical_path.push_back(t);
-    auto i = static_cast<std::size_t>(t);
-    TaskId best = -1;
-    std::int64_t best_end = -1;
-    auto consider = [&](TaskId u) {
-      auto e = end_[static_cast<std::size_t>(u)];
-      if (e <= start_[i] && e > best_end) { best = u; best_end = e; }
-    };
-    for (auto [e, e_end] = boost::in_edges(static_cast<std::uint32_t>(t), *graph_); e != e_end; ++e)
-      consider(static_cast<TaskId>(boost::source(*e, *graph_)));
-    if (pos[i] > 0) consider(g_.stream_tasks(stream_of_[i])[static_cast<std::size_t>(pos[i] - 1)]);
+    const auto i = static_cast<std::size_t>(t);
+    TaskId best = ready_at_[i] >= 0 ? ready_by_[i] : -1;
+    const std::int64_t best_end = ready_at_[i];
+    const auto s = static_cast<std::size_t>(spec(t).stream);
+    const auto& q = g_.stream_tasks(static_cast<StreamId>(s));
+    std::size_t c = cursor[s];
+    while (c > 0 && q[c - 1] != t) --c;
+    if (c == 0) c = static_cast<std::size_t>(std::lower_bound(q.begin(), q.end(), t) - q.begin()) + 1;   // not reached
+    cursor[s] = c - 1;   // q[c - 1] == t
+    if (c > 1 && tl_.of(q[c - 2]).end.ns > best_end) best = q[c - 2];
     if (best < 0) break;
     t = best;
   }
@@ -301,19 +326,23 @@ void Executor::deadlock(std::int64_t now) const {
   std::ostringstream out;
   out << "deadlock at t=" << now << " ns: " << finished_ << " of " << n_
       << " tasks finished; nothing can run. Next task of each unfinished stream:";
-  for (std::size_t s = 0; s < g_.streams().size(); ++s) {
-    if (head_[s] >= queue_end_[s]) continue;
-    TaskId t = queue_flat_[static_cast<std::size_t>(head_[s])];
+  for (std::size_t s = 0; s < streams_.size(); ++s) {
+    const Stream& st = streams_[s];
+    if (st.next == st.end) continue;
+    const TaskId t = *st.next;
     out << "\n  " << g_.streams()[s].name << ": " << describe(g_, t) << " waits for";
+    // Predecessors by source id (the order of the CSR in-edges).
+    std::vector<TaskId> preds;
+    for (const auto& [a, b] : g_.edges())
+      if (b == static_cast<std::uint32_t>(t)) preds.push_back(static_cast<TaskId>(a));
+    std::sort(preds.begin(), preds.end());
     int shown = 0, more = 0;
-    for (auto [e, e_end] = boost::in_edges(static_cast<std::uint32_t>(t), *graph_); e != e_end; ++e) {
-      const auto u = static_cast<TaskId>(boost::source(*e, *graph_));
-      if (end_[static_cast<std::size_t>(u)] >= 0) continue;
+    for (TaskId u : preds) {
+      if (tl_.interval_of[static_cast<std::size_t>(u)] >= 0) continue;
       if (shown == 4) { ++more; continue; }
       out << (shown++ ? ";" : "") << " " << describe(g_, u);
-      const auto us = static_cast<std::size_t>(stream_of_[static_cast<std::size_t>(u)]);
-      if (head_[us] < queue_end_[us] && queue_flat_[static_cast<std::size_t>(head_[us])] != u)
-        out << " (queued behind " << describe(g_, queue_flat_[static_cast<std::size_t>(head_[us])]) << ")";
+      const Stream& us = streams_[static_cast<std::size_t>(spec(u).stream)];
+      if (us.next != us.end && *us.next != u) out << " (queued behind " << describe(g_, *us.next) << ")";
     }
     if (more) out << "; and " << more << " more";
     if (shown == 0) out << " nothing (not yet reached)";

@@ -30,7 +30,9 @@ const char* to_string(Category c) {
 TaskGraph::TaskGraph() : lazy_(std::make_unique<Lazy>()) {}
 TaskGraph::TaskGraph(const TaskGraph& o)
     : tasks_(o.tasks_), edges_(o.edges_), streams_(o.streams_), resources_(o.resources_),
-      stream_tasks_(o.stream_tasks_), contention_(o.contention_), ranks_(o.ranks_), lazy_(std::make_unique<Lazy>()) {}
+      stream_tasks_(o.stream_tasks_), resource_stream_(o.resource_stream_), contention_(o.contention_), ranks_(o.ranks_),
+      any_resources_(o.any_resources_), any_interferes_(o.any_interferes_), any_memory_(o.any_memory_),
+      lazy_(std::make_unique<Lazy>()) {}
 TaskGraph& TaskGraph::operator=(const TaskGraph& o) {
   if (this != &o) *this = TaskGraph(o);
   return *this;
@@ -48,6 +50,7 @@ StreamId TaskGraph::add_stream(int rank, std::string name, bool compute) {
 ResourceId TaskGraph::add_resource(std::string name, double capacity) {
   if (!(capacity > 0)) throw std::logic_error("add_resource: capacity must be > 0 (" + name + ")");
   resources_.push_back(ResourceSpec{std::move(name), capacity});
+  resource_stream_.push_back(-1);
   return static_cast<ResourceId>(resources_.size() - 1);
 }
 
@@ -58,9 +61,22 @@ TaskId TaskGraph::add(TaskSpec spec) {
     throw std::logic_error("add: negative duration for task '" + spec.name + "'");
   if (spec.memory_release < 0) [[unlikely]]
     throw std::logic_error("add: negative memory_release for task '" + spec.name + "'");
-  for (ResourceId r : spec.resources)
-    if (r < 0 || static_cast<std::size_t>(r) >= resources_.size()) [[unlikely]]
-      throw std::logic_error("add: task '" + spec.name + "' uses unknown resource " + std::to_string(r));
+  if (!spec.resources.empty()) {
+    for (ResourceId r : spec.resources)
+      if (r < 0 || static_cast<std::size_t>(r) >= resources_.size()) [[unlikely]]
+        throw std::logic_error("add: task '" + spec.name + "' uses unknown resource " + std::to_string(r));
+    for (std::size_t i = 0; i < spec.resources.size(); ++i) {
+      const ResourceId r = spec.resources[i];
+      StreamId& user = resource_stream_[static_cast<std::size_t>(r)];
+      user = user == -1 || user == spec.stream ? spec.stream : kSharedByStreams;
+      // A task listing a resource twice holds two shares of it: treat it as shared.
+      for (std::size_t j = 0; j < i; ++j)
+        if (spec.resources[j] == r) user = kSharedByStreams;
+    }
+    any_resources_ = true;
+  }
+  if (spec.interferes) any_interferes_ = true;
+  if ((spec.memory_delta | spec.memory_release) != 0) any_memory_ = true;
   const auto id = static_cast<TaskId>(tasks_.size());
   stream_tasks_[static_cast<std::size_t>(spec.stream)].push_back(id);
   tasks_.push_back(std::move(spec));
