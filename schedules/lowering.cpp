@@ -146,6 +146,28 @@ class Lowerer {
   const std::vector<Item>& items_of(int rank, const Op& op, bool forward_half);
   std::vector<std::vector<Item>> items_cache_;
   std::vector<char> items_cached_;
+  std::size_t items_key(const Op& op, bool forward_half) const;
+  // The tasks and edges that emit_items adds for one item list on one rank,
+  // recorded once (ids relative to the first task) and replayed per
+  // micro-batch: the same tasks, in the same order, with the same edges in
+  // the same order as emit_seg would add them. Used when nothing can come in
+  // between (no parameter gather to wait for, no gradient bucket that could
+  // be flushed inside the op).
+  struct Program {
+    std::vector<sim::TaskSpec> tasks;            // microbatch, chunk and the first name patched per use
+    std::vector<TaskInfo> info;
+    std::vector<std::pair<TaskId, TaskId>> edges;   // relative; kExternal = the chain's pending tasks
+    std::vector<TaskId> pending;                 // relative: the chain's pending tasks at the end
+    TaskId last = -1, last_compute = -1;         // relative
+    std::vector<int*> grad_counters;             // grad_remaining_ of each grad-final item's layer, in order
+    bool grad_free = true;                       // no grad-final item reaches on_grad_final's bucket logic
+  };
+  static constexpr TaskId kExternal = -1;
+  Program& program_of(int rank, const Op& op);
+  bool emit_program(int rank, Chain& ch, const Op& op, const std::string& name);
+  std::vector<Program> programs_;
+  std::vector<char> program_built_;
+  std::vector<std::pair<TaskId, TaskId>> edge_scratch_;
   // Tasks the per-layer emission will add (for reserving the graph up front).
   std::size_t estimate_tasks();
   void emit_op(int rank, const Op& op);
@@ -208,8 +230,8 @@ TaskId Lowerer::add_task(int rank, sim::StreamId stream, std::int64_t ns, Catego
   t.memory_delta = mem;
   TaskId id = out_.graph.add(std::move(t));
   if (static_cast<std::size_t>(id) >= out_.info.size()) out_.info.resize(id + 1);
-  out_.info[id].launch_ns = launch_ns;
-  out_.info[id].flops = flops;
+  out_.info[static_cast<std::size_t>(id)].launch_ns = launch_ns;
+  out_.info[static_cast<std::size_t>(id)].flops = flops;
   // Blocking pipeline P2P (features.overlap_p2p_comm = false): the rank's next
   // compute waits for the sends it posted.
   if (rank >= 0 && rank < static_cast<int>(p2p_wait_.size()) && !p2p_wait_[rank].empty() &&
@@ -447,13 +469,18 @@ void Lowerer::emit_seg(int rank, Chain& ch, const Seg& sg, Category cat, const s
   }
 }
 
-const std::vector<Lowerer::Item>& Lowerer::items_of(int rank, const Op& op, bool forward_half) {
+std::size_t Lowerer::items_key(const Op& op, bool forward_half) const {
   const bool fb = op.kind == OpKind::FB;
   const OpKind kind = fb ? (forward_half ? OpKind::F : OpKind::B) : op.kind;
   const int stage = fb && !forward_half ? op.stage_b : op.stage;
   const bool split = fb && forward_half ? false : op.split_w;
   const int k = kind == OpKind::F ? 0 : kind == OpKind::B ? 1 : 2;
-  const std::size_t key = (static_cast<std::size_t>(stage) * 3 + k) * 2 + (split ? 1 : 0);
+  return (static_cast<std::size_t>(stage) * 3 + k) * 2 + (split ? 1 : 0);
+}
+
+const std::vector<Lowerer::Item>& Lowerer::items_of(int rank, const Op& op, bool forward_half) {
+  const std::size_t key = items_key(op, forward_half);
+  const int stage = op.kind == OpKind::FB && !forward_half ? op.stage_b : op.stage;
   if (items_cache_.empty()) {   // sized once: references handed out stay valid
     items_cache_.resize(static_cast<std::size_t>(S_) * 6);
     items_cached_.assign(items_cache_.size(), 0);
@@ -464,6 +491,121 @@ const std::vector<Lowerer::Item>& Lowerer::items_of(int rank, const Op& op, bool
     items_cached_[key] = 1;
   }
   return items_cache_[key];
+}
+
+Lowerer::Program& Lowerer::program_of(int rank, const Op& op) {
+  const std::size_t idx = items_key(op, true) * static_cast<std::size_t>(p_) + static_cast<std::size_t>(rank);
+  if (programs_.empty()) {   // sized once: references handed out stay valid
+    programs_.resize(static_cast<std::size_t>(S_) * 6 * static_cast<std::size_t>(p_));
+    program_built_.assign(programs_.size(), 0);
+  }
+  if (idx >= programs_.size()) throw std::logic_error("lowering: stage " + std::to_string(op.stage) + " out of range");
+  Program& pr = programs_[idx];
+  if (program_built_[idx]) return pr;
+  program_built_[idx] = 1;
+  // emit_seg, item by item, with task ids relative to the op's first task.
+  const sim::StreamId cs = out_.compute_stream[rank];
+  auto add = [&](sim::StreamId stream, std::int64_t ns, Category cat, const char* name, char kind, std::int64_t launch_ns,
+                 double flops, std::int64_t mem, sim::ResourceList res, bool interferes) {
+    sim::TaskSpec t;
+    t.stream = stream;
+    t.duration_ns = std::max<std::int64_t>(0, ns);
+    t.category = cat;
+    t.name = name;
+    t.kind = kind;
+    t.resources = res;
+    t.interferes = interferes;
+    t.memory_delta = mem;
+    pr.tasks.push_back(std::move(t));
+    TaskInfo info;
+    info.launch_ns = launch_ns;
+    info.flops = flops;
+    pr.info.push_back(info);
+    return static_cast<TaskId>(pr.tasks.size() - 1);
+  };
+  std::vector<TaskId> pending{kExternal};
+  std::vector<int> layers_seen;
+  for (const Item& it : items_of(rank, op, true)) {
+    const Seg& sg = *it.seg;
+    const bool overlap = sg.comm_ns > 0 && sg.comm_overlappable && s_.features.tp_comm_overlap;
+    TaskId head = -1, tail = -1;
+    if (overlap && sg.ns > 0) {
+      const std::int64_t head_ns = sg.ns - std::min(sg.ns, sg.overlap_ns);
+      const double share = static_cast<double>(head_ns) / static_cast<double>(sg.ns);
+      const auto head_launch = static_cast<std::int64_t>(std::llround(sg.launch_ns * share));
+      head = add(cs, head_ns, it.cat, "", it.kind, head_launch, sg.flops * share, it.mem, {}, false);
+      tail = add(cs, sg.ns - head_ns, it.cat, "", it.kind, sg.launch_ns - head_launch, sg.flops * (1 - share), 0, {}, false);
+    } else {
+      head = tail = add(cs, sg.ns, it.cat, "", it.kind, sg.launch_ns, sg.flops, it.mem, {}, false);
+    }
+    for (TaskId d : pending) pr.edges.emplace_back(d, head);
+    pending.clear();
+    pr.last_compute = tail;
+    pr.last = tail;
+    if (sg.comm_ns > 0) {
+      const bool ep = sg.comm_cat == Category::ep_comm;
+      const sim::StreamId st = ep ? ep_stream_[rank] : tp_stream_[rank];
+      const sim::ResourceId res = sg.comm_nic ? nic_[rank] : nvl_[rank];
+      const TaskId c = add(st, sg.comm_ns, sg.comm_cat, ep ? "all-to-all" : "tp collective", 'C', 0, 0, 0, {res},
+                           overlap || ep);
+      pr.edges.emplace_back(overlap ? head : tail, c);
+      pending.push_back(c);
+      if (overlap) pending.push_back(tail);
+      pr.last = c;
+    }
+    if (it.grad_final) {
+      // on_grad_final: only a layer of a stage this rank finishes gradients of counts.
+      auto sit = stage_of_layer_rank_[rank].find(it.layer);
+      if (sit == stage_of_layer_rank_[rank].end()) continue;
+      auto rit = grad_remaining_[rank].find(it.layer);
+      if (rit == grad_remaining_[rank].end() ||
+          std::find(layers_seen.begin(), layers_seen.end(), it.layer) != layers_seen.end()) {
+        pr.grad_free = false;   // not the usual shape: always emit item by item
+        continue;
+      }
+      layers_seen.push_back(it.layer);
+      pr.grad_counters.push_back(&rit->second);
+    }
+  }
+  pr.pending = pending;
+  return pr;
+}
+
+bool Lowerer::emit_program(int rank, Chain& ch, const Op& op, const std::string& name) {
+  Program& pr = program_of(rank, op);
+  if (pr.tasks.empty()) return true;   // no items: nothing to emit
+  if (!pr.grad_free) return false;
+  // A counter at 1 reaches 0 in this op: on_grad_final may flush a bucket (a
+  // task in the middle of the op), so the op is emitted item by item.
+  for (const int* c : pr.grad_counters)
+    if (*c <= 1) return false;
+  for (int* c : pr.grad_counters) --*c;
+  auto& g = out_.graph;
+  const auto base = static_cast<TaskId>(g.size());
+  for (std::size_t i = 0; i < pr.tasks.size(); ++i) {
+    sim::TaskSpec t = pr.tasks[i];
+    t.microbatch = op.microbatch;
+    t.chunk = op.chunk;
+    if (i == 0) t.name = name;
+    g.add(std::move(t));
+  }
+  out_.info.insert(out_.info.end(), pr.info.begin(), pr.info.end());
+  // Blocking pipeline P2P: the first task is on the compute stream (see add_task).
+  auto& wait = p2p_wait_[static_cast<std::size_t>(rank)];
+  for (TaskId d : wait) g.depend(d, base);
+  wait.clear();
+  for (const auto& [a, b] : pr.edges) {
+    if (a == kExternal) {
+      for (TaskId d : ch.pending) g.depend(d, base + b);
+    } else {
+      g.depend(base + a, base + b);
+    }
+  }
+  ch.pending.clear();
+  for (TaskId r : pr.pending) ch.pending.push_back(base + r);
+  ch.last = base + pr.last;
+  last_compute_[static_cast<std::size_t>(rank)] = base + pr.last_compute;
+  return true;
 }
 
 std::size_t Lowerer::estimate_tasks() {
@@ -751,7 +893,7 @@ void Lowerer::emit_op(int rank, const Op& op) {
           first = false;
           if (it.grad_final) on_grad_final(rank, it.layer, ch.last);
         }
-      } else {
+      } else if (!emit_program(rank, ch, op, name)) {
         emit_items(rank, ch, items, name, op.microbatch, op.chunk);
       }
     } else {
