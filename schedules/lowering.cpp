@@ -209,6 +209,8 @@ class Lowerer {
   std::map<TaskId, int> send_target_;      // stage-to-stage sends: receiving rank
   std::vector<std::vector<TaskId>> p2p_wait_;   // per rank: sends the next compute task waits for
   std::int64_t data_cost_ns_ = 0;          // loading one micro-batch
+  std::int64_t pp_send_ns_ = -1;           // one stage-to-stage send (-1: not computed yet)
+  std::vector<double> busy_of_items_;      // per items_key: the GC time base's sum over the items (NaN: not yet)
   void add_gc_pauses(int rank, std::vector<std::int64_t>& pause_before_op);
  public:
   const std::map<TaskId, int>& send_targets() const { return send_target_; }
@@ -581,26 +583,30 @@ bool Lowerer::emit_program(int rank, Chain& ch, const Op& op, const std::string&
     if (*c <= 1) return false;
   for (int* c : pr.grad_counters) --*c;
   auto& g = out_.graph;
-  const auto base = static_cast<TaskId>(g.size());
-  for (std::size_t i = 0; i < pr.tasks.size(); ++i) {
-    sim::TaskSpec t = pr.tasks[i];
-    t.microbatch = op.microbatch;
-    t.chunk = op.chunk;
-    if (i == 0) t.name = name;
-    g.add(std::move(t));
-  }
+  // The recorded tasks, with this op's micro-batch, chunk and name.
+  if (pr.tasks.front().microbatch != op.microbatch || pr.tasks.front().chunk != op.chunk)
+    for (sim::TaskSpec& t : pr.tasks) {
+      t.microbatch = op.microbatch;
+      t.chunk = op.chunk;
+    }
+  pr.tasks.front().name = name;
+  const TaskId base = g.add_copies(pr.tasks.data(), pr.tasks.size());
   out_.info.insert(out_.info.end(), pr.info.begin(), pr.info.end());
-  // Blocking pipeline P2P: the first task is on the compute stream (see add_task).
+  // The edges in emit_seg's order. Blocking pipeline P2P first: the first task
+  // is on the compute stream (see add_task).
+  auto& edges = edge_scratch_;
+  edges.clear();
   auto& wait = p2p_wait_[static_cast<std::size_t>(rank)];
-  for (TaskId d : wait) g.depend(d, base);
+  for (TaskId d : wait) edges.emplace_back(d, base);
   wait.clear();
   for (const auto& [a, b] : pr.edges) {
     if (a == kExternal) {
-      for (TaskId d : ch.pending) g.depend(d, base + b);
+      for (TaskId d : ch.pending) edges.emplace_back(d, base + b);
     } else {
-      g.depend(base + a, base + b);
+      edges.emplace_back(base + a, base + b);
     }
   }
+  g.depend_all(edges.data(), edges.size());
   ch.pending.clear();
   for (TaskId r : pr.pending) ch.pending.push_back(base + r);
   ch.last = base + pr.last;
@@ -955,9 +961,11 @@ void Lowerer::publish(int rank, OpKind kind, int mb, int stage, TaskId last) {
   if (next >= 0 && next < S_) {
     const int dst = fwd ? f_runner_[mb * S_ + next] : b_runner_[mb * S_ + next];
     if (dst >= 0 && dst != rank) {
-      const double bytes = models::layer_comm(s_.model, 0, shape_).pp_bytes;
-      const double t = coll(Collective::send_recv, bytes, place_.pp_link);
-      out = add_task(rank, fwd ? pp_fwd_stream_[rank] : pp_bwd_stream_[rank], to_ns(t), Category::pp_comm,
+      if (pp_send_ns_ < 0) {   // the same for every send: computed once
+        const double bytes = models::layer_comm(s_.model, 0, shape_).pp_bytes;
+        pp_send_ns_ = to_ns(coll(Collective::send_recv, bytes, place_.pp_link));
+      }
+      out = add_task(rank, fwd ? pp_fwd_stream_[rank] : pp_bwd_stream_[rank], pp_send_ns_, Category::pp_comm,
                      (fwd ? "send F mb" : "send B mb") + std::to_string(mb), mb, -1, 'S', 0, 0, 0,
                      {place_.pp_link.crosses_domains() ? nic_[rank] : nvl_[rank]});
       out_.graph.depend(last, out);
@@ -993,9 +1001,19 @@ void Lowerer::add_gc_pauses(int rank, std::vector<std::int64_t>& pause_before_op
   std::vector<double> start(ops.size() + 1, 0);
   for (std::size_t i = 0; i < ops.size(); ++i) {
     double t = 0;
-    for (bool half : {true, false}) {
-      if (!half && ops[i].kind != OpKind::FB) break;
-      for (const auto& it : items_of(rank, ops[i], half)) t += (it.seg->ns + it.seg->comm_ns) * 1e-9;
+    if (ops[i].kind != OpKind::FB) {
+      // The same sum, in the same order, for every op of one item list: memoised.
+      const std::size_t key = items_key(ops[i], true);
+      if (busy_of_items_.size() <= key) busy_of_items_.resize(key + 1, std::nan(""));
+      if (std::isnan(busy_of_items_[key])) {
+        double sum = 0;
+        for (const auto& it : items_of(rank, ops[i], true)) sum += (it.seg->ns + it.seg->comm_ns) * 1e-9;
+        busy_of_items_[key] = sum;
+      }
+      t = busy_of_items_[key];
+    } else {
+      for (bool half : {true, false})
+        for (const auto& it : items_of(rank, ops[i], half)) t += (it.seg->ns + it.seg->comm_ns) * 1e-9;
     }
     start[i + 1] = start[i] + t;
   }
@@ -1073,16 +1091,14 @@ Lowered Lowerer::run() {
   // Which layers each rank holds, and how many gradient-finishing passes each gets per step.
   const auto& order = out_.schedule.order;
   std::vector<std::vector<int>> rank_stages(p_);
+  std::vector<int> grad_passes(static_cast<std::size_t>(S_));   // of the rank, per stage
   for (int r = 0; r < p_; ++r) {
+    std::fill(grad_passes.begin(), grad_passes.end(), 0);
     for (const Op& op : order[r]) {
       auto note = [&](int stage, bool grad) {
         if (std::find(rank_stages[r].begin(), rank_stages[r].end(), stage) == rank_stages[r].end())
           rank_stages[r].push_back(stage);
-        if (grad)
-          for (int l : out_.stage_layers[stage]) {
-            stage_of_layer_rank_[r][l] = stage;
-            grad_remaining_[r][l] += 1;
-          }
+        if (grad) grad_passes[static_cast<std::size_t>(stage)] += 1;
       };
       if (op.kind == OpKind::F || op.kind == OpKind::FB) f_runner_[op.microbatch * S_ + op.stage] = r;
       if (op.kind == OpKind::B) b_runner_[op.microbatch * S_ + op.stage] = r;
@@ -1092,6 +1108,12 @@ Lowered Lowerer::run() {
       else if (op.kind == OpKind::B) note(op.stage, !op.split_w);
       else if (op.kind == OpKind::FB) { note(op.stage, false); note(op.stage_b, !op.split_w); }
     }
+    for (int st = 0; st < S_; ++st)
+      if (grad_passes[static_cast<std::size_t>(st)] > 0)
+        for (int l : out_.stage_layers[st]) {
+          stage_of_layer_rank_[r][l] = st;
+          grad_remaining_[r][l] += grad_passes[static_cast<std::size_t>(st)];
+        }
   }
   // Static memory per rank, and the parameters per layer for DP buckets.
   out_.static_bytes.assign(p_, 0);
