@@ -176,6 +176,22 @@ class Lowerer {
   // emit a single compute task holding the result.
   TaskId emit_merged(int rank, const std::vector<const std::vector<Item>*>& chains, std::vector<Chain*> ch,
                      const std::string& name, int mb, int chunk, char kind, Category cat);
+  // What playing one op's chains gives: the merged task's duration and side
+  // information, and the layers whose gradient-final items it met, in order.
+  struct Merged {
+    std::int64_t t = 0, launch = 0, mem = 0;
+    double flops = 0;
+    Parts parts{};
+    std::vector<int> grad_layers;
+    std::vector<int*> grad_counters;   // per grad_layers entry: grad_remaining_ of the rank, or null (not counted)
+  };
+  Merged play_merged(const std::vector<Item>* const* chains, std::size_t n) const;
+  TaskId emit_merged_task(int rank, const Merged& m, Chain* const* ch, std::size_t n, const std::string& name, int mb,
+                          int chunk, char kind, Category cat);
+  // A single chain starts from an idle GPU: its play depends only on the item
+  // list, so it is memoised per (item list, rank).
+  std::vector<Merged> merged_cache_;
+  std::vector<char> merged_built_;
   void on_grad_final(int rank, int layer, TaskId t);
   void flush_bucket(int rank, TaskId after);
   void publish(int rank, OpKind kind, int mb, int stage, TaskId last);
@@ -617,13 +633,21 @@ bool Lowerer::emit_program(int rank, Chain& ch, const Op& op, const std::string&
 std::size_t Lowerer::estimate_tasks() {
   std::size_t n = 0;
   const bool overlap = s_.features.tp_comm_overlap;
+  std::vector<std::size_t> per_list;   // per items_key: tasks of one item list (0: not counted yet)
   for (int r = 0; r < p_; ++r)
     for (const Op& op : out_.schedule.order[r]) {
       n += 3;   // stage-to-stage sends, data loading, GC
       for (bool half : {true, false}) {
         if (!half && op.kind != OpKind::FB) break;
-        for (const Item& it : items_of(r, op, half))
-          n += 1 + (it.seg->comm_ns > 0 ? 1 : 0) + (overlap && it.seg->comm_overlappable && it.seg->ns > 0 ? 1 : 0);
+        const std::size_t key = items_key(op, half);
+        if (per_list.size() <= key) per_list.resize(key + 1, 0);
+        if (per_list[key] == 0) {
+          std::size_t k = 1;   // counted from 1 so that an empty list is not counted again
+          for (const Item& it : items_of(r, op, half))
+            k += 1 + (it.seg->comm_ns > 0 ? 1 : 0) + (overlap && it.seg->comm_overlappable && it.seg->ns > 0 ? 1 : 0);
+          per_list[key] = k;
+        }
+        n += per_list[key] - 1;
       }
     }
   return n + static_cast<std::size_t>(4 * p_);
@@ -699,20 +723,17 @@ std::vector<Lowerer::Item> Lowerer::op_items(int rank, const Op& op, bool forwar
 }
 
 
-TaskId Lowerer::emit_merged(int rank, const std::vector<const std::vector<Item>*>& chains, std::vector<Chain*> ch,
-                            const std::string& name, int mb, int chunk, char kind, Category cat) {
+Lowerer::Merged Lowerer::play_merged(const std::vector<Item>* const* chains, std::size_t n) const {
   // The same rules as the per-layer lowering, played on one GPU without
   // other traffic: segments run in order on the compute stream; a segment
   // waits for its chain's previous collective; overlapped TP collectives start
   // after the first GEMM chunk and slow the rest by the contention factor;
   // the two chains of F&B alternate segment by segment.
-  // Performance: no heap allocation here (plan runs this for every op of
-  // thousands of layouts); at most two chains (one op, or F&B).
-  if (chains.size() > 2 || ch.size() != chains.size()) throw std::logic_error("emit_merged: one or two chains");
-  Parts parts{};
+  if (n > 2) throw std::logic_error("emit_merged: one or two chains");
+  Merged m;
+  Parts& parts = m.parts;
   std::int64_t t = 0, launch = 0, mem = 0;
   double flops = 0;
-  const std::size_t n = chains.size();
   std::int64_t ready[2] = {0, 0};
   Category ready_cat[2] = {Category::other, Category::other};
   std::size_t pos[2] = {0, 0};
@@ -772,16 +793,10 @@ TaskId Lowerer::emit_merged(int rank, const std::vector<const std::vector<Item>*
       parts[static_cast<std::size_t>(ready_cat[c])] += ready[c] - t;
       t = ready[c];
     }
-  const sim::StreamId cs = out_.compute_stream[rank];
-  TaskId id = add_task(rank, cs, t, cat, name, mb, chunk, kind, launch, flops, mem);
-  out_.info[id].parts = static_cast<int>(out_.parts.size());
-  out_.parts.push_back(parts);
-  for (Chain* x : ch) {
-    for (TaskId d : x->pending) out_.graph.depend(d, id);
-    x->pending.clear();
-    x->last = id;
-  }
-  last_compute_[rank] = id;
+  m.t = t;
+  m.launch = launch;
+  m.mem = mem;
+  m.flops = flops;
   // Gradient-final items in the order the loop above met them (round-robin over chains).
   for (std::size_t c = 0; c < n; ++c) pos[c] = 0;
   for (bool left = true; left;) {
@@ -790,10 +805,63 @@ TaskId Lowerer::emit_merged(int rank, const std::vector<const std::vector<Item>*
       if (pos[c] >= chains[c]->size()) continue;
       left = true;
       const Item& it = (*chains[c])[pos[c]++];
-      if (it.grad_final) on_grad_final(rank, it.layer, id);
+      if (it.grad_final) m.grad_layers.push_back(it.layer);
     }
   }
+  return m;
+}
+
+TaskId Lowerer::emit_merged_task(int rank, const Merged& m, Chain* const* ch, std::size_t n, const std::string& name,
+                                 int mb, int chunk, char kind, Category cat) {
+  const sim::StreamId cs = out_.compute_stream[rank];
+  TaskId id = add_task(rank, cs, m.t, cat, name, mb, chunk, kind, m.launch, m.flops, m.mem);
+  out_.info[static_cast<std::size_t>(id)].parts = static_cast<int>(out_.parts.size());
+  out_.parts.push_back(m.parts);
+  for (std::size_t c = 0; c < n; ++c) {
+    for (TaskId d : ch[c]->pending) out_.graph.depend(d, id);
+    ch[c]->pending.clear();
+    ch[c]->last = id;
+  }
+  last_compute_[rank] = id;
+  for (std::size_t i = 0; i < m.grad_layers.size(); ++i) {
+    // on_grad_final; a counter above 1 is only decremented there (the usual case, done here directly).
+    int* c = i < m.grad_counters.size() ? m.grad_counters[i] : nullptr;
+    if (c != nullptr && *c > 1) --*c;
+    else on_grad_final(rank, m.grad_layers[i], id);
+  }
   return id;
+}
+
+TaskId Lowerer::emit_merged(int rank, const std::vector<const std::vector<Item>*>& chains, std::vector<Chain*> ch,
+                            const std::string& name, int mb, int chunk, char kind, Category cat) {
+  // Coarse lowering: play one op's chains (one, or two for F&B) locally and
+  // emit a single compute task holding the result.
+  if (chains.size() > 2 || ch.size() != chains.size()) throw std::logic_error("emit_merged: one or two chains");
+  if (chains.size() == 1 && !items_cache_.empty() && chains[0] >= items_cache_.data() &&
+      chains[0] < items_cache_.data() + items_cache_.size()) {   // an items_of list
+    const std::size_t key = static_cast<std::size_t>(chains[0] - items_cache_.data()) * static_cast<std::size_t>(p_) +
+                            static_cast<std::size_t>(rank);
+    if (merged_cache_.size() <= key) {
+      merged_cache_.resize(items_cache_.size() * static_cast<std::size_t>(p_));
+      merged_built_.resize(merged_cache_.size(), 0);
+    }
+    Merged& m = merged_cache_[key];
+    if (!merged_built_[key]) {
+      merged_built_[key] = 1;
+      m = play_merged(chains.data(), 1);
+      for (int l : m.grad_layers) {
+        int* c = nullptr;
+        if (stage_of_layer_rank_[rank].count(l) != 0) {
+          auto f = grad_remaining_[rank].find(l);
+          if (f != grad_remaining_[rank].end()) c = &f->second;
+        }
+        m.grad_counters.push_back(c);
+      }
+    }
+    return emit_merged_task(rank, m, ch.data(), 1, name, mb, chunk, kind, cat);
+  }
+  const Merged m = play_merged(chains.data(), chains.size());
+  return emit_merged_task(rank, m, ch.data(), ch.size(), name, mb, chunk, kind, cat);
 }
 
 void Lowerer::emit_items(int rank, Chain& ch, const std::vector<Item>& items, const std::string& name, int mb,

@@ -101,12 +101,18 @@ TaskId TaskGraph::add_copies(const TaskSpec* specs, std::size_t n) {
 }
 
 void TaskGraph::depend_all(const std::pair<TaskId, TaskId>* edges, std::size_t n) {
-  const auto size = static_cast<TaskId>(tasks_.size());
-  for (std::size_t i = 0; i < n; ++i) {
-    const auto [before, after] = edges[i];
-    if (before < 0 || before >= size || after < 0 || after >= size) [[unlikely]] depend(before, after);   // throws
-    edges_.emplace_back(static_cast<std::uint32_t>(before), static_cast<std::uint32_t>(after));
+  const auto size = static_cast<std::uint32_t>(tasks_.size());
+  bool bad = false;   // the check of depend() (a negative id converts to a huge unsigned one)
+  for (std::size_t i = 0; i < n; ++i)
+    bad |= static_cast<std::uint32_t>(edges[i].first) >= size || static_cast<std::uint32_t>(edges[i].second) >= size;
+  if (bad) [[unlikely]] {
+    for (std::size_t i = 0; i < n; ++i) depend(edges[i].first, edges[i].second);   // throws at the first bad pair
   }
+  const std::size_t old = edges_.size();
+  edges_.resize(old + n);
+  auto* out = edges_.data() + old;
+  for (std::size_t i = 0; i < n; ++i)
+    out[i] = {static_cast<std::uint32_t>(edges[i].first), static_cast<std::uint32_t>(edges[i].second)};
   invalidate();
 }
 
