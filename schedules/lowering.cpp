@@ -586,6 +586,10 @@ Lowerer::Program& Lowerer::program_of(int rank, const Op& op) {
     }
   }
   pr.pending = pending;
+  if (!pr.tasks.empty() && (pr.edges.empty() || pr.edges.front() != std::pair<TaskId, TaskId>{kExternal, 0}))
+    throw std::logic_error("lowering: op program does not start at its first task");
+  for (std::size_t i = 1; i < pr.edges.size(); ++i)
+    if (pr.edges[i].first == kExternal) throw std::logic_error("lowering: op program waits for its inputs twice");
   return pr;
 }
 
@@ -610,18 +614,15 @@ bool Lowerer::emit_program(int rank, Chain& ch, const Op& op, const std::string&
   out_.info.insert(out_.info.end(), pr.info.begin(), pr.info.end());
   // The edges in emit_seg's order. Blocking pipeline P2P first: the first task
   // is on the compute stream (see add_task).
+  // The first recorded edge is (kExternal, 0): the chain's pending tasks to the first task.
   auto& edges = edge_scratch_;
-  edges.clear();
   auto& wait = p2p_wait_[static_cast<std::size_t>(rank)];
-  for (TaskId d : wait) edges.emplace_back(d, base);
+  edges.resize(wait.size() + ch.pending.size() + pr.edges.size() - 1);
+  auto* e = edges.data();
+  for (TaskId d : wait) *e++ = {d, base};
   wait.clear();
-  for (const auto& [a, b] : pr.edges) {
-    if (a == kExternal) {
-      for (TaskId d : ch.pending) edges.emplace_back(d, base + b);
-    } else {
-      edges.emplace_back(base + a, base + b);
-    }
-  }
+  for (TaskId d : ch.pending) *e++ = {d, base};
+  for (std::size_t i = 1; i < pr.edges.size(); ++i) *e++ = {base + pr.edges[i].first, base + pr.edges[i].second};
   g.depend_all(edges.data(), edges.size());
   ch.pending.clear();
   for (TaskId r : pr.pending) ch.pending.push_back(base + r);
@@ -1037,7 +1038,7 @@ void Lowerer::publish(int rank, OpKind kind, int mb, int stage, TaskId last) {
                      (fwd ? "send F mb" : "send B mb") + std::to_string(mb), mb, -1, 'S', 0, 0, 0,
                      {place_.pp_link.crosses_domains() ? nic_[rank] : nvl_[rank]});
       out_.graph.depend(last, out);
-      send_target_[out] = dst;
+      send_target_.emplace_hint(send_target_.end(), out, dst);   // ids only grow: appended at the end
       if (!s_.features.overlap_p2p_comm) p2p_wait_[rank].push_back(out);
     }
   }
