@@ -16,6 +16,7 @@
 #include <map>
 #include <numeric>
 #include <stdexcept>
+#include <tuple>
 
 #include "hardware/collectives.h"
 #include "hardware/cost_model.h"
@@ -159,12 +160,21 @@ class Lowerer {
     std::vector<std::pair<TaskId, TaskId>> edges;   // relative; kExternal = the chain's pending tasks
     std::vector<TaskId> pending;                 // relative: the chain's pending tasks at the end
     TaskId last = -1, last_compute = -1;         // relative
+    // F&B programs (two chains): the B chain's pending tasks and last task at
+    // the end, its first task, and per task whether it is on the B chain.
+    std::vector<TaskId> pending_b;
+    TaskId last_b = -1, first_b = -1;
+    std::vector<char> in_b;
     std::vector<int*> grad_counters;             // grad_remaining_ of each grad-final item's layer, in order
     bool grad_free = true;                       // no grad-final item reaches on_grad_final's bucket logic
   };
-  static constexpr TaskId kExternal = -1;
+  static constexpr TaskId kExternal = -1, kExternalB = -2;   // the (F) chain's, the B chain's pending inputs
+  void record_item(Program& pr, int rank, const Item& it, std::vector<TaskId>& pending, TaskId& last, bool chain_b,
+                   std::vector<int>& layers_seen);
   Program& program_of(int rank, const Op& op);
   bool emit_program(int rank, Chain& ch, const Op& op, const std::string& name);
+  bool emit_fb_program(int rank, Chain& cf, Chain& cb, const Op& op, const std::string& name);
+  std::map<std::tuple<std::size_t, std::size_t, int>, Program> fb_programs_;   // (F list, B list, rank)
   std::vector<Program> programs_;
   std::vector<char> program_built_;
   std::vector<std::pair<TaskId, TaskId>> edge_scratch_;
@@ -511,17 +521,9 @@ const std::vector<Lowerer::Item>& Lowerer::items_of(int rank, const Op& op, bool
   return items_cache_[key];
 }
 
-Lowerer::Program& Lowerer::program_of(int rank, const Op& op) {
-  const std::size_t idx = items_key(op, true) * static_cast<std::size_t>(p_) + static_cast<std::size_t>(rank);
-  if (programs_.empty()) {   // sized once: references handed out stay valid
-    programs_.resize(static_cast<std::size_t>(S_) * 6 * static_cast<std::size_t>(p_));
-    program_built_.assign(programs_.size(), 0);
-  }
-  if (idx >= programs_.size()) throw std::logic_error("lowering: stage " + std::to_string(op.stage) + " out of range");
-  Program& pr = programs_[idx];
-  if (program_built_[idx]) return pr;
-  program_built_[idx] = 1;
-  // emit_seg, item by item, with task ids relative to the op's first task.
+void Lowerer::record_item(Program& pr, int rank, const Item& it, std::vector<TaskId>& pending, TaskId& last,
+                          bool chain_b, std::vector<int>& layers_seen) {
+  // emit_seg, with task ids relative to the op's first task.
   const sim::StreamId cs = out_.compute_stream[rank];
   auto add = [&](sim::StreamId stream, std::int64_t ns, Category cat, const char* name, char kind, std::int64_t launch_ns,
                  double flops, std::int64_t mem, sim::ResourceList res, bool interferes) {
@@ -535,62 +537,129 @@ Lowerer::Program& Lowerer::program_of(int rank, const Op& op) {
     t.interferes = interferes;
     t.memory_delta = mem;
     pr.tasks.push_back(std::move(t));
+    pr.in_b.push_back(chain_b ? 1 : 0);
     TaskInfo info;
     info.launch_ns = launch_ns;
     info.flops = flops;
     pr.info.push_back(info);
     return static_cast<TaskId>(pr.tasks.size() - 1);
   };
+  const Seg& sg = *it.seg;
+  const bool overlap = sg.comm_ns > 0 && sg.comm_overlappable && s_.features.tp_comm_overlap;
+  TaskId head = -1, tail = -1;
+  if (overlap && sg.ns > 0) {
+    const std::int64_t head_ns = sg.ns - std::min(sg.ns, sg.overlap_ns);
+    const double share = static_cast<double>(head_ns) / static_cast<double>(sg.ns);
+    const auto head_launch = static_cast<std::int64_t>(std::llround(sg.launch_ns * share));
+    head = add(cs, head_ns, it.cat, "", it.kind, head_launch, sg.flops * share, it.mem, {}, false);
+    tail = add(cs, sg.ns - head_ns, it.cat, "", it.kind, sg.launch_ns - head_launch, sg.flops * (1 - share), 0, {}, false);
+  } else {
+    head = tail = add(cs, sg.ns, it.cat, "", it.kind, sg.launch_ns, sg.flops, it.mem, {}, false);
+  }
+  for (TaskId d : pending) pr.edges.emplace_back(d, head);
+  pending.clear();
+  pr.last_compute = tail;
+  last = tail;
+  if (sg.comm_ns > 0) {
+    const bool ep = sg.comm_cat == Category::ep_comm;
+    const sim::StreamId st = ep ? ep_stream_[rank] : tp_stream_[rank];
+    const sim::ResourceId res = sg.comm_nic ? nic_[rank] : nvl_[rank];
+    const TaskId c = add(st, sg.comm_ns, sg.comm_cat, ep ? "all-to-all" : "tp collective", 'C', 0, 0, 0, {res},
+                         overlap || ep);
+    pr.edges.emplace_back(overlap ? head : tail, c);
+    pending.push_back(c);
+    if (overlap) pending.push_back(tail);
+    last = c;
+  }
+  if (it.grad_final) {
+    // on_grad_final: only a layer of a stage this rank finishes gradients of counts.
+    auto sit = stage_of_layer_rank_[rank].find(it.layer);
+    if (sit == stage_of_layer_rank_[rank].end()) return;
+    auto rit = grad_remaining_[rank].find(it.layer);
+    if (rit == grad_remaining_[rank].end() ||
+        std::find(layers_seen.begin(), layers_seen.end(), it.layer) != layers_seen.end()) {
+      pr.grad_free = false;   // not the usual shape: always emit item by item
+      return;
+    }
+    layers_seen.push_back(it.layer);
+    pr.grad_counters.push_back(&rit->second);
+  }
+}
+
+Lowerer::Program& Lowerer::program_of(int rank, const Op& op) {
+  const std::size_t idx = items_key(op, true) * static_cast<std::size_t>(p_) + static_cast<std::size_t>(rank);
+  if (programs_.empty()) {   // sized once: references handed out stay valid
+    programs_.resize(static_cast<std::size_t>(S_) * 6 * static_cast<std::size_t>(p_));
+    program_built_.assign(programs_.size(), 0);
+  }
+  if (idx >= programs_.size()) throw std::logic_error("lowering: stage " + std::to_string(op.stage) + " out of range");
+  Program& pr = programs_[idx];
+  if (program_built_[idx]) return pr;
+  program_built_[idx] = 1;
   std::vector<TaskId> pending{kExternal};
   std::vector<int> layers_seen;
-  for (const Item& it : items_of(rank, op, true)) {
-    const Seg& sg = *it.seg;
-    const bool overlap = sg.comm_ns > 0 && sg.comm_overlappable && s_.features.tp_comm_overlap;
-    TaskId head = -1, tail = -1;
-    if (overlap && sg.ns > 0) {
-      const std::int64_t head_ns = sg.ns - std::min(sg.ns, sg.overlap_ns);
-      const double share = static_cast<double>(head_ns) / static_cast<double>(sg.ns);
-      const auto head_launch = static_cast<std::int64_t>(std::llround(sg.launch_ns * share));
-      head = add(cs, head_ns, it.cat, "", it.kind, head_launch, sg.flops * share, it.mem, {}, false);
-      tail = add(cs, sg.ns - head_ns, it.cat, "", it.kind, sg.launch_ns - head_launch, sg.flops * (1 - share), 0, {}, false);
-    } else {
-      head = tail = add(cs, sg.ns, it.cat, "", it.kind, sg.launch_ns, sg.flops, it.mem, {}, false);
-    }
-    for (TaskId d : pending) pr.edges.emplace_back(d, head);
-    pending.clear();
-    pr.last_compute = tail;
-    pr.last = tail;
-    if (sg.comm_ns > 0) {
-      const bool ep = sg.comm_cat == Category::ep_comm;
-      const sim::StreamId st = ep ? ep_stream_[rank] : tp_stream_[rank];
-      const sim::ResourceId res = sg.comm_nic ? nic_[rank] : nvl_[rank];
-      const TaskId c = add(st, sg.comm_ns, sg.comm_cat, ep ? "all-to-all" : "tp collective", 'C', 0, 0, 0, {res},
-                           overlap || ep);
-      pr.edges.emplace_back(overlap ? head : tail, c);
-      pending.push_back(c);
-      if (overlap) pending.push_back(tail);
-      pr.last = c;
-    }
-    if (it.grad_final) {
-      // on_grad_final: only a layer of a stage this rank finishes gradients of counts.
-      auto sit = stage_of_layer_rank_[rank].find(it.layer);
-      if (sit == stage_of_layer_rank_[rank].end()) continue;
-      auto rit = grad_remaining_[rank].find(it.layer);
-      if (rit == grad_remaining_[rank].end() ||
-          std::find(layers_seen.begin(), layers_seen.end(), it.layer) != layers_seen.end()) {
-        pr.grad_free = false;   // not the usual shape: always emit item by item
-        continue;
-      }
-      layers_seen.push_back(it.layer);
-      pr.grad_counters.push_back(&rit->second);
-    }
-  }
+  for (const Item& it : items_of(rank, op, true)) record_item(pr, rank, it, pending, pr.last, false, layers_seen);
   pr.pending = pending;
   if (!pr.tasks.empty() && (pr.edges.empty() || pr.edges.front() != std::pair<TaskId, TaskId>{kExternal, 0}))
     throw std::logic_error("lowering: op program does not start at its first task");
   for (std::size_t i = 1; i < pr.edges.size(); ++i)
     if (pr.edges[i].first == kExternal) throw std::logic_error("lowering: op program waits for its inputs twice");
   return pr;
+}
+
+bool Lowerer::emit_fb_program(int rank, Chain& cf, Chain& cb, const Op& op, const std::string& name) {
+  const auto& fi = items_of(rank, op, true);
+  const auto& bi = items_of(rank, op, false);
+  if (fi.empty() || bi.empty()) return false;
+  Program& pr = fb_programs_[{items_key(op, true), items_key(op, false), rank}];
+  if (pr.tasks.empty()) {
+    // The F&B loop of emit_op: one F item, then one B item, until both are done.
+    std::vector<TaskId> pf{kExternal}, pb{kExternalB};
+    std::vector<int> layers_seen;
+    for (std::size_t i = 0, j = 0; i < fi.size() || j < bi.size();) {
+      if (i < fi.size()) record_item(pr, rank, fi[i++], pf, pr.last, false, layers_seen);
+      if (j < bi.size()) {
+        if (j == 0) pr.first_b = static_cast<TaskId>(pr.tasks.size());
+        record_item(pr, rank, bi[j++], pb, pr.last_b, true, layers_seen);
+      }
+    }
+    pr.pending = pf;
+    pr.pending_b = pb;
+  }
+  if (!pr.grad_free) return false;
+  for (const int* c : pr.grad_counters)
+    if (*c <= 1) return false;
+  for (int* c : pr.grad_counters) --*c;
+  auto& g = out_.graph;
+  for (std::size_t k = 0; k < pr.tasks.size(); ++k) {
+    pr.tasks[k].microbatch = pr.in_b[k] ? op.microbatch_b : op.microbatch;
+    pr.tasks[k].chunk = pr.in_b[k] ? op.chunk_b : op.chunk;
+  }
+  pr.tasks.front().name = name;   // the F chain's first task is the op's first
+  pr.tasks[static_cast<std::size_t>(pr.first_b)].name = "B mb" + std::to_string(op.microbatch_b);
+  const TaskId base = g.add_copies(pr.tasks.data(), pr.tasks.size());
+  out_.info.insert(out_.info.end(), pr.info.begin(), pr.info.end());
+  auto& edges = edge_scratch_;
+  edges.clear();
+  auto& wait = p2p_wait_[static_cast<std::size_t>(rank)];
+  for (TaskId d : wait) edges.emplace_back(d, base);   // blocking P2P: the first task is on the compute stream
+  wait.clear();
+  for (const auto& [x, y] : pr.edges) {
+    if (x == kExternal || x == kExternalB) {
+      for (TaskId d : (x == kExternal ? cf : cb).pending) edges.emplace_back(d, base + y);
+    } else {
+      edges.emplace_back(base + x, base + y);
+    }
+  }
+  g.depend_all(edges.data(), edges.size());
+  cf.pending.clear();
+  for (TaskId r : pr.pending) cf.pending.push_back(base + r);
+  cb.pending.clear();
+  for (TaskId r : pr.pending_b) cb.pending.push_back(base + r);
+  cf.last = base + pr.last;
+  cb.last = base + pr.last_b;
+  last_compute_[static_cast<std::size_t>(rank)] = base + pr.last_compute;
+  return true;
 }
 
 bool Lowerer::emit_program(int rank, Chain& ch, const Op& op, const std::string& name) {
@@ -990,6 +1059,11 @@ void Lowerer::emit_op(int rank, const Op& op) {
   param_deps(fi, cf);
   if (!opt_.per_layer) {
     emit_merged(rank, {&fi, &bi}, {&cf, &cb}, name, op.microbatch, op.chunk, 'F', Category::forward);
+    publish(rank, OpKind::F, op.microbatch, op.stage, cf.last);
+    publish(rank, OpKind::B, op.microbatch_b, op.stage_b, cb.last);
+    return;
+  }
+  if (gathers.empty() && emit_fb_program(rank, cf, cb, op, name)) {
     publish(rank, OpKind::F, op.microbatch, op.stage, cf.last);
     publish(rank, OpKind::B, op.microbatch_b, op.stage_b, cb.last);
     return;
