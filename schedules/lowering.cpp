@@ -16,6 +16,7 @@
 #include <map>
 #include <numeric>
 #include <stdexcept>
+#include <tuple>
 
 #include "hardware/collectives.h"
 #include "hardware/cost_model.h"
@@ -146,6 +147,37 @@ class Lowerer {
   const std::vector<Item>& items_of(int rank, const Op& op, bool forward_half);
   std::vector<std::vector<Item>> items_cache_;
   std::vector<char> items_cached_;
+  std::size_t items_key(const Op& op, bool forward_half) const;
+  // The tasks and edges that emit_items adds for one item list on one rank,
+  // recorded once (ids relative to the first task) and replayed per
+  // micro-batch: the same tasks, in the same order, with the same edges in
+  // the same order as emit_seg would add them. Used when nothing can come in
+  // between (no parameter gather to wait for, no gradient bucket that could
+  // be flushed inside the op).
+  struct Program {
+    std::vector<sim::TaskSpec> tasks;            // microbatch, chunk and the first name patched per use
+    std::vector<TaskInfo> info;
+    std::vector<std::pair<TaskId, TaskId>> edges;   // relative; kExternal = the chain's pending tasks
+    std::vector<TaskId> pending;                 // relative: the chain's pending tasks at the end
+    TaskId last = -1, last_compute = -1;         // relative
+    // F&B programs (two chains): the B chain's pending tasks and last task at
+    // the end, its first task, and per task whether it is on the B chain.
+    std::vector<TaskId> pending_b;
+    TaskId last_b = -1, first_b = -1;
+    std::vector<char> in_b;
+    std::vector<int*> grad_counters;             // grad_remaining_ of each grad-final item's layer, in order
+    bool grad_free = true;                       // no grad-final item reaches on_grad_final's bucket logic
+  };
+  static constexpr TaskId kExternal = -1, kExternalB = -2;   // the (F) chain's, the B chain's pending inputs
+  void record_item(Program& pr, int rank, const Item& it, std::vector<TaskId>& pending, TaskId& last, bool chain_b,
+                   std::vector<int>& layers_seen);
+  Program& program_of(int rank, const Op& op);
+  bool emit_program(int rank, Chain& ch, const Op& op, const std::string& name);
+  bool emit_fb_program(int rank, Chain& cf, Chain& cb, const Op& op, const std::string& name);
+  std::map<std::tuple<std::size_t, std::size_t, int>, Program> fb_programs_;   // (F list, B list, rank)
+  std::vector<Program> programs_;
+  std::vector<char> program_built_;
+  std::vector<std::pair<TaskId, TaskId>> edge_scratch_;
   // Tasks the per-layer emission will add (for reserving the graph up front).
   std::size_t estimate_tasks();
   void emit_op(int rank, const Op& op);
@@ -154,6 +186,22 @@ class Lowerer {
   // emit a single compute task holding the result.
   TaskId emit_merged(int rank, const std::vector<const std::vector<Item>*>& chains, std::vector<Chain*> ch,
                      const std::string& name, int mb, int chunk, char kind, Category cat);
+  // What playing one op's chains gives: the merged task's duration and side
+  // information, and the layers whose gradient-final items it met, in order.
+  struct Merged {
+    std::int64_t t = 0, launch = 0, mem = 0;
+    double flops = 0;
+    Parts parts{};
+    std::vector<int> grad_layers;
+    std::vector<int*> grad_counters;   // per grad_layers entry: grad_remaining_ of the rank, or null (not counted)
+  };
+  Merged play_merged(const std::vector<Item>* const* chains, std::size_t n) const;
+  TaskId emit_merged_task(int rank, const Merged& m, Chain* const* ch, std::size_t n, const std::string& name, int mb,
+                          int chunk, char kind, Category cat);
+  // A single chain starts from an idle GPU: its play depends only on the item
+  // list, so it is memoised per (item list, rank).
+  std::vector<Merged> merged_cache_;
+  std::vector<char> merged_built_;
   void on_grad_final(int rank, int layer, TaskId t);
   void flush_bucket(int rank, TaskId after);
   void publish(int rank, OpKind kind, int mb, int stage, TaskId last);
@@ -187,6 +235,8 @@ class Lowerer {
   std::map<TaskId, int> send_target_;      // stage-to-stage sends: receiving rank
   std::vector<std::vector<TaskId>> p2p_wait_;   // per rank: sends the next compute task waits for
   std::int64_t data_cost_ns_ = 0;          // loading one micro-batch
+  std::int64_t pp_send_ns_ = -1;           // one stage-to-stage send (-1: not computed yet)
+  std::vector<double> busy_of_items_;      // per items_key: the GC time base's sum over the items (NaN: not yet)
   void add_gc_pauses(int rank, std::vector<std::int64_t>& pause_before_op);
  public:
   const std::map<TaskId, int>& send_targets() const { return send_target_; }
@@ -208,8 +258,8 @@ TaskId Lowerer::add_task(int rank, sim::StreamId stream, std::int64_t ns, Catego
   t.memory_delta = mem;
   TaskId id = out_.graph.add(std::move(t));
   if (static_cast<std::size_t>(id) >= out_.info.size()) out_.info.resize(id + 1);
-  out_.info[id].launch_ns = launch_ns;
-  out_.info[id].flops = flops;
+  out_.info[static_cast<std::size_t>(id)].launch_ns = launch_ns;
+  out_.info[static_cast<std::size_t>(id)].flops = flops;
   // Blocking pipeline P2P (features.overlap_p2p_comm = false): the rank's next
   // compute waits for the sends it posted.
   if (rank >= 0 && rank < static_cast<int>(p2p_wait_.size()) && !p2p_wait_[rank].empty() &&
@@ -447,13 +497,18 @@ void Lowerer::emit_seg(int rank, Chain& ch, const Seg& sg, Category cat, const s
   }
 }
 
-const std::vector<Lowerer::Item>& Lowerer::items_of(int rank, const Op& op, bool forward_half) {
+std::size_t Lowerer::items_key(const Op& op, bool forward_half) const {
   const bool fb = op.kind == OpKind::FB;
   const OpKind kind = fb ? (forward_half ? OpKind::F : OpKind::B) : op.kind;
   const int stage = fb && !forward_half ? op.stage_b : op.stage;
   const bool split = fb && forward_half ? false : op.split_w;
   const int k = kind == OpKind::F ? 0 : kind == OpKind::B ? 1 : 2;
-  const std::size_t key = (static_cast<std::size_t>(stage) * 3 + k) * 2 + (split ? 1 : 0);
+  return (static_cast<std::size_t>(stage) * 3 + k) * 2 + (split ? 1 : 0);
+}
+
+const std::vector<Lowerer::Item>& Lowerer::items_of(int rank, const Op& op, bool forward_half) {
+  const std::size_t key = items_key(op, forward_half);
+  const int stage = op.kind == OpKind::FB && !forward_half ? op.stage_b : op.stage;
   if (items_cache_.empty()) {   // sized once: references handed out stay valid
     items_cache_.resize(static_cast<std::size_t>(S_) * 6);
     items_cached_.assign(items_cache_.size(), 0);
@@ -466,16 +521,203 @@ const std::vector<Lowerer::Item>& Lowerer::items_of(int rank, const Op& op, bool
   return items_cache_[key];
 }
 
+void Lowerer::record_item(Program& pr, int rank, const Item& it, std::vector<TaskId>& pending, TaskId& last,
+                          bool chain_b, std::vector<int>& layers_seen) {
+  // emit_seg, with task ids relative to the op's first task.
+  const sim::StreamId cs = out_.compute_stream[rank];
+  auto add = [&](sim::StreamId stream, std::int64_t ns, Category cat, const char* name, char kind, std::int64_t launch_ns,
+                 double flops, std::int64_t mem, sim::ResourceList res, bool interferes) {
+    sim::TaskSpec t;
+    t.stream = stream;
+    t.duration_ns = std::max<std::int64_t>(0, ns);
+    t.category = cat;
+    t.name = name;
+    t.kind = kind;
+    t.resources = res;
+    t.interferes = interferes;
+    t.memory_delta = mem;
+    pr.tasks.push_back(std::move(t));
+    pr.in_b.push_back(chain_b ? 1 : 0);
+    TaskInfo info;
+    info.launch_ns = launch_ns;
+    info.flops = flops;
+    pr.info.push_back(info);
+    return static_cast<TaskId>(pr.tasks.size() - 1);
+  };
+  const Seg& sg = *it.seg;
+  const bool overlap = sg.comm_ns > 0 && sg.comm_overlappable && s_.features.tp_comm_overlap;
+  TaskId head = -1, tail = -1;
+  if (overlap && sg.ns > 0) {
+    const std::int64_t head_ns = sg.ns - std::min(sg.ns, sg.overlap_ns);
+    const double share = static_cast<double>(head_ns) / static_cast<double>(sg.ns);
+    const auto head_launch = static_cast<std::int64_t>(std::llround(sg.launch_ns * share));
+    head = add(cs, head_ns, it.cat, "", it.kind, head_launch, sg.flops * share, it.mem, {}, false);
+    tail = add(cs, sg.ns - head_ns, it.cat, "", it.kind, sg.launch_ns - head_launch, sg.flops * (1 - share), 0, {}, false);
+  } else {
+    head = tail = add(cs, sg.ns, it.cat, "", it.kind, sg.launch_ns, sg.flops, it.mem, {}, false);
+  }
+  for (TaskId d : pending) pr.edges.emplace_back(d, head);
+  pending.clear();
+  pr.last_compute = tail;
+  last = tail;
+  if (sg.comm_ns > 0) {
+    const bool ep = sg.comm_cat == Category::ep_comm;
+    const sim::StreamId st = ep ? ep_stream_[rank] : tp_stream_[rank];
+    const sim::ResourceId res = sg.comm_nic ? nic_[rank] : nvl_[rank];
+    const TaskId c = add(st, sg.comm_ns, sg.comm_cat, ep ? "all-to-all" : "tp collective", 'C', 0, 0, 0, {res},
+                         overlap || ep);
+    pr.edges.emplace_back(overlap ? head : tail, c);
+    pending.push_back(c);
+    if (overlap) pending.push_back(tail);
+    last = c;
+  }
+  if (it.grad_final) {
+    // on_grad_final: only a layer of a stage this rank finishes gradients of counts.
+    auto sit = stage_of_layer_rank_[rank].find(it.layer);
+    if (sit == stage_of_layer_rank_[rank].end()) return;
+    auto rit = grad_remaining_[rank].find(it.layer);
+    if (rit == grad_remaining_[rank].end() ||
+        std::find(layers_seen.begin(), layers_seen.end(), it.layer) != layers_seen.end()) {
+      pr.grad_free = false;   // not the usual shape: always emit item by item
+      return;
+    }
+    layers_seen.push_back(it.layer);
+    pr.grad_counters.push_back(&rit->second);
+  }
+}
+
+Lowerer::Program& Lowerer::program_of(int rank, const Op& op) {
+  const std::size_t idx = items_key(op, true) * static_cast<std::size_t>(p_) + static_cast<std::size_t>(rank);
+  if (programs_.empty()) {   // sized once: references handed out stay valid
+    programs_.resize(static_cast<std::size_t>(S_) * 6 * static_cast<std::size_t>(p_));
+    program_built_.assign(programs_.size(), 0);
+  }
+  if (idx >= programs_.size()) throw std::logic_error("lowering: stage " + std::to_string(op.stage) + " out of range");
+  Program& pr = programs_[idx];
+  if (program_built_[idx]) return pr;
+  program_built_[idx] = 1;
+  std::vector<TaskId> pending{kExternal};
+  std::vector<int> layers_seen;
+  for (const Item& it : items_of(rank, op, true)) record_item(pr, rank, it, pending, pr.last, false, layers_seen);
+  pr.pending = pending;
+  if (!pr.tasks.empty() && (pr.edges.empty() || pr.edges.front() != std::pair<TaskId, TaskId>{kExternal, 0}))
+    throw std::logic_error("lowering: op program does not start at its first task");
+  for (std::size_t i = 1; i < pr.edges.size(); ++i)
+    if (pr.edges[i].first == kExternal) throw std::logic_error("lowering: op program waits for its inputs twice");
+  return pr;
+}
+
+bool Lowerer::emit_fb_program(int rank, Chain& cf, Chain& cb, const Op& op, const std::string& name) {
+  const auto& fi = items_of(rank, op, true);
+  const auto& bi = items_of(rank, op, false);
+  if (fi.empty() || bi.empty()) return false;
+  Program& pr = fb_programs_[{items_key(op, true), items_key(op, false), rank}];
+  if (pr.tasks.empty()) {
+    // The F&B loop of emit_op: one F item, then one B item, until both are done.
+    std::vector<TaskId> pf{kExternal}, pb{kExternalB};
+    std::vector<int> layers_seen;
+    for (std::size_t i = 0, j = 0; i < fi.size() || j < bi.size();) {
+      if (i < fi.size()) record_item(pr, rank, fi[i++], pf, pr.last, false, layers_seen);
+      if (j < bi.size()) {
+        if (j == 0) pr.first_b = static_cast<TaskId>(pr.tasks.size());
+        record_item(pr, rank, bi[j++], pb, pr.last_b, true, layers_seen);
+      }
+    }
+    pr.pending = pf;
+    pr.pending_b = pb;
+  }
+  if (!pr.grad_free) return false;
+  for (const int* c : pr.grad_counters)
+    if (*c <= 1) return false;
+  for (int* c : pr.grad_counters) --*c;
+  auto& g = out_.graph;
+  for (std::size_t k = 0; k < pr.tasks.size(); ++k) {
+    pr.tasks[k].microbatch = pr.in_b[k] ? op.microbatch_b : op.microbatch;
+    pr.tasks[k].chunk = pr.in_b[k] ? op.chunk_b : op.chunk;
+  }
+  pr.tasks.front().name = name;   // the F chain's first task is the op's first
+  pr.tasks[static_cast<std::size_t>(pr.first_b)].name = "B mb" + std::to_string(op.microbatch_b);
+  const TaskId base = g.add_copies(pr.tasks.data(), pr.tasks.size());
+  out_.info.insert(out_.info.end(), pr.info.begin(), pr.info.end());
+  auto& edges = edge_scratch_;
+  edges.clear();
+  auto& wait = p2p_wait_[static_cast<std::size_t>(rank)];
+  for (TaskId d : wait) edges.emplace_back(d, base);   // blocking P2P: the first task is on the compute stream
+  wait.clear();
+  for (const auto& [x, y] : pr.edges) {
+    if (x == kExternal || x == kExternalB) {
+      for (TaskId d : (x == kExternal ? cf : cb).pending) edges.emplace_back(d, base + y);
+    } else {
+      edges.emplace_back(base + x, base + y);
+    }
+  }
+  g.depend_all(edges.data(), edges.size());
+  cf.pending.clear();
+  for (TaskId r : pr.pending) cf.pending.push_back(base + r);
+  cb.pending.clear();
+  for (TaskId r : pr.pending_b) cb.pending.push_back(base + r);
+  cf.last = base + pr.last;
+  cb.last = base + pr.last_b;
+  last_compute_[static_cast<std::size_t>(rank)] = base + pr.last_compute;
+  return true;
+}
+
+bool Lowerer::emit_program(int rank, Chain& ch, const Op& op, const std::string& name) {
+  Program& pr = program_of(rank, op);
+  if (pr.tasks.empty()) return true;   // no items: nothing to emit
+  if (!pr.grad_free) return false;
+  // A counter at 1 reaches 0 in this op: on_grad_final may flush a bucket (a
+  // task in the middle of the op), so the op is emitted item by item.
+  for (const int* c : pr.grad_counters)
+    if (*c <= 1) return false;
+  for (int* c : pr.grad_counters) --*c;
+  auto& g = out_.graph;
+  // The recorded tasks, with this op's micro-batch, chunk and name.
+  if (pr.tasks.front().microbatch != op.microbatch || pr.tasks.front().chunk != op.chunk)
+    for (sim::TaskSpec& t : pr.tasks) {
+      t.microbatch = op.microbatch;
+      t.chunk = op.chunk;
+    }
+  pr.tasks.front().name = name;
+  const TaskId base = g.add_copies(pr.tasks.data(), pr.tasks.size());
+  out_.info.insert(out_.info.end(), pr.info.begin(), pr.info.end());
+  // The edges in emit_seg's order. Blocking pipeline P2P first: the first task
+  // is on the compute stream (see add_task).
+  // The first recorded edge is (kExternal, 0): the chain's pending tasks to the first task.
+  auto& edges = edge_scratch_;
+  auto& wait = p2p_wait_[static_cast<std::size_t>(rank)];
+  edges.resize(wait.size() + ch.pending.size() + pr.edges.size() - 1);
+  auto* e = edges.data();
+  for (TaskId d : wait) *e++ = {d, base};
+  wait.clear();
+  for (TaskId d : ch.pending) *e++ = {d, base};
+  for (std::size_t i = 1; i < pr.edges.size(); ++i) *e++ = {base + pr.edges[i].first, base + pr.edges[i].second};
+  g.depend_all(edges.data(), edges.size());
+  ch.pending.clear();
+  for (TaskId r : pr.pending) ch.pending.push_back(base + r);
+  ch.last = base + pr.last;
+  last_compute_[static_cast<std::size_t>(rank)] = base + pr.last_compute;
+  return true;
+}
+
 std::size_t Lowerer::estimate_tasks() {
   std::size_t n = 0;
   const bool overlap = s_.features.tp_comm_overlap;
+  std::vector<std::size_t> per_list;   // per items_key: tasks of one item list (0: not counted yet)
   for (int r = 0; r < p_; ++r)
     for (const Op& op : out_.schedule.order[r]) {
       n += 3;   // stage-to-stage sends, data loading, GC
       for (bool half : {true, false}) {
         if (!half && op.kind != OpKind::FB) break;
-        for (const Item& it : items_of(r, op, half))
-          n += 1 + (it.seg->comm_ns > 0 ? 1 : 0) + (overlap && it.seg->comm_overlappable && it.seg->ns > 0 ? 1 : 0);
+        const std::size_t key = items_key(op, half);
+        if (per_list.size() <= key) per_list.resize(key + 1, 0);
+        if (per_list[key] == 0) {
+          std::size_t k = 1;   // counted from 1 so that an empty list is not counted again
+          for (const Item& it : items_of(r, op, half))
+            k += 1 + (it.seg->comm_ns > 0 ? 1 : 0) + (overlap && it.seg->comm_overlappable && it.seg->ns > 0 ? 1 : 0);
+          per_list[key] = k;
+        }
+        n += per_list[key] - 1;
       }
     }
   return n + static_cast<std::size_t>(4 * p_);
@@ -551,20 +793,17 @@ std::vector<Lowerer::Item> Lowerer::op_items(int rank, const Op& op, bool forwar
 }
 
 
-TaskId Lowerer::emit_merged(int rank, const std::vector<const std::vector<Item>*>& chains, std::vector<Chain*> ch,
-                            const std::string& name, int mb, int chunk, char kind, Category cat) {
+Lowerer::Merged Lowerer::play_merged(const std::vector<Item>* const* chains, std::size_t n) const {
   // The same rules as the per-layer lowering, played on one GPU without
   // other traffic: segments run in order on the compute stream; a segment
   // waits for its chain's previous collective; overlapped TP collectives start
   // after the first GEMM chunk and slow the rest by the contention factor;
   // the two chains of F&B alternate segment by segment.
-  // Performance: no heap allocation here (plan runs this for every op of
-  // thousands of layouts); at most two chains (one op, or F&B).
-  if (chains.size() > 2 || ch.size() != chains.size()) throw std::logic_error("emit_merged: one or two chains");
-  Parts parts{};
+  if (n > 2) throw std::logic_error("emit_merged: one or two chains");
+  Merged m;
+  Parts& parts = m.parts;
   std::int64_t t = 0, launch = 0, mem = 0;
   double flops = 0;
-  const std::size_t n = chains.size();
   std::int64_t ready[2] = {0, 0};
   Category ready_cat[2] = {Category::other, Category::other};
   std::size_t pos[2] = {0, 0};
@@ -624,16 +863,10 @@ TaskId Lowerer::emit_merged(int rank, const std::vector<const std::vector<Item>*
       parts[static_cast<std::size_t>(ready_cat[c])] += ready[c] - t;
       t = ready[c];
     }
-  const sim::StreamId cs = out_.compute_stream[rank];
-  TaskId id = add_task(rank, cs, t, cat, name, mb, chunk, kind, launch, flops, mem);
-  out_.info[id].parts = static_cast<int>(out_.parts.size());
-  out_.parts.push_back(parts);
-  for (Chain* x : ch) {
-    for (TaskId d : x->pending) out_.graph.depend(d, id);
-    x->pending.clear();
-    x->last = id;
-  }
-  last_compute_[rank] = id;
+  m.t = t;
+  m.launch = launch;
+  m.mem = mem;
+  m.flops = flops;
   // Gradient-final items in the order the loop above met them (round-robin over chains).
   for (std::size_t c = 0; c < n; ++c) pos[c] = 0;
   for (bool left = true; left;) {
@@ -642,10 +875,63 @@ TaskId Lowerer::emit_merged(int rank, const std::vector<const std::vector<Item>*
       if (pos[c] >= chains[c]->size()) continue;
       left = true;
       const Item& it = (*chains[c])[pos[c]++];
-      if (it.grad_final) on_grad_final(rank, it.layer, id);
+      if (it.grad_final) m.grad_layers.push_back(it.layer);
     }
   }
+  return m;
+}
+
+TaskId Lowerer::emit_merged_task(int rank, const Merged& m, Chain* const* ch, std::size_t n, const std::string& name,
+                                 int mb, int chunk, char kind, Category cat) {
+  const sim::StreamId cs = out_.compute_stream[rank];
+  TaskId id = add_task(rank, cs, m.t, cat, name, mb, chunk, kind, m.launch, m.flops, m.mem);
+  out_.info[static_cast<std::size_t>(id)].parts = static_cast<int>(out_.parts.size());
+  out_.parts.push_back(m.parts);
+  for (std::size_t c = 0; c < n; ++c) {
+    for (TaskId d : ch[c]->pending) out_.graph.depend(d, id);
+    ch[c]->pending.clear();
+    ch[c]->last = id;
+  }
+  last_compute_[rank] = id;
+  for (std::size_t i = 0; i < m.grad_layers.size(); ++i) {
+    // on_grad_final; a counter above 1 is only decremented there (the usual case, done here directly).
+    int* c = i < m.grad_counters.size() ? m.grad_counters[i] : nullptr;
+    if (c != nullptr && *c > 1) --*c;
+    else on_grad_final(rank, m.grad_layers[i], id);
+  }
   return id;
+}
+
+TaskId Lowerer::emit_merged(int rank, const std::vector<const std::vector<Item>*>& chains, std::vector<Chain*> ch,
+                            const std::string& name, int mb, int chunk, char kind, Category cat) {
+  // Coarse lowering: play one op's chains (one, or two for F&B) locally and
+  // emit a single compute task holding the result.
+  if (chains.size() > 2 || ch.size() != chains.size()) throw std::logic_error("emit_merged: one or two chains");
+  if (chains.size() == 1 && !items_cache_.empty() && chains[0] >= items_cache_.data() &&
+      chains[0] < items_cache_.data() + items_cache_.size()) {   // an items_of list
+    const std::size_t key = static_cast<std::size_t>(chains[0] - items_cache_.data()) * static_cast<std::size_t>(p_) +
+                            static_cast<std::size_t>(rank);
+    if (merged_cache_.size() <= key) {
+      merged_cache_.resize(items_cache_.size() * static_cast<std::size_t>(p_));
+      merged_built_.resize(merged_cache_.size(), 0);
+    }
+    Merged& m = merged_cache_[key];
+    if (!merged_built_[key]) {
+      merged_built_[key] = 1;
+      m = play_merged(chains.data(), 1);
+      for (int l : m.grad_layers) {
+        int* c = nullptr;
+        if (stage_of_layer_rank_[rank].count(l) != 0) {
+          auto f = grad_remaining_[rank].find(l);
+          if (f != grad_remaining_[rank].end()) c = &f->second;
+        }
+        m.grad_counters.push_back(c);
+      }
+    }
+    return emit_merged_task(rank, m, ch.data(), 1, name, mb, chunk, kind, cat);
+  }
+  const Merged m = play_merged(chains.data(), chains.size());
+  return emit_merged_task(rank, m, ch.data(), ch.size(), name, mb, chunk, kind, cat);
 }
 
 void Lowerer::emit_items(int rank, Chain& ch, const std::vector<Item>& items, const std::string& name, int mb,
@@ -751,7 +1037,7 @@ void Lowerer::emit_op(int rank, const Op& op) {
           first = false;
           if (it.grad_final) on_grad_final(rank, it.layer, ch.last);
         }
-      } else {
+      } else if (!emit_program(rank, ch, op, name)) {
         emit_items(rank, ch, items, name, op.microbatch, op.chunk);
       }
     } else {
@@ -773,6 +1059,11 @@ void Lowerer::emit_op(int rank, const Op& op) {
   param_deps(fi, cf);
   if (!opt_.per_layer) {
     emit_merged(rank, {&fi, &bi}, {&cf, &cb}, name, op.microbatch, op.chunk, 'F', Category::forward);
+    publish(rank, OpKind::F, op.microbatch, op.stage, cf.last);
+    publish(rank, OpKind::B, op.microbatch_b, op.stage_b, cb.last);
+    return;
+  }
+  if (gathers.empty() && emit_fb_program(rank, cf, cb, op, name)) {
     publish(rank, OpKind::F, op.microbatch, op.stage, cf.last);
     publish(rank, OpKind::B, op.microbatch_b, op.stage_b, cb.last);
     return;
@@ -813,13 +1104,15 @@ void Lowerer::publish(int rank, OpKind kind, int mb, int stage, TaskId last) {
   if (next >= 0 && next < S_) {
     const int dst = fwd ? f_runner_[mb * S_ + next] : b_runner_[mb * S_ + next];
     if (dst >= 0 && dst != rank) {
-      const double bytes = models::layer_comm(s_.model, 0, shape_).pp_bytes;
-      const double t = coll(Collective::send_recv, bytes, place_.pp_link);
-      out = add_task(rank, fwd ? pp_fwd_stream_[rank] : pp_bwd_stream_[rank], to_ns(t), Category::pp_comm,
+      if (pp_send_ns_ < 0) {   // the same for every send: computed once
+        const double bytes = models::layer_comm(s_.model, 0, shape_).pp_bytes;
+        pp_send_ns_ = to_ns(coll(Collective::send_recv, bytes, place_.pp_link));
+      }
+      out = add_task(rank, fwd ? pp_fwd_stream_[rank] : pp_bwd_stream_[rank], pp_send_ns_, Category::pp_comm,
                      (fwd ? "send F mb" : "send B mb") + std::to_string(mb), mb, -1, 'S', 0, 0, 0,
                      {place_.pp_link.crosses_domains() ? nic_[rank] : nvl_[rank]});
       out_.graph.depend(last, out);
-      send_target_[out] = dst;
+      send_target_.emplace_hint(send_target_.end(), out, dst);   // ids only grow: appended at the end
       if (!s_.features.overlap_p2p_comm) p2p_wait_[rank].push_back(out);
     }
   }
@@ -851,9 +1144,19 @@ void Lowerer::add_gc_pauses(int rank, std::vector<std::int64_t>& pause_before_op
   std::vector<double> start(ops.size() + 1, 0);
   for (std::size_t i = 0; i < ops.size(); ++i) {
     double t = 0;
-    for (bool half : {true, false}) {
-      if (!half && ops[i].kind != OpKind::FB) break;
-      for (const auto& it : items_of(rank, ops[i], half)) t += (it.seg->ns + it.seg->comm_ns) * 1e-9;
+    if (ops[i].kind != OpKind::FB) {
+      // The same sum, in the same order, for every op of one item list: memoised.
+      const std::size_t key = items_key(ops[i], true);
+      if (busy_of_items_.size() <= key) busy_of_items_.resize(key + 1, std::nan(""));
+      if (std::isnan(busy_of_items_[key])) {
+        double sum = 0;
+        for (const auto& it : items_of(rank, ops[i], true)) sum += (it.seg->ns + it.seg->comm_ns) * 1e-9;
+        busy_of_items_[key] = sum;
+      }
+      t = busy_of_items_[key];
+    } else {
+      for (bool half : {true, false})
+        for (const auto& it : items_of(rank, ops[i], half)) t += (it.seg->ns + it.seg->comm_ns) * 1e-9;
     }
     start[i + 1] = start[i] + t;
   }
@@ -931,16 +1234,14 @@ Lowered Lowerer::run() {
   // Which layers each rank holds, and how many gradient-finishing passes each gets per step.
   const auto& order = out_.schedule.order;
   std::vector<std::vector<int>> rank_stages(p_);
+  std::vector<int> grad_passes(static_cast<std::size_t>(S_));   // of the rank, per stage
   for (int r = 0; r < p_; ++r) {
+    std::fill(grad_passes.begin(), grad_passes.end(), 0);
     for (const Op& op : order[r]) {
       auto note = [&](int stage, bool grad) {
         if (std::find(rank_stages[r].begin(), rank_stages[r].end(), stage) == rank_stages[r].end())
           rank_stages[r].push_back(stage);
-        if (grad)
-          for (int l : out_.stage_layers[stage]) {
-            stage_of_layer_rank_[r][l] = stage;
-            grad_remaining_[r][l] += 1;
-          }
+        if (grad) grad_passes[static_cast<std::size_t>(stage)] += 1;
       };
       if (op.kind == OpKind::F || op.kind == OpKind::FB) f_runner_[op.microbatch * S_ + op.stage] = r;
       if (op.kind == OpKind::B) b_runner_[op.microbatch * S_ + op.stage] = r;
@@ -950,6 +1251,12 @@ Lowered Lowerer::run() {
       else if (op.kind == OpKind::B) note(op.stage, !op.split_w);
       else if (op.kind == OpKind::FB) { note(op.stage, false); note(op.stage_b, !op.split_w); }
     }
+    for (int st = 0; st < S_; ++st)
+      if (grad_passes[static_cast<std::size_t>(st)] > 0)
+        for (int l : out_.stage_layers[st]) {
+          stage_of_layer_rank_[r][l] = st;
+          grad_remaining_[r][l] += grad_passes[static_cast<std::size_t>(st)];
+        }
   }
   // Static memory per rank, and the parameters per layer for DP buckets.
   out_.static_bytes.assign(p_, 0);

@@ -128,6 +128,10 @@ class TaskGraph {
   ResourceId add_resource(std::string name, double capacity = 1.0);
   TaskId add(TaskSpec);                         // appended to its stream's queue
   void depend(TaskId before, TaskId after);     // `after` waits for `before` to finish
+  // Bulk forms (the lowering replays recorded blocks): add() of a copy of each
+  // of specs[0..n) in order (returns the first id), and depend() of each pair in order.
+  TaskId add_copies(const TaskSpec* specs, std::size_t n);
+  void depend_all(const std::pair<TaskId, TaskId>* edges, std::size_t n);
   void set_contention(double factor);           // compute slowdown while interfering comm runs (e.g. 0.1 = 10%)
   void reserve(std::size_t tasks);
   std::size_t size() const { return tasks_.size(); }

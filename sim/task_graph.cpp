@@ -92,6 +92,46 @@ void TaskGraph::depend(TaskId before, TaskId after) {
   invalidate();
 }
 
+TaskId TaskGraph::add_copies(const TaskSpec* specs, std::size_t n) {
+  const auto first = static_cast<TaskId>(tasks_.size());
+  const std::size_t streams = streams_.size(), resources = resources_.size();
+  for (std::size_t i = 0; i < n; ++i) {
+    const TaskSpec& spec = specs[i];
+    // The checks of add() (a negative id converts to a huge unsigned one).
+    bool bad = static_cast<std::size_t>(static_cast<std::uint32_t>(spec.stream)) >= streams ||
+               (spec.duration_ns | spec.memory_release) < 0;
+    for (ResourceId r : spec.resources) bad |= static_cast<std::size_t>(static_cast<std::uint32_t>(r)) >= resources;
+    if (bad) [[unlikely]] {
+      for (std::size_t j = 0; j < i; ++j) stream_tasks_[static_cast<std::size_t>(specs[j].stream)].pop_back();
+      TaskGraph probe;   // add() on a graph with the same streams and resources throws the same error
+      probe.streams_ = streams_;
+      probe.stream_tasks_.resize(streams_.size());
+      probe.resources_ = resources_;
+      probe.add(spec);
+    }
+    stream_tasks_[static_cast<std::size_t>(spec.stream)].push_back(first + static_cast<TaskId>(i));
+  }
+  tasks_.insert(tasks_.end(), specs, specs + n);
+  invalidate();
+  return first;
+}
+
+void TaskGraph::depend_all(const std::pair<TaskId, TaskId>* edges, std::size_t n) {
+  const auto size = static_cast<std::uint32_t>(tasks_.size());
+  bool bad = false;   // the check of depend() (a negative id converts to a huge unsigned one)
+  for (std::size_t i = 0; i < n; ++i)
+    bad |= static_cast<std::uint32_t>(edges[i].first) >= size || static_cast<std::uint32_t>(edges[i].second) >= size;
+  if (bad) [[unlikely]] {
+    for (std::size_t i = 0; i < n; ++i) depend(edges[i].first, edges[i].second);   // throws at the first bad pair
+  }
+  const std::size_t old = edges_.size();
+  edges_.resize(old + n);
+  auto* out = edges_.data() + old;
+  for (std::size_t i = 0; i < n; ++i)
+    out[i] = {static_cast<std::uint32_t>(edges[i].first), static_cast<std::uint32_t>(edges[i].second)};
+  invalidate();
+}
+
 void TaskGraph::set_contention(double factor) {
   if (!(factor >= 0)) throw std::logic_error("set_contention: factor must be >= 0");
   contention_ = factor;
