@@ -161,6 +161,7 @@ class TaskGraph {
     std::unique_ptr<const Graph> graph;
   };
   void invalidate() { if (lazy_->graph) lazy_->graph.reset(); }
+  void note(const TaskSpec&);   // resource sharing and any_* flags, for add() and add_copies()
 
   std::vector<TaskSpec> tasks_;
   std::vector<std::pair<std::uint32_t, std::uint32_t>> edges_;   // (before, after), in insertion order

@@ -61,10 +61,21 @@ TaskId TaskGraph::add(TaskSpec spec) {
     throw std::logic_error("add: negative duration for task '" + spec.name + "'");
   if (spec.memory_release < 0) [[unlikely]]
     throw std::logic_error("add: negative memory_release for task '" + spec.name + "'");
+  for (ResourceId r : spec.resources)
+    if (r < 0 || static_cast<std::size_t>(r) >= resources_.size()) [[unlikely]]
+      throw std::logic_error("add: task '" + spec.name + "' uses unknown resource " + std::to_string(r));
+  note(spec);
+  const auto id = static_cast<TaskId>(tasks_.size());
+  stream_tasks_[static_cast<std::size_t>(spec.stream)].push_back(id);
+  tasks_.push_back(std::move(spec));
+  invalidate();
+  return id;
+}
+
+// The facts the executor's fast paths rest on: which resources more than one
+// stream uses, and whether any task has resources, interferes or moves memory.
+void TaskGraph::note(const TaskSpec& spec) {
   if (!spec.resources.empty()) {
-    for (ResourceId r : spec.resources)
-      if (r < 0 || static_cast<std::size_t>(r) >= resources_.size()) [[unlikely]]
-        throw std::logic_error("add: task '" + spec.name + "' uses unknown resource " + std::to_string(r));
     for (std::size_t i = 0; i < spec.resources.size(); ++i) {
       const ResourceId r = spec.resources[i];
       StreamId& user = resource_stream_[static_cast<std::size_t>(r)];
@@ -77,11 +88,6 @@ TaskId TaskGraph::add(TaskSpec spec) {
   }
   if (spec.interferes) any_interferes_ = true;
   if ((spec.memory_delta | spec.memory_release) != 0) any_memory_ = true;
-  const auto id = static_cast<TaskId>(tasks_.size());
-  stream_tasks_[static_cast<std::size_t>(spec.stream)].push_back(id);
-  tasks_.push_back(std::move(spec));
-  invalidate();
-  return id;
 }
 
 void TaskGraph::depend(TaskId before, TaskId after) {
@@ -111,6 +117,7 @@ TaskId TaskGraph::add_copies(const TaskSpec* specs, std::size_t n) {
     }
     stream_tasks_[static_cast<std::size_t>(spec.stream)].push_back(first + static_cast<TaskId>(i));
   }
+  for (std::size_t i = 0; i < n; ++i) note(specs[i]);   // only once every spec is known to be valid
   tasks_.insert(tasks_.end(), specs, specs + n);
   invalidate();
   return first;

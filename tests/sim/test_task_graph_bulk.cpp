@@ -79,3 +79,35 @@ TEST_CASE("add_copies rejects what add rejects and adds nothing; depend_all reje
   CHECK_THROWS_AS(g.depend_all(edges.data(), edges.size()), std::logic_error);
   CHECK(g.dependencies() == 0);
 }
+
+TEST_CASE("add_copies records resource sharing and the any_* flags as add does (the executor's fast paths read them)") {
+  // Two streams share one NVLink resource through tasks added in bulk: the
+  // resource is shared, and the two 8 ns transfers that run together each go
+  // at half rate (fair share), ending at 16 ns, exactly as when added one by one.
+  TaskSpec a = task(1, 8, "tp a", {0});
+  TaskSpec b = task(2, 8, "tp b", {0});
+  b.interferes = true;
+  b.memory_delta = 64;
+  const std::vector<TaskSpec> block = {a, b};
+  auto make = [] {
+    TaskGraph g;
+    g.add_stream(0, "compute", true);
+    g.add_stream(0, "tp", false);
+    g.add_stream(0, "dp", false);
+    g.add_resource("nvlink");
+    return g;
+  };
+  TaskGraph one = make(), bulk = make();
+  for (const auto& t : block) one.add(t);
+  bulk.add_copies(block.data(), block.size());
+  CHECK(one.resource_shared(0));
+  CHECK(bulk.resource_shared(0));
+  CHECK(bulk.any_resources() == one.any_resources());
+  CHECK(bulk.any_interferes());
+  CHECK(bulk.any_memory());
+  const Timeline x = run(one), y = run(bulk);
+  CHECK(x.makespan.ns == 16);
+  CHECK(y.makespan.ns == 16);
+  CHECK(y.of(0).end.ns == 16);
+  CHECK(y.of(1).end.ns == 16);
+}
