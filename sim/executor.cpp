@@ -162,17 +162,36 @@ void Executor::start(Stream& st, StreamId s, TaskId t, std::int64_t now) {
     return;
   }
   const bool interfering = interferes(sp, st);
-  bool neighbours = interfering;
-  for (ResourceId res : sp.resources)
-    if (shared_[static_cast<std::size_t>(res)]) {
-      active_[static_cast<std::size_t>(res)].push_back(t);
-      neighbours = true;
-    }
-  if (interfering) ++interferers_[static_cast<std::size_t>(st.rank)];
-  st.neighbours = neighbours;
+  // The usual task holds no shared resource and does not interfere: its rate
+  // is the least capacity of its resources (each has one active task, this
+  // one: capacity / 1.0 == capacity), taken in the same order as rate_of.
+  double r = 1.0;
+  bool shared = false;
+  for (ResourceId res : sp.resources) {
+    const auto i = static_cast<std::size_t>(res);
+    shared |= shared_[i] != 0;
+    r = std::min(r, capacity_[i]);
+  }
+  if (shared || interfering) {
+    for (ResourceId res : sp.resources)
+      if (shared_[static_cast<std::size_t>(res)]) active_[static_cast<std::size_t>(res)].push_back(t);
+    if (interfering) ++interferers_[static_cast<std::size_t>(st.rank)];
+    st.neighbours = true;
+    st.remaining = static_cast<double>(sp.duration_ns);
+    retime(s, now, true);
+    retime_neighbours(st, sp, t, now);
+    return;
+  }
+  if (st.compute && interferers_[static_cast<std::size_t>(st.rank)] > 0) r /= slowdown_;
+  st.neighbours = false;
   st.remaining = static_cast<double>(sp.duration_ns);
-  retime(s, now, true);
-  if (neighbours) retime_neighbours(st, sp, t, now);
+  st.last_update = now;
+  st.rate = r;
+  ++st.version;
+  // As retime(s, now, true): at full rate the end is the duration.
+  const auto left = r == 1.0 && st.remaining < 0x1p52 ? sp.duration_ns
+                                                      : static_cast<std::int64_t>(std::ceil(st.remaining / r - 1e-6));
+  queue_.insert(now + std::max<std::int64_t>(0, left), Ev{s, st.version});
 }
 
 inline void Executor::try_start(StreamId s, std::int64_t now) {
