@@ -26,7 +26,7 @@ class EventQueue {
 
   void reserve(std::size_t n) { heap_.reserve(n); }
   void insert(std::int64_t time, Payload p) {
-    const Event e{time, next_seq_++, p};
+    const Node e{static_cast<std::uint64_t>(time) ^ kSign, next_seq_++, p};
     if (taken_) {   // the root is the taken event: put e there instead
       taken_ = false;
       sift_down(e);
@@ -36,16 +36,16 @@ class EventQueue {
     sift_up(heap_.size() - 1);
   }
   bool empty() const { return heap_.empty(); }
-  const Event& peek_next() const { return heap_.front(); }
+  Event peek_next() const { return event(heap_.front()); }
   Event remove_next() {
-    Event e = heap_.front();
+    const Event e = event(heap_.front());
     pop_root();
     return e;
   }
   // The next event, left in place until done() (or replaced by the next insert).
   Event take_next() {
     taken_ = true;
-    return heap_.front();
+    return event(heap_.front());
   }
   void done() {
     if (!taken_) return;
@@ -55,20 +55,25 @@ class EventQueue {
   std::size_t size() const { return heap_.size(); }
 
  private:
-  // (time, seq) compared as one 128-bit unsigned key (the sign bit of time
-  // flipped so that signed order is kept): one compare, no branch on ties.
+  // (time, seq) compared as one 128-bit unsigned key: the time is stored with
+  // its sign bit flipped (so that unsigned order is signed order), once, at
+  // insert: one compare, no branch on ties.
+  static constexpr std::uint64_t kSign = std::uint64_t{1} << 63;
+  struct Node {
+    std::uint64_t time_key;   // time ^ kSign
+    std::uint64_t seq;
+    Payload payload;
+  };
   __extension__ using Key = unsigned __int128;
-  static Key key(const Event& e) {
-    const auto t = static_cast<std::uint64_t>(e.time) ^ (std::uint64_t{1} << 63);
-    return (static_cast<Key>(t) << 64) | e.seq;
-  }
+  static Key key(const Node& e) { return (static_cast<Key>(e.time_key) << 64) | e.seq; }
+  static Event event(const Node& e) { return Event{static_cast<std::int64_t>(e.time_key ^ kSign), e.seq, e.payload}; }
   void pop_root() {
-    const Event last = heap_.back();
+    const Node last = heap_.back();
     heap_.pop_back();
     if (!heap_.empty()) sift_down(last);
   }
   // Place e at the root's hole and move it down to its place.
-  void sift_down(const Event& e) {
+  void sift_down(const Node& e) {
     const std::size_t n = heap_.size();
     const Key k = key(e);
     std::size_t hole = 0;
@@ -87,7 +92,7 @@ class EventQueue {
     heap_[hole] = e;
   }
   void sift_up(std::size_t hole) {
-    const Event e = heap_[hole];
+    const Node e = heap_[hole];
     const Key k = key(e);
     while (hole > 0) {
       const std::size_t parent = (hole - 1) / 2;
@@ -98,7 +103,7 @@ class EventQueue {
     heap_[hole] = e;
   }
 
-  std::vector<Event> heap_;
+  std::vector<Node> heap_;
   std::uint64_t next_seq_ = 0;
   bool taken_ = false;
 };

@@ -18,6 +18,7 @@
 // them, scans the edge list.
 #include <algorithm>
 #include <cmath>
+#include <memory>
 #include <sstream>
 #include <string>
 
@@ -83,9 +84,14 @@ class Executor {
   Timeline tl_;
   // per task
   std::vector<std::uint32_t> succ_begin_, succ_;   // successors, CSR, in depend order
-  std::vector<std::int32_t> pending_;              // predecessors not yet finished
-  std::vector<std::int64_t> ready_at_;             // end of the latest-ending finished predecessor (-1: none)
-  std::vector<TaskId> ready_by_;                   // that predecessor (the lowest id among equal ends)
+  // The dependency state of one task, in one array (a successor's update
+  // touches one line), filled by one loop at set-up (no per-field memsets).
+  struct Dep {
+    std::int64_t ready_at;   // end of the latest-ending finished predecessor (-1: none)
+    TaskId ready_by;         // that predecessor (the lowest id among equal ends)
+    std::int32_t pending;    // predecessors not yet finished
+  };
+  std::unique_ptr<Dep[]> dep_;
   // per stream
   std::vector<Stream> streams_;
   // per rank
@@ -162,24 +168,43 @@ void Executor::start(Stream& st, StreamId s, TaskId t, std::int64_t now) {
     return;
   }
   const bool interfering = interferes(sp, st);
-  bool neighbours = interfering;
-  for (ResourceId res : sp.resources)
-    if (shared_[static_cast<std::size_t>(res)]) {
-      active_[static_cast<std::size_t>(res)].push_back(t);
-      neighbours = true;
-    }
-  if (interfering) ++interferers_[static_cast<std::size_t>(st.rank)];
-  st.neighbours = neighbours;
+  // The usual task holds no shared resource and does not interfere: its rate
+  // is the least capacity of its resources (each has one active task, this
+  // one: capacity / 1.0 == capacity), taken in the same order as rate_of.
+  double r = 1.0;
+  bool shared = false;
+  for (ResourceId res : sp.resources) {
+    const auto i = static_cast<std::size_t>(res);
+    shared |= shared_[i] != 0;
+    r = std::min(r, capacity_[i]);
+  }
+  if (shared || interfering) {
+    for (ResourceId res : sp.resources)
+      if (shared_[static_cast<std::size_t>(res)]) active_[static_cast<std::size_t>(res)].push_back(t);
+    if (interfering) ++interferers_[static_cast<std::size_t>(st.rank)];
+    st.neighbours = true;
+    st.remaining = static_cast<double>(sp.duration_ns);
+    retime(s, now, true);
+    retime_neighbours(st, sp, t, now);
+    return;
+  }
+  if (st.compute && interferers_[static_cast<std::size_t>(st.rank)] > 0) r /= slowdown_;
+  st.neighbours = false;
   st.remaining = static_cast<double>(sp.duration_ns);
-  retime(s, now, true);
-  if (neighbours) retime_neighbours(st, sp, t, now);
+  st.last_update = now;
+  st.rate = r;
+  ++st.version;
+  // As retime(s, now, true): at full rate the end is the duration.
+  const auto left = r == 1.0 && st.remaining < 0x1p52 ? sp.duration_ns
+                                                      : static_cast<std::int64_t>(std::ceil(st.remaining / r - 1e-6));
+  queue_.insert(now + std::max<std::int64_t>(0, left), Ev{s, st.version});
 }
 
 inline void Executor::try_start(StreamId s, std::int64_t now) {
   Stream& st = streams_[static_cast<std::size_t>(s)];
   if (st.running >= 0 || st.next == st.end) return;
   const TaskId t = *st.next;
-  if (pending_[static_cast<std::size_t>(t)] == 0) start(st, s, t, now);
+  if (dep_[static_cast<std::size_t>(t)].pending == 0) start(st, s, t, now);
 }
 
 void Executor::finish(StreamId s, std::int64_t now) {
@@ -214,9 +239,10 @@ void Executor::finish(StreamId s, std::int64_t now) {
     const std::size_t j = *v;
     // Predecessors finish in time order: the latest end so far is `now`; on a
     // tie the lowest id is kept (the order of Boost's in-edges, by source).
-    if (now > ready_at_[j]) { ready_at_[j] = now; ready_by_[j] = t; }
-    else if (t < ready_by_[j]) ready_by_[j] = t;
-    if (--pending_[j] == 0) try_start(tasks_[j].stream, now);
+    Dep& d = dep_[j];
+    if (now > d.ready_at) { d.ready_at = now; d.ready_by = t; }
+    else if (t < d.ready_by) d.ready_by = t;
+    if (--d.pending == 0) try_start(tasks_[j].stream, now);
   }
 }
 
@@ -229,17 +255,16 @@ Timeline Executor::play() {
   // Successors as CSR (counting sort by source, stable), and in-degrees.
   const auto& edges = g_.edges();
   succ_begin_.assign(n_ + 2, 0);
-  pending_.assign(n_, 0);
+  dep_.reset(new Dep[n_]);   // default-initialised: filled here
+  for (std::size_t v = 0; v < n_; ++v) dep_[v] = Dep{-1, 0, 0};
   for (const auto& [a, b] : edges) {
     ++succ_begin_[a + 2];
-    ++pending_[b];
+    ++dep_[b].pending;
   }
   for (std::size_t v = 2; v < n_ + 2; ++v) succ_begin_[v] += succ_begin_[v - 1];
   succ_.resize(edges.size());
   for (const auto& [a, b] : edges) succ_[succ_begin_[a + 1]++] = b;   // succ_begin_[a] = first of a afterwards
   succ_begin_.pop_back();
-  ready_at_.assign(n_, -1);
-  ready_by_.resize(n_);
 
   track_memory_ = g_.any_memory();
   dynamic_ = g_.any_resources() || (g_.any_interferes() && g_.contention() > 0);
@@ -307,8 +332,8 @@ void Executor::critical_path() {
   for (;;) {
     tl_.critical_path.push_back(t);
     const auto i = static_cast<std::size_t>(t);
-    TaskId best = ready_at_[i] >= 0 ? ready_by_[i] : -1;
-    const std::int64_t best_end = ready_at_[i];
+    TaskId best = dep_[i].ready_at >= 0 ? dep_[i].ready_by : -1;
+    const std::int64_t best_end = dep_[i].ready_at;
     const auto s = static_cast<std::size_t>(spec(t).stream);
     const auto& q = g_.stream_tasks(static_cast<StreamId>(s));
     std::size_t c = cursor[s];

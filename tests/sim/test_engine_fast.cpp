@@ -101,6 +101,28 @@ TEST_CASE("engine: a resource of one stream runs its task at min(1, capacity); l
   CHECK(tl.of(td).end == Time{8000});
 }
 
+TEST_CASE("engine: a compute task on a resource of its own stream is slowed by an interferer, and sped up when it ends") {
+  // rate = min(1, capacity) / (1 + contention) while an interfering task runs
+  // on the rank (engine.h); end = ceil(remaining / rate - 1e-6) (executor.cpp).
+  TaskGraph g;
+  g.set_contention(0.5);
+  const StreamId c = g.add_stream(0, "compute", true), m = g.add_stream(0, "comm", false);
+  const ResourceId half = g.add_resource("half", 0.5);
+  TaskSpec i = task(m, 600);
+  i.interferes = true;
+  const TaskId ti = g.add(i);
+  TaskSpec x = task(c, 100), y = task(c, 200);
+  x.resources = {half};
+  y.resources = {half};
+  const TaskId tx = g.add(x), ty = g.add(y);
+  const auto tl = run(g);
+  CHECK(tl.of(ti).end == Time{600});
+  CHECK(tl.of(tx).end == Time{300});   // 100 / (0.5 / 1.5)
+  // y: 300 ns at 1/3 (100 of work), then the other 100 at 0.5: 200 ns
+  CHECK(tl.of(ty).start == Time{300});
+  CHECK(tl.of(ty).end == Time{800});
+}
+
 TEST_CASE("engine: the start order lists every task once, in non-decreasing start time") {
   TaskGraph g;
   g.set_contention(0.5);
