@@ -39,7 +39,7 @@ sim::TaskGraph with_shared_nics(const sim::TaskGraph& g) {
       spec.resources = {nic[static_cast<std::size_t>(g.streams()[static_cast<std::size_t>(spec.stream)].rank)]};
       spec.interferes = true;
     }
-    h.add(std::move(spec));
+    h.add(spec, g.name(static_cast<sim::TaskId>(t)));
   }
   const auto& graph = g.graph();
   for (std::uint32_t v = 0; v < g.size(); ++v)

@@ -64,7 +64,7 @@ void write_chrome_trace(std::ostream& out, const sim::TaskGraph& g, const sim::T
     sep();
     out << "{\"ph\":\"X\",\"name\":";
     // Per-layer pieces of an op carry no name of their own: label them by their op.
-    std::string name = t.name;
+    std::string name = g.name(iv.task);
     if (name.empty() && t.kind != 0 && t.microbatch >= 0)
       name = std::string(1, t.kind) + " mb" + std::to_string(t.microbatch) + " chunk" + std::to_string(std::max(0, t.chunk));
     if (name.empty()) name = "task " + std::to_string(iv.task);

@@ -120,7 +120,7 @@ std::string render_svg(const sim::TaskGraph& g, const sim::Timeline& t, const Sv
       const double w = std::max(0.5, static_cast<double>(iv.end.ns - iv.start.ns) * scale);
       const double y = top + stream.rank * lane;
       s << "<rect x=\"" << num(x) << "\" y=\"" << num(y + row + 1) << "\" width=\"" << num(w) << "\" height=\"" << num(comm_h - 1)
-        << "\" fill=\"" << colour('S', 0).fill << "\"><title>" << escape(task.name) << "</title></rect>\n";
+        << "\" fill=\"" << colour('S', 0).fill << "\"><title>" << escape(g.name(iv.task)) << "</title></rect>\n";
       continue;
     }
     if (iv.end.ns > iv.start.ns) compute.push_back(&iv);
@@ -135,7 +135,8 @@ std::string render_svg(const sim::TaskGraph& g, const sim::Timeline& t, const Sv
   for (const auto* iv : compute) {
     const auto& task = g.task(iv->task);
     const int rank = g.streams()[static_cast<std::size_t>(task.stream)].rank;
-    const bool starts_fb = task.kind == 'X' || task.name.find(" + B mb") != std::string::npos;
+    std::string name = g.name(iv->task);
+    const bool starts_fb = task.kind == 'X' || name.find(" + B mb") != std::string::npos;
     if (!boxes.empty() && task.stream == last_stream && static_cast<double>(iv->start.ns - boxes.back().end) <= join_ns &&
         !starts_fb) {
       Box& bx = boxes.back();
@@ -158,11 +159,11 @@ std::string render_svg(const sim::TaskGraph& g, const sim::Timeline& t, const Sv
     bx.kind = task.kind;
     bx.mb = task.microbatch;
     bx.chunk = task.chunk;
-    bx.name = task.name;
+    bx.name = std::move(name);
     if (starts_fb) {
       bx.fb = true;
       if (task.kind == 'X') {
-        const auto [mb_b, chunk_b] = backward_half(task.name);
+        const auto [mb_b, chunk_b] = backward_half(bx.name);
         bx.mb_b = mb_b;
         bx.chunk_b = chunk_b;
       }

@@ -65,8 +65,7 @@ struct Lowering {
     x.kind = 'S';
     x.microbatch = mb;
     x.chunk = chunk;
-    x.name = label(Op{.kind = dir == 'F' ? OpKind::F : OpKind::B, .stage = 0, .microbatch = mb, .chunk = chunk});
-    auto t = g.add(std::move(x));
+    auto t = g.add(x, label(Op{.kind = dir == 'F' ? OpKind::F : OpKind::B, .stage = 0, .microbatch = mb, .chunk = chunk}));
     rank_of_task.push_back(a);
     g.depend(from, t);
     g.depend(t, to);
@@ -104,7 +103,6 @@ sim::TaskGraph lower_lab(const PipelineSchedule& s, const config::ScheduleCosts&
     for (const Op& op : s.order[static_cast<std::size_t>(r)]) {
       sim::TaskSpec t;
       t.stream = L.compute[static_cast<std::size_t>(r)];
-      t.name = label(op);
       t.microbatch = op.microbatch;
       t.chunk = op.chunk;
       switch (op.kind) {
@@ -124,7 +122,7 @@ sim::TaskGraph lower_lab(const PipelineSchedule& s, const config::ScheduleCosts&
           if (op.split_w) b_split[static_cast<std::size_t>(op.microbatch_b * L.S + op.stage_b)] = 1;
           break;
       }
-      auto id = L.g.add(std::move(t));
+      auto id = L.g.add(t, label(op));
       L.rank_of_task.push_back(r);
       switch (op.kind) {
         case OpKind::F: L.place(Lowering::kF, op.microbatch, op.stage, id, r); break;

@@ -123,10 +123,25 @@ class Lowerer {
     std::vector<TaskId> pending;   // what the next segment must wait for
     TaskId last = -1;              // last task of the chain (its output)
   };
-  TaskId add_task(int rank, sim::StreamId stream, std::int64_t ns, Category cat, std::string name, int mb, int chunk,
+  // A task's label: an explicit name (kept in the graph's side table), else a
+  // label code and text number (sim::Label), formatted only when asked for.
+  struct Name {
+    std::string text;
+    sim::Label label = sim::Label::text;
+    std::uint16_t id = 0;
+    Name() = default;
+    Name(std::string s) : text(std::move(s)) {}   // NOLINT: implicit, as a string
+    Name(const char* s) : text(s) {}              // NOLINT: implicit, as a string
+    explicit Name(sim::Label l, std::uint16_t i = 0) : label(l), id(i) {}
+  };
+  static Name op_name(OpKind k) {   // label(op) of an F, B or W op
+    return Name(k == OpKind::F ? sim::Label::forward : k == OpKind::B ? sim::Label::backward : sim::Label::weight_grad);
+  }
+  std::uint16_t tp_text_ = 0, a2a_text_ = 0;   // "tp collective", "all-to-all"
+  TaskId add_task(int rank, sim::StreamId stream, std::int64_t ns, Category cat, Name name, int mb, int chunk,
                   char kind, std::int64_t launch_ns = 0, double flops = 0, std::int64_t mem = 0,
                   sim::ResourceList res = {}, bool interferes = false);
-  void emit_seg(int rank, Chain& ch, const Seg& sg, Category cat, const std::string& name, int mb, int chunk, char kind,
+  void emit_seg(int rank, Chain& ch, const Seg& sg, Category cat, const Name& name, int mb, int chunk, char kind,
                 std::int64_t mem);
   void emit_pass_layer(int rank, Chain& ch, const PassCost& pc, Category cat, const std::string& name, int mb,
                        int chunk, char kind, std::int64_t mem_first, std::int64_t mem_last);
@@ -172,7 +187,7 @@ class Lowerer {
   void record_item(Program& pr, int rank, const Item& it, std::vector<TaskId>& pending, TaskId& last, bool chain_b,
                    std::vector<int>& layers_seen);
   Program& program_of(int rank, const Op& op);
-  bool emit_program(int rank, Chain& ch, const Op& op, const std::string& name);
+  bool emit_program(int rank, Chain& ch, const Op& op);
   bool emit_fb_program(int rank, Chain& cf, Chain& cb, const Op& op, const std::string& name);
   std::map<std::tuple<std::size_t, std::size_t, int>, Program> fb_programs_;   // (F list, B list, rank)
   std::vector<Program> programs_;
@@ -181,11 +196,11 @@ class Lowerer {
   // Tasks the per-layer emission will add (for reserving the graph up front).
   std::size_t estimate_tasks();
   void emit_op(int rank, const Op& op);
-  void emit_items(int rank, Chain& ch, const std::vector<Item>& items, const std::string& name, int mb, int chunk);
+  void emit_items(int rank, Chain& ch, const std::vector<Item>& items, const Name& name, int mb, int chunk);
   // Coarse lowering: play one op's chains (one, or two for F&B) locally and
   // emit a single compute task holding the result.
   TaskId emit_merged(int rank, const std::vector<const std::vector<Item>*>& chains, std::vector<Chain*> ch,
-                     const std::string& name, int mb, int chunk, char kind, Category cat);
+                     const Name& name, int mb, int chunk, char kind, Category cat);
   // What playing one op's chains gives: the merged task's duration and side
   // information, and the layers whose gradient-final items it met, in order.
   struct Merged {
@@ -196,7 +211,7 @@ class Lowerer {
     std::vector<int*> grad_counters;   // per grad_layers entry: grad_remaining_ of the rank, or null (not counted)
   };
   Merged play_merged(const std::vector<Item>* const* chains, std::size_t n) const;
-  TaskId emit_merged_task(int rank, const Merged& m, Chain* const* ch, std::size_t n, const std::string& name, int mb,
+  TaskId emit_merged_task(int rank, const Merged& m, Chain* const* ch, std::size_t n, const Name& name, int mb,
                           int chunk, char kind, Category cat);
   // A single chain starts from an idle GPU: its play depends only on the item
   // list, so it is memoised per (item list, rank).
@@ -242,21 +257,22 @@ class Lowerer {
   const std::map<TaskId, int>& send_targets() const { return send_target_; }
 };
 
-TaskId Lowerer::add_task(int rank, sim::StreamId stream, std::int64_t ns, Category cat, std::string name, int mb,
+TaskId Lowerer::add_task(int rank, sim::StreamId stream, std::int64_t ns, Category cat, Name name, int mb,
                          int chunk, char kind, std::int64_t launch_ns, double flops, std::int64_t mem,
                          sim::ResourceList res, bool interferes) {
   sim::TaskSpec t;
   t.stream = stream;
   t.duration_ns = std::max<std::int64_t>(0, ns);
   t.category = cat;
-  t.name = std::move(name);
+  t.label = name.label;
+  t.text = name.id;
   t.microbatch = mb;
   t.chunk = chunk;
   t.kind = kind;
   t.resources = res;
   t.interferes = interferes;
   t.memory_delta = mem;
-  TaskId id = out_.graph.add(std::move(t));
+  TaskId id = name.text.empty() ? out_.graph.add(t) : out_.graph.add(t, std::move(name.text));
   if (static_cast<std::size_t>(id) >= out_.info.size()) out_.info.resize(id + 1);
   out_.info[static_cast<std::size_t>(id)].launch_ns = launch_ns;
   out_.info[static_cast<std::size_t>(id)].flops = flops;
@@ -463,7 +479,7 @@ LayerCost Lowerer::end_cost(bool embedding) {
   return lc;
 }
 
-void Lowerer::emit_seg(int rank, Chain& ch, const Seg& sg, Category cat, const std::string& name, int mb, int chunk,
+void Lowerer::emit_seg(int rank, Chain& ch, const Seg& sg, Category cat, const Name& name, int mb, int chunk,
                        char kind, std::int64_t mem) {
   const sim::StreamId cs = out_.compute_stream[rank];
   const bool overlap = sg.comm_ns > 0 && sg.comm_overlappable && s_.features.tp_comm_overlap;
@@ -475,7 +491,7 @@ void Lowerer::emit_seg(int rank, Chain& ch, const Seg& sg, Category cat, const s
     const double share = static_cast<double>(head_ns) / static_cast<double>(sg.ns);
     const auto head_launch = static_cast<std::int64_t>(std::llround(sg.launch_ns * share));
     head = add_task(rank, cs, head_ns, cat, name, mb, chunk, kind, head_launch, sg.flops * share, mem);
-    tail = add_task(rank, cs, sg.ns - head_ns, cat, "", mb, chunk, kind, sg.launch_ns - head_launch,
+    tail = add_task(rank, cs, sg.ns - head_ns, cat, Name(), mb, chunk, kind, sg.launch_ns - head_launch,
                     sg.flops * (1 - share), 0);
   } else {
     head = tail = add_task(rank, cs, sg.ns, cat, name, mb, chunk, kind, sg.launch_ns, sg.flops, mem);
@@ -488,7 +504,7 @@ void Lowerer::emit_seg(int rank, Chain& ch, const Seg& sg, Category cat, const s
     const bool ep = sg.comm_cat == Category::ep_comm;
     const sim::StreamId st = ep ? ep_stream_[rank] : tp_stream_[rank];
     const sim::ResourceId res = sg.comm_nic ? nic_[rank] : nvl_[rank];
-    TaskId c = add_task(rank, st, sg.comm_ns, sg.comm_cat, ep ? "all-to-all" : "tp collective", mb, chunk, 'C', 0, 0, 0,
+    TaskId c = add_task(rank, st, sg.comm_ns, sg.comm_cat, Name(sim::Label::text, ep ? a2a_text_ : tp_text_), mb, chunk, 'C', 0, 0, 0,
                         {res}, overlap || ep);
     out_.graph.depend(overlap ? head : tail, c);
     ch.pending.push_back(c);
@@ -525,13 +541,13 @@ void Lowerer::record_item(Program& pr, int rank, const Item& it, std::vector<Tas
                           bool chain_b, std::vector<int>& layers_seen) {
   // emit_seg, with task ids relative to the op's first task.
   const sim::StreamId cs = out_.compute_stream[rank];
-  auto add = [&](sim::StreamId stream, std::int64_t ns, Category cat, const char* name, char kind, std::int64_t launch_ns,
+  auto add = [&](sim::StreamId stream, std::int64_t ns, Category cat, std::uint16_t text, char kind, std::int64_t launch_ns,
                  double flops, std::int64_t mem, sim::ResourceList res, bool interferes) {
     sim::TaskSpec t;
     t.stream = stream;
     t.duration_ns = std::max<std::int64_t>(0, ns);
     t.category = cat;
-    t.name = name;
+    t.text = text;
     t.kind = kind;
     t.resources = res;
     t.interferes = interferes;
@@ -551,10 +567,10 @@ void Lowerer::record_item(Program& pr, int rank, const Item& it, std::vector<Tas
     const std::int64_t head_ns = sg.ns - std::min(sg.ns, sg.overlap_ns);
     const double share = static_cast<double>(head_ns) / static_cast<double>(sg.ns);
     const auto head_launch = static_cast<std::int64_t>(std::llround(sg.launch_ns * share));
-    head = add(cs, head_ns, it.cat, "", it.kind, head_launch, sg.flops * share, it.mem, {}, false);
-    tail = add(cs, sg.ns - head_ns, it.cat, "", it.kind, sg.launch_ns - head_launch, sg.flops * (1 - share), 0, {}, false);
+    head = add(cs, head_ns, it.cat, 0, it.kind, head_launch, sg.flops * share, it.mem, {}, false);
+    tail = add(cs, sg.ns - head_ns, it.cat, 0, it.kind, sg.launch_ns - head_launch, sg.flops * (1 - share), 0, {}, false);
   } else {
-    head = tail = add(cs, sg.ns, it.cat, "", it.kind, sg.launch_ns, sg.flops, it.mem, {}, false);
+    head = tail = add(cs, sg.ns, it.cat, 0, it.kind, sg.launch_ns, sg.flops, it.mem, {}, false);
   }
   for (TaskId d : pending) pr.edges.emplace_back(d, head);
   pending.clear();
@@ -564,7 +580,7 @@ void Lowerer::record_item(Program& pr, int rank, const Item& it, std::vector<Tas
     const bool ep = sg.comm_cat == Category::ep_comm;
     const sim::StreamId st = ep ? ep_stream_[rank] : tp_stream_[rank];
     const sim::ResourceId res = sg.comm_nic ? nic_[rank] : nvl_[rank];
-    const TaskId c = add(st, sg.comm_ns, sg.comm_cat, ep ? "all-to-all" : "tp collective", 'C', 0, 0, 0, {res},
+    const TaskId c = add(st, sg.comm_ns, sg.comm_cat, ep ? a2a_text_ : tp_text_, 'C', 0, 0, 0, {res},
                          overlap || ep);
     pr.edges.emplace_back(overlap ? head : tail, c);
     pending.push_back(c);
@@ -635,9 +651,9 @@ bool Lowerer::emit_fb_program(int rank, Chain& cf, Chain& cb, const Op& op, cons
     pr.tasks[k].microbatch = pr.in_b[k] ? op.microbatch_b : op.microbatch;
     pr.tasks[k].chunk = pr.in_b[k] ? op.chunk_b : op.chunk;
   }
-  pr.tasks.front().name = name;   // the F chain's first task is the op's first
-  pr.tasks[static_cast<std::size_t>(pr.first_b)].name = "B mb" + std::to_string(op.microbatch_b);
+  pr.tasks[static_cast<std::size_t>(pr.first_b)].label = sim::Label::backward_mb;   // "B mb<microbatch_b>"
   const TaskId base = g.add_copies(pr.tasks.data(), pr.tasks.size());
+  g.set_name(base, name);   // the F chain's first task is the op's first
   out_.info.insert(out_.info.end(), pr.info.begin(), pr.info.end());
   auto& edges = edge_scratch_;
   edges.clear();
@@ -662,7 +678,7 @@ bool Lowerer::emit_fb_program(int rank, Chain& cf, Chain& cb, const Op& op, cons
   return true;
 }
 
-bool Lowerer::emit_program(int rank, Chain& ch, const Op& op, const std::string& name) {
+bool Lowerer::emit_program(int rank, Chain& ch, const Op& op) {
   Program& pr = program_of(rank, op);
   if (pr.tasks.empty()) return true;   // no items: nothing to emit
   if (!pr.grad_free) return false;
@@ -672,13 +688,13 @@ bool Lowerer::emit_program(int rank, Chain& ch, const Op& op, const std::string&
     if (*c <= 1) return false;
   for (int* c : pr.grad_counters) --*c;
   auto& g = out_.graph;
-  // The recorded tasks, with this op's micro-batch, chunk and name.
+  // The recorded tasks, with this op's micro-batch, chunk and label.
   if (pr.tasks.front().microbatch != op.microbatch || pr.tasks.front().chunk != op.chunk)
     for (sim::TaskSpec& t : pr.tasks) {
       t.microbatch = op.microbatch;
       t.chunk = op.chunk;
     }
-  pr.tasks.front().name = name;
+  pr.tasks.front().label = op_name(op.kind).label;
   const TaskId base = g.add_copies(pr.tasks.data(), pr.tasks.size());
   out_.info.insert(out_.info.end(), pr.info.begin(), pr.info.end());
   // The edges in emit_seg's order. Blocking pipeline P2P first: the first task
@@ -881,7 +897,7 @@ Lowerer::Merged Lowerer::play_merged(const std::vector<Item>* const* chains, std
   return m;
 }
 
-TaskId Lowerer::emit_merged_task(int rank, const Merged& m, Chain* const* ch, std::size_t n, const std::string& name,
+TaskId Lowerer::emit_merged_task(int rank, const Merged& m, Chain* const* ch, std::size_t n, const Name& name,
                                  int mb, int chunk, char kind, Category cat) {
   const sim::StreamId cs = out_.compute_stream[rank];
   TaskId id = add_task(rank, cs, m.t, cat, name, mb, chunk, kind, m.launch, m.flops, m.mem);
@@ -903,7 +919,7 @@ TaskId Lowerer::emit_merged_task(int rank, const Merged& m, Chain* const* ch, st
 }
 
 TaskId Lowerer::emit_merged(int rank, const std::vector<const std::vector<Item>*>& chains, std::vector<Chain*> ch,
-                            const std::string& name, int mb, int chunk, char kind, Category cat) {
+                            const Name& name, int mb, int chunk, char kind, Category cat) {
   // Coarse lowering: play one op's chains (one, or two for F&B) locally and
   // emit a single compute task holding the result.
   if (chains.size() > 2 || ch.size() != chains.size()) throw std::logic_error("emit_merged: one or two chains");
@@ -934,11 +950,11 @@ TaskId Lowerer::emit_merged(int rank, const std::vector<const std::vector<Item>*
   return emit_merged_task(rank, m, ch.data(), ch.size(), name, mb, chunk, kind, cat);
 }
 
-void Lowerer::emit_items(int rank, Chain& ch, const std::vector<Item>& items, const std::string& name, int mb,
+void Lowerer::emit_items(int rank, Chain& ch, const std::vector<Item>& items, const Name& name, int mb,
                          int chunk) {
   bool first = true;
   for (const Item& it : items) {
-    emit_seg(rank, ch, *it.seg, it.cat, first ? name : std::string(), mb, chunk, it.kind, it.mem);
+    emit_seg(rank, ch, *it.seg, it.cat, first ? name : Name(), mb, chunk, it.kind, it.mem);
     first = false;
     if (it.grad_final) on_grad_final(rank, it.layer, ch.last);
   }
@@ -971,7 +987,8 @@ void Lowerer::flush_bucket(int rank, TaskId after) {
 }
 
 void Lowerer::emit_op(int rank, const Op& op) {
-  const std::string name = label(op);
+  // The op's label: a label code for F, B and W (formatted on demand), the text for F&B.
+  const Name name = op.kind == OpKind::FB ? Name(label(op)) : op_name(op.kind);
   // Inputs: the previous stage's output as this rank sees it (the send task when it
   // crossed ranks; see publish()), or the micro-batch's data for the first stage.
   auto deps_for = [&](OpKind k, int mb, int stage) {
@@ -1033,11 +1050,11 @@ void Lowerer::emit_op(int rank, const Op& op) {
         bool first = true;
         for (const Item& it : items) {
           gather_before(it, ch);
-          emit_seg(rank, ch, *it.seg, it.cat, first ? name : std::string(), op.microbatch, op.chunk, it.kind, it.mem);
+          emit_seg(rank, ch, *it.seg, it.cat, first ? name : Name(), op.microbatch, op.chunk, it.kind, it.mem);
           first = false;
           if (it.grad_final) on_grad_final(rank, it.layer, ch.last);
         }
-      } else if (!emit_program(rank, ch, op, name)) {
+      } else if (!emit_program(rank, ch, op)) {
         emit_items(rank, ch, items, name, op.microbatch, op.chunk);
       }
     } else {
@@ -1063,7 +1080,7 @@ void Lowerer::emit_op(int rank, const Op& op) {
     publish(rank, OpKind::B, op.microbatch_b, op.stage_b, cb.last);
     return;
   }
-  if (gathers.empty() && emit_fb_program(rank, cf, cb, op, name)) {
+  if (gathers.empty() && emit_fb_program(rank, cf, cb, op, name.text)) {
     publish(rank, OpKind::F, op.microbatch, op.stage, cf.last);
     publish(rank, OpKind::B, op.microbatch_b, op.stage_b, cb.last);
     return;
@@ -1073,12 +1090,12 @@ void Lowerer::emit_op(int rank, const Op& op) {
   while (i < fi.size() || j < bi.size()) {
     if (i < fi.size()) {
       gather_before(fi[i], cf);
-      emit_seg(rank, cf, *fi[i].seg, fi[i].cat, first_f ? name : std::string(), op.microbatch, op.chunk, fi[i].kind, fi[i].mem);
+      emit_seg(rank, cf, *fi[i].seg, fi[i].cat, first_f ? name : Name(), op.microbatch, op.chunk, fi[i].kind, fi[i].mem);
       first_f = false;
       ++i;
     }
     if (j < bi.size()) {
-      emit_seg(rank, cb, *bi[j].seg, bi[j].cat, first_b ? "B mb" + std::to_string(op.microbatch_b) : std::string(),
+      emit_seg(rank, cb, *bi[j].seg, bi[j].cat, first_b ? Name(sim::Label::backward_mb) : Name(),
                op.microbatch_b, op.chunk_b, bi[j].kind, bi[j].mem);
       if (bi[j].grad_final) on_grad_final(rank, bi[j].layer, cb.last);
       first_b = false;
@@ -1204,6 +1221,8 @@ Lowered Lowerer::run() {
 
   auto& g = out_.graph;
   g.set_contention(kDefaultContention);
+  tp_text_ = g.text("tp collective");
+  a2a_text_ = g.text("all-to-all");
   tp_stream_.resize(p_); ep_stream_.resize(p_); pp_fwd_stream_.resize(p_); pp_bwd_stream_.resize(p_);
   dp_stream_.resize(p_); data_streams_.resize(p_); nvl_.resize(p_); nic_.resize(p_);
   out_.compute_stream.resize(p_);

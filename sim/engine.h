@@ -27,6 +27,8 @@
 #include <mutex>
 #include <stdexcept>
 #include <string>
+#include <string_view>
+#include <type_traits>
 #include <utility>
 #include <vector>
 
@@ -78,19 +80,35 @@ class ResourceList {
   std::uint8_t n_ = 0;
 };
 
+// How TaskGraph::name labels a task (trace and SVG labels, deadlock report):
+// formatted on demand from the task's fields, so that a task carries no string.
+enum class Label : std::uint8_t {
+  text,          // the graph's text number TaskSpec::text (TaskGraph::text; 0 is "")
+  named,         // the explicit name given to TaskGraph::add(spec, name) or set_name
+  forward,       // "F mb<microbatch> chunk<chunk>" (schedules::label of an F op)
+  backward,      // "B mb<microbatch> chunk<chunk>"
+  weight_grad,   // "W mb<microbatch> chunk<chunk>"
+  backward_mb,   // "B mb<microbatch>" (the backward half of an F&B op)
+};
+
+// One task. Plain data (trivially copyable, 72 bytes): the graph stores these
+// in one vector and the lowering copies recorded blocks of them.
 struct TaskSpec {
-  StreamId stream = 0;
   std::int64_t duration_ns = 0;     // at full rate, alone on its resources
-  Category category = Category::other;
-  std::string name;                 // "F mb3 chunk1" (trace/SVG label); may be empty for inner tasks
-  std::int32_t microbatch = -1;     // for labels, pictures and memory tracking
-  std::int32_t chunk = -1;
-  char kind = 0;                    // 'F','B','W','R','S' (send), 'C' (collective), 'O' (optimizer)...
-  ResourceList resources;
-  bool interferes = false;          // slows the rank's compute stream while running
   std::int64_t memory_delta = 0;    // bytes allocated at start (+) or freed at end (-) on the stream's rank
   std::int64_t memory_release = 0;  // bytes (>= 0) freed at end, in addition (tasks that allocate and free)
+  StreamId stream = 0;
+  std::int32_t microbatch = -1;     // for labels, pictures and memory tracking
+  std::int32_t chunk = -1;
+  ResourceList resources;
+  Category category = Category::other;
+  char kind = 0;                    // 'F','B','W','R','S' (send), 'C' (collective), 'O' (optimizer)...
+  bool interferes = false;          // slows the rank's compute stream while running
+  Label label = Label::text;        // the name ("F mb3 chunk1"; may be empty for inner tasks): see Label
+  std::uint16_t text = 0;           // Label::text: the graph's text number
 };
+
+static_assert(std::is_trivially_copyable_v<TaskSpec>);
 
 struct StreamSpec { int rank = 0; std::string name; bool compute = false; };
 struct ResourceSpec { std::string name; double capacity = 1.0; };
@@ -100,9 +118,9 @@ struct ResourceSpec { std::string name; double capacity = 1.0; };
 // resources exist; capacities > 0; contention >= 0.
 //
 // Storage is flat while the graph is built: the tasks are one vector of plain
-// TaskSpec structs (TaskId == index; names are short, so std::string keeps them
-// inline, and resources are an inline ResourceList: adding a task allocates
-// nothing), and each `depend` appends one (before, after) pair to one edge
+// TaskSpec structs (TaskId == index; no strings: names are formatted on demand
+// from label codes, texts and a side table of explicit names; resources are an
+// inline ResourceList: adding a task allocates nothing), and each `depend` appends one (before, after) pair to one edge
 // vector. The graph itself is a Boost.Graph compressed_sparse_row_graph
 // (bidirectional: out-edges are the successors, in-edges the predecessors),
 // built from the edge list in two counting-sort passes the first time graph()
@@ -127,6 +145,13 @@ class TaskGraph {
   StreamId add_stream(int rank, std::string name, bool compute);
   ResourceId add_resource(std::string name, double capacity = 1.0);
   TaskId add(TaskSpec);                         // appended to its stream's queue
+  TaskId add(TaskSpec, std::string name);       // ... with an explicit name (none when empty)
+  // Names. name(t): the task's label (see Label), "" when it has none.
+  // text(s): the number of text s (interned; 0 is ""), for Label::text.
+  // set_name: give task t an explicit name (Label::named; an empty one: no name).
+  std::string name(TaskId) const;
+  std::uint16_t text(std::string_view);
+  void set_name(TaskId, std::string name);
   void depend(TaskId before, TaskId after);     // `after` waits for `before` to finish
   // Bulk forms (the lowering replays recorded blocks): add() of a copy of each
   // of specs[0..n) in order (returns the first id), and depend() of each pair in order.
@@ -162,8 +187,12 @@ class TaskGraph {
   };
   void invalidate() { if (lazy_->graph) lazy_->graph.reset(); }
   void note(const TaskSpec&);   // resource sharing and any_* flags, for add() and add_copies()
+  std::string label_of(const TaskSpec&, const std::string* name) const;
+
 
   std::vector<TaskSpec> tasks_;
+  std::vector<std::string> texts_;                      // Label::text; texts_[0] == ""
+  std::vector<std::pair<TaskId, std::string>> names_;   // Label::named, by task id
   std::vector<std::pair<std::uint32_t, std::uint32_t>> edges_;   // (before, after), in insertion order
   std::vector<StreamSpec> streams_;
   std::vector<ResourceSpec> resources_;

@@ -35,7 +35,8 @@ struct Ev { StreamId stream; std::uint32_t version; };
 std::string describe(const TaskGraph& g, TaskId t) {
   const TaskSpec& s = g.task(t);
   std::string out = "task " + std::to_string(t);
-  if (!s.name.empty()) out += " '" + s.name + "'";
+  const std::string name = g.name(t);
+  if (!name.empty()) out += " '" + name + "'";
   out += " on " + g.streams()[static_cast<std::size_t>(s.stream)].name;
   return out;
 }

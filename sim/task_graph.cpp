@@ -1,5 +1,6 @@
 #include <algorithm>
 #include <cassert>
+#include <charconv>
 #include <string>
 
 #include "sim/engine.h"
@@ -27,9 +28,9 @@ const char* to_string(Category c) {
   return "?";
 }
 
-TaskGraph::TaskGraph() : lazy_(std::make_unique<Lazy>()) {}
+TaskGraph::TaskGraph() : texts_{std::string()}, lazy_(std::make_unique<Lazy>()) {}
 TaskGraph::TaskGraph(const TaskGraph& o)
-    : tasks_(o.tasks_), edges_(o.edges_), streams_(o.streams_), resources_(o.resources_),
+    : tasks_(o.tasks_), texts_(o.texts_), names_(o.names_), edges_(o.edges_), streams_(o.streams_), resources_(o.resources_),
       stream_tasks_(o.stream_tasks_), resource_stream_(o.resource_stream_), contention_(o.contention_), ranks_(o.ranks_),
       any_resources_(o.any_resources_), any_interferes_(o.any_interferes_), any_memory_(o.any_memory_),
       lazy_(std::make_unique<Lazy>()) {}
@@ -54,22 +55,95 @@ ResourceId TaskGraph::add_resource(std::string name, double capacity) {
   return static_cast<ResourceId>(resources_.size() - 1);
 }
 
-TaskId TaskGraph::add(TaskSpec spec) {
+TaskId TaskGraph::add(TaskSpec spec) { return add(spec, std::string()); }
+
+TaskId TaskGraph::add(TaskSpec spec, std::string name) {
+  if (!name.empty()) spec.label = Label::named;
+  if (spec.label == Label::text && spec.text >= texts_.size()) [[unlikely]]
+    throw std::logic_error("add: task with unknown text " + std::to_string(spec.text));
+  auto label = [&] { return label_of(spec, &name); };   // only for an error message
   if (spec.stream < 0 || static_cast<std::size_t>(spec.stream) >= streams_.size()) [[unlikely]]
-    throw std::logic_error("add: task '" + spec.name + "' on unknown stream " + std::to_string(spec.stream));
+    throw std::logic_error("add: task '" + label() + "' on unknown stream " + std::to_string(spec.stream));
   if (spec.duration_ns < 0) [[unlikely]]
-    throw std::logic_error("add: negative duration for task '" + spec.name + "'");
+    throw std::logic_error("add: negative duration for task '" + label() + "'");
   if (spec.memory_release < 0) [[unlikely]]
-    throw std::logic_error("add: negative memory_release for task '" + spec.name + "'");
+    throw std::logic_error("add: negative memory_release for task '" + label() + "'");
   for (ResourceId r : spec.resources)
     if (r < 0 || static_cast<std::size_t>(r) >= resources_.size()) [[unlikely]]
-      throw std::logic_error("add: task '" + spec.name + "' uses unknown resource " + std::to_string(r));
+      throw std::logic_error("add: task '" + label() + "' uses unknown resource " + std::to_string(r));
   note(spec);
   const auto id = static_cast<TaskId>(tasks_.size());
   stream_tasks_[static_cast<std::size_t>(spec.stream)].push_back(id);
-  tasks_.push_back(std::move(spec));
+  tasks_.push_back(spec);
+  if (!name.empty()) names_.emplace_back(id, std::move(name));   // ids only grow: names_ stays sorted
   invalidate();
   return id;
+}
+
+std::uint16_t TaskGraph::text(std::string_view s) {
+  for (std::size_t i = 0; i < texts_.size(); ++i)
+    if (texts_[i] == s) return static_cast<std::uint16_t>(i);
+  if (texts_.size() > 0xffff) throw std::length_error("TaskGraph::text: more than 65536 texts");
+  texts_.emplace_back(s);
+  return static_cast<std::uint16_t>(texts_.size() - 1);
+}
+
+void TaskGraph::set_name(TaskId t, std::string name) {
+  if (t < 0 || static_cast<std::size_t>(t) >= tasks_.size()) [[unlikely]]
+    throw std::logic_error("set_name: unknown task " + std::to_string(t));
+  TaskSpec& spec = tasks_[static_cast<std::size_t>(t)];
+  auto it = std::lower_bound(names_.begin(), names_.end(), t, [](const auto& e, TaskId x) { return e.first < x; });
+  if (name.empty()) {
+    if (it != names_.end() && it->first == t) names_.erase(it);
+    if (spec.label == Label::named) {
+      spec.label = Label::text;
+      spec.text = 0;
+    }
+    return;
+  }
+  spec.label = Label::named;
+  if (it != names_.end() && it->first == t) it->second = std::move(name);
+  else names_.emplace(it, t, std::move(name));
+}
+
+namespace {
+void number(std::string& out, int x) {
+  char buf[16];
+  out.append(buf, std::to_chars(buf, buf + sizeof buf, x).ptr);
+}
+}  // namespace
+
+// The label of a task (`name`: its explicit name, for Label::named).
+std::string TaskGraph::label_of(const TaskSpec& s, const std::string* name) const {
+  std::string out;
+  char letter = 'B';
+  switch (s.label) {
+    case Label::text: return s.text < texts_.size() ? texts_[s.text] : std::string();
+    case Label::named: return name ? *name : std::string();
+    case Label::backward_mb:
+      out = "B mb";
+      number(out, s.microbatch);
+      return out;
+    case Label::forward: letter = 'F'; break;
+    case Label::backward: letter = 'B'; break;
+    case Label::weight_grad: letter = 'W'; break;
+  }
+  out += letter;   // as schedules::label
+  out += " mb";
+  number(out, s.microbatch);
+  out += " chunk";
+  number(out, s.chunk);
+  return out;
+}
+
+std::string TaskGraph::name(TaskId t) const {
+  const TaskSpec& s = task(t);
+  const std::string* explicit_name = nullptr;
+  if (s.label == Label::named) {
+    auto it = std::lower_bound(names_.begin(), names_.end(), t, [](const auto& e, TaskId x) { return e.first < x; });
+    if (it != names_.end() && it->first == t) explicit_name = &it->second;
+  }
+  return label_of(s, explicit_name);
 }
 
 // The facts the executor's fast paths rest on: which resources more than one
@@ -105,7 +179,7 @@ TaskId TaskGraph::add_copies(const TaskSpec* specs, std::size_t n) {
     const TaskSpec& spec = specs[i];
     // The checks of add() (a negative id converts to a huge unsigned one).
     bool bad = static_cast<std::size_t>(static_cast<std::uint32_t>(spec.stream)) >= streams ||
-               (spec.duration_ns | spec.memory_release) < 0;
+               (spec.duration_ns | spec.memory_release) < 0 || (spec.label == Label::text && spec.text >= texts_.size());
     for (ResourceId r : spec.resources) bad |= static_cast<std::size_t>(static_cast<std::uint32_t>(r)) >= resources;
     if (bad) [[unlikely]] {
       for (std::size_t j = 0; j < i; ++j) stream_tasks_[static_cast<std::size_t>(specs[j].stream)].pop_back();
@@ -113,6 +187,7 @@ TaskId TaskGraph::add_copies(const TaskSpec* specs, std::size_t n) {
       probe.streams_ = streams_;
       probe.stream_tasks_.resize(streams_.size());
       probe.resources_ = resources_;
+      probe.texts_ = texts_;
       probe.add(spec);
     }
     stream_tasks_[static_cast<std::size_t>(spec.stream)].push_back(first + static_cast<TaskId>(i));

@@ -157,8 +157,7 @@ TEST_CASE("chrome trace: names are JSON-escaped") {
   sim::TaskSpec t;
   t.stream = s;
   t.duration_ns = 1500;
-  t.name = "quote \" tab \t newline \n";
-  g.add(t);
+  g.add(t, "quote \" tab \t newline \n");
   const auto text = report::chrome_trace(g, sim::run(g));
   Json doc;
   REQUIRE_NOTHROW(doc = Parser{text}.document());

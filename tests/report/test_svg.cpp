@@ -43,12 +43,11 @@ std::pair<sim::TaskGraph, sim::Timeline> from_list_scheduler(const schedules::Pi
       sim::TaskSpec spec;
       spec.stream = stream;
       spec.duration_ns = (po.end - po.start) * 1'000'000;
-      spec.name = schedules::label(po.op);
       spec.microbatch = po.op.microbatch;
       spec.chunk = po.op.chunk;
       spec.kind = po.op.kind == schedules::OpKind::F ? 'F' : po.op.kind == schedules::OpKind::B ? 'B'
                 : po.op.kind == schedules::OpKind::W ? 'W' : 'X';
-      auto id = g.add(spec);
+      auto id = g.add(spec, schedules::label(po.op));
       t.interval_of.push_back(static_cast<std::int32_t>(t.intervals.size()));
       t.intervals.push_back({id, {po.start * 1'000'000}, {po.end * 1'000'000}});
     }

@@ -131,7 +131,7 @@ TEST_CASE("lab lowering: FB is one task of duration fb that allocates for its F 
   const auto r = schedules::run_lab(s, c);
   CHECK(r.timeline.makespan.ns == ms(1) + 2'500'000 + ms(2));
   CHECK(r.peak_activations[0] == doctest::Approx(2.0));
-  CHECK(r.graph.task(1).name == "F mb1 chunk0 + B mb0 chunk0");
+  CHECK(r.graph.name(1) == "F mb1 chunk0 + B mb0 chunk0");
   c.fb.reset();   // default f + b (+ w): no overlap gain
   CHECK(schedules::run_lab(s, c).timeline.makespan.ns == ms(1 + 3 + 2));
 }

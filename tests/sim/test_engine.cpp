@@ -13,11 +13,10 @@
 using namespace mfusim::sim;
 
 namespace {
-TaskSpec task(StreamId s, std::int64_t ns, std::string name = {}) {
+TaskSpec task(StreamId s, std::int64_t ns) {
   TaskSpec t;
   t.stream = s;
   t.duration_ns = ns;
-  t.name = std::move(name);
   return t;
 }
 }  // namespace
@@ -65,10 +64,10 @@ TEST_CASE("engine: a stream runs its tasks in order, one at a time; streams run 
 TEST_CASE("engine: dependencies delay a task until every predecessor ends; critical path follows them") {
   TaskGraph g;
   auto s0 = g.add_stream(0, "r0", true), s1 = g.add_stream(1, "r1", true), s2 = g.add_stream(1, "r1 comm", false);
-  auto a = g.add(task(s0, 10, "a"));
-  auto send = g.add(task(s2, 3, "send"));
-  auto b = g.add(task(s1, 4, "b"));
-  auto early = g.add(task(s1, 1, "early"));   // behind b on the stream, no deps
+  auto a = g.add(task(s0, 10), "a");
+  auto send = g.add(task(s2, 3), "send");
+  auto b = g.add(task(s1, 4), "b");
+  auto early = g.add(task(s1, 1), "early");   // behind b on the stream, no deps
   g.depend(a, send);
   g.depend(send, b);
   auto tl = run(g);
@@ -161,10 +160,10 @@ TEST_CASE("engine: when nothing can run, Deadlock names each stream's next task 
   // Zero Bubble scheduler style: rank 0 waits for B on rank 1 before its F; rank 1's B waits on that F.
   TaskGraph g;
   auto r0 = g.add_stream(0, "rank0/compute", true), r1 = g.add_stream(1, "rank1/compute", true);
-  auto b0 = g.add(task(r0, 1, "B mb0 chunk0"));
-  auto f0 = g.add(task(r0, 1, "F mb0 chunk0"));
-  auto f1 = g.add(task(r1, 1, "F mb0 chunk0"));
-  auto b1 = g.add(task(r1, 1, "B mb0 chunk0"));
+  auto b0 = g.add(task(r0, 1), "B mb0 chunk0");
+  auto f0 = g.add(task(r0, 1), "F mb0 chunk0");
+  auto f1 = g.add(task(r1, 1), "F mb0 chunk0");
+  auto b1 = g.add(task(r1, 1), "B mb0 chunk0");
   g.depend(f0, f1);
   g.depend(f1, b1);
   g.depend(b1, b0);

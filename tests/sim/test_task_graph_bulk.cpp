@@ -15,11 +15,10 @@
 using namespace mfusim::sim;
 
 namespace {
-TaskSpec task(StreamId s, std::int64_t ns, std::string name = {}, ResourceList res = {}) {
+TaskSpec task(StreamId s, std::int64_t ns, ResourceList res = {}) {
   TaskSpec t;
   t.stream = s;
   t.duration_ns = ns;
-  t.name = std::move(name);
   t.resources = res;
   return t;
 }
@@ -29,28 +28,38 @@ TaskGraph base() {
   g.add_stream(0, "compute", true);
   g.add_stream(0, "tp", false);
   g.add_resource("nvlink");
-  g.add(task(0, 5, "first"));
+  g.add(task(0, 5), "first");
   return g;
 }
 }  // namespace
 
 TEST_CASE("add_copies and depend_all build the graph add and depend build, and run the same") {
-  const std::vector<TaskSpec> block = {task(0, 10, "F mb0"), task(1, 4, "tp collective", {0}), task(0, 7)};
+  std::vector<TaskSpec> block = {task(0, 10), task(1, 4, {0}), task(0, 7)};
+  block[0].label = Label::forward;   // "F mb0 chunk0"
+  block[0].microbatch = 0;
+  block[0].chunk = 0;
+  block[1].label = Label::text;
   const std::vector<std::pair<TaskId, TaskId>> edges = {{0, 1}, {1, 2}, {2, 3}, {0, 3}};
 
   TaskGraph one = base();
+  block[1].text = one.text("tp collective");
   for (const auto& t : block) one.add(t);
   for (const auto& [a, b] : edges) one.depend(a, b);
 
   TaskGraph bulk = base();
+  CHECK(bulk.text("tp collective") == block[1].text);   // texts are numbered in order of first use
   CHECK(bulk.add_copies(block.data(), block.size()) == 1);   // the first new id
   bulk.depend_all(edges.data(), edges.size());
 
   REQUIRE(bulk.size() == one.size());
   CHECK(bulk.dependencies() == one.dependencies());
+  CHECK(bulk.name(0) == "first");
+  CHECK(bulk.name(1) == "F mb0 chunk0");
+  CHECK(bulk.name(2) == "tp collective");
+  CHECK(bulk.name(3).empty());
   for (StreamId s = 0; s < 2; ++s) CHECK(bulk.stream_tasks(s) == one.stream_tasks(s));
   for (TaskId t = 0; t < static_cast<TaskId>(one.size()); ++t) {
-    CHECK(bulk.task(t).name == one.task(t).name);
+    CHECK(bulk.name(t) == one.name(t));
     CHECK(bulk.task(t).stream == one.task(t).stream);
     CHECK(bulk.task(t).resources == one.task(t).resources);
   }
@@ -66,11 +75,11 @@ TEST_CASE("add_copies and depend_all build the graph add and depend build, and r
 
 TEST_CASE("add_copies rejects what add rejects and adds nothing; depend_all rejects unknown tasks") {
   TaskGraph g = base();
-  const std::vector<TaskSpec> bad_stream = {task(0, 1), task(7, 1, "x")};
+  const std::vector<TaskSpec> bad_stream = {task(0, 1), task(7, 1)};
   CHECK_THROWS_AS(g.add_copies(bad_stream.data(), bad_stream.size()), std::logic_error);
   CHECK(g.size() == 1);
   CHECK(g.stream_tasks(0).size() == 1);
-  const std::vector<TaskSpec> bad_resource = {task(1, 1, "c", {3})};
+  const std::vector<TaskSpec> bad_resource = {task(1, 1, {3})};
   CHECK_THROWS_AS(g.add_copies(bad_resource.data(), bad_resource.size()), std::logic_error);
   const std::vector<TaskSpec> negative = {task(0, -1)};
   CHECK_THROWS_AS(g.add_copies(negative.data(), negative.size()), std::logic_error);
@@ -84,8 +93,8 @@ TEST_CASE("add_copies records resource sharing and the any_* flags as add does (
   // Two streams share one NVLink resource through tasks added in bulk: the
   // resource is shared, and the two 8 ns transfers that run together each go
   // at half rate (fair share), ending at 16 ns, exactly as when added one by one.
-  TaskSpec a = task(1, 8, "tp a", {0});
-  TaskSpec b = task(2, 8, "tp b", {0});
+  TaskSpec a = task(1, 8, {0});
+  TaskSpec b = task(2, 8, {0});
   b.interferes = true;
   b.memory_delta = 64;
   const std::vector<TaskSpec> block = {a, b};
@@ -110,4 +119,37 @@ TEST_CASE("add_copies records resource sharing and the any_* flags as add does (
   CHECK(y.makespan.ns == 16);
   CHECK(y.of(0).end.ns == 16);
   CHECK(y.of(1).end.ns == 16);
+}
+
+TEST_CASE("TaskGraph::name: label codes format as schedules::label does; explicit names from a side table") {
+  TaskGraph g = base();   // task 0 is named "first"
+  TaskSpec f = task(0, 1);
+  f.microbatch = 12;
+  f.chunk = 1;
+  f.kind = 'R';   // a recompute piece of a backward op is still labelled by its op
+  f.label = Label::backward;
+  const TaskId b = g.add(f);
+  f.label = Label::weight_grad;
+  const TaskId w = g.add(f);
+  f.label = Label::backward_mb;
+  const TaskId bm = g.add(f);
+  f.label = Label::text;
+  f.text = 7;   // no such text
+  CHECK_THROWS_AS(g.add(f), std::logic_error);
+  f.text = g.text("all-to-all");
+  CHECK(f.text == 1);
+  CHECK(g.text("") == 0);
+  const TaskId a2a = g.add(f);
+  CHECK(g.name(0) == "first");
+  CHECK(g.name(b) == "B mb12 chunk1");
+  CHECK(g.name(w) == "W mb12 chunk1");
+  CHECK(g.name(bm) == "B mb12");
+  CHECK(g.name(a2a) == "all-to-all");
+  g.set_name(b, "F mb3 chunk0 + B mb1 chunk1");   // overrides the code
+  CHECK(g.name(b) == "F mb3 chunk0 + B mb1 chunk1");
+  CHECK(g.task(b).label == Label::named);
+  g.set_name(0, "");   // removes the name
+  CHECK(g.name(0).empty());
+  CHECK(g.name(b) == "F mb3 chunk0 + B mb1 chunk1");
+  CHECK_THROWS_AS(g.set_name(99, "x"), std::logic_error);
 }
