@@ -438,7 +438,7 @@ const std::vector<std::string> kHardwareKeys = {
     "name",           "peak_tflops_bf16",   "peak_tflops_fp8",   "hbm_gib",
     "hbm_bandwidth_gbs", "gpus_per_node",   "nvlink_bandwidth_gbs", "nvlink_latency_us",
     "nic_bandwidth_gbs", "nic_latency_us",  "launch_overhead_us", "host_overhead_us",
-    "host_compiled_overhead_us"};
+    "host_compiled_overhead_us", "host_backward_overhead_us"};
 
 hardware::HardwareSpec read_hardware_table(Ctx& ctx, const Value& t, const std::string& default_name) {
   const std::string p = "hardware.";
@@ -462,6 +462,7 @@ hardware::HardwareSpec read_hardware_table(Ctx& ctx, const Value& t, const std::
   num("launch_overhead_us", 1e-6, h.launch_overhead, false);
   num("host_overhead_us", 1e-6, h.host_overhead, false);
   num("host_compiled_overhead_us", 1e-6, h.host_compiled_overhead, false);
+  num("host_backward_overhead_us", 1e-6, h.host_backward_overhead, false);
   ctx.read_int(t, "gpus_per_node", p, h.gpus_per_node);
   return h;
 }
@@ -829,6 +830,7 @@ void check_hardware(const hardware::HardwareSpec& h, const Sink& err) {
   nonneg("hardware.launch_overhead_us", h.launch_overhead, 1e-6);
   nonneg("hardware.host_overhead_us", h.host_overhead, 1e-6);
   nonneg("hardware.host_compiled_overhead_us", h.host_compiled_overhead, 1e-6);
+  nonneg("hardware.host_backward_overhead_us", h.host_backward_overhead, 1e-6);
   if (h.gpus_per_node < 1 || h.gpus_per_node > 1 << 20)
     err("hardware.gpus_per_node", "'hardware.gpus_per_node' must be >= 1 (got " + std::to_string(h.gpus_per_node) + ")");
 }
@@ -1287,7 +1289,8 @@ std::string describe(const Scenario& s) {
      << "  " << h.gpus_per_node << " GPUs/node; NVLink " << h.nvlink_bandwidth / 1e9 << " GB/s, "
      << h.nvlink_latency * 1e6 << " us; NIC " << h.nic_bandwidth / 1e9 << " GB/s, " << h.nic_latency * 1e6
      << " us; launch " << h.launch_overhead * 1e6 << " us, host " << h.host_overhead * 1e6
-     << " us per op (" << h.host_compiled_overhead * 1e6 << " us per compiled call)\n";
+     << " us per op (" << h.host_compiled_overhead * 1e6 << " us per compiled call, "
+     << h.host_backward_overhead * 1e6 << " us per backward op)\n";
   if (!s.calibration_path.empty()) os << "calibration: " << s.calibration_path << "\n";
   os << "cluster: " << s.gpus << " GPUs";
   if (h.gpus_per_node > 0) os << " (" << (s.gpus + h.gpus_per_node - 1) / h.gpus_per_node << " nodes)";

@@ -219,7 +219,7 @@ Calibration fit_probe(const std::string& probe_path, std::string* report, const 
   }
 
   // Attention: flash (fused) and materialised, one joint linear fit.
-  struct A { bool flash, bwd; double x, t; };
+  struct A { bool flash, bwd; double x, t, s = 0; };
   std::vector<A> att;
   double best_hbm = 0;
   for (const Reader& r : rows("memory")) best_hbm = std::max(best_hbm, r.num("bytes") / r.num("seconds"));
@@ -246,7 +246,7 @@ Calibration fit_probe(const std::string& probe_path, std::string* report, const 
       // The executed-FLOP count the cost model divides by these efficiencies
       // (hardware/cost_model.cpp): causal halves, backward = 2.5 x forward.
       double f = 4.0 * b * h * s * s * d * (causal ? 0.5 : 1.0) * (pass == "bwd" ? CostDefaults::flash_bwd_flop_ratio : 1.0);
-      att.push_back({true, pass == "bwd", f, t});
+      att.push_back({true, pass == "bwd", f, t, s});
     } else if (impl == "materialized") {
       double by = (pass == "bwd" ? 7.0 : 4.0) * b * h * s * s * 2.0;
       att.push_back({false, pass == "bwd", by, t});
@@ -263,23 +263,49 @@ Calibration fit_probe(const std::string& probe_path, std::string* report, const 
     if (any_f) col[0] = nc++;
     if (any_b) col[1] = nc++;
     if (any_m) col[2] = nc++;
-    Eigen::MatrixXd M = Eigen::MatrixXd::Zero(Eigen::Index(att.size()), nc);
-    Eigen::VectorXd t(Eigen::Index(att.size()));
-    for (std::size_t i = 0; i < att.size(); ++i) {
-      auto ii = Eigen::Index(i);
-      M(ii, 0) = 1.0;
-      int c = att[i].flash ? (att[i].bwd ? col[1] : col[0]) : col[2];
-      M(ii, c) = att[i].x;
-      t(ii) = att[i].t;
-    }
-    Eigen::VectorXd x = solve_rel(M, t);
+    // time = overhead + FLOPs / (peak x eff x s / (s + knee)) for flash, bytes / (HBM x eff) for
+    // the materialised pieces: linear in (overhead, 1 / eff) for given knees; the knees (forward
+    // and backward apart) by grid search, 0 .. 8192 in steps of 128, least relative rms.
+    auto solve_for = [&](double kf, double kb, Eigen::VectorXd& x) {
+      Eigen::MatrixXd M = Eigen::MatrixXd::Zero(Eigen::Index(att.size()), nc);
+      Eigen::VectorXd t(Eigen::Index(att.size()));
+      for (std::size_t i = 0; i < att.size(); ++i) {
+        auto ii = Eigen::Index(i);
+        M(ii, 0) = 1.0;
+        int c = att[i].flash ? (att[i].bwd ? col[1] : col[0]) : col[2];
+        const double knee = att[i].flash ? (att[i].bwd ? kb : kf) : 0.0;
+        M(ii, c) = att[i].flash && att[i].s > 0 ? att[i].x * (att[i].s + knee) / att[i].s : att[i].x;
+        t(ii) = att[i].t;
+      }
+      x = solve_rel(M, t);
+      std::vector<double> pr, me;
+      Eigen::VectorXd p = M * x;
+      for (std::size_t i = 0; i < att.size(); ++i) {
+        pr.push_back(std::max(0.0, x(0)) + p(Eigen::Index(i)) - x(0));
+        me.push_back(att[i].t);
+      }
+      return rms_rel(pr, me);
+    };
+    Eigen::VectorXd x;
+    double best = 1e300, bkf = 0, bkb = 0;
+    for (double kf = 0; kf <= 8192; kf += 128)
+      for (double kb = 0; kb <= 8192; kb += 128) {
+        if ((kf > 0 && !any_f) || (kb > 0 && !any_b)) continue;
+        const double e = solve_for(kf, kb, x);
+        if (e < best - 1e-12) { best = e; bkf = kf; bkb = kb; }
+      }
+    solve_for(bkf, bkb, x);
+    af.flash_fwd_seq_knee = bkf;
+    af.flash_bwd_seq_knee = bkb;
     af.overhead_s = std::max(0.0, x(0));
     if (any_f) af.flash_fwd_eff = 1.0 / (x(col[0]) * af.peak_flops);
     if (any_b) af.flash_bwd_eff = 1.0 / (x(col[1]) * af.peak_flops);
     if (any_m) af.materialized_bw_eff = 1.0 / (x(col[2]) * af.hbm_bandwidth);
     std::vector<double> pred, meas;
     for (auto& a : att) {
-      double p = af.overhead_s + (a.flash ? a.x / (af.peak_flops * (a.bwd ? af.flash_bwd_eff : af.flash_fwd_eff))
+      const double knee = a.bwd ? af.flash_bwd_seq_knee : af.flash_fwd_seq_knee;
+      const double sc = a.flash && a.s > 0 ? (a.s + knee) / a.s : 1.0;
+      double p = af.overhead_s + (a.flash ? a.x * sc / (af.peak_flops * (a.bwd ? af.flash_bwd_eff : af.flash_fwd_eff))
                                           : a.x / (af.hbm_bandwidth * af.materialized_bw_eff));
       pred.push_back(p);
       meas.push_back(a.t);
@@ -287,7 +313,8 @@ Calibration fit_probe(const std::string& probe_path, std::string* report, const 
     af.rms_rel_error = rms_rel(pred, meas);
     cal.has_attention = true;
     rep << "attention: " << att.size() << " samples (fused = " << fused_impl << "), flash fwd eff " << fmt("%.3f", af.flash_fwd_eff) << ", flash bwd eff "
-        << fmt("%.3f", af.flash_bwd_eff) << ", materialized bw eff " << fmt("%.3f", af.materialized_bw_eff)
+        << fmt("%.3f", af.flash_bwd_eff) << " (seq knees " << fmt("%.0f", af.flash_fwd_seq_knee) << " / "
+        << fmt("%.0f", af.flash_bwd_seq_knee) << "), materialized bw eff " << fmt("%.3f", af.materialized_bw_eff)
         << ", overhead " << fmt("%.1f", af.overhead_s * 1e6) << " us, rms rel error "
         << fmt("%.1f", af.rms_rel_error * 100) << "%\n";
   }
@@ -441,6 +468,7 @@ void write_calibration(const Calibration& c, const std::string& path) {
     const auto& a = c.attention;
     f << "\n[attention]\npeak_tflops = " << g(a.peak_flops * 1e-12) << "\nhbm_bandwidth_gbs = " << g(a.hbm_bandwidth * 1e-9)
       << "\nflash_fwd_eff = " << g(a.flash_fwd_eff) << "\nflash_bwd_eff = " << g(a.flash_bwd_eff)
+      << "\nflash_fwd_seq_knee = " << g(a.flash_fwd_seq_knee) << "\nflash_bwd_seq_knee = " << g(a.flash_bwd_seq_knee)
       << "\nmaterialized_bw_eff = " << g(a.materialized_bw_eff) << "\noverhead_us = " << g(a.overhead_s * 1e6)
       << "\nrms_rel_error = " << g(a.rms_rel_error) << "\n";
   }
@@ -511,13 +539,15 @@ Calibration read_calibration(const std::string& path) {
   if (top.node("gemm_fp8")) { gemm("gemm_fp8", c.gemm_fp8, c.gemm_fp8_table); c.has_gemm_fp8 = true; }
   if (top.node("attention")) {
     Reader r = top.sub("attention");
-    r.only({"peak_tflops", "hbm_bandwidth_gbs", "flash_fwd_eff", "flash_bwd_eff", "materialized_bw_eff", "overhead_us",
-            "rms_rel_error"});
+    r.only({"peak_tflops", "hbm_bandwidth_gbs", "flash_fwd_eff", "flash_bwd_eff", "flash_fwd_seq_knee",
+            "flash_bwd_seq_knee", "materialized_bw_eff", "overhead_us", "rms_rel_error"});
     auto& a = c.attention;
     a.peak_flops = r.nonneg("peak_tflops") * 1e12;
     a.hbm_bandwidth = r.nonneg("hbm_bandwidth_gbs") * 1e9;
     a.flash_fwd_eff = r.nonneg("flash_fwd_eff");
     a.flash_bwd_eff = r.nonneg("flash_bwd_eff");
+    a.flash_fwd_seq_knee = r.nonneg("flash_fwd_seq_knee", false);
+    a.flash_bwd_seq_knee = r.nonneg("flash_bwd_seq_knee", false);
     a.materialized_bw_eff = r.nonneg("materialized_bw_eff");
     a.overhead_s = r.nonneg("overhead_us") * 1e-6;
     a.rms_rel_error = r.nonneg("rms_rel_error", false);

@@ -38,6 +38,10 @@ struct AttentionFit {
   double materialized_bw_eff = 0;                   // achieved fraction of HBM bandwidth on the s x s traffic
   double overhead_s = 0;
   double rms_rel_error = 0;
+  // Flash efficiency rises with the sequence (per-(b, head) setup and the causal diagonal's
+  // partial tiles amortise): eff(s) = flash_*_eff * s / (s + knee). 0 = constant (run 8:
+  // the FA2 backward's samples run at 0.7-0.8 of a constant fit at seq 2048, 1.25 at 16384).
+  double flash_fwd_seq_knee = 0, flash_bwd_seq_knee = 0;
 };
 
 struct MemoryFit {

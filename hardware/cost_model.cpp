@@ -183,6 +183,8 @@ double CostModel::attention_seconds(const Kernel& kn) const {
       // The calibration fits both efficiencies against the FLOPs counted here
       // (hardware/calibration.cpp: causal halves, backward = 2.5 x forward).
       eff = bwd ? cal_->attention.flash_bwd_eff : cal_->attention.flash_fwd_eff;
+      const double knee = bwd ? cal_->attention.flash_bwd_seq_knee : cal_->attention.flash_fwd_seq_knee;
+      if (knee > 0 && kn.seq_kv > 0) eff *= static_cast<double>(kn.seq_kv) / (static_cast<double>(kn.seq_kv) + knee);
     } else {
       const double s = kn.seq_kv > 0 ? static_cast<double>(kn.seq_kv) : 1e9;
       eff = (bwd ? CostDefaults::flash_bwd_eff : CostDefaults::flash_fwd_eff) * s / (s + CostDefaults::flash_seq_knee);

@@ -27,8 +27,7 @@ struct HardwareSpec {
   // launcher), for kernels marked `compiled` (host_compiled_overhead_us); 0 = host_overhead.
   double host_compiled_overhead = 0;
   // Host time per op issued by autograd's backward engine (kernels marked `autograd`): the
-  // engine's C++ thread, not Python, issues them; 0 = host_overhead. Set in code by the
-  // validation (validation/h200_compare.h); no hardware TOML key yet.
+  // engine's C++ thread, not Python, issues them (host_backward_overhead_us); 0 = host_overhead.
   double host_backward_overhead = 0;
 
   double peak_flops(Precision p) const { return p == Precision::fp8 ? peak_flops_fp8 : peak_flops_bf16; }

@@ -29,13 +29,25 @@ enum class MemFamily : unsigned char {
   norm_bwd,     // its autograd backward (input and weight gradients)
   fill,         // zero fill (nll_loss backward)
   adamw,        // torch.optim.AdamW(fused=True) multi-tensor step
+  // Pointwise chains measured in a step's kernel trace (validation/kernel_trace.py and
+  // trace_families.py, run 8), forward and backward apart:
+  rope_eager,       // eager RoPE pieces on the transposed q/k views (non-vectorised TensorIterator)
+  rope_eager_bwd,
+  swiglu_eager,     // eager silu / mul on the chunk views of the up projection
+  swiglu_eager_bwd,
+  rope_compiled,    // torch.compile(dynamic=True) Triton kernel of RoPE
+  rope_compiled_bwd,
+  swiglu_compiled,  // torch.compile(dynamic=True) Triton kernel of SwiGLU
+  swiglu_compiled_bwd,
   count_
 };
 constexpr int kMemFamilies = static_cast<int>(MemFamily::count_);
 // TOML key stem of each family ("cast_down" -> cast_down_gbs); index = MemFamily value.
 constexpr const char* kMemFamilyNames[kMemFamilies] = {
     "generic", "cast_down", "cast_up", "add_mixed", "add_f32", "eltwise", "masked_fill", "repeat",
-    "softmax_fwd", "softmax_bwd", "log_softmax", "norm_fwd", "norm_bwd", "fill", "adamw"};
+    "softmax_fwd", "softmax_bwd", "log_softmax", "norm_fwd", "norm_bwd", "fill", "adamw",
+    "rope_eager", "rope_eager_bwd", "swiglu_eager", "swiglu_eager_bwd", "rope_compiled", "rope_compiled_bwd",
+    "swiglu_compiled", "swiglu_compiled_bwd"};
 
 struct Kernel {
   KernelKind kind = KernelKind::memory;

@@ -222,11 +222,31 @@ void fp32_norm_kernels(const ModelSpec& m, double n, double h, bool fused, bool 
   } else {
     // Hugging Face RMSNorm on an fp32 input: x.float() and .to(x.dtype) are no-ops, so
     // pow, mean, rsqrt, mul, mul-by-weight, all fp32.
-    push(f, b, {"rmsnorm_pow", "rmsnorm_pow_bwd", 4 * x, 4 * x, x});
-    push(f, b, {"rmsnorm_mean", "rmsnorm_mean_bwd", 4 * x, 4 * n, x});
-    push(f, b, {"rmsnorm_rsqrt", "rmsnorm_rsqrt_bwd", 4 * n, 4 * n, n});
-    push(f, b, {"rmsnorm_mul", "rmsnorm_mul_bwd", 4 * x + 4 * n, 4 * x, x});
-    push(f, b, {"rmsnorm_weight", "rmsnorm_weight_bwd", 4 * x + 4 * h, 4 * x, x});
+    f.push_back(memk("rmsnorm_pow", 4 * x, 4 * x, x));
+    f.push_back(memk("rmsnorm_mean", 4 * x, 4 * n, x));
+    f.push_back(memk("rmsnorm_rsqrt", 4 * n, 4 * n, n));
+    f.push_back(memk("rmsnorm_mul", 4 * x + 4 * n, 4 * x, x));
+    f.push_back(memk("rmsnorm_weight", 4 * x + 4 * h, 4 * x, x));
+    // Its autograd backward, kernel by kernel as the H200 trace lists it (run 8,
+    // validation/results/run8/kernel_trace.csv.gz, s1.3b seq 4096 fused 0: 12 kernels per norm,
+    // 254 us, where the old list had 5): y = (x * r) * w with r = rsqrt(mean(x^2) + eps):
+    // dY * w and dw = sum_tokens(dY * x r) (MulBackward0 of the weight); d(xr) * r and
+    // dr = sum_h(d(xr) * x); rsqrt / add-eps backward on [n] (pow, mul, mul); mean backward
+    // (expand and divide by h); pow backward (2 x, times the gradient); the two paths of dx
+    // accumulated (add_). Pushed in forward order (layer_kernels reverses b).
+    std::vector<Kernel> nb = {
+        memk("rmsnorm_weight_bwd", 4 * x + 4 * h, 4 * x, x),        // dY * w
+        memk("rmsnorm_wgrad_mul", 8 * x, 4 * x, x),                 // dY * (x r)
+        memk("rmsnorm_wgrad_sum", 4 * x, 4 * h, x),                 // sum over tokens
+        memk("rmsnorm_mul_bwd", 4 * x + 4 * n, 4 * x, x),           // d(xr) * r
+        memk("rmsnorm_rgrad_mul", 8 * x, 4 * x, x),                 // d(xr) * x
+        memk("rmsnorm_rgrad_sum", 4 * x, 4 * n, x),                 // sum over h
+        memk("rmsnorm_rsqrt_bwd", 8 * n, 4 * n, n, 3),              // pow, mul, mul on [n]
+        memk("rmsnorm_mean_bwd", 4 * n, 4 * x, x),                  // expand / h
+        memk("rmsnorm_pow_bwd", 4 * x, 4 * x, x),                   // 2 x
+        memk("rmsnorm_pow_grad_mul", 8 * x, 4 * x, x),              // times the gradient
+        memk("rmsnorm_dx_accumulate", 8 * x, 4 * x, x)};            // the two paths of dx
+    for (auto it = nb.rbegin(); it != nb.rend(); ++it) b.push_back(*it);
   }
   f.push_back(fam(memk("norm_out_to_bf16", 4 * x, 2 * x, 0), MemFamily::cast_down));
   b.push_back(fam(memk("norm_out_to_bf16_bwd", 2 * x, 4 * x, 0), MemFamily::cast_up));
@@ -445,9 +465,20 @@ void tag_eager_families(std::vector<Kernel>& ks) {
     else if (n == "softmax_bwd") k.family = MemFamily::softmax_bwd;
     else if (n == "log_softmax" || n == "log_softmax_bwd") k.family = MemFamily::log_softmax;
     else if (n == "nll_loss_bwd") k.family = MemFamily::fill;
-    else if (n == "attn_scale" || n == "attn_scale_bwd" || n.rfind("silu", 0) == 0 || n.rfind("swiglu_mul", 0) == 0 ||
-             n.rfind("rope_", 0) == 0)
-      if (!k.compiled) k.family = MemFamily::eltwise;
+    else if (n == "attn_scale" || n == "attn_scale_bwd")
+      k.family = MemFamily::eltwise;
+    // RoPE and SwiGLU (run 8 kernel trace): eager pieces work on strided views (q/k transposed
+    // to [b, heads, s, d], gate/up chunks of one GEMM output); fused = the Triton kernels of
+    // torch.compile(dynamic=True). Each has its own measured bandwidth.
+    else if (n.rfind("rope", 0) == 0) {
+      const bool bwd = n.size() > 4 && n.compare(n.size() - 4, 4, "_bwd") == 0;
+      k.family = k.compiled ? (bwd ? MemFamily::rope_compiled_bwd : MemFamily::rope_compiled)
+                            : (bwd ? MemFamily::rope_eager_bwd : MemFamily::rope_eager);
+    } else if (n.rfind("silu", 0) == 0 || n.rfind("swiglu", 0) == 0) {
+      const bool bwd = n.size() > 4 && n.compare(n.size() - 4, 4, "_bwd") == 0;
+      k.family = k.compiled ? (bwd ? MemFamily::swiglu_compiled_bwd : MemFamily::swiglu_compiled)
+                            : (bwd ? MemFamily::swiglu_eager_bwd : MemFamily::swiglu_eager);
+    }
   }
 }
 void tag_eager_families(LayerKernels& lk) {
@@ -609,6 +640,10 @@ LayerKernels layer_kernels(const ModelSpec& m, int layer, const RankShape& r) {
     rope_kernels(T, rope, e, fused, "rope_k", "rope_k_bwd", lk.f, lk.b);
   } else {
     linear("qkv", "qkv_dgrad", "qkv_wgrad", T, h, (heads + 2 * kv) * dqk, e, lk);
+    // Plain PyTorch splits the one QKV output into q, k, v views; autograd's SplitBackward
+    // concatenates dq, dk, dv into one gradient before the dgrad (run 8 trace: one
+    // CatArrayBatchedCopy per layer, 15-16 us at s1.3b seq 4096, fused 0 and 1).
+    if (r.fp32_autocast) lk.b.push_back(memk("qkv_split_bwd", e * T * (heads + 2 * kv) * dqk, e * T * (heads + 2 * kv) * dqk, 0));
     if (has_rope(m)) {
       rope_kernels(T, heads * dqk, e, fused, "rope_q", "rope_q_bwd", lk.f, lk.b);
       rope_kernels(T, kv * dqk, e, fused, "rope_k", "rope_k_bwd", lk.f, lk.b);
@@ -657,6 +692,10 @@ LayerKernels layer_kernels(const ModelSpec& m, int layer, const RankShape& r) {
     const double f = static_cast<double>(m.ffn_hidden) / tp;
     const double up = m.activation == Activation::swiglu ? 2 * f : f;
     linear("mlp_up", "mlp_up_dgrad", "mlp_up_wgrad", T, h, up, e, lk);
+    // Gate and up are chunks of one GEMM output: ChunkBackward concatenates their gradients
+    // (run 8 trace: 43-45 us per layer at s1.3b seq 4096).
+    if (r.fp32_autocast && m.activation == Activation::swiglu)
+      lk.b.push_back(memk("mlp_up_chunk_bwd", e * T * up, e * T * up, 0));
     activation_kernels(m, T, f, e, fused, lk.f, lk.b);
     linear("mlp_down", "mlp_down_dgrad", "mlp_down_wgrad", T, f, h, e, lk);
   }

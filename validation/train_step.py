@@ -24,6 +24,13 @@ Usage: train_step.py OUT.csv [--budget-s 240] [--quick] [--passes N] [--steps K]
   all configurations instead of biasing some; OUT.csv gets the median over the passes of each
   column (plus passes_ok and step_spread = (max - min) / median of the per-pass step times), and
   OUT.csv with suffix .passes.csv every pass. The one-layer-alone columns come from pass 1.
+  --pin CORE: every thread of the process (main, autograd engine, CUDA driver threads; re-applied
+  before each measurement to threads created since) is bound to CPU CORE and torch uses 1 intra-op
+  thread (run 8: does the host's fast/slow switching disappear?). --compare-free: in every pass,
+  the HOST_BOUND configurations are measured a second time right after, with the affinity reset to
+  all CPUs (column affinity = all); their medians go to OUT with suffix .free.csv.
+  --no-layer-alone: skip the one-decoder-layer-alone timing.
+  With --passes > 1 the final CSV also has fwd_spread and bwd_spread (same definition as step_spread).
 """
 import csv, gc, math, os, statistics, sys, time, datetime, subprocess
 import torch
@@ -144,6 +151,37 @@ def rope_tables(s, hd, dev):
     e = torch.cat((f, f), dim=-1)
     return e.cos().to(torch.bfloat16), e.sin().to(torch.bfloat16)
 
+HOST_BOUND = [  # (model, seq, mbs, flash, recompute, fused): rows whose step waits on the host (run 4 spreads 5-24%)
+    ("s0.5b", 4096, 1, 1, 0, 1), ("s1.3b", 4096, 1, 1, 0, 1), ("s1.3b", 2048, 1, 1, 0, 1),
+    ("s1.3b", 4096, 1, 1, 1, 1), ("s0.5b", 2048, 1, 0, 0, 1), ("s1.3b", 2048, 1, 0, 0, 1)]
+
+def set_affinity(cpus):
+    """Bind every thread of this process to cpus (a set); returns how many threads were set."""
+    n = 0
+    for tid in os.listdir("/proc/self/task"):
+        try:
+            os.sched_setaffinity(int(tid), cpus); n += 1
+        except OSError:
+            pass
+    return n
+
+def cpu_mhz(core):
+    try:
+        with open(f"/sys/devices/system/cpu/cpu{core}/cpufreq/scaling_cur_freq") as f:
+            return round(int(f.read()) / 1000.0)
+    except OSError:
+        pass
+    try:
+        cur = None
+        for line in open("/proc/cpuinfo"):
+            if line.startswith("processor"):
+                cur = int(line.split(":")[1])
+            elif line.startswith("cpu MHz") and cur == core:
+                return round(float(line.split(":")[1]))
+    except OSError:
+        pass
+    return ""
+
 def ev():
     return torch.cuda.Event(enable_timing=True)
 
@@ -231,13 +269,18 @@ def configs(quick):
     add("s7b-8L", mbs=4); add("s7b-8L", recompute=1, seq=16384)
     return C
 
-def measure(cfg, steps, layer_alone):
+def measure(cfg, steps, layer_alone, affinity=None):
+    """affinity: None (leave as is), or (label, set of cpus) applied to every thread first."""
+    label = ""
+    if affinity is not None:
+        label, cpus = affinity
+        set_affinity(cpus)
     L, h, ffn, heads, kv, vocab = MODELS[cfg["model"]]
     row = dict(model=cfg["model"], layers=L, hidden=h, ffn=ffn, heads=heads, kv_heads=kv, vocab=vocab,
                head_dim=h // heads, seq=cfg["seq"], mbs=cfg["mbs"], tokens=cfg["seq"] * cfg["mbs"],
                flash=cfg["flash"], recompute=cfg["recompute"], fused=cfg["fused"],
                attn_impl=("sdpa_flash" + ("" if GQA_NATIVE else "_kv_repeated")) if cfg["flash"] else "eager_materialized",
-               precision="autocast_bf16_fp32_master", optimizer="AdamW_fused")
+               precision="autocast_bf16_fp32_master", optimizer="AdamW_fused", affinity=label)
     t0 = time.time()
     try:
         r = run_config(cfg["model"], cfg["seq"], cfg["mbs"], cfg["flash"], cfg["recompute"], cfg["fused"], steps,
@@ -251,6 +294,9 @@ def measure(cfg, steps, layer_alone):
     gc.collect(); torch.cuda.empty_cache()
     row["fused_impl"] = FUSED_IMPL if cfg["fused"] else "eager"
     row["wall_s"] = round(time.time() - t0, 1)
+    row["threads"] = len(os.listdir("/proc/self/task"))
+    if affinity is not None:
+        row["cpu_mhz"] = cpu_mhz(min(affinity[1]))
     return row
 
 
@@ -271,6 +317,15 @@ def main():
     quick = "--quick" in sys.argv
     passes = arg("--passes", 1)
     steps = arg("--steps", 3)
+    pin = arg("--pin", -1)
+    compare_free = "--compare-free" in sys.argv
+    layer_alone_on = "--no-layer-alone" not in sys.argv
+    all_cpus = set(os.sched_getaffinity(0))
+    pinned = None
+    if pin >= 0:
+        torch.set_num_threads(1)
+        pinned = (f"cpu{pin}", {pin})
+        set_affinity({pin})
     t_start = time.time()
     torch.backends.cuda.matmul.allow_tf32 = True
     check_gqa()
@@ -280,11 +335,14 @@ def main():
                 driver=subprocess.run(["nvidia-smi", "--query-gpu=driver_version", "--format=csv,noheader"],
                                       capture_output=True, text=True).stdout.strip(),
                 date=datetime.datetime.now(datetime.timezone.utc).isoformat(timespec="seconds"),
-                command=" ".join(sys.argv))
+                command=" ".join(sys.argv), cpus=len(all_cpus),
+                pin=(f"all threads bound to cpu {pin}, torch.set_num_threads(1)" if pin >= 0 else "none"),
+                cpu_model=next((l.split(":")[1].strip() for l in open("/proc/cpuinfo") if l.startswith("model name")), ""))
     fields = ["model", "layers", "hidden", "ffn", "heads", "kv_heads", "vocab", "head_dim", "params", "seq", "mbs",
               "tokens", "flash", "recompute", "fused", "attn_impl", "fused_impl", "precision", "optimizer", "status",
               "step_ms", "fwd_ms", "bwd_ms", "opt_ms", "step_ms_min", "layer_fwd_ms", "layer_bwd_ms",
-              "peak_mem_gib", "model_flops_per_token", "achieved_tflops", "mfu_vs_989", "wall_s"]
+              "peak_mem_gib", "model_flops_per_token", "achieved_tflops", "mfu_vs_989", "wall_s",
+              "affinity", "threads", "cpu_mhz"]
     def header(f, extra=""):
         f.write("# mfusim validation: measured training steps on one GPU (validation/train_step.py)\n")
         for k, v in prov.items():
@@ -296,6 +354,8 @@ def main():
                 "# status: ok | oom | error:<msg> | skipped_budget\n")
     cfgs = configs(quick)
     per = [[] for _ in cfgs]   # rows of each configuration, one per pass
+    free = [[] for _ in cfgs]  # --compare-free: the same, affinity reset to all CPUs
+    key = lambda c: (c["model"], c["seq"], c["mbs"], c["flash"], c["recompute"], c["fused"])
     pf = None
     if passes > 1:
         pf = open(out[:-4] + ".passes.csv" if out.endswith(".csv") else out + ".passes.csv", "w", newline="")
@@ -308,45 +368,65 @@ def main():
                 break
             if p > 0 and per[i] and per[i][0]["status"] == "oom":
                 continue
-            row = finish(measure(cfg, steps, layer_alone=(p == 0)))
+            both = compare_free and pinned and key(cfg) in HOST_BOUND
+            def free_run():
+                fr = finish(measure(cfg, steps, layer_alone=False, affinity=("all", all_cpus)))
+                free[i].append(fr)
+                if pf:
+                    pw.writerow(dict(fr, **{"pass": p + 1})); pf.flush()
+                print(f"[{p+1}] {'(free)':7s} step={fr.get('step_ms','')} fwd={fr.get('fwd_ms','')} bwd={fr.get('bwd_ms','')}",
+                      flush=True)
+            if both and p % 2 == 1:   # alternate the order: free first on even-numbered passes
+                free_run()
+            row = finish(measure(cfg, steps, layer_alone=(p == 0 and layer_alone_on), affinity=pinned))
             per[i].append(row)
             if pf:
                 pw.writerow(dict(row, **{"pass": p + 1})); pf.flush()
+            if both and p % 2 == 0:
+                free_run()
             print(f"[{p+1}] {row['model']:7s} seq={row['seq']:5d} mbs={row['mbs']} flash={row['flash']} rc={row['recompute']} "
                   f"fused={row['fused']} {row['status']:8s} step={row.get('step_ms','')} fwd={row.get('fwd_ms','')} "
                   f"bwd={row.get('bwd_ms','')} opt={row.get('opt_ms','')} mem={row.get('peak_mem_gib','')} "
                   f"wall={row['wall_s']}", flush=True)
     if pf:
         pf.close()
-    f = open(out, "w", newline="")
-    header(f, f"; {passes} interleaved passes: each time column is the median over the passes "
-              "(passes_ok), step_spread = (max - min) / median of the per-pass step_ms" if passes > 1 else "")
-    w = csv.DictWriter(f, fieldnames=fields + (["passes_ok", "step_spread"] if passes > 1 else []))
-    w.writeheader()
-    for cfg, rows in zip(cfgs, per):
-        if not rows:
-            L, h, ffn, heads, kv, vocab = MODELS[cfg["model"]]
-            w.writerow(dict(model=cfg["model"], layers=L, hidden=h, ffn=ffn, heads=heads, kv_heads=kv, vocab=vocab,
-                            head_dim=h // heads, seq=cfg["seq"], mbs=cfg["mbs"], tokens=cfg["seq"] * cfg["mbs"],
-                            flash=cfg["flash"], recompute=cfg["recompute"], fused=cfg["fused"],
-                            status="skipped_budget"))
-            continue
-        ok = [r for r in rows if r["status"] == "ok"]
-        row = dict(rows[0])
-        if ok:
-            row = dict(ok[0])
-            for k in ("step_ms", "fwd_ms", "bwd_ms", "opt_ms", "peak_mem_gib"):
-                row[k] = round(statistics.median(r[k] for r in ok), 4)
-            row["step_ms_min"] = min(r["step_ms_min"] for r in ok)
-            row["wall_s"] = round(sum(r["wall_s"] for r in rows), 1)
-            finish(row)
-        if passes > 1:
-            row["passes_ok"] = len(ok)
+    def write_final(path, groups, extra_note=""):
+        f = open(path, "w", newline="")
+        header(f, (f"; {passes} interleaved passes: each time column is the median over the passes "
+                  "(passes_ok), step_spread / fwd_spread / bwd_spread = (max - min) / median of the per-pass times"
+                   if passes > 1 else "") + extra_note)
+        w = csv.DictWriter(f, fieldnames=fields + (["passes_ok", "step_spread", "fwd_spread", "bwd_spread"] if passes > 1 else []))
+        w.writeheader()
+        for cfg, rows in zip(cfgs, groups):
+            if not rows:
+                continue
+            ok = [r for r in rows if r["status"] == "ok"]
+            row = dict(rows[0])
             if ok:
-                st = [r["step_ms"] for r in ok]
-                row["step_spread"] = round((max(st) - min(st)) / statistics.median(st), 4)
-        w.writerow(row)
-    f.close()
+                row = dict(ok[0])
+                for k in ("step_ms", "fwd_ms", "bwd_ms", "opt_ms", "peak_mem_gib"):
+                    row[k] = round(statistics.median(r[k] for r in ok), 4)
+                row["step_ms_min"] = min(r["step_ms_min"] for r in ok)
+                row["wall_s"] = round(sum(r["wall_s"] for r in rows), 1)
+                finish(row)
+            if passes > 1:
+                row["passes_ok"] = len(ok)
+                if ok:
+                    for k, c in (("step_ms", "step_spread"), ("fwd_ms", "fwd_spread"), ("bwd_ms", "bwd_spread")):
+                        st = [r[k] for r in ok]
+                        row[c] = round((max(st) - min(st)) / statistics.median(st), 4)
+            w.writerow(row)
+        f.close()
+    for i, cfg in enumerate(cfgs):
+        if not per[i]:
+            L, h, ffn, heads, kv, vocab = MODELS[cfg["model"]]
+            per[i] = [dict(model=cfg["model"], layers=L, hidden=h, ffn=ffn, heads=heads, kv_heads=kv, vocab=vocab,
+                           head_dim=h // heads, seq=cfg["seq"], mbs=cfg["mbs"], tokens=cfg["seq"] * cfg["mbs"],
+                           flash=cfg["flash"], recompute=cfg["recompute"], fused=cfg["fused"], status="skipped_budget")]
+    write_final(out, per)
+    if any(free):
+        write_final(out[:-4] + ".free.csv" if out.endswith(".csv") else out + ".free.csv", free,
+                    "; affinity reset to all CPUs (measured right after the pinned run of the same configuration)")
 
 
 if __name__ == "__main__":

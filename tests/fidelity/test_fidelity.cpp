@@ -265,7 +265,9 @@ TEST_CASE("eager materialised attention: K/V repeated for GQA, unfused fp32 soft
 TEST_CASE("validation host cost: modelled ops per layer used by the host fit (validation/h200_compare.h)") {
   // One fp32-autocast layer, flash: fused 0 = 35 eager F ops (2 x 5 RMSNorm pieces, 2 norm-output
   // casts, 4 weight casts, 4 GEMMs, 2 x 5 RoPE pieces, flash, 2 residual adds, SiLU, mul);
-  // fused 1 = 15 eager + 3 compiled calls; B + W: 33 + 8 and 13 + 8 eager + 3 compiled.
+  // fused 1 = 15 eager + 3 compiled calls; B + W: 51 + 8 and 15 + 8 eager + 3 compiled (run 8:
+  // the eager RMSNorm backward is 13 launches per norm as the H200 trace lists them, was 5; the
+  // QKV split and gate/up chunk backward cats, 2, in both).
   config::Scenario s = one_gpu(1536, 16, 12, 4, 4096, 32000, 4096);
   auto rs = shape_of(s);
   auto count = [](const std::vector<hardware::Kernel>& ks, bool compiled) {
@@ -277,16 +279,16 @@ TEST_CASE("validation host cost: modelled ops per layer used by the host fit (va
   rs.fused_kernels = false;
   const auto unfused = models::layer_kernels(s.model, 0, rs);
   CHECK(count(unfused.f, false) == 35);
-  CHECK(count(unfused.b, false) + count(unfused.w, false) == 41);
+  CHECK(count(unfused.b, false) + count(unfused.w, false) == 59);
   rs.fused_kernels = true;
   const auto fused = models::layer_kernels(s.model, 0, rs);
   CHECK(count(fused.f, false) == 15);
   CHECK(count(fused.f, true) == 3);
-  CHECK(count(fused.b, false) + count(fused.w, false) == 21);
+  CHECK(count(fused.b, false) + count(fused.w, false) == 23);
   for (const auto& k : fused.b) CHECK(k.autograd);
   for (const auto& k : fused.f) CHECK(!k.autograd);
   CHECK(validation::kEagerHostOverheadS == doctest::Approx(31.02e-6).epsilon(1e-3));
-  CHECK(validation::kBackwardHostOverheadS == doctest::Approx(34.42e-6).epsilon(1e-3));
+  CHECK(validation::kBackwardHostOverheadS == doctest::Approx(26.24e-6).epsilon(1e-3));
   CHECK(validation::kCompiledHostOverheadS == doctest::Approx(384.3e-6).epsilon(1e-3));
 }
 
@@ -316,4 +318,26 @@ TEST_CASE("master_weights and host_overhead_us: loader, describe, resolved JSON"
   report::write_resolved(w, ls.base);
   CHECK(w.str().find("\"master_weights\":\"fp32-autocast\"") != std::string::npos);
   CHECK(w.str().find("\"host_overhead_us\"") != std::string::npos);
+}
+
+// hardware.host_backward_overhead_us (docs/scenario.md): the host time per op issued by autograd's
+// backward engine, read like its siblings (microseconds -> seconds), shown by describe(), and used by
+// the cost model for kernels marked `autograd` (0 falls back to host_overhead_us).
+TEST_CASE("host_backward_overhead_us: loader, describe, cost model") {
+  const std::string hw = "[hardware]\nname = \"toy\"\npeak_tflops_bf16 = 989\nhbm_gib = 80\nhbm_bandwidth_gbs = 3350\n"
+                         "nvlink_bandwidth_gbs = 450\nnic_bandwidth_gbs = 50\ngpus_per_node = 8\nhost_overhead_us = 31\n";
+  const std::string rest = "[cluster]\ngpus = 8\n[training]\nglobal_batch = 16\n";
+  const auto with = config::load_scenario_string("model = \"llama2-7b\"\n" + hw + "host_backward_overhead_us = 34.4\n" + rest,
+                                                 kRoot + "/scenarios/inline.toml");
+  CHECK(with.base.hardware.host_backward_overhead == doctest::Approx(34.4e-6));
+  CHECK(config::describe(with.base).find("34.4 us per backward op") != std::string::npos);
+  hardware::Kernel k;
+  k.count = 3;
+  k.autograd = true;
+  const hardware::CostModel cm(with.base.hardware, hardware::Precision::bf16);
+  CHECK(cm.host_time(k) == doctest::Approx(3 * 34.4e-6));
+  const auto without = config::load_scenario_string("model = \"llama2-7b\"\n" + hw + rest, kRoot + "/scenarios/inline.toml");
+  CHECK(without.base.hardware.host_backward_overhead == 0);
+  const hardware::CostModel fallback(without.base.hardware, hardware::Precision::bf16);
+  CHECK(fallback.host_time(k) == doctest::Approx(3 * 31e-6));
 }

@@ -174,3 +174,32 @@ TEST_CASE("fit_probe: the fused attention is the implementation asked for; backw
   }
   CHECK(threw);
 }
+
+TEST_CASE("fit_probe: a flash efficiency that rises with the sequence is fitted as a knee") {
+  // hardware/calibration.h AttentionFit: eff(s) = flash_bwd_eff * s / (s + knee). Samples made
+  // with eff 0.35 and knee 2048 (backward) and a constant 0.30 (forward) give those back; the
+  // cost model then charges the backward at seq s with 0.35 * s / (s + 2048).
+  std::string probe = "format = \"mfusim-probe-1\"\n[provenance]\ngpu = \"NVIDIA H200\"\n";
+  for (double s : {1024.0, 2048.0, 4096.0, 8192.0, 16384.0}) {
+    const double f = 4.0 * 16 * s * s * 128 * 0.5;
+    for (auto [pass, t] : {std::pair{"fwd", f / (989.4e12 * 0.30)},
+                           std::pair{"bwd", 2.5 * f / (989.4e12 * 0.35 * s / (s + 2048))}}) {
+      char buf[512];
+      std::snprintf(buf, sizeof buf,
+                    "[[attention]]\nimpl = \"flash\"\npass = \"%s\"\nbatch = 1\nheads = 16\nkv_heads = 8\nseq = %g\n"
+                    "head_dim = 128\ncausal = true\nseconds = %.12g\n",
+                    pass, s, t);
+      probe += buf;
+    }
+  }
+  write(tmp("probe_knee.toml"), probe);
+  const Calibration c = fit_probe(tmp("probe_knee.toml"), nullptr, "flash");
+  CHECK(c.attention.flash_bwd_seq_knee == doctest::Approx(2048));
+  CHECK(c.attention.flash_fwd_seq_knee == 0);
+  CHECK(c.attention.flash_bwd_eff == doctest::Approx(0.35).epsilon(0.01));
+  CHECK(c.attention.flash_fwd_eff == doctest::Approx(0.30).epsilon(0.01));
+  CHECK(c.attention.rms_rel_error < 0.01);
+  write_calibration(c, tmp("cal_knee.toml"));
+  const Calibration r = read_calibration(tmp("cal_knee.toml"));
+  CHECK(r.attention.flash_bwd_seq_knee == doctest::Approx(2048));
+}

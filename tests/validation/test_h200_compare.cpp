@@ -1,8 +1,9 @@
 // validation/h200_compare.h on the committed measurements (validation/results/h200_steps.csv,
 // 35 ok rows of real H200 training steps): the regression guard of validation/README.md.
 // The errors asserted are the ones achieved with the fidelity mechanisms of docs/fidelity.md
-// (host issue time, fp32-autocast recipe, torch cross entropy, eager attention); the goal
-// (median <= 5%, max <= 10%) is NOT met -- see validation/README.md "Remaining misses".
+// (host issue time, fp32-autocast recipe, torch cross entropy, eager attention, kernel families
+// from the run-8 kernel trace); the median goal (<= 5%) is met, the max goal (<= 10%) is NOT --
+// see validation/README.md "Remaining misses".
 #include <doctest/doctest.h>
 
 #include <string>
@@ -22,31 +23,48 @@ const std::string kCsvRun1 = kRoot + "/validation/results/h200_steps.csv";
 TEST_CASE("H200 measured vs simulated step times: achieved errors (regression guard)") {
   const Summary s = compare(kCsv, kRoot + "/hardware/calibration/h200-fa2.toml", kRoot);
   REQUIRE(s.rows.size() == 35);   // 36 configurations, one OOM (s1.3b materialised at 8k)
-  // achieved (run 4 data, fp32 residual stream, eager kernel-family bandwidths, host cost per
-  // op from the whole-step microbenchmark): step median 4.8%, max 20.1% (s1.3b seq 4096
+  // achieved (run 4 data; run 8 mechanisms: RoPE / SwiGLU chains at their in-step measured
+  // bandwidths (eager on strided views, torch.compile'd Triton), the eager RMSNorm backward and
+  // the split / chunk backward cats as the H200 kernel trace lists them, the backward host
+  // cost re-fitted on the new op counts, the flash efficiency rising with the sequence): step
+  // median 2.1%, max 18.0% (s1.3b seq 4096
   // recompute: its forward measured 67.6 ms, 52% above the same configuration without
   // recompute, 44.5 ms, whose forward is identical: host noise of the run, README).
-  // Before: 8.9% / 38.3% on the run-1 data; before any fidelity mechanism 19.2% / 74.8%.
-  CHECK(s.median_abs_step <= 0.05);
-  CHECK(s.max_abs_step <= 0.21);
-  // achieved: forward median 6.7%, backward median 6.9%
-  CHECK(s.median_abs_fwd <= 0.07);
-  CHECK(s.median_abs_bwd <= 0.07);
-  // The long-sequence rows (GPU busy, attention dominates) are within 6.5%: +4.9, +4.8, +0.5,
-  // +6.1, +2.2% (they were within 3% before the fp32 residual stream and the measured norm
-  // backward bandwidth added backward time: validation/README.md, remaining misses).
+  // Before: 4.8% / 20.1% (run 4); 8.9% / 38.3% on the run-1 data; before any fidelity
+  // mechanism 19.2% / 74.8%.
+  CHECK(s.median_abs_step <= 0.025);
+  CHECK(s.max_abs_step <= 0.185);
+  // Only that row is over 10% (run 4: 5 rows).
+  int over10 = 0;
+  for (const ComparedRow& r : s.rows) over10 += std::abs(r.err_step) > 0.10;
+  CHECK(over10 == 1);
+  // achieved: forward median 4.3%, backward median 3.0% (run 4: 6.7%, 6.9%)
+  CHECK(s.median_abs_fwd <= 0.045);
+  CHECK(s.median_abs_bwd <= 0.035);
+  // The rows this round targeted (GPU-bound, run 4 at -8.6% .. -15.4%): the fused-0 rows and
+  // s1.3b seq 2048 at mbs 4 / 8, now within 5% (achieved -4.7% .. +2.2%).
+  int targeted = 0;
+  for (const ComparedRow& r : s.rows)
+    if (!r.m.fused || (r.m.model == "s1.3b" && r.m.seq == 2048 && r.m.mbs >= 4)) {
+      ++targeted;
+      CHECK(std::abs(r.err_step) <= 0.05);
+    }
+  CHECK(targeted == 8);
+  // The long-sequence rows (GPU busy, attention dominates): +1.7, +4.4, -1.4, +2.1, +2.0%
+  // (run 4: +4.9 .. +6.1%; with run 8's kernels but a constant flash efficiency +10.2 ..
+  // +11.3%: FA2 backward alone at s1.3b seq 16384, results/run2/sdpa.toml, 9.10 ms measured vs
+  // 11.45 modelled; the fitted knee (1792) brings it to within the SDPA fit's rms).
   int long_rows = 0;
   for (const ComparedRow& r : s.rows)
     if (r.m.seq == 16384) {
       ++long_rows;
-      CHECK(std::abs(r.err_step) <= 0.065);
+      CHECK(std::abs(r.err_step) <= 0.05);
     }
   CHECK(long_rows == 5);
-  // GPU-bound rows of the two largest models (s3b, s7b-8L, no recompute, fused): within 9%
-  // (achieved -8.1% .. +2.1%; the fp32 residual stream and kernel families moved s3b mbs 2
-  // from -14.2% and s7b-8L mbs 4 from -11.7%).
+  // GPU-bound rows of the two largest models (s3b, s7b-8L, no recompute, fused): within 4%
+  // (achieved -2.3% .. +3.6%; run 4: -8.1% .. +2.1%).
   for (const ComparedRow& r : s.rows)
-    if ((r.m.model == "s3b" || r.m.model == "s7b-8L") && !r.m.recompute && r.m.fused) CHECK(std::abs(r.err_step) <= 0.09);
+    if ((r.m.model == "s3b" || r.m.model == "s7b-8L") && !r.m.recompute && r.m.fused) CHECK(std::abs(r.err_step) <= 0.04);
   // Two-sided errors.
   int over = 0;
   for (const ComparedRow& r : s.rows) over += r.err_step > 0;
@@ -56,9 +74,11 @@ TEST_CASE("H200 measured vs simulated step times: achieved errors (regression gu
 TEST_CASE("H200 comparison on the run-1 data (one pass): the same mechanisms") {
   const Summary s = compare(kCsvRun1, kRoot + "/hardware/calibration/h200-fa2.toml", kRoot);
   REQUIRE(s.rows.size() == 35);
-  // achieved: median 6.0%, max 20.0% (was 8.9% / 38.3% before the run-4 mechanisms)
-  CHECK(s.median_abs_step <= 0.06);
-  CHECK(s.max_abs_step <= 0.201);
+  // achieved: median 2.3%, max 23.0% (run 4 mechanisms: 6.0% / 20.0%; before them 8.9% /
+  // 38.3%). The max rose: s0.5b seq 2048 materialised, a host-bound row measured in the host's
+  // slow mode in run 1 (-23.0%), lost host time with the re-fitted backward host cost.
+  CHECK(s.median_abs_step <= 0.025);
+  CHECK(s.max_abs_step <= 0.231);
 }
 
 TEST_CASE("H200 comparison: calibrating the attention backend the runs used (FA2) beats cuDNN's") {
