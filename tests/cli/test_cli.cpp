@@ -153,7 +153,8 @@ TEST_CASE("cli: resolved holds the scenario after defaults, --set and --calibrat
   const std::string s = kRoot + "/scenarios/8xh100_llama3_8b.toml";
   const auto r = run_cli({"run", s, "--json", "--set", "features.python_gc=true", "--set", "features.gc_pause_ms=50",
                           "--set", "features.gc_interval_s=600", "--set", "features.dataloader_ms_per_sample=3.5",
-                          "--set", "features.nccl_algo=ring", "--calibration", "hardware/calibration/h200.toml"});
+                          "--set", "features.nccl_algo=ring", "--set", "hardware.host_backward_overhead_us=26.5",
+                          "--calibration", "hardware/calibration/h200.toml"});
   REQUIRE(r.code == 0);
   const Json j = parse_json(r.out);
   const Json& res = j["resolved"];
@@ -174,6 +175,12 @@ TEST_CASE("cli: resolved holds the scenario after defaults, --set and --calibrat
   CHECK(res["features"]["gc_interval_s"].num() == 600);
   CHECK(res["features"]["dataloader_ms_per_sample"].num() == 3.5);
   CHECK(res["features"]["nccl_algo"].str() == "ring");
+  // The host issue costs (docs/fidelity.md): the backward one as set, the others from the GPU profile.
+  for (const char* k : {"launch_overhead_us", "host_overhead_us", "host_compiled_overhead_us", "host_backward_overhead_us"}) {
+    CAPTURE(k);
+    CHECK(res["hardware"].has(k));
+  }
+  CHECK(res["hardware"]["host_backward_overhead_us"].num() == doctest::Approx(26.5));
   const std::string cal = res["calibration"].str();
   CHECK(cal.size() > 9);
   CHECK(cal.substr(cal.size() - 9) == "h200.toml");
