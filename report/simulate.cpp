@@ -5,6 +5,7 @@
 #include <cstdint>
 #include <cmath>
 #include <map>
+#include <memory>
 #include <stdexcept>
 
 #include "models/accounting.h"
@@ -62,6 +63,7 @@ struct Sweep {
   std::array<std::int32_t, 8> count{};
   std::array<double, 8> exposed{};     // [1 + Part], [7] bubble ([0] unused)
   std::array<double, b_count> acc{};   // busy time by BusySlot, summed at the end events in completion order
+  std::array<char, 64> pad_{};         // to 256 bytes: a task code keeps its rank's byte offset above 7 flag bits
   // Accrues the time since the previous event: while the compute stream is
   // idle, to the first communication present, else to the bubble.
   void account(std::int64_t until) {
@@ -74,7 +76,7 @@ struct Sweep {
     prev = until;
   }
 };
-static_assert(sizeof(Sweep) % 16 == 0, "the task codes keep a rank's byte offset in their upper bits");
+static_assert(sizeof(Sweep) % 128 == 0, "the task codes keep a rank's byte offset above 7 bits");
 
 // Per-rank breakdown read off the timeline: busy compute by category (merged
 // op tasks split by their parts), and each idle stretch of the compute stream
@@ -94,8 +96,8 @@ static_assert(sizeof(Sweep) % 16 == 0, "the task codes keep a rank's byte offset
 // end events, in completion order.
 //
 // Each task's effect is read once, before the sweep, into a 32-bit code
-// (byte offset of its rank's Sweep | send flag << 3 | slot) from a (stream,
-// category) table; tasks
+// (byte offset of its rank's Sweep | busy slot << 4 | send flag << 3 | slot)
+// from a (stream, category) table; tasks
 // that count nowhere (a non-compute stream, a category with no part) go to a
 // dummy rank P, so the sweep has no per-event branch on them.
 std::vector<RankParts> analyze(const sim::TaskGraph& g, const sim::Timeline& tl, int P, const schedules::Lowered* low) {
@@ -103,7 +105,7 @@ std::vector<RankParts> analyze(const sim::TaskGraph& g, const sim::Timeline& tl,
   if (tl.started.size() != tl.intervals.size())
     throw std::logic_error("analyze: the timeline lacks the start order of its tasks");
   constexpr std::size_t kCats = static_cast<std::size_t>(Category::count_);
-  constexpr std::uint32_t kSend = 8, kSlot = 7;
+  constexpr std::uint32_t kSend = 8, kSlot = 7, kRank = ~127u;
   const auto rank_code = [](int rank) { return static_cast<std::uint32_t>(static_cast<std::size_t>(rank) * sizeof(Sweep)); };
   const std::uint32_t dummy = rank_code(P) | kSlot;
 
@@ -113,29 +115,29 @@ std::vector<RankParts> analyze(const sim::TaskGraph& g, const sim::Timeline& tl,
     for (std::size_t c = 0; c < kCats; ++c) {
       const std::uint32_t rank = rank_code(streams[s].rank);
       const int part = part_of(static_cast<Category>(c));
-      table[s * kCats + c] = streams[s].compute ? rank : part < 0 ? dummy : rank | static_cast<std::uint32_t>(1 + part);
+      const auto busy = static_cast<std::uint32_t>(busy_slot_of(static_cast<Category>(c))) << 4;
+      table[s * kCats + c] = streams[s].compute ? rank | busy : part < 0 ? dummy : rank | static_cast<std::uint32_t>(1 + part);
     }
   const auto& tasks = g.tasks();
   const std::size_t n = tasks.size();
-  std::vector<std::uint32_t> code(n);
+  // Not value-initialised: every entry is written below (zeroing would cost a pass).
+  const std::unique_ptr<std::uint32_t[]> code(new std::uint32_t[n]);
   for (std::size_t t = 0; t < n; ++t)
     code[t] = table[static_cast<std::size_t>(tasks[t].stream) * kCats + static_cast<std::size_t>(tasks[t].category)];
   // A stage-to-stage send also keeps the receiving rank waiting.
-  std::vector<int> recv_rank;
+  // Read only for the tasks flagged kSend, so not initialised either.
+  std::unique_ptr<int[]> recv_rank;
   if (low)
     for (const auto& [t, target] : low->send_target) {
       auto& c = code[static_cast<std::size_t>(t)];
-      if ((c & kSlot) == 0 || (c & kSlot) == kSlot || target < 0 || rank_code(target) == (c & ~15u)) continue;
-      if (recv_rank.empty()) recv_rank.assign(n, -1);
+      if ((c & kSlot) == 0 || (c & kSlot) == kSlot || target < 0 || rank_code(target) == (c & kRank)) continue;
+      if (!recv_rank) recv_rank.reset(new int[n]);
       recv_rank[static_cast<std::size_t>(t)] = target;
       c |= kSend;
     }
-  std::array<int, kCats> busy_slot{};
-  for (std::size_t c = 0; c < kCats; ++c) busy_slot[c] = busy_slot_of(static_cast<Category>(c));
-
   std::vector<Sweep> sweep(static_cast<std::size_t>(P) + 1);
   char* const base = reinterpret_cast<char*>(sweep.data());
-  const auto sweep_of = [base](std::uint32_t c) -> Sweep& { return *reinterpret_cast<Sweep*>(base + (c & ~15u)); };
+  const auto sweep_of = [base](std::uint32_t c) -> Sweep& { return *reinterpret_cast<Sweep*>(base + (c & kRank)); };
   auto event = [&](sim::TaskId t, std::uint32_t c, std::int64_t x, std::int32_t delta) {
     const unsigned slot = c & kSlot;
     Sweep& sw = sweep_of(c);
@@ -149,23 +151,28 @@ std::vector<RankParts> analyze(const sim::TaskGraph& g, const sim::Timeline& tl,
   };
 
   // Busy compute of a finished task, by category.
-  auto busy = [&](const sim::Interval& iv, Sweep& sw) {
-    const auto& task = g.task(iv.task);
-    auto& acc = sw.acc;
+  const auto* info_of = low ? low->info.data() : nullptr;
+  auto busy = [&]<bool kLow>(const sim::Interval& iv, std::uint32_t c) {
+    auto& acc = sweep_of(c).acc;
     const double dur = (iv.end.ns - iv.start.ns) * 1e-9;
-    const schedules::TaskInfo info = low ? low->info[iv.task] : schedules::TaskInfo{};
-    const double nominal = task.duration_ns * 1e-9;
-    const double launch = nominal > 0 ? info.launch_ns * 1e-9 * (dur / nominal) : 0;
+    std::int64_t launch_ns = 0;
+    int merged = -1;
+    if constexpr (kLow) {
+      launch_ns = info_of[iv.task].launch_ns;
+      merged = info_of[iv.task].parts;
+    }
+    const double nominal = tasks[static_cast<std::size_t>(iv.task)].duration_ns * 1e-9;
+    const double launch = nominal > 0 ? launch_ns * 1e-9 * (dur / nominal) : 0;
     const double body = dur - launch;
     acc[b_launch] += launch;
     acc[b_busy] += dur;
-    if (info.parts >= 0) [[unlikely]] {
+    if (merged >= 0) [[unlikely]] {
       // A merged op task: split its time over the parts it absorbed, in proportion.
-      const auto& pt = low->parts[info.parts];
+      const auto& pt = low->parts[static_cast<std::size_t>(merged)];
       std::int64_t sum = 0;
       for (auto x : pt) sum += x;
       const double scale = sum > 0 ? body / (sum * 1e-9) : 0;
-      auto share = [&](Category c) { return pt[static_cast<std::size_t>(c)] * 1e-9 * scale; };
+      auto share = [&](Category cat) { return pt[static_cast<std::size_t>(cat)] * 1e-9 * scale; };
       acc[b_forward] += share(Category::forward);
       acc[b_backward] += share(Category::backward) + share(Category::weight_grad);
       acc[b_recompute] += share(Category::recompute);
@@ -174,7 +181,7 @@ std::vector<RankParts> analyze(const sim::TaskGraph& g, const sim::Timeline& tl,
       acc[b_cp] += share(Category::cp_comm);
       return;
     }
-    acc[static_cast<std::size_t>(busy_slot[static_cast<std::size_t>(task.category)])] += body;
+    acc[(c >> 4) & 7] += body;
   };
 
   // Merge the start order and the completion order by time.
@@ -182,17 +189,40 @@ std::vector<RankParts> analyze(const sim::TaskGraph& g, const sim::Timeline& tl,
   const auto* interval_of = tl.interval_of.data();
   const auto* intervals = tl.intervals.data();
   std::size_t i = 0;
-  for (const sim::Interval& iv : tl.intervals) {
-    for (; i < n; ++i) {
-      const sim::TaskId t = started[i];
-      const std::int64_t start = intervals[static_cast<std::size_t>(interval_of[static_cast<std::size_t>(t)])].start.ns;
-      if (start > iv.end.ns) break;
-      event(t, code[static_cast<std::size_t>(t)], start, +1);
+  auto merge = [&]<bool kLow>() {
+    // Locals, not captures: stores into the sweep states could alias them otherwise.
+    const auto* const started_ = started;
+    const auto* const interval_of_ = interval_of;
+    const auto* const intervals_ = intervals;
+    const std::uint32_t* const code_ = code.get();
+    // The next start (task, time), kept across the completions; INT64_MAX once all have started.
+    std::size_t k = 0;
+    sim::TaskId next = 0;
+    std::int64_t next_at = INT64_MAX;
+    const auto load_next = [&] {
+      if (k < n) {
+        next = started_[k];
+        next_at = intervals_[static_cast<std::size_t>(interval_of_[static_cast<std::size_t>(next)])].start.ns;
+      } else {
+        next_at = INT64_MAX;
+      }
+    };
+    load_next();
+    for (const sim::Interval& iv : tl.intervals) {
+      const std::int64_t end = iv.end.ns;
+      while (next_at <= end) {
+        event(next, code_[static_cast<std::size_t>(next)], next_at, +1);
+        ++k;
+        load_next();
+      }
+      const std::uint32_t c = code_[static_cast<std::size_t>(iv.task)];
+      event(iv.task, c, end, -1);
+      if ((c & kSlot) == 0) busy.template operator()<kLow>(iv, c);
     }
-    const std::uint32_t c = code[static_cast<std::size_t>(iv.task)];
-    event(iv.task, c, iv.end.ns, -1);
-    if ((c & kSlot) == 0) busy(iv, sweep_of(c));
-  }
+    i = k;
+  };
+  if (low) merge.template operator()<true>();
+  else merge.template operator()<false>();
   for (; i < n; ++i) {   // unreachable when every task ends after it starts; kept for safety
     const sim::TaskId t = started[i];
     event(t, code[static_cast<std::size_t>(t)], tl.of(t).start.ns, +1);
