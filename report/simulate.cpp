@@ -65,9 +65,11 @@ struct Sweep {
   std::array<double, b_count> acc{};   // busy time by BusySlot, summed at the end events in completion order
   std::array<char, 64> pad_{};         // to 256 bytes: a task code keeps its rank's byte offset above 7 flag bits
   // Accrues the time since the previous event: while the compute stream is
-  // idle, to the first communication present, else to the bubble.
+  // idle, to the first communication present, else to the bubble. The events
+  // come in time order (until >= prev); with the clock not moved the amount
+  // added is +0.0, and x + 0.0 == x for every sum here (all are >= +0), so the
+  // sums are those of a sweep that skips empty stretches.
   void account(std::int64_t until) {
-    if (until <= prev) return;
     if (count[0] == 0) {
       std::size_t k = 1;
       while (k < 7 && count[k] == 0) ++k;
@@ -110,20 +112,22 @@ std::vector<RankParts> analyze(const sim::TaskGraph& g, const sim::Timeline& tl,
   const std::uint32_t dummy = rank_code(P) | kSlot;
 
   // Code by (stream, category).
-  std::vector<std::uint32_t> table(streams.size() * kCats);
+  constexpr std::size_t kStride = 16;   // >= kCats; a power of two makes the index a shift
+  static_assert(kCats <= kStride);
+  std::vector<std::uint32_t> table(streams.size() * kStride);
   for (std::size_t s = 0; s < streams.size(); ++s)
     for (std::size_t c = 0; c < kCats; ++c) {
       const std::uint32_t rank = rank_code(streams[s].rank);
       const int part = part_of(static_cast<Category>(c));
       const auto busy = static_cast<std::uint32_t>(busy_slot_of(static_cast<Category>(c))) << 4;
-      table[s * kCats + c] = streams[s].compute ? rank | busy : part < 0 ? dummy : rank | static_cast<std::uint32_t>(1 + part);
+      table[s * kStride + c] = streams[s].compute ? rank | busy : part < 0 ? dummy : rank | static_cast<std::uint32_t>(1 + part);
     }
   const auto& tasks = g.tasks();
   const std::size_t n = tasks.size();
   // Not value-initialised: every entry is written below (zeroing would cost a pass).
   const std::unique_ptr<std::uint32_t[]> code(new std::uint32_t[n]);
   for (std::size_t t = 0; t < n; ++t)
-    code[t] = table[static_cast<std::size_t>(tasks[t].stream) * kCats + static_cast<std::size_t>(tasks[t].category)];
+    code[t] = table[static_cast<std::size_t>(tasks[t].stream) * kStride + static_cast<std::size_t>(tasks[t].category)];
   // A stage-to-stage send also keeps the receiving rank waiting.
   // Read only for the tasks flagged kSend, so not initialised either.
   std::unique_ptr<int[]> recv_rank;
