@@ -97,9 +97,10 @@ static_assert(sizeof(Sweep) % 128 == 0, "the task codes keep a rank's byte offse
 // over that rank's sorted events. The busy time by category is summed at the
 // end events, in completion order.
 //
-// Each task's effect is read once, before the sweep, into a 32-bit code
-// (byte offset of its rank's Sweep | busy slot << 4 | send flag << 3 | slot)
-// from a (stream, category) table; tasks
+// Each task's effect is read once, before the sweep, into a 64-bit code: low
+// word (byte offset of its rank's Sweep | busy slot << 4 | send flag << 3 |
+// slot) from a (stream, category) table, high word the byte offset of the
+// receiving rank's Sweep for a flagged send; tasks
 // that count nowhere (a non-compute stream, a category with no part) go to a
 // dummy rank P, so the sweep has no per-event branch on them.
 std::vector<RankParts> analyze(const sim::TaskGraph& g, const sim::Timeline& tl, int P, const schedules::Lowered* low) {
@@ -108,6 +109,8 @@ std::vector<RankParts> analyze(const sim::TaskGraph& g, const sim::Timeline& tl,
     throw std::logic_error("analyze: the timeline lacks the start order of its tasks");
   constexpr std::size_t kCats = static_cast<std::size_t>(Category::count_);
   constexpr std::uint32_t kSend = 8, kSlot = 7, kRank = ~127u;
+  if (static_cast<std::size_t>(P) + 1 > std::size_t{0xffffffffu} / sizeof(Sweep))
+    throw std::logic_error("analyze: too many ranks for the 32-bit rank offsets of the task codes");
   const auto rank_code = [](int rank) { return static_cast<std::uint32_t>(static_cast<std::size_t>(rank) * sizeof(Sweep)); };
   const std::uint32_t dummy = rank_code(P) | kSlot;
 
@@ -125,30 +128,28 @@ std::vector<RankParts> analyze(const sim::TaskGraph& g, const sim::Timeline& tl,
   const auto& tasks = g.tasks();
   const std::size_t n = tasks.size();
   // Not value-initialised: every entry is written below (zeroing would cost a pass).
-  const std::unique_ptr<std::uint32_t[]> code(new std::uint32_t[n]);
+  const std::unique_ptr<std::uint64_t[]> code(new std::uint64_t[n]);
   for (std::size_t t = 0; t < n; ++t)
     code[t] = table[static_cast<std::size_t>(tasks[t].stream) * kStride + static_cast<std::size_t>(tasks[t].category)];
   // A stage-to-stage send also keeps the receiving rank waiting.
-  // Read only for the tasks flagged kSend, so not initialised either.
-  std::unique_ptr<int[]> recv_rank;
   if (low)
     for (const auto& [t, target] : low->send_target) {
       auto& c = code[static_cast<std::size_t>(t)];
       if ((c & kSlot) == 0 || (c & kSlot) == kSlot || target < 0 || rank_code(target) == (c & kRank)) continue;
-      if (!recv_rank) recv_rank.reset(new int[n]);
-      recv_rank[static_cast<std::size_t>(t)] = target;
-      c |= kSend;
+      c |= kSend | static_cast<std::uint64_t>(rank_code(target)) << 32;
     }
   std::vector<Sweep> sweep(static_cast<std::size_t>(P) + 1);
   char* const base = reinterpret_cast<char*>(sweep.data());
-  const auto sweep_of = [base](std::uint32_t c) -> Sweep& { return *reinterpret_cast<Sweep*>(base + (c & kRank)); };
-  auto event = [&](sim::TaskId t, std::uint32_t c, std::int64_t x, std::int32_t delta) {
+  const auto sweep_of = [base](std::uint64_t c) -> Sweep& {
+    return *reinterpret_cast<Sweep*>(base + (static_cast<std::uint32_t>(c) & kRank));
+  };
+  auto event = [&](std::uint64_t c, std::int64_t x, std::int32_t delta) {
     const unsigned slot = c & kSlot;
     Sweep& sw = sweep_of(c);
     sw.account(x);
     sw.count[slot] += delta;
     if (c & kSend) [[unlikely]] {
-      Sweep& to = sweep[static_cast<std::size_t>(recv_rank[static_cast<std::size_t>(t)])];
+      Sweep& to = *reinterpret_cast<Sweep*>(base + (c >> 32));
       to.account(x);
       to.count[slot] += delta;
     }
@@ -156,7 +157,7 @@ std::vector<RankParts> analyze(const sim::TaskGraph& g, const sim::Timeline& tl,
 
   // Busy compute of a finished task, by category.
   const auto* info_of = low ? low->info.data() : nullptr;
-  auto busy = [&]<bool kLow>(const sim::Interval& iv, std::uint32_t c) {
+  auto busy = [&]<bool kLow>(const sim::Interval& iv, std::uint64_t c) {
     auto& acc = sweep_of(c).acc;
     const double dur = (iv.end.ns - iv.start.ns) * 1e-9;
     std::int64_t launch_ns = 0;
@@ -198,7 +199,7 @@ std::vector<RankParts> analyze(const sim::TaskGraph& g, const sim::Timeline& tl,
     const auto* const started_ = started;
     const auto* const interval_of_ = interval_of;
     const auto* const intervals_ = intervals;
-    const std::uint32_t* const code_ = code.get();
+    const std::uint64_t* const code_ = code.get();
     // The next start (task, time), kept across the completions; INT64_MAX once all have started.
     std::size_t k = 0;
     sim::TaskId next = 0;
@@ -215,12 +216,12 @@ std::vector<RankParts> analyze(const sim::TaskGraph& g, const sim::Timeline& tl,
     for (const sim::Interval& iv : tl.intervals) {
       const std::int64_t end = iv.end.ns;
       while (next_at <= end) {
-        event(next, code_[static_cast<std::size_t>(next)], next_at, +1);
+        event(code_[static_cast<std::size_t>(next)], next_at, +1);
         ++k;
         load_next();
       }
-      const std::uint32_t c = code_[static_cast<std::size_t>(iv.task)];
-      event(iv.task, c, end, -1);
+      const std::uint64_t c = code_[static_cast<std::size_t>(iv.task)];
+      event(c, end, -1);
       if ((c & kSlot) == 0) busy.template operator()<kLow>(iv, c);
     }
     i = k;
@@ -229,7 +230,7 @@ std::vector<RankParts> analyze(const sim::TaskGraph& g, const sim::Timeline& tl,
   else merge.template operator()<false>();
   for (; i < n; ++i) {   // unreachable when every task ends after it starts; kept for safety
     const sim::TaskId t = started[i];
-    event(t, code[static_cast<std::size_t>(t)], tl.of(t).start.ns, +1);
+    event(code[static_cast<std::size_t>(t)], tl.of(t).start.ns, +1);
   }
 
   std::vector<RankParts> parts(static_cast<std::size_t>(P));
