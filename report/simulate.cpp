@@ -129,6 +129,7 @@ std::vector<RankParts> analyze(const sim::TaskGraph& g, const sim::Timeline& tl,
   const std::size_t n = tasks.size();
   // Not value-initialised: every entry is written below (zeroing would cost a pass).
   const std::unique_ptr<std::uint64_t[]> code(new std::uint64_t[n]);
+#pragma GCC unroll 4
   for (std::size_t t = 0; t < n; ++t)
     code[t] = table[static_cast<std::size_t>(tasks[t].stream) * kStride + static_cast<std::size_t>(tasks[t].category)];
   // A stage-to-stage send also keeps the receiving rank waiting.
