@@ -238,18 +238,21 @@ TaskId TaskGraph::add_block(const TaskSpec* specs, Block& block) {
 }
 
 void TaskGraph::depend_all(const std::pair<TaskId, TaskId>* edges, std::size_t n) {
-  const auto size = static_cast<std::uint32_t>(tasks_.size());
-  bool bad = false;   // the check of depend() (a negative id converts to a huge unsigned one)
-  for (std::size_t i = 0; i < n; ++i)
-    bad |= static_cast<std::uint32_t>(edges[i].first) >= size || static_cast<std::uint32_t>(edges[i].second) >= size;
-  if (bad) [[unlikely]] {
-    for (std::size_t i = 0; i < n; ++i) depend(edges[i].first, edges[i].second);   // throws at the first bad pair
-  }
+  // One pass: copy, and keep the highest id (a negative id converts to a huge
+  // unsigned one); on a bad one take the copies back and let depend() throw.
   const std::size_t old = edges_.size();
   edges_.resize(old + n);
   auto* out = edges_.data() + old;
-  for (std::size_t i = 0; i < n; ++i)
-    out[i] = {static_cast<std::uint32_t>(edges[i].first), static_cast<std::uint32_t>(edges[i].second)};
+  std::uint32_t top = 0;
+  for (std::size_t i = 0; i < n; ++i) {
+    const auto a = static_cast<std::uint32_t>(edges[i].first), b = static_cast<std::uint32_t>(edges[i].second);
+    out[i] = {a, b};
+    top = std::max(top, std::max(a, b));
+  }
+  if (n > 0 && top >= static_cast<std::uint32_t>(tasks_.size())) [[unlikely]] {
+    edges_.resize(old);
+    for (std::size_t i = 0; i < n; ++i) depend(edges[i].first, edges[i].second);   // throws at the first bad pair
+  }
   invalidate();
 }
 
