@@ -1129,7 +1129,7 @@ void Lowerer::publish(int rank, OpKind kind, int mb, int stage, TaskId last) {
         pp_send_ns_ = to_ns(coll(Collective::send_recv, bytes, place_.pp_link));
       }
       out = add_task(rank, fwd ? pp_fwd_stream_[rank] : pp_bwd_stream_[rank], pp_send_ns_, Category::pp_comm,
-                     (fwd ? "send F mb" : "send B mb") + std::to_string(mb), mb, -1, 'S', 0, 0, 0,
+                     Name(fwd ? sim::Label::send_forward : sim::Label::send_backward), mb, -1, 'S', 0, 0, 0,
                      {place_.pp_link.crosses_domains() ? nic_[rank] : nvl_[rank]});
       out_.graph.depend(last, out);
       send_target_.emplace_hint(send_target_.end(), out, dst);   // ids only grow: appended at the end

@@ -89,6 +89,8 @@ enum class Label : std::uint8_t {
   backward,      // "B mb<microbatch> chunk<chunk>"
   weight_grad,   // "W mb<microbatch> chunk<chunk>"
   backward_mb,   // "B mb<microbatch>" (the backward half of an F&B op)
+  send_forward,  // "send F mb<microbatch>" (a stage-to-stage send of activations)
+  send_backward, // "send B mb<microbatch>" (... of gradients)
 };
 
 // One task. Plain data (trivially copyable, 72 bytes): the graph stores these

@@ -137,6 +137,11 @@ std::string TaskGraph::label_of(const TaskSpec& s, const std::string* name) cons
       out = "B mb";
       number(out, s.microbatch);
       return out;
+    case Label::send_forward:
+    case Label::send_backward:
+      out = s.label == Label::send_forward ? "send F mb" : "send B mb";
+      number(out, s.microbatch);
+      return out;
     case Label::forward: letter = 'F'; break;
     case Label::backward: letter = 'B'; break;
     case Label::weight_grad: letter = 'W'; break;
