@@ -182,6 +182,7 @@ class Lowerer {
     std::vector<char> in_b;
     std::vector<int*> grad_counters;             // grad_remaining_ of each grad-final item's layer, in order
     bool grad_free = true;                       // no grad-final item reaches on_grad_final's bucket logic
+    sim::TaskGraph::Block block;                 // `tasks` checked once (at the first use; size 0: not yet)
   };
   static constexpr TaskId kExternal = -1, kExternalB = -2;   // the (F) chain's, the B chain's pending inputs
   void record_item(Program& pr, int rank, const Item& it, std::vector<TaskId>& pending, TaskId& last, bool chain_b,
@@ -652,7 +653,8 @@ bool Lowerer::emit_fb_program(int rank, Chain& cf, Chain& cb, const Op& op, cons
     pr.tasks[k].chunk = pr.in_b[k] ? op.chunk_b : op.chunk;
   }
   pr.tasks[static_cast<std::size_t>(pr.first_b)].label = sim::Label::backward_mb;   // "B mb<microbatch_b>"
-  const TaskId base = g.add_copies(pr.tasks.data(), pr.tasks.size());
+  if (pr.block.size != pr.tasks.size()) pr.block = g.check_block(pr.tasks.data(), pr.tasks.size());
+  const TaskId base = g.add_block(pr.tasks.data(), pr.block);
   g.set_name(base, name);   // the F chain's first task is the op's first
   out_.info.insert(out_.info.end(), pr.info.begin(), pr.info.end());
   auto& edges = edge_scratch_;
@@ -695,7 +697,8 @@ bool Lowerer::emit_program(int rank, Chain& ch, const Op& op) {
       t.chunk = op.chunk;
     }
   pr.tasks.front().label = op_name(op.kind).label;
-  const TaskId base = g.add_copies(pr.tasks.data(), pr.tasks.size());
+  if (pr.block.size != pr.tasks.size()) pr.block = g.check_block(pr.tasks.data(), pr.tasks.size());
+  const TaskId base = g.add_block(pr.tasks.data(), pr.block);
   out_.info.insert(out_.info.end(), pr.info.begin(), pr.info.end());
   // The edges in emit_seg's order. Blocking pipeline P2P first: the first task
   // is on the compute stream (see add_task).
@@ -1126,7 +1129,7 @@ void Lowerer::publish(int rank, OpKind kind, int mb, int stage, TaskId last) {
         pp_send_ns_ = to_ns(coll(Collective::send_recv, bytes, place_.pp_link));
       }
       out = add_task(rank, fwd ? pp_fwd_stream_[rank] : pp_bwd_stream_[rank], pp_send_ns_, Category::pp_comm,
-                     (fwd ? "send F mb" : "send B mb") + std::to_string(mb), mb, -1, 'S', 0, 0, 0,
+                     Name(fwd ? sim::Label::send_forward : sim::Label::send_backward), mb, -1, 'S', 0, 0, 0,
                      {place_.pp_link.crosses_domains() ? nic_[rank] : nvl_[rank]});
       out_.graph.depend(last, out);
       send_target_.emplace_hint(send_target_.end(), out, dst);   // ids only grow: appended at the end

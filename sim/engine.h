@@ -89,6 +89,8 @@ enum class Label : std::uint8_t {
   backward,      // "B mb<microbatch> chunk<chunk>"
   weight_grad,   // "W mb<microbatch> chunk<chunk>"
   backward_mb,   // "B mb<microbatch>" (the backward half of an F&B op)
+  send_forward,  // "send F mb<microbatch>" (a stage-to-stage send of activations)
+  send_backward, // "send B mb<microbatch>" (... of gradients)
 };
 
 // One task. Plain data (trivially copyable, 72 bytes): the graph stores these
@@ -157,6 +159,22 @@ class TaskGraph {
   // of specs[0..n) in order (returns the first id), and depend() of each pair in order.
   TaskId add_copies(const TaskSpec* specs, std::size_t n);
   void depend_all(const std::pair<TaskId, TaskId>* edges, std::size_t n);
+  // Checked blocks (the lowering replays the same recorded blocks thousands of
+  // times): check_block validates specs[0..n) once as add() would (the same
+  // errors; streams, resources and texts are never removed, so a valid block
+  // stays valid) and groups the block's ids by stream. add_block(specs, block)
+  // then does add_copies(specs, n) without per-task checks: the specs may differ
+  // from the checked ones only in microbatch, chunk and a label code other than
+  // Label::text (asserted in debug builds). note() (resource sharing, any_*
+  // flags) is paid at the block's first add_block: it is idempotent.
+  struct Block {
+    std::size_t size = 0;
+    std::vector<std::pair<StreamId, std::vector<TaskId>>> queues;   // per stream used: relative ids, in order
+    const TaskGraph* graph = nullptr;   // the graph it was checked for
+    bool noted = false;                 // note() done for it on `graph`
+  };
+  Block check_block(const TaskSpec* specs, std::size_t n) const;
+  TaskId add_block(const TaskSpec* specs, Block& block);
   void set_contention(double factor);           // compute slowdown while interfering comm runs (e.g. 0.1 = 10%)
   void reserve(std::size_t tasks);
   std::size_t size() const { return tasks_.size(); }
@@ -187,6 +205,8 @@ class TaskGraph {
   };
   void invalidate() { if (lazy_->graph) lazy_->graph.reset(); }
   void note(const TaskSpec&);   // resource sharing and any_* flags, for add() and add_copies()
+  bool valid(const TaskSpec&) const;
+  void check(const TaskSpec&, const std::string& name) const;   // throws add()'s error for an invalid spec
   std::string label_of(const TaskSpec&, const std::string* name) const;
 
 

@@ -59,6 +59,26 @@ TaskId TaskGraph::add(TaskSpec spec) { return add(spec, std::string()); }
 
 TaskId TaskGraph::add(TaskSpec spec, std::string name) {
   if (!name.empty()) spec.label = Label::named;
+  check(spec, name);
+  note(spec);
+  const auto id = static_cast<TaskId>(tasks_.size());
+  stream_tasks_[static_cast<std::size_t>(spec.stream)].push_back(id);
+  tasks_.push_back(spec);
+  if (!name.empty()) names_.emplace_back(id, std::move(name));   // ids only grow: names_ stays sorted
+  invalidate();
+  return id;
+}
+
+// add()'s checks (a negative id converts to a huge unsigned one).
+bool TaskGraph::valid(const TaskSpec& spec) const {
+  bool bad = static_cast<std::size_t>(static_cast<std::uint32_t>(spec.stream)) >= streams_.size() ||
+             (spec.duration_ns | spec.memory_release) < 0 || (spec.label == Label::text && spec.text >= texts_.size());
+  for (ResourceId r : spec.resources) bad |= static_cast<std::size_t>(static_cast<std::uint32_t>(r)) >= resources_.size();
+  return !bad;
+}
+
+// The error add() gives for an invalid spec (its explicit name: `name`).
+void TaskGraph::check(const TaskSpec& spec, const std::string& name) const {
   if (spec.label == Label::text && spec.text >= texts_.size()) [[unlikely]]
     throw std::logic_error("add: task with unknown text " + std::to_string(spec.text));
   auto label = [&] { return label_of(spec, &name); };   // only for an error message
@@ -71,13 +91,6 @@ TaskId TaskGraph::add(TaskSpec spec, std::string name) {
   for (ResourceId r : spec.resources)
     if (r < 0 || static_cast<std::size_t>(r) >= resources_.size()) [[unlikely]]
       throw std::logic_error("add: task '" + label() + "' uses unknown resource " + std::to_string(r));
-  note(spec);
-  const auto id = static_cast<TaskId>(tasks_.size());
-  stream_tasks_[static_cast<std::size_t>(spec.stream)].push_back(id);
-  tasks_.push_back(spec);
-  if (!name.empty()) names_.emplace_back(id, std::move(name));   // ids only grow: names_ stays sorted
-  invalidate();
-  return id;
 }
 
 std::uint16_t TaskGraph::text(std::string_view s) {
@@ -122,6 +135,11 @@ std::string TaskGraph::label_of(const TaskSpec& s, const std::string* name) cons
     case Label::named: return name ? *name : std::string();
     case Label::backward_mb:
       out = "B mb";
+      number(out, s.microbatch);
+      return out;
+    case Label::send_forward:
+    case Label::send_backward:
+      out = s.label == Label::send_forward ? "send F mb" : "send B mb";
       number(out, s.microbatch);
       return out;
     case Label::forward: letter = 'F'; break;
@@ -174,23 +192,12 @@ void TaskGraph::depend(TaskId before, TaskId after) {
 
 TaskId TaskGraph::add_copies(const TaskSpec* specs, std::size_t n) {
   const auto first = static_cast<TaskId>(tasks_.size());
-  const std::size_t streams = streams_.size(), resources = resources_.size();
   for (std::size_t i = 0; i < n; ++i) {
-    const TaskSpec& spec = specs[i];
-    // The checks of add() (a negative id converts to a huge unsigned one).
-    bool bad = static_cast<std::size_t>(static_cast<std::uint32_t>(spec.stream)) >= streams ||
-               (spec.duration_ns | spec.memory_release) < 0 || (spec.label == Label::text && spec.text >= texts_.size());
-    for (ResourceId r : spec.resources) bad |= static_cast<std::size_t>(static_cast<std::uint32_t>(r)) >= resources;
-    if (bad) [[unlikely]] {
+    if (!valid(specs[i])) [[unlikely]] {
       for (std::size_t j = 0; j < i; ++j) stream_tasks_[static_cast<std::size_t>(specs[j].stream)].pop_back();
-      TaskGraph probe;   // add() on a graph with the same streams and resources throws the same error
-      probe.streams_ = streams_;
-      probe.stream_tasks_.resize(streams_.size());
-      probe.resources_ = resources_;
-      probe.texts_ = texts_;
-      probe.add(spec);
+      check(specs[i], std::string());   // throws add()'s error
     }
-    stream_tasks_[static_cast<std::size_t>(spec.stream)].push_back(first + static_cast<TaskId>(i));
+    stream_tasks_[static_cast<std::size_t>(specs[i].stream)].push_back(first + static_cast<TaskId>(i));
   }
   for (std::size_t i = 0; i < n; ++i) note(specs[i]);   // only once every spec is known to be valid
   tasks_.insert(tasks_.end(), specs, specs + n);
@@ -198,19 +205,59 @@ TaskId TaskGraph::add_copies(const TaskSpec* specs, std::size_t n) {
   return first;
 }
 
-void TaskGraph::depend_all(const std::pair<TaskId, TaskId>* edges, std::size_t n) {
-  const auto size = static_cast<std::uint32_t>(tasks_.size());
-  bool bad = false;   // the check of depend() (a negative id converts to a huge unsigned one)
-  for (std::size_t i = 0; i < n; ++i)
-    bad |= static_cast<std::uint32_t>(edges[i].first) >= size || static_cast<std::uint32_t>(edges[i].second) >= size;
-  if (bad) [[unlikely]] {
-    for (std::size_t i = 0; i < n; ++i) depend(edges[i].first, edges[i].second);   // throws at the first bad pair
+TaskGraph::Block TaskGraph::check_block(const TaskSpec* specs, std::size_t n) const {
+  Block b;
+  b.size = n;
+  b.graph = this;
+  for (std::size_t i = 0; i < n; ++i) {
+    check(specs[i], std::string());
+    auto q = std::find_if(b.queues.begin(), b.queues.end(), [&](const auto& e) { return e.first == specs[i].stream; });
+    if (q == b.queues.end()) q = b.queues.insert(q, {specs[i].stream, {}});
+    q->second.push_back(static_cast<TaskId>(i));
   }
+  return b;
+}
+
+TaskId TaskGraph::add_block(const TaskSpec* specs, Block& block) {
+  assert(block.graph == this);
+  const std::size_t n = block.size;
+#ifndef NDEBUG
+  for (const auto& [s, ids] : block.queues)
+    for (TaskId i : ids) assert(specs[i].stream == s && valid(specs[i]));
+#endif
+  const auto first = static_cast<TaskId>(tasks_.size());
+  for (const auto& [s, ids] : block.queues) {
+    auto& q = stream_tasks_[static_cast<std::size_t>(s)];
+    const std::size_t old = q.size();
+    q.resize(old + ids.size());
+    TaskId* out = q.data() + old;
+    for (std::size_t j = 0; j < ids.size(); ++j) out[j] = first + ids[j];
+  }
+  if (!block.noted) {
+    for (std::size_t i = 0; i < n; ++i) note(specs[i]);
+    block.noted = true;
+  }
+  tasks_.insert(tasks_.end(), specs, specs + n);
+  invalidate();
+  return first;
+}
+
+void TaskGraph::depend_all(const std::pair<TaskId, TaskId>* edges, std::size_t n) {
+  // One pass: copy, and keep the highest id (a negative id converts to a huge
+  // unsigned one); on a bad one take the copies back and let depend() throw.
   const std::size_t old = edges_.size();
   edges_.resize(old + n);
   auto* out = edges_.data() + old;
-  for (std::size_t i = 0; i < n; ++i)
-    out[i] = {static_cast<std::uint32_t>(edges[i].first), static_cast<std::uint32_t>(edges[i].second)};
+  std::uint32_t top = 0;
+  for (std::size_t i = 0; i < n; ++i) {
+    const auto a = static_cast<std::uint32_t>(edges[i].first), b = static_cast<std::uint32_t>(edges[i].second);
+    out[i] = {a, b};
+    top = std::max(top, std::max(a, b));
+  }
+  if (n > 0 && top >= static_cast<std::uint32_t>(tasks_.size())) [[unlikely]] {
+    edges_.resize(old);
+    for (std::size_t i = 0; i < n; ++i) depend(edges[i].first, edges[i].second);   // throws at the first bad pair
+  }
   invalidate();
 }
 

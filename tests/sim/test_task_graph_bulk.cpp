@@ -153,3 +153,71 @@ TEST_CASE("TaskGraph::name: label codes format as schedules::label does; explici
   CHECK(g.name(b) == "F mb3 chunk0 + B mb1 chunk1");
   CHECK_THROWS_AS(g.set_name(99, "x"), std::logic_error);
 }
+
+TEST_CASE("check_block/add_block: a block checked once, added many times, builds the graph add_copies builds") {
+  // The lowering's replay: the same recorded block with a new micro-batch per use.
+  std::vector<TaskSpec> block = {task(0, 10), task(1, 4, {0}), task(0, 7), task(1, 2, {0})};
+  block[0].label = Label::forward;
+  TaskGraph copies = base(), blocks = base();
+  TaskGraph::Block checked = blocks.check_block(block.data(), block.size());
+  CHECK(checked.size == 4);
+  REQUIRE(checked.queues.size() == 2);   // stream 0: tasks 0 and 2; stream 1: tasks 1 and 3
+  CHECK(checked.queues[0].second == std::vector<TaskId>{0, 2});
+  CHECK(checked.queues[1].second == std::vector<TaskId>{1, 3});
+  for (int mb = 0; mb < 3; ++mb) {
+    for (auto& t : block) t.microbatch = mb;
+    CHECK(copies.add_copies(block.data(), block.size()) == blocks.add_block(block.data(), checked));
+  }
+  REQUIRE(blocks.size() == copies.size());
+  CHECK(blocks.size() == 13);
+  for (StreamId s = 0; s < 2; ++s) CHECK(blocks.stream_tasks(s) == copies.stream_tasks(s));
+  CHECK(blocks.stream_tasks(1) == std::vector<TaskId>{2, 4, 6, 8, 10, 12});
+  for (TaskId t = 0; t < static_cast<TaskId>(copies.size()); ++t) {
+    CHECK(blocks.name(t) == copies.name(t));
+    CHECK(blocks.task(t).microbatch == copies.task(t).microbatch);
+  }
+  CHECK(blocks.name(9) == "F mb2 chunk-1");
+  // note(): one stream uses the NVLink resource, so it is not shared.
+  CHECK_FALSE(blocks.resource_shared(0));
+  CHECK(blocks.any_resources());
+  CHECK_FALSE(blocks.any_memory());
+}
+
+TEST_CASE("check_block gives add's errors and changes nothing; add_block notes resource sharing at its first use") {
+  TaskGraph g = base();
+  const std::vector<TaskSpec> bad_stream = {task(0, 1), task(7, 1)};
+  CHECK_THROWS_WITH_AS(g.check_block(bad_stream.data(), bad_stream.size()), "add: task '' on unknown stream 7",
+                       std::logic_error);
+  const std::vector<TaskSpec> bad_resource = {task(1, 1, {3})};
+  CHECK_THROWS_WITH_AS(g.check_block(bad_resource.data(), bad_resource.size()), "add: task '' uses unknown resource 3",
+                       std::logic_error);
+  std::vector<TaskSpec> negative = {task(0, -1)};
+  negative[0].label = Label::backward;
+  negative[0].microbatch = 2;
+  negative[0].chunk = 0;
+  CHECK_THROWS_WITH_AS(g.check_block(negative.data(), negative.size()),
+                       "add: negative duration for task 'B mb2 chunk0'", std::logic_error);
+  CHECK(g.size() == 1);
+  // A block whose tasks on two streams use one resource: shared once added, not before.
+  g.add_stream(0, "dp", false);
+  const std::vector<TaskSpec> two = {task(1, 8, {0}), task(2, 8, {0})};
+  TaskGraph::Block b = g.check_block(two.data(), two.size());
+  CHECK_FALSE(g.resource_shared(0));
+  g.add_block(two.data(), b);
+  CHECK(g.resource_shared(0));
+  const Timeline t = run(g);   // first (5), then the two transfers at half rate each: 16 ns
+  CHECK(t.makespan.ns == 16);
+}
+
+TEST_CASE("send labels: \"send F mb<microbatch>\" and \"send B mb<microbatch>\", as the lowering named its sends") {
+  TaskGraph g = base();
+  TaskSpec s = task(1, 3);
+  s.microbatch = 17;
+  s.label = Label::send_forward;
+  const TaskId f = g.add(s);
+  s.label = Label::send_backward;
+  s.microbatch = 0;
+  const TaskId b = g.add(s);
+  CHECK(g.name(f) == "send F mb17");
+  CHECK(g.name(b) == "send B mb0");
+}
