@@ -11,6 +11,7 @@
 #include "models/accounting.h"
 #include "schedules/lab.h"
 #include "schedules/lowering.h"
+#include "sim/process_memory.h"
 
 namespace mfusim::report {
 
@@ -129,6 +130,7 @@ std::vector<RankParts> analyze(const sim::TaskGraph& g, const sim::Timeline& tl,
   const std::size_t n = tasks.size();
   // Not value-initialised: every entry is written below (zeroing would cost a pass).
   const std::unique_ptr<std::uint64_t[]> code(new std::uint64_t[n]);
+  sim::advise_huge(code.get(), n * sizeof(std::uint64_t));
 #pragma GCC unroll 4
   for (std::size_t t = 0; t < n; ++t)
     code[t] = table[static_cast<std::size_t>(tasks[t].stream) * kStride + static_cast<std::size_t>(tasks[t].category)];

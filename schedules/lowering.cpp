@@ -21,6 +21,7 @@
 #include "hardware/collectives.h"
 #include "hardware/cost_model.h"
 #include "models/accounting.h"
+#include "sim/process_memory.h"
 
 namespace mfusim::schedules {
 
@@ -1361,6 +1362,7 @@ Lowered Lowerer::run() {
     const std::size_t n = g.size() + estimate_tasks();
     g.reserve(n);
     out_.info.reserve(n);
+    sim::advise_huge_storage(out_.info);
   }
 
   // Emit ops in an order that respects cross-rank inputs: round-robin over

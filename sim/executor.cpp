@@ -24,6 +24,7 @@
 
 #include "sim/engine.h"
 #include "sim/event_queue.h"
+#include "sim/process_memory.h"
 
 namespace mfusim::sim {
 namespace {
@@ -255,14 +256,20 @@ Timeline Executor::play() {
 
   // Successors as CSR (counting sort by source, stable), and in-degrees.
   const auto& edges = g_.edges();
+  // The per-task arrays are advised to huge pages before their first touch.
+  succ_begin_.reserve(n_ + 2);
+  advise_huge_storage(succ_begin_);
   succ_begin_.assign(n_ + 2, 0);
   dep_.reset(new Dep[n_]);   // default-initialised: filled here
+  advise_huge(dep_.get(), n_ * sizeof(Dep));
   for (std::size_t v = 0; v < n_; ++v) dep_[v] = Dep{-1, 0, 0};
   for (const auto& [a, b] : edges) {
     ++succ_begin_[a + 2];
     ++dep_[b].pending;
   }
   for (std::size_t v = 2; v < n_ + 2; ++v) succ_begin_[v] += succ_begin_[v - 1];
+  succ_.reserve(edges.size());
+  advise_huge_storage(succ_);
   succ_.resize(edges.size());
   for (const auto& [a, b] : edges) succ_[succ_begin_[a + 1]++] = b;   // succ_begin_[a] = first of a afterwards
   succ_begin_.pop_back();
@@ -296,6 +303,10 @@ Timeline Executor::play() {
   }
   tl_.intervals.reserve(n_);
   tl_.started.reserve(n_);
+  tl_.interval_of.reserve(n_);
+  advise_huge_storage(tl_.intervals);
+  advise_huge_storage(tl_.started);
+  advise_huge_storage(tl_.interval_of);
   tl_.interval_of.assign(n_, -1);
   tl_.peak_memory.assign(R, 0);
   tl_.memory.assign(track_memory_ ? R : 0, {});

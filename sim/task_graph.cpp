@@ -4,6 +4,7 @@
 #include <string>
 
 #include "sim/engine.h"
+#include "sim/process_memory.h"
 
 namespace mfusim::sim {
 
@@ -269,6 +270,8 @@ void TaskGraph::set_contention(double factor) {
 void TaskGraph::reserve(std::size_t tasks) {
   tasks_.reserve(tasks);
   edges_.reserve(tasks + tasks / 2);
+  advise_huge_storage(tasks_);   // before first touch: faulted in as 2 MiB pages
+  advise_huge_storage(edges_);
   for (auto& q : stream_tasks_) q.reserve(tasks / std::max<std::size_t>(1, stream_tasks_.size()));
 }
 

@@ -13,6 +13,7 @@
 #include "report/simulate.h"
 #include "report/text.h"
 #include "schedules/schedule.h"
+#include "sim/process_memory.h"
 #include "study/sweep.h"
 #include "tools/commands.h"
 
@@ -180,6 +181,7 @@ int cmd_calibrate(const std::string& probe, const std::string& out) {
 }  // namespace
 
 int main(int argc, char** argv) {
+  sim::tune_process_memory();   // freed step arrays are reused by the next step of a sweep/plan
   // `mfusim SCENARIO.toml ...` is `mfusim run SCENARIO.toml ...`.
   std::vector<std::string> args(argv, argv + argc);
   static const std::vector<std::string> commands = {"run", "sweep", "plan", "diagnose", "check", "calibrate", "list"};
