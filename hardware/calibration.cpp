@@ -405,29 +405,38 @@ Calibration fit_probe(const std::string& probe_path, std::string* report, const 
             << " of the copy fit), rms rel error " << fmt("%.1f", mf.family_rms_rel_error[f] * 100) << "%\n";
   }
 
-  // Collectives (>= 2 GPUs): t = latency + bus_bytes / bus_bandwidth, nccl-tests bus factors.
-  std::vector<std::pair<double, double>> col;
+  // Collectives (>= 2 GPUs), in the form hardware/collectives.cpp charges them:
+  // t = steps * latency + bus_bytes / bus_bandwidth, with the nccl-tests bus
+  // factors and the ring's latency steps (all-reduce 2(n-1), all-gather /
+  // reduce-scatter / all-to-all n-1, send/recv 1), so the fitted latency is
+  // the per-step alpha the model multiplies.
+  struct ColSample { double steps, bus_bytes, seconds; };
+  std::vector<ColSample> col;
   for (const Reader& r : rows("collective")) {
     double g = r.num("gpus");
     if (g < 2) continue;
     std::string op = r.str("op");
     double f = op == "all_reduce" ? 2 * (g - 1) / g : (op == "send_recv" ? 1.0 : (g - 1) / g);
-    col.push_back({r.num("bytes") * f, r.num("seconds")});
+    double steps = op == "all_reduce" ? 2 * (g - 1) : (op == "send_recv" ? 1.0 : g - 1);
+    col.push_back({steps, r.num("bytes") * f, r.num("seconds")});
   }
   if (col.size() >= 2) {
     Eigen::MatrixXd M(Eigen::Index(col.size()), 2);
     Eigen::VectorXd t(Eigen::Index(col.size()));
     for (std::size_t i = 0; i < col.size(); ++i) {
-      M(Eigen::Index(i), 0) = 1.0;
-      M(Eigen::Index(i), 1) = col[i].first;
-      t(Eigen::Index(i)) = col[i].second;
+      M(Eigen::Index(i), 0) = col[i].steps;
+      M(Eigen::Index(i), 1) = col[i].bus_bytes;
+      t(Eigen::Index(i)) = col[i].seconds;
     }
     Eigen::VectorXd x = solve_rel(M, t);
     CollectiveFit& cf = cal.collectives;
     cf.nvlink_bus_bandwidth = 1.0 / x(1);
     cf.nvlink_latency_s = std::max(0.0, x(0));
     std::vector<double> pred, meas;
-    for (auto& [b, s] : col) { pred.push_back(cf.nvlink_latency_s + b / cf.nvlink_bus_bandwidth); meas.push_back(s); }
+    for (const auto& c : col) {
+      pred.push_back(c.steps * cf.nvlink_latency_s + c.bus_bytes / cf.nvlink_bus_bandwidth);
+      meas.push_back(c.seconds);
+    }
     cf.rms_rel_error = rms_rel(pred, meas);
     cal.has_collectives = true;
     rep << "collectives: " << col.size() << " samples, bus bandwidth " << fmt("%.0f", cf.nvlink_bus_bandwidth * 1e-9)

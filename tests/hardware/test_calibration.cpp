@@ -203,3 +203,27 @@ TEST_CASE("fit_probe: a flash efficiency that rises with the sequence is fitted 
   const Calibration r = read_calibration(tmp("cal_knee.toml"));
   CHECK(r.attention.flash_bwd_seq_knee == doctest::Approx(2048));
 }
+
+TEST_CASE("the 2 x H200 NCCL run (probe/results/run9-x2) fits an NVLink bus bandwidth under the links' ceiling") {
+  const std::string root = std::string(MFUSIM_TEST_DIR) + "/..";
+  std::string report;
+  const Calibration c = fit_probe(root + "/probe/results/run9-x2/h200x2-nccl.toml", &report);
+  REQUIRE(c.has_collectives);
+  // nvidia-smi on that machine (probe/results/run9-x2/env.txt): GPU0-GPU1 NV18,
+  // 18 links x 26.562 GB/s = 478 GB/s per direction: no fit may exceed it.
+  CHECK(c.collectives.nvlink_bus_bandwidth < 478.2e9);
+  // The largest messages (2 GiB) measured 287-362 GB/s of bus bandwidth; one
+  // alpha-beta line over all 50 samples (8 KiB .. 2 GiB, five operations) lies in that band.
+  CHECK(c.collectives.nvlink_bus_bandwidth > 250e9);
+  CHECK(c.collectives.nvlink_bus_bandwidth < 370e9);
+  // 8 KiB calls took 13-20 us: the latency term is of that size.
+  CHECK(c.collectives.nvlink_latency_s > 5e-6);
+  CHECK(c.collectives.nvlink_latency_s < 25e-6);
+  CHECK(c.collectives.rms_rel_error < 0.25);
+  CHECK(report.find("collectives: 50 samples") != std::string::npos);
+  // The committed calibration file is this fit.
+  const Calibration committed = read_calibration(root + "/hardware/calibration/h200x2-nccl.toml");
+  REQUIRE(committed.has_collectives);
+  CHECK(committed.collectives.nvlink_bus_bandwidth == doctest::Approx(c.collectives.nvlink_bus_bandwidth).epsilon(1e-6));
+  CHECK(committed.collectives.nvlink_latency_s == doctest::Approx(c.collectives.nvlink_latency_s).epsilon(1e-6));
+}
