@@ -259,21 +259,30 @@ class Lowerer {
   const std::map<TaskId, int>& send_targets() const { return send_target_; }
 };
 
-TaskId Lowerer::add_task(int rank, sim::StreamId stream, std::int64_t ns, Category cat, Name name, int mb,
-                         int chunk, char kind, std::int64_t launch_ns, double flops, std::int64_t mem,
-                         sim::ResourceList res, bool interferes) {
+// The TaskSpec of one lowered task. add_task and the recorded op programs
+// (record_item) both build it here, so a replayed program adds exactly the
+// tasks add_task would have added.
+sim::TaskSpec spec_of(sim::StreamId stream, std::int64_t ns, Category cat, std::uint16_t text, char kind,
+                      std::int64_t mem, sim::ResourceList res, bool interferes) {
   sim::TaskSpec t;
   t.stream = stream;
   t.duration_ns = std::max<std::int64_t>(0, ns);
   t.category = cat;
-  t.label = name.label;
-  t.text = name.id;
-  t.microbatch = mb;
-  t.chunk = chunk;
+  t.text = text;
   t.kind = kind;
   t.resources = res;
   t.interferes = interferes;
   t.memory_delta = mem;
+  return t;
+}
+
+TaskId Lowerer::add_task(int rank, sim::StreamId stream, std::int64_t ns, Category cat, Name name, int mb,
+                         int chunk, char kind, std::int64_t launch_ns, double flops, std::int64_t mem,
+                         sim::ResourceList res, bool interferes) {
+  sim::TaskSpec t = spec_of(stream, ns, cat, name.id, kind, mem, res, interferes);
+  t.label = name.label;
+  t.microbatch = mb;
+  t.chunk = chunk;
   TaskId id = name.text.empty() ? out_.graph.add(t) : out_.graph.add(t, std::move(name.text));
   if (static_cast<std::size_t>(id) >= out_.info.size()) out_.info.resize(id + 1);
   out_.info[static_cast<std::size_t>(id)].launch_ns = launch_ns;
@@ -545,16 +554,7 @@ void Lowerer::record_item(Program& pr, int rank, const Item& it, std::vector<Tas
   const sim::StreamId cs = out_.compute_stream[rank];
   auto add = [&](sim::StreamId stream, std::int64_t ns, Category cat, std::uint16_t text, char kind, std::int64_t launch_ns,
                  double flops, std::int64_t mem, sim::ResourceList res, bool interferes) {
-    sim::TaskSpec t;
-    t.stream = stream;
-    t.duration_ns = std::max<std::int64_t>(0, ns);
-    t.category = cat;
-    t.text = text;
-    t.kind = kind;
-    t.resources = res;
-    t.interferes = interferes;
-    t.memory_delta = mem;
-    pr.tasks.push_back(std::move(t));
+    pr.tasks.push_back(spec_of(stream, ns, cat, text, kind, mem, res, interferes));
     pr.in_b.push_back(chain_b ? 1 : 0);
     TaskInfo info;
     info.launch_ns = launch_ns;
