@@ -9,7 +9,6 @@
 
 #include "schedules/lab.h"
 #include "sim/engine.h"
-#include "sim/process_memory.h"
 
 using namespace mfusim;
 
@@ -97,12 +96,3 @@ void BM_lower_and_run(benchmark::State& state) {
 BENCHMARK(BM_run_fast)->Unit(benchmark::kMillisecond);
 BENCHMARK(BM_run_dynamic)->Unit(benchmark::kMillisecond);
 BENCHMARK(BM_lower_and_run)->Unit(benchmark::kMillisecond);
-// BENCHMARK_MAIN, with the process memory tuned as in `mfusim` (sim/process_memory.h).
-int main(int argc, char** argv) {
-  sim::tune_process_memory();
-  benchmark::Initialize(&argc, argv);
-  if (benchmark::ReportUnrecognizedArguments(argc, argv)) return 1;
-  benchmark::RunSpecifiedBenchmarks();
-  benchmark::Shutdown();
-  return 0;
-}

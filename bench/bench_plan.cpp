@@ -12,7 +12,6 @@
 
 #include "config/loader.h"
 #include "report/simulate.h"
-#include "sim/process_memory.h"
 #include "study/plan.h"
 
 using namespace mfusim;
@@ -72,12 +71,3 @@ void BM_lower_bound(benchmark::State& state) {
 BENCHMARK(BM_plan)->Arg(10)->Arg(0)->Unit(benchmark::kSecond)->Iterations(1)->UseRealTime();
 BENCHMARK(BM_simulate_one)->Unit(benchmark::kMillisecond);
 BENCHMARK(BM_lower_bound)->Unit(benchmark::kMillisecond)->Iterations(1);
-// BENCHMARK_MAIN, with the process memory tuned as in `mfusim` (sim/process_memory.h).
-int main(int argc, char** argv) {
-  sim::tune_process_memory();
-  benchmark::Initialize(&argc, argv);
-  if (benchmark::ReportUnrecognizedArguments(argc, argv)) return 1;
-  benchmark::RunSpecifiedBenchmarks();
-  benchmark::Shutdown();
-  return 0;
-}

@@ -14,7 +14,6 @@
 #include "report/simulate.h"
 #include "schedules/lowering.h"
 #include "sim/engine.h"
-#include "sim/process_memory.h"
 
 using namespace mfusim;
 
@@ -86,12 +85,3 @@ void BM_run(benchmark::State& state, const std::string& file, bool per_layer) {
 MFUSIM_STEP_BENCH(70b_128xh100, "128xh100_70b.toml");
 MFUSIM_STEP_BENCH(405b_16384xh100, "16384xh100_405b.toml");
 
-// BENCHMARK_MAIN, with the process memory tuned as in `mfusim` (sim/process_memory.h).
-int main(int argc, char** argv) {
-  sim::tune_process_memory();
-  benchmark::Initialize(&argc, argv);
-  if (benchmark::ReportUnrecognizedArguments(argc, argv)) return 1;
-  benchmark::RunSpecifiedBenchmarks();
-  benchmark::Shutdown();
-  return 0;
-}

@@ -8,18 +8,12 @@
 #include <vector>
 
 #include "sim/engine.h"
+#include "tests/sim/task_fixture.h"
 #include "sim/event_queue.h"
 
 using namespace mfusim::sim;
 
-namespace {
-TaskSpec task(StreamId s, std::int64_t ns) {
-  TaskSpec t;
-  t.stream = s;
-  t.duration_ns = ns;
-  return t;
-}
-}  // namespace
+using mfusim::sim::testing::task;
 
 TEST_CASE("event queue: equal times come out FIFO by insertion (ns-3 (time, uid) keys)") {
   EventQueue<int> q;

@@ -9,18 +9,12 @@
 #include <vector>
 
 #include "sim/engine.h"
+#include "tests/sim/task_fixture.h"
 #include "sim/event_queue.h"
 
 using namespace mfusim::sim;
 
-namespace {
-TaskSpec task(StreamId s, std::int64_t ns) {
-  TaskSpec t;
-  t.stream = s;
-  t.duration_ns = ns;
-  return t;
-}
-}  // namespace
+using mfusim::sim::testing::task;
 
 TEST_CASE("event queue: take_next/done and remove_next give the (time, seq) order of a sort") {
   // The executor takes the next event, handles it (inserting new events: the

@@ -11,18 +11,12 @@
 #include <vector>
 
 #include "sim/engine.h"
+#include "tests/sim/task_fixture.h"
 
 using namespace mfusim::sim;
+using mfusim::sim::testing::task;
 
 namespace {
-TaskSpec task(StreamId s, std::int64_t ns, ResourceList res = {}) {
-  TaskSpec t;
-  t.stream = s;
-  t.duration_ns = ns;
-  t.resources = res;
-  return t;
-}
-
 TaskGraph base() {
   TaskGraph g;
   g.add_stream(0, "compute", true);
