@@ -122,15 +122,17 @@ struct ResourceSpec { std::string name; double capacity = 1.0; };
 // Storage is flat while the graph is built: the tasks are one vector of plain
 // TaskSpec structs (TaskId == index; no strings: names are formatted on demand
 // from label codes, texts and a side table of explicit names; resources are an
-// inline ResourceList: adding a task allocates nothing), and each `depend` appends one (before, after) pair to one edge
-// vector. The graph itself is a Boost.Graph compressed_sparse_row_graph
-// (bidirectional: out-edges are the successors, in-edges the predecessors),
+// inline ResourceList: adding a task allocates nothing), and each `depend`
+// appends one (before, after) pair to one edge vector. The graph itself is a
+// Boost.Graph compressed_sparse_row_graph (bidirectional: out-edges are the
+// successors, in-edges the predecessors),
 // built from the edge list in two counting-sort passes the first time graph()
-// is called and cached until the next add/depend. The executor walks its
-// adjacency for the dependency counters, and its in-edges for the critical
-// path and the deadlock report. Successors of a task keep the order in which
-// the dependencies were added (Boost's histogram sort is stable), which fixes
-// the tie order of simultaneous starts.
+// is called and cached until the next add/depend. The executor builds its own
+// successor lists from edges() in one counting sort (cheaper than the Boost
+// graph on the hot path; same order: successors keep the order in which the
+// dependencies were added, which fixes the tie order of simultaneous starts),
+// notes the critical path while it runs, and reads graph()'s in-edges only for
+// the deadlock report.
 class TaskGraph {
  public:
   using Graph = boost::compressed_sparse_row_graph<boost::bidirectionalS, boost::no_property, boost::no_property,

@@ -368,10 +368,12 @@ void Executor::deadlock(std::int64_t now) const {
     if (st.next == st.end) continue;
     const TaskId t = *st.next;
     out << "\n  " << g_.streams()[s].name << ": " << describe(g_, t) << " waits for";
-    // Predecessors by source id (the order of the CSR in-edges).
+    // Predecessors from the graph's in-edges (built here only, on this error
+    // path; the run itself uses its own successor lists), by source id.
+    const TaskGraph::Graph& graph = g_.graph();
     std::vector<TaskId> preds;
-    for (const auto& [a, b] : g_.edges())
-      if (b == static_cast<std::uint32_t>(t)) preds.push_back(static_cast<TaskId>(a));
+    for (auto [e, e_end] = boost::in_edges(static_cast<std::uint32_t>(t), graph); e != e_end; ++e)
+      preds.push_back(static_cast<TaskId>(boost::source(*e, graph)));
     std::sort(preds.begin(), preds.end());
     int shown = 0, more = 0;
     for (TaskId u : preds) {
