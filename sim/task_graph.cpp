@@ -192,18 +192,10 @@ void TaskGraph::depend(TaskId before, TaskId after) {
 }
 
 TaskId TaskGraph::add_copies(const TaskSpec* specs, std::size_t n) {
-  const auto first = static_cast<TaskId>(tasks_.size());
-  for (std::size_t i = 0; i < n; ++i) {
-    if (!valid(specs[i])) [[unlikely]] {
-      for (std::size_t j = 0; j < i; ++j) stream_tasks_[static_cast<std::size_t>(specs[j].stream)].pop_back();
-      check(specs[i], std::string());   // throws add()'s error
-    }
-    stream_tasks_[static_cast<std::size_t>(specs[i].stream)].push_back(first + static_cast<TaskId>(i));
-  }
-  for (std::size_t i = 0; i < n; ++i) note(specs[i]);   // only once every spec is known to be valid
-  tasks_.insert(tasks_.end(), specs, specs + n);
-  invalidate();
-  return first;
+  // A checked block added once: check_block throws add()'s error before
+  // anything is added.
+  Block block = check_block(specs, n);
+  return add_block(specs, block);
 }
 
 TaskGraph::Block TaskGraph::check_block(const TaskSpec* specs, std::size_t n) const {
