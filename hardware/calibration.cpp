@@ -16,6 +16,7 @@
 #include <sstream>
 #include <stdexcept>
 #include <tuple>
+#include <utility>
 
 namespace mfusim::hardware {
 namespace {
@@ -90,6 +91,20 @@ Eigen::VectorXd solve_rel(const Eigen::MatrixXd& A, const Eigen::VectorXd& t) {
   Eigen::VectorXd b = Eigen::VectorXd::Ones(t.size());
   for (Eigen::Index i = 0; i < t.size(); ++i) W.row(i) /= t(i);
   return W.colPivHouseholderQr().solve(b);
+}
+// Relative least squares of t = a * u + b * x over samples {u, x, t} (u = 1:
+// an intercept; u = latency steps for the collectives): returns (a, b).
+struct TwoTerm { double u, x, t; };
+std::pair<double, double> fit_two(const std::vector<TwoTerm>& s) {
+  Eigen::MatrixXd M(Eigen::Index(s.size()), 2);
+  Eigen::VectorXd t(Eigen::Index(s.size()));
+  for (std::size_t i = 0; i < s.size(); ++i) {
+    M(Eigen::Index(i), 0) = s[i].u;
+    M(Eigen::Index(i), 1) = s[i].x;
+    t(Eigen::Index(i)) = s[i].t;
+  }
+  const Eigen::VectorXd c = solve_rel(M, t);
+  return {c(0), c(1)};
 }
 double rms_rel(const std::vector<double>& pred, const std::vector<double>& meas) {
   double s = 0;
@@ -339,17 +354,12 @@ Calibration fit_probe(const std::string& probe_path, std::string* report, const 
     mem.push_back({r.num("bytes"), r.num("seconds")});
   }
   if (!mem.empty()) {
-    Eigen::MatrixXd M(Eigen::Index(mem.size()), 2);
-    Eigen::VectorXd t(Eigen::Index(mem.size()));
-    for (std::size_t i = 0; i < mem.size(); ++i) {
-      M(Eigen::Index(i), 0) = 1.0;
-      M(Eigen::Index(i), 1) = mem[i].first;
-      t(Eigen::Index(i)) = mem[i].second;
-    }
-    Eigen::VectorXd x = solve_rel(M, t);
+    std::vector<TwoTerm> copies;
+    for (auto& [b, sec] : mem) copies.push_back({1.0, b, sec});
+    const auto [copy_fixed, copy_inv_bw] = fit_two(copies);
     MemoryFit& mf = cal.memory;
-    mf.achieved_bandwidth = 1.0 / x(1);
-    mf.fixed_overhead_s = std::max(0.0, x(0));
+    mf.achieved_bandwidth = 1.0 / copy_inv_bw;
+    mf.fixed_overhead_s = std::max(0.0, copy_fixed);
     std::vector<double> pred, meas;
     for (auto& [b, s] : mem) { pred.push_back(mf.fixed_overhead_s + b / mf.achieved_bandwidth); meas.push_back(s); }
     mf.rms_rel_error = rms_rel(pred, meas);
@@ -369,16 +379,9 @@ Calibration fit_probe(const std::string& probe_path, std::string* report, const 
       double fixed = 0, inv_bw = 0, lo = 1e300, hi = 0;
       for (auto& [b, sec] : fam[f]) { lo = std::min(lo, b); hi = std::max(hi, b); }
       if (fam[f].size() >= 2 && hi >= 4 * lo) {
-        Eigen::MatrixXd A(Eigen::Index(fam[f].size()), 2);
-        Eigen::VectorXd ts(Eigen::Index(fam[f].size()));
-        for (std::size_t i = 0; i < fam[f].size(); ++i) {
-          A(Eigen::Index(i), 0) = 1.0;
-          A(Eigen::Index(i), 1) = fam[f][i].first;
-          ts(Eigen::Index(i)) = fam[f][i].second;
-        }
-        Eigen::VectorXd sol = solve_rel(A, ts);
-        fixed = sol(0);
-        inv_bw = sol(1);
+        std::vector<TwoTerm> ts;
+        for (auto& [b, sec] : fam[f]) ts.push_back({1.0, b, sec});
+        std::tie(fixed, inv_bw) = fit_two(ts);
       }
       if (!(fixed >= 0) || !(inv_bw > 0)) {
         // minimise sum ((b x - t) / t)^2: x = sum(b / t) / sum((b / t)^2)
@@ -410,8 +413,7 @@ Calibration fit_probe(const std::string& probe_path, std::string* report, const 
   // factors and the ring's latency steps (all-reduce 2(n-1), all-gather /
   // reduce-scatter / all-to-all n-1, send/recv 1), so the fitted latency is
   // the per-step alpha the model multiplies.
-  struct ColSample { double steps, bus_bytes, seconds; };
-  std::vector<ColSample> col;
+  std::vector<TwoTerm> col;   // {steps, bus bytes, seconds}
   for (const Reader& r : rows("collective")) {
     double g = r.num("gpus");
     if (g < 2) continue;
@@ -421,21 +423,14 @@ Calibration fit_probe(const std::string& probe_path, std::string* report, const 
     col.push_back({steps, r.num("bytes") * f, r.num("seconds")});
   }
   if (col.size() >= 2) {
-    Eigen::MatrixXd M(Eigen::Index(col.size()), 2);
-    Eigen::VectorXd t(Eigen::Index(col.size()));
-    for (std::size_t i = 0; i < col.size(); ++i) {
-      M(Eigen::Index(i), 0) = col[i].steps;
-      M(Eigen::Index(i), 1) = col[i].bus_bytes;
-      t(Eigen::Index(i)) = col[i].seconds;
-    }
-    Eigen::VectorXd x = solve_rel(M, t);
+    const auto [latency, inv_bw] = fit_two(col);
     CollectiveFit& cf = cal.collectives;
-    cf.nvlink_bus_bandwidth = 1.0 / x(1);
-    cf.nvlink_latency_s = std::max(0.0, x(0));
+    cf.nvlink_bus_bandwidth = 1.0 / inv_bw;
+    cf.nvlink_latency_s = std::max(0.0, latency);
     std::vector<double> pred, meas;
     for (const auto& c : col) {
-      pred.push_back(c.steps * cf.nvlink_latency_s + c.bus_bytes / cf.nvlink_bus_bandwidth);
-      meas.push_back(c.seconds);
+      pred.push_back(c.u * cf.nvlink_latency_s + c.x / cf.nvlink_bus_bandwidth);
+      meas.push_back(c.t);
     }
     cf.rms_rel_error = rms_rel(pred, meas);
     cal.has_collectives = true;
