@@ -1,10 +1,12 @@
 #!/usr/bin/env bash
 # Builds the probe with nvcc alone (no CMake), as done on the GPU machine.
-# Usage: probe/build.sh [OUT_BINARY]   -- finds cuBLASLt and NCCL in the CUDA
+# Usage: probe/build.sh [OUT_BINARY] [--lib]   -- finds cuBLASLt and NCCL in the CUDA
 # toolkit, /usr, or the pip wheels (nvidia-cublas, nvidia-nccl-cu13).
 set -euo pipefail
 here=$(cd "$(dirname "$0")" && pwd)
 out=${1:-$here/probe}
+lib=()   # --lib: the shared library of the same source (MFUSIM_PROBE_LIB, validation/gemm_inproc.py)
+[ "${2:-}" = "--lib" ] && lib=(-shared -Xcompiler -fPIC -DMFUSIM_PROBE_LIB -diag-suppress 177)   # 177: the executable-only functions
 NVCC=${NVCC:-$(command -v nvcc || echo /usr/local/cuda/bin/nvcc)}
 cuda=$(dirname "$(dirname "$NVCC")")
 flags=(-std=c++17 -O2 -gencode arch=compute_90a,code=sm_90a -gencode arch=compute_90,code=compute_90)
@@ -27,4 +29,4 @@ else
   fi
 fi
 set -x
-"$NVCC" "${flags[@]}" "${inc[@]}" "$here/probe.cu" -o "$out" "${ldir[@]}" "${libs[@]}"
+"$NVCC" "${flags[@]}" "${lib[@]}" "${inc[@]}" "$here/probe.cu" -o "$out" "${ldir[@]}" "${libs[@]}"

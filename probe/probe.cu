@@ -169,14 +169,29 @@ Timing time_it(const std::function<void(int)>& fn, cudaStream_t st, int repeats 
   return {v[v.size() / 2], v.front(), v.back(), repeats, inner};
 }
 
-// Same as time_it, but each batch of `inner` calls is captured once into a CUDA
-// graph and replayed: GPU time without the host's per-launch cost (what a
-// framework under CUDA graphs, or torch timed the same way, sees).
-Timing time_graph(const std::function<void(int)>& fn, cudaStream_t st, int repeats = 9,
-                  double target_s = 2e-3, int max_inner = 4096) {
-  cudaEvent_t a, b;
-  CUDA_CHECK(cudaEventCreate(&a));
-  CUDA_CHECK(cudaEventCreate(&b));
+// A batch of `inner` calls captured once into a CUDA graph (warm-up first; `inner` chosen so
+// one replay runs >= target_s), replayed by replay_seconds: GPU time without the host's
+// per-launch cost (what a framework under CUDA graphs, or torch timed the same way, sees).
+struct GraphBatch {
+  cudaGraph_t graph{};
+  cudaGraphExec_t exec{};
+  cudaEvent_t a{}, b{};
+  int inner = 1;
+  GraphBatch() = default;
+  GraphBatch(const GraphBatch&) = delete;
+  GraphBatch& operator=(const GraphBatch&) = delete;
+  ~GraphBatch() {
+    if (exec) cudaGraphExecDestroy(exec);
+    if (graph) cudaGraphDestroy(graph);
+    if (a) cudaEventDestroy(a);
+    if (b) cudaEventDestroy(b);
+  }
+};
+
+void make_batch(GraphBatch& g, const std::function<void(int)>& fn, cudaStream_t st, double target_s = 2e-3,
+                int max_inner = 4096) {
+  CUDA_CHECK(cudaEventCreate(&g.a));
+  CUDA_CHECK(cudaEventCreate(&g.b));
   int idx = 0;
   for (int i = 0; i < 3; ++i) fn(idx++);
   CUDA_CHECK(cudaStreamSynchronize(st));
@@ -187,34 +202,41 @@ Timing time_graph(const std::function<void(int)>& fn, cudaStream_t st, int repea
   CUDA_CHECK(cudaStreamEndCapture(st, &g1));
   CUDA_CHECK(cudaGraphInstantiate(&e1, g1, 0));
   CUDA_CHECK(cudaGraphLaunch(e1, st));
-  CUDA_CHECK(cudaEventRecord(a, st));
+  CUDA_CHECK(cudaEventRecord(g.a, st));
   CUDA_CHECK(cudaGraphLaunch(e1, st));
-  CUDA_CHECK(cudaEventRecord(b, st));
-  CUDA_CHECK(cudaEventSynchronize(b));
+  CUDA_CHECK(cudaEventRecord(g.b, st));
+  CUDA_CHECK(cudaEventSynchronize(g.b));
   float ms = 0;
-  CUDA_CHECK(cudaEventElapsedTime(&ms, a, b));
+  CUDA_CHECK(cudaEventElapsedTime(&ms, g.a, g.b));
   cudaGraphExecDestroy(e1); cudaGraphDestroy(g1);
-  int inner = std::clamp(int(target_s / std::max(ms * 1e-3, 1e-7)), 1, max_inner);
-  cudaGraph_t gr; cudaGraphExec_t ex;
+  g.inner = std::clamp(int(target_s / std::max(ms * 1e-3, 1e-7)), 1, max_inner);
   CUDA_CHECK(cudaStreamBeginCapture(st, cudaStreamCaptureModeThreadLocal));
-  for (int i = 0; i < inner; ++i) fn(idx++);
-  CUDA_CHECK(cudaStreamEndCapture(st, &gr));
-  CUDA_CHECK(cudaGraphInstantiate(&ex, gr, 0));
-  CUDA_CHECK(cudaGraphLaunch(ex, st));   // warm-up replay
+  for (int i = 0; i < g.inner; ++i) fn(idx++);
+  CUDA_CHECK(cudaStreamEndCapture(st, &g.graph));
+  CUDA_CHECK(cudaGraphInstantiate(&g.exec, g.graph, 0));
+  CUDA_CHECK(cudaGraphLaunch(g.exec, st));   // warm-up replay
+}
+
+// One replay between two events: seconds per call.
+double replay_seconds(GraphBatch& g, cudaStream_t st) {
+  CUDA_CHECK(cudaEventRecord(g.a, st));
+  CUDA_CHECK(cudaGraphLaunch(g.exec, st));
+  CUDA_CHECK(cudaEventRecord(g.b, st));
+  CUDA_CHECK(cudaEventSynchronize(g.b));
+  float ms = 0;
+  CUDA_CHECK(cudaEventElapsedTime(&ms, g.a, g.b));
+  return ms * 1e-3 / g.inner;
+}
+
+// Same as time_it under CUDA graph replay: make_batch, then `repeats` replays; per-call median.
+Timing time_graph(const std::function<void(int)>& fn, cudaStream_t st, int repeats = 9,
+                  double target_s = 2e-3, int max_inner = 4096) {
+  GraphBatch g;
+  make_batch(g, fn, st, target_s, max_inner);
   std::vector<double> v;
-  for (int r = 0; r < repeats; ++r) {
-    CUDA_CHECK(cudaEventRecord(a, st));
-    CUDA_CHECK(cudaGraphLaunch(ex, st));
-    CUDA_CHECK(cudaEventRecord(b, st));
-    CUDA_CHECK(cudaEventSynchronize(b));
-    CUDA_CHECK(cudaEventElapsedTime(&ms, a, b));
-    v.push_back(ms * 1e-3 / inner);
-  }
-  cudaGraphExecDestroy(ex); cudaGraphDestroy(gr);
-  CUDA_CHECK(cudaEventDestroy(a));
-  CUDA_CHECK(cudaEventDestroy(b));
+  for (int r = 0; r < repeats; ++r) v.push_back(replay_seconds(g, st));
   std::sort(v.begin(), v.end());
-  return {v[v.size() / 2], v.front(), v.back(), repeats, inner};
+  return {v[v.size() / 2], v.front(), v.back(), repeats, g.inner};
 }
 
 // ---------------------------------------------------------------- cuBLASLt GEMM
@@ -1104,6 +1126,86 @@ void usage() {
 
 }  // namespace
 
+#ifdef MFUSIM_PROBE_LIB
+// ---------------------------------------------------------------- in-process entry point
+namespace {
+Lt& lib_lt() {   // one handle and 64 MiB workspace per process, as in the probe
+  static Lt* lt = new Lt();
+  return *lt;
+}
+}  // namespace
+
+// Built as a shared library (probe/build.sh --lib, CMake target mfusim_probe_lib) for the
+// same-process honesty check (validation/gemm_inproc.py): torch allocates and fills the
+// buffers, and this times the probe's own GEMM path on them -- the cuBLASLt plan of
+// make_plan (first heuristic, 64 MiB workspace) run by run_plan, timed by time_graph (CUDA
+// graph of >= 2 ms of calls, median of 9 replays) -- on the caller's stream, in the caller's
+// process and CUDA context. A[i]: x[m, k], B[i]: w[n, k], C[i]: y[m, n] (y = x w^T), sets
+// rotated as gemm_sample rotates its own. Returns the median seconds per call and writes the
+// algorithm's config (algo_desc) to algo (algo_len bytes); -1 if cuBLASLt has no algorithm.
+// CUDA / cuBLAS errors end the process with a message, as in the probe.
+extern "C" double mfusim_probe_gemm_time(int fp8, long long m, long long n, long long k, void* const* A,
+                                         void* const* B, void* const* C, int sets, void* stream, char* algo,
+                                         int algo_len) {
+  Lt* lt = &lib_lt();
+  cudaStream_t st = static_cast<cudaStream_t>(stream);
+  GemmPlan p;
+  if (!make_plan(*lt, p, fp8 != 0, n, m, k)) return -1;
+  if (algo && algo_len > 0) std::snprintf(algo, std::size_t(algo_len), "%s", algo_desc(p.algo).c_str());
+  auto call = [&](int i) {
+    const int j = i % std::max(sets, 1);
+    run_plan(*lt, p, B[j], A[j], C[j], st);
+  };
+  return time_graph(call, st).median_s;
+}
+
+// The same batch for an A/B comparison replay by replay (validation/gemm_inproc.py --ab): the
+// plan and a GraphBatch of its calls on the caller's buffers, made once; mfusim_probe_ab_replay
+// times one replay with the probe's events (seconds per call), so the caller can alternate it
+// with its own replays under the same clocks. nullptr if cuBLASLt has no algorithm.
+struct AbBatch {
+  GemmPlan plan;
+  GraphBatch batch;
+  std::vector<void*> a, b, c;
+};
+extern "C" void* mfusim_probe_ab_make(int fp8, long long m, long long n, long long k, void* const* A, void* const* B,
+                                      void* const* C, int sets, void* stream) {
+  Lt* lt = &lib_lt();
+  cudaStream_t st = static_cast<cudaStream_t>(stream);
+  auto* ab = new AbBatch;
+  if (!make_plan(*lt, ab->plan, fp8 != 0, n, m, k)) { delete ab; return nullptr; }
+  sets = std::max(sets, 1);
+  ab->a.assign(A, A + sets); ab->b.assign(B, B + sets); ab->c.assign(C, C + sets);
+  make_batch(ab->batch, [ab, lt, st, sets](int i) {
+    const int j = i % sets;
+    run_plan(*lt, ab->plan, ab->b[j], ab->a[j], ab->c[j], st);
+  }, st);
+  return ab;
+}
+extern "C" double mfusim_probe_ab_replay(void* ab, void* stream) {
+  return replay_seconds(static_cast<AbBatch*>(ab)->batch, static_cast<cudaStream_t>(stream));
+}
+extern "C" int mfusim_probe_ab_inner(void* ab) { return static_cast<AbBatch*>(ab)->batch.inner; }
+extern "C" void mfusim_probe_ab_free(void* ab) { delete static_cast<AbBatch*>(ab); }
+
+// One call of the same plan on the caller's buffers (no timing): for API traces
+// (CUBLASLT_LOG_LEVEL) of the probe's call next to torch's. 0 on success, -1 without an algorithm.
+extern "C" int mfusim_probe_gemm_once(int fp8, long long m, long long n, long long k, void* A, void* B, void* C,
+                                      void* stream) {
+  Lt* lt = &lib_lt();
+  GemmPlan p;
+  if (!make_plan(*lt, p, fp8 != 0, n, m, k)) return -1;
+  run_plan(*lt, p, B, A, C, static_cast<cudaStream_t>(stream));
+  CUDA_CHECK(cudaStreamSynchronize(static_cast<cudaStream_t>(stream)));
+  return 0;
+}
+
+// The probe's random fill (hash_uniform, uniform in [-1, 1)) of n bf16 values, on `stream`.
+extern "C" void mfusim_probe_fill_bf16(void* p, unsigned long long n, unsigned seed, void* stream) {
+  fill_bf16<<<1024, 256, 0, static_cast<cudaStream_t>(stream)>>>(static_cast<__nv_bfloat16*>(p), n, seed, 1.0f);
+  LAUNCH_CHECK();
+}
+#else
 int main(int argc, char** argv) {
   std::string out_path = "probe-output.toml";
   bool quick = false, grid = true, fp8 = true, attn = true, mem = true, nccl = true, print_only = false;
@@ -1266,3 +1368,4 @@ int main(int argc, char** argv) {
   std::printf("probe: wrote %s (%d GEMM samples, %.1f s)\n", out_path.c_str(), c.gemm_count, t_all);
   return 0;
 }
+#endif  // MFUSIM_PROBE_LIB

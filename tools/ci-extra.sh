@@ -33,6 +33,9 @@ NVCC=$(command -v nvcc || true)
 if [ -n "$NVCC" ]; then
   echo "--- probe: built with $NVCC"
   test -x build/probe/probe || { echo "error: nvcc is present but build/probe/probe was not built" >&2; exit 1; }
+  test -f build/probe/libmfusim_probe.so || { echo "error: nvcc is present but build/probe/libmfusim_probe.so was not built" >&2; exit 1; }
+  nm -D --defined-only build/probe/libmfusim_probe.so | grep -q mfusim_probe_gemm_time ||
+    { echo "error: libmfusim_probe.so does not export mfusim_probe_gemm_time" >&2; exit 1; }
   CUOBJDUMP="$(dirname "$NVCC")/cuobjdump"
   if [ -x "$CUOBJDUMP" ]; then
     "$CUOBJDUMP" --list-elf build/probe/probe | grep -q sm_90a || { echo "error: probe has no sm_90a code" >&2; exit 1; }

@@ -1,0 +1,48 @@
+#!/usr/bin/env python3
+"""cuBLASLt API trace of torch.matmul's call next to the probe's, shape by shape, in one process
+(run 10 follow-up of validation/gemm_inproc.py: the same kernel name, yet the probe's plan ran
+2-4% slower than torch's on the same buffers for GEMMs of >= 3 ms and ~1% faster below). Each
+call is made once with CUBLASLT_LOG_LEVEL=5 (every cuBLASLt API call with its parameters:
+descriptors, preferences, the algorithm's config), so the two calls' heuristic queries and
+matmul parameters can be compared line by line. Output: the trace on stdout between
+'=== torch M N K' / '=== probe M N K' markers.
+Usage: CUBLASLT_LOG_LEVEL=5 gemm_lt_log.py LIBMFUSIM_PROBE.so M,N,K [M,N,K ...]
+"""
+import ctypes, os, sys
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+import gemm_torch as gt  # noqa: E402
+import torch  # noqa: E402
+
+
+def main():
+    libpath = sys.argv[1]
+    shapes = [tuple(int(x) for x in a.split(",")) for a in sys.argv[2:]]
+    torch.backends.cuda.preferred_blas_library("cublaslt")
+    a = torch.randn(64, 64, device="cuda", dtype=torch.bfloat16)
+    torch.matmul(a, a)
+    torch.cuda.synchronize()
+    lt_lib = gt.loaded_library("libcublasLt.so")
+    if lt_lib:
+        ctypes.CDLL(lt_lib, mode=ctypes.RTLD_GLOBAL)
+    lib = ctypes.CDLL(libpath)
+    lib.mfusim_probe_gemm_once.restype = ctypes.c_int
+    lib.mfusim_probe_gemm_once.argtypes = [ctypes.c_int] + [ctypes.c_longlong] * 3 + [ctypes.c_void_p] * 4
+    s = torch.cuda.Stream()
+    for m, n, k in shapes:
+        x = torch.empty(m, k, device="cuda", dtype=torch.bfloat16).uniform_(-1, 1)
+        w = torch.empty(n, k, device="cuda", dtype=torch.bfloat16).uniform_(-1, 1)
+        c = torch.empty(m, n, device="cuda", dtype=torch.bfloat16)
+        torch.cuda.synchronize()
+        print(f"=== torch {m} {n} {k}", flush=True)
+        with torch.cuda.stream(s):
+            torch.matmul(x, w.t(), out=c)
+        torch.cuda.synchronize()
+        print(f"=== probe {m} {n} {k}", flush=True)
+        lib.mfusim_probe_gemm_once(0, m, n, k, x.data_ptr(), w.data_ptr(), c.data_ptr(), ctypes.c_void_p(s.cuda_stream))
+        torch.cuda.synchronize()
+        print(f"=== end {m} {n} {k}", flush=True)
+        del x, w, c
+
+
+if __name__ == "__main__":
+    main()
