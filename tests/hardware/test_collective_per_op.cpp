@@ -191,3 +191,22 @@ TEST_CASE("cli: a bad per-op collective table stops `mfusim run` with exit 2 and
   CHECK(r.err.find(cal + ":6:28: error: 'nvlink_bus_bandwidth_gbs' must be a number") != std::string::npos);
   CHECK(r.err.find("internal error") == std::string::npos);
 }
+
+TEST_CASE("the committed h200x2-nccl calibration is calibrate's fit of run 9, per op included") {
+  // hardware/calibration/h200x2-nccl.toml = `mfusim calibrate probe/results/run9-x2/h200x2-nccl.toml`.
+  const std::string root = std::string(MFUSIM_TEST_DIR) + "/..";
+  const Calibration fit = fit_probe(root + "/probe/results/run9-x2/h200x2-nccl.toml");
+  const Calibration committed = read_calibration(root + "/hardware/calibration/h200x2-nccl.toml");
+  for (int i = 0; i < kCollectiveOps; ++i) {
+    const std::string name = kCollectiveOpNames[i];
+    CAPTURE(name);
+    REQUIRE(fit.collectives.op[i].nvlink_bus_bandwidth > 0);
+    CHECK(committed.collectives.op[i].nvlink_bus_bandwidth ==
+          doctest::Approx(fit.collectives.op[i].nvlink_bus_bandwidth).epsilon(1e-6));
+    CHECK(committed.collectives.op[i].nvlink_latency_s ==
+          doctest::Approx(fit.collectives.op[i].nvlink_latency_s).epsilon(1e-6));
+    CHECK(committed.collectives.op[i].samples == 10);
+    // Under the pair's NVLink ceiling (NV18: 18 x 26.562 GB/s = 478 GB/s per direction, run 9 env.txt).
+    CHECK(fit.collectives.op[i].nvlink_bus_bandwidth < 478.2e9);
+  }
+}
