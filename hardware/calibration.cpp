@@ -9,6 +9,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <cstdint>
 #include <cstdio>
 #include <fstream>
 #include <map>
@@ -414,6 +415,7 @@ Calibration fit_probe(const std::string& probe_path, std::string* report, const 
   // reduce-scatter / all-to-all n-1, send/recv 1), so the fitted latency is
   // the per-step alpha the model multiplies.
   std::vector<TwoTerm> col;   // {steps, bus bytes, seconds}
+  std::vector<TwoTerm> per_op[kCollectiveOps];   // the same samples, by operation
   for (const Reader& r : rows("collective")) {
     double g = r.num("gpus");
     if (g < 2) continue;
@@ -421,6 +423,8 @@ Calibration fit_probe(const std::string& probe_path, std::string* report, const 
     double f = op == "all_reduce" ? 2 * (g - 1) / g : (op == "send_recv" ? 1.0 : (g - 1) / g);
     double steps = op == "all_reduce" ? 2 * (g - 1) : (op == "send_recv" ? 1.0 : g - 1);
     col.push_back({steps, r.num("bytes") * f, r.num("seconds")});
+    for (int i = 0; i < kCollectiveOps; ++i)
+      if (op == kCollectiveOpNames[i]) per_op[i].push_back(col.back());
   }
   if (col.size() >= 2) {
     const auto [latency, inv_bw] = fit_two(col);
@@ -437,6 +441,49 @@ Calibration fit_probe(const std::string& probe_path, std::string* report, const 
     rep << "collectives: " << col.size() << " samples, bus bandwidth " << fmt("%.0f", cf.nvlink_bus_bandwidth * 1e-9)
         << " GB/s, latency " << fmt("%.1f", cf.nvlink_latency_s * 1e6) << " us, rms rel error "
         << fmt("%.1f", cf.rms_rel_error * 100) << "%\n";
+    // Per operation: the same line t = steps * latency + bus_bytes / bandwidth over that
+    // operation's samples alone, when it has at least kMinOpSamples whose bus bytes span
+    // 4x or more (else the latency is not identifiable). A negative latency: refit
+    // through the origin, as the memory families. The overall line stays as fitted above.
+    constexpr std::size_t kMinOpSamples = 4;
+    for (int i = 0; i < kCollectiveOps; ++i) {
+      const auto& s = per_op[i];
+      if (s.empty()) continue;
+      std::vector<double> overall_pred, op_meas;
+      for (const auto& c : s) {
+        overall_pred.push_back(c.u * cf.nvlink_latency_s + c.x / cf.nvlink_bus_bandwidth);
+        op_meas.push_back(c.t);
+      }
+      const double overall_err = rms_rel(overall_pred, op_meas);
+      double lo = 1e300, hi = 0;
+      for (const auto& c : s) { lo = std::min(lo, c.x); hi = std::max(hi, c.x); }
+      double op_latency = 0, op_inv_bw = 0;
+      if (s.size() >= kMinOpSamples && hi >= 4 * lo) {
+        std::tie(op_latency, op_inv_bw) = fit_two(s);
+        if (!(op_latency >= 0)) {   // minimise sum ((x b - t) / t)^2: b = sum(x / t) / sum((x / t)^2)
+          double num = 0, den = 0;
+          for (const auto& c : s) { num += c.x / c.t; den += (c.x / c.t) * (c.x / c.t); }
+          op_latency = 0;
+          op_inv_bw = num / den;
+        }
+      }
+      rep << "  " << kCollectiveOpNames[i] << ": " << s.size() << " samples, ";
+      if (!(op_inv_bw > 0) || !std::isfinite(op_inv_bw)) {
+        rep << "no fit of its own (needs " << kMinOpSamples << " spanning 4x in bytes); the one line for all: rms rel error "
+            << fmt("%.1f", overall_err * 100) << "%\n";
+        continue;
+      }
+      CollectiveOpFit& o = cf.op[i];
+      o.nvlink_bus_bandwidth = 1.0 / op_inv_bw;
+      o.nvlink_latency_s = op_latency;
+      o.samples = static_cast<int>(s.size());
+      std::vector<double> op_pred;
+      for (const auto& c : s) op_pred.push_back(c.u * o.nvlink_latency_s + c.x / o.nvlink_bus_bandwidth);
+      o.rms_rel_error = rms_rel(op_pred, op_meas);
+      rep << "bus bandwidth " << fmt("%.0f", o.nvlink_bus_bandwidth * 1e-9) << " GB/s, latency "
+          << fmt("%.1f", o.nvlink_latency_s * 1e6) << " us, rms rel error " << fmt("%.1f", o.rms_rel_error * 100)
+          << "% (the one line for all: " << fmt("%.1f", overall_err * 100) << "%)\n";
+    }
   } else {
     rep << "collectives: no multi-GPU samples; not fitted\n";
   }
@@ -498,6 +545,14 @@ void write_calibration(const Calibration& c, const std::string& path) {
       << "\nnvlink_latency_us = " << g(k.nvlink_latency_s * 1e6) << "\nnic_bus_bandwidth_gbs = "
       << g(k.nic_bus_bandwidth * 1e-9) << "\nnic_latency_us = " << g(k.nic_latency_s * 1e6)
       << "\nrms_rel_error = " << g(k.rms_rel_error) << "\n";
+    for (int i = 0; i < kCollectiveOps; ++i) {
+      const CollectiveOpFit& o = k.op[i];
+      if (!(o.nvlink_bus_bandwidth > 0)) continue;
+      f << "\n[collectives." << kCollectiveOpNames[i] << "]  # this operation's own NVLink fit, used for it in place of the [collectives] line\n"
+        << "nvlink_bus_bandwidth_gbs = " << g(o.nvlink_bus_bandwidth * 1e-9) << "\nnvlink_latency_us = "
+        << g(o.nvlink_latency_s * 1e6) << "\nrms_rel_error = " << g(o.rms_rel_error) << "\nsamples = " << o.samples
+        << "\n";
+    }
   }
   if (!f) throw std::runtime_error(path + ":1:1: error: write failed");
 }
@@ -582,13 +637,33 @@ Calibration read_calibration(const std::string& path) {
   }
   if (top.node("collectives")) {
     Reader r = top.sub("collectives");
-    r.only({"nvlink_bus_bandwidth_gbs", "nvlink_latency_us", "nic_bus_bandwidth_gbs", "nic_latency_us", "rms_rel_error"});
+    std::set<std::string> keys = {"nvlink_bus_bandwidth_gbs", "nvlink_latency_us", "nic_bus_bandwidth_gbs",
+                                  "nic_latency_us", "rms_rel_error"};
+    keys.insert(kCollectiveOpNames, kCollectiveOpNames + kCollectiveOps);
+    r.only(keys);
     auto& k = c.collectives;
     k.nvlink_bus_bandwidth = r.nonneg("nvlink_bus_bandwidth_gbs") * 1e9;
     k.nvlink_latency_s = r.nonneg("nvlink_latency_us") * 1e-6;
     k.nic_bus_bandwidth = r.nonneg("nic_bus_bandwidth_gbs", false) * 1e9;
     k.nic_latency_s = r.nonneg("nic_latency_us", false) * 1e-6;
     k.rms_rel_error = r.nonneg("rms_rel_error", false);
+    for (int i = 0; i < kCollectiveOps; ++i) {   // [collectives.<op>]: that operation's own fit
+      if (!r.node(kCollectiveOpNames[i])) continue;
+      Reader o = r.sub(kCollectiveOpNames[i]);
+      o.only({"nvlink_bus_bandwidth_gbs", "nvlink_latency_us", "rms_rel_error", "samples"});
+      CollectiveOpFit& of = k.op[i];
+      of.nvlink_bus_bandwidth = o.nonneg("nvlink_bus_bandwidth_gbs") * 1e9;
+      if (!(of.nvlink_bus_bandwidth > 0))
+        fail(path, o.node("nvlink_bus_bandwidth_gbs")->source(), "'nvlink_bus_bandwidth_gbs' must be > 0");
+      of.nvlink_latency_s = o.nonneg("nvlink_latency_us") * 1e-6;
+      of.rms_rel_error = o.nonneg("rms_rel_error", false);
+      if (const toml::node* n = o.node("samples")) {
+        const auto v = n->value<std::int64_t>();
+        if (!n->is_integer() || !v || *v < 1 || *v > 1000000000)
+          fail(path, n->source(), "'samples' must be a positive integer");
+        of.samples = static_cast<int>(*v);
+      }
+    }
     c.has_collectives = true;
   }
   return c;

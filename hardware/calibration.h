@@ -58,13 +58,34 @@ struct MemoryFit {
   int family_samples[kMemFamilies] = {};
 };
 
-// Collective bus bandwidth and latency (alpha-beta), per link type.
+// The collectives the probe measures, in hardware::Collective order
+// (collectives.h; static_assert there), named as in the probe's `op` and the
+// calibration file's [collectives.<name>] tables.
+constexpr int kCollectiveOps = 5;
+constexpr const char* kCollectiveOpNames[kCollectiveOps] = {"all_reduce", "all_gather", "reduce_scatter",
+                                                            "all_to_all", "send_recv"};
+
+// One operation's own alpha-beta line over NVLink, fitted from that operation's
+// samples alone (NCCL runs each with its own kernels and protocol choice: on 2
+// H200s all-reduce reached 341 GB/s bus bandwidth at 2 GiB, all-gather 291).
+// nvlink_bus_bandwidth == 0: not fitted, the overall line applies.
+struct CollectiveOpFit {
+  double nvlink_bus_bandwidth = 0;  // bytes/s (nccl-tests bus bandwidth)
+  double nvlink_latency_s = 0;      // per ring step, as the overall latency
+  double rms_rel_error = 0;         // over this operation's samples
+  int samples = 0;
+};
+
+// Collective bus bandwidth and latency (alpha-beta), per link type; optionally
+// per operation over NVLink (op[i], [collectives.<name>]), used for that
+// operation in place of the overall NVLink line.
 struct CollectiveFit {
   double nvlink_bus_bandwidth = 0; // bytes/s achieved bus bandwidth (nccl-tests definition)
   double nvlink_latency_s = 0;
   double nic_bus_bandwidth = 0;
   double nic_latency_s = 0;
   double rms_rel_error = 0;
+  CollectiveOpFit op[kCollectiveOps] = {};
 };
 
 struct Calibration {

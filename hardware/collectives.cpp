@@ -18,6 +18,11 @@
 
 namespace mfusim::hardware {
 
+// Calibration's per-operation fits are indexed in Collective order (calibration.h).
+static_assert(static_cast<int>(Collective::all_reduce) == 0 && static_cast<int>(Collective::all_gather) == 1 &&
+              static_cast<int>(Collective::reduce_scatter) == 2 && static_cast<int>(Collective::all_to_all) == 3 &&
+              static_cast<int>(Collective::send_recv) == 4 && kCollectiveOps == 5);
+
 namespace {
 
 constexpr double kNvlinkEfficiency = 0.80;   // nccl-tests H100 8-GPU all-reduce busbw ~360 of 450 GB/s
@@ -88,6 +93,13 @@ Link nvlink_link(const HardwareSpec& hw, const Calibration* cal) {
   return l;
 }
 
+Link nvlink_link(const HardwareSpec& hw, const Calibration* cal, Collective c) {
+  const int i = static_cast<int>(c);
+  if (cal && cal->has_collectives && i < kCollectiveOps && cal->collectives.op[i].nvlink_bus_bandwidth > 0)
+    return {cal->collectives.op[i].nvlink_bus_bandwidth, cal->collectives.op[i].nvlink_latency_s};
+  return nvlink_link(hw, cal);
+}
+
 Link nic_link(const HardwareSpec& hw, const Calibration* cal) {
   Link l{hw.nic_bandwidth * kNicEfficiency, hw.nic_latency};
   if (cal && cal->has_collectives) {
@@ -102,12 +114,15 @@ CollectiveTime hierarchical_all_reduce(double bytes, const Group& g, const Hardw
   out.algorithm = Algorithm::hierarchical;
   if (g.size <= 1 || !(bytes > 0)) return out;
   const Link nic = nic_link(hw, cal);
-  Link nv = nvlink_link(hw, cal);
-  if (!(nv.bandwidth > 0)) nv = nic;
+  // Inside a domain it runs a reduce-scatter and an all-gather: their own NVLink lines
+  // when the calibration has them (else both are the overall line).
+  Link rs = nvlink_link(hw, cal, Collective::reduce_scatter), ag = nvlink_link(hw, cal, Collective::all_gather);
+  if (!(rs.bandwidth > 0)) rs = nic;
+  if (!(ag.bandwidth > 0)) ag = nic;
   const int p = std::max(1, std::min(g.per_domain, g.size));
   const int d = std::max(1, g.domains);
   // Inside a domain: reduce-scatter then all-gather of S over p ranks.
-  const double intra = p > 1 ? 2.0 * ring_half(bytes, p, nv) : 0.0;
+  const double intra = p > 1 ? ring_half(bytes, p, rs) + ring_half(bytes, p, ag) : 0.0;
   // Across domains: each rank all-reduces its S/p shard with its d peers on its own NIC.
   const double inter = d > 1 ? std::min(ring_all_reduce(bytes / p, d, nic), tree_all_reduce(bytes / p, d, nic)) : 0.0;
   out.seconds = intra + inter;
@@ -126,7 +141,7 @@ CollectiveTime collective_time(Collective c, double bytes, const Group& g, const
   }
   const double s = bytes;
   const Link nic = nic_link(hw, cal);
-  Link nv = nvlink_link(hw, cal);
+  Link nv = nvlink_link(hw, cal, c);   // the operation's own NVLink line when calibrated
   if (!(nv.bandwidth > 0)) nv = nic;   // no NVLink: peers talk through the NIC
   const bool crossing = g.crosses_domains();
   const int p = std::max(1, std::min(g.per_domain, n));   // ranks per domain

@@ -73,6 +73,10 @@ double nic_efficiency(const Calibration* = nullptr, const HardwareSpec* = nullpt
 // (bytes/s) and per-step latency alpha (s).
 struct Link { double bandwidth = 0, latency = 0; };
 Link nvlink_link(const HardwareSpec&, const Calibration* = nullptr);
+// The NVLink line for one operation: the calibration's own fit of that operation
+// ([collectives.<op>], CollectiveFit::op) when present, else nvlink_link above.
+// broadcast has no fit of its own (the probe does not measure it).
+Link nvlink_link(const HardwareSpec&, const Calibration*, Collective);
 Link nic_link(const HardwareSpec&, const Calibration* = nullptr);
 
 }  // namespace mfusim::hardware
