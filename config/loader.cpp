@@ -438,7 +438,8 @@ const std::vector<std::string> kHardwareKeys = {
     "name",           "peak_tflops_bf16",   "peak_tflops_fp8",   "hbm_gib",
     "hbm_bandwidth_gbs", "gpus_per_node",   "nvlink_bandwidth_gbs", "nvlink_latency_us",
     "nic_bandwidth_gbs", "nic_latency_us",  "launch_overhead_us", "host_overhead_us",
-    "host_compiled_overhead_us", "host_backward_overhead_us"};
+    "host_compiled_overhead_us", "host_backward_overhead_us", "host_checkpoint_overhead_us",
+    "host_recompute_overhead_us"};
 
 hardware::HardwareSpec read_hardware_table(Ctx& ctx, const Value& t, const std::string& default_name) {
   const std::string p = "hardware.";
@@ -463,6 +464,8 @@ hardware::HardwareSpec read_hardware_table(Ctx& ctx, const Value& t, const std::
   num("host_overhead_us", 1e-6, h.host_overhead, false);
   num("host_compiled_overhead_us", 1e-6, h.host_compiled_overhead, false);
   num("host_backward_overhead_us", 1e-6, h.host_backward_overhead, false);
+  num("host_checkpoint_overhead_us", 1e-6, h.host_checkpoint_overhead, false);
+  num("host_recompute_overhead_us", 1e-6, h.host_recompute_overhead, false);
   ctx.read_int(t, "gpus_per_node", p, h.gpus_per_node);
   return h;
 }
@@ -831,6 +834,8 @@ void check_hardware(const hardware::HardwareSpec& h, const Sink& err) {
   nonneg("hardware.host_overhead_us", h.host_overhead, 1e-6);
   nonneg("hardware.host_compiled_overhead_us", h.host_compiled_overhead, 1e-6);
   nonneg("hardware.host_backward_overhead_us", h.host_backward_overhead, 1e-6);
+  nonneg("hardware.host_checkpoint_overhead_us", h.host_checkpoint_overhead, 1e-6);
+  nonneg("hardware.host_recompute_overhead_us", h.host_recompute_overhead, 1e-6);
   if (h.gpus_per_node < 1 || h.gpus_per_node > 1 << 20)
     err("hardware.gpus_per_node", "'hardware.gpus_per_node' must be >= 1 (got " + std::to_string(h.gpus_per_node) + ")");
 }
@@ -1290,7 +1295,11 @@ std::string describe(const Scenario& s) {
      << h.nvlink_latency * 1e6 << " us; NIC " << h.nic_bandwidth / 1e9 << " GB/s, " << h.nic_latency * 1e6
      << " us; launch " << h.launch_overhead * 1e6 << " us, host " << h.host_overhead * 1e6
      << " us per op (" << h.host_compiled_overhead * 1e6 << " us per compiled call, "
-     << h.host_backward_overhead * 1e6 << " us per backward op)\n";
+     << h.host_backward_overhead * 1e6 << " us per backward op";
+  if (h.host_checkpoint_overhead > 0 || h.host_recompute_overhead > 0)
+    os << "; checkpoint " << h.host_checkpoint_overhead * 1e6 << " us per region forward, "
+       << h.host_recompute_overhead * 1e6 << " us per recomputation";
+  os << ")\n";
   if (!s.calibration_path.empty()) os << "calibration: " << s.calibration_path << "\n";
   os << "cluster: " << s.gpus << " GPUs";
   if (h.gpus_per_node > 0) os << " (" << (s.gpus + h.gpus_per_node - 1) / h.gpus_per_node << " nodes)";

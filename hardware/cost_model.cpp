@@ -95,7 +95,9 @@ CostModel::CostModel(const HardwareSpec& hw, Precision precision, const Calibrat
   host_ = hw.host_overhead > 0 ? hw.host_overhead : launch_;
   host_compiled_ = hw.host_compiled_overhead > 0 ? hw.host_compiled_overhead : host_;
   host_backward_ = hw.host_backward_overhead > 0 ? hw.host_backward_overhead : host_;
-  if (cuda_graphs_) launch_ = host_ = host_compiled_ = host_backward_ = 0;
+  host_checkpoint_ = hw.host_checkpoint_overhead;
+  host_recompute_ = hw.host_recompute_overhead;
+  if (cuda_graphs_) launch_ = host_ = host_compiled_ = host_backward_ = host_checkpoint_ = host_recompute_ = 0;
   sms_ = sm_count_for(hw);
   if (cal_ && cal_->has_gemm) {
     table_.reserve(cal_->gemm_table.size());
@@ -232,8 +234,8 @@ double CostModel::launch_time(const Kernel& kn) const {
   return std::max(kn.count, 0) * launches_per_kernel(kn) * launch_;
 }
 
-StreamTime CostModel::stream_time(const std::vector<const Kernel*>& ks) const {
-  double exec = 0, launches = 0, host = 0;
+StreamTime CostModel::stream_time(const std::vector<const Kernel*>& ks, double extra_host) const {
+  double exec = 0, launches = 0, host = extra_host;
   for (const Kernel* k : ks) {
     if (k->count <= 0) continue;
     exec += time(*k) - launch_time(*k);
@@ -241,7 +243,10 @@ StreamTime CostModel::stream_time(const std::vector<const Kernel*>& ks) const {
     host += host_time(*k);
   }
   StreamTime st;
-  st.seconds = std::max(exec + launches * gap_, host);
+  st.gpu_seconds = exec + launches * gap_;
+  st.host_seconds = host;
+  st.exec_seconds = exec;
+  st.seconds = std::max(st.gpu_seconds, host);
   st.launch_seconds = st.seconds - exec;
   return st;
 }

@@ -45,6 +45,9 @@ struct CostDefaults {
 // launch_seconds = seconds - sum(exec), the part the breakdown calls launch overhead.
 struct StreamTime {
   double seconds = 0, launch_seconds = 0;
+  double gpu_seconds = 0;    // execution + per-kernel gaps (the GPU side of the max)
+  double host_seconds = 0;   // host issue (the host side)
+  double exec_seconds = 0;   // execution alone
 };
 
 class CostModel {
@@ -55,7 +58,9 @@ class CostModel {
   // Seconds of the above that are launch overhead (for the breakdown).
   double launch_time(const Kernel&) const;
   // The kernels in order on one stream, with the CPU-issue / GPU-gap roofline above.
-  StreamTime stream_time(const std::vector<const Kernel*>&) const;
+  // extra_host: host seconds the run costs beyond its kernels' issue (a checkpointed
+  // region's own work, checkpoint_host() / recompute_host()).
+  StreamTime stream_time(const std::vector<const Kernel*>&, double extra_host = 0) const;
   double kernel_gap() const { return gap_; }   // GPU-side seconds per kernel
   // Host (CPU) seconds to issue all `count` kernels: launches x hardware.host_overhead
   // (0 under CUDA graphs: a graph replay is one launch). The host runs ahead of the GPU
@@ -63,6 +68,11 @@ class CostModel {
   // (schedules/lowering.cpp seg_of; docs/fidelity.md).
   double host_time(const Kernel&) const;
   double host_overhead() const { return host_; }   // seconds per launch
+  // Host seconds of one checkpointed region in the forward and of its recomputation in the
+  // backward, beyond its ops (hardware.host_checkpoint_overhead_us / host_recompute_overhead_us;
+  // 0 under CUDA graphs).
+  double checkpoint_host() const { return host_checkpoint_; }
+  double recompute_host() const { return host_recompute_; }
   double gemm_efficiency(std::int64_t m, std::int64_t n, std::int64_t k) const;   // fraction of peak
   double memory_bandwidth() const;      // achieved bytes/s for memory-bound kernels
   double launch_overhead() const;       // seconds per kernel (0 under CUDA graphs)
@@ -89,6 +99,7 @@ class CostModel {
   double host_ = 0;          // host seconds to issue one kernel (0 under CUDA graphs)
   double host_compiled_ = 0; // host seconds of one torch.compile'd call (0 under CUDA graphs)
   double host_backward_ = 0; // host seconds per op issued by autograd's engine (0 under CUDA graphs)
+  double host_checkpoint_ = 0, host_recompute_ = 0;   // per checkpointed region (0 under CUDA graphs)
   double family_bw_[kMemFamilies] = {};   // achieved bytes/s per MemFamily (0: use bandwidth_)
   double gemm_eff_max_ = 0;
   int sms_ = 132;

@@ -29,6 +29,14 @@ struct HardwareSpec {
   // Host time per op issued by autograd's backward engine (kernels marked `autograd`): the
   // engine's C++ thread, not Python, issues them (host_backward_overhead_us); 0 = host_overhead.
   double host_backward_overhead = 0;
+  // Host time of activation checkpointing, per checkpointed region (one per layer when
+  // recompute is on), beyond the ops the region issues: in the forward, the checkpoint
+  // wrapper's own work (torch.utils.checkpoint, use_reentrant=False: context set-up, RNG
+  // state stash, a Python pack hook per saved tensor) (host_checkpoint_overhead_us); in the
+  // backward, the recomputation's trigger and hooks beyond its re-issued forward ops, which
+  // cost host_overhead each (host_recompute_overhead_us). 0 = none (docs/fidelity.md).
+  double host_checkpoint_overhead = 0;
+  double host_recompute_overhead = 0;
 
   double peak_flops(Precision p) const { return p == Precision::fp8 ? peak_flops_fp8 : peak_flops_bf16; }
 };

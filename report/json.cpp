@@ -160,6 +160,8 @@ void write_resolved(JsonWriter& w, const config::Scenario& s) {
   w.key("host_overhead_us").value(h.host_overhead * 1e6);
   w.key("host_compiled_overhead_us").value(h.host_compiled_overhead * 1e6);
   w.key("host_backward_overhead_us").value(h.host_backward_overhead * 1e6);
+  w.key("host_checkpoint_overhead_us").value(h.host_checkpoint_overhead * 1e6);
+  w.key("host_recompute_overhead_us").value(h.host_recompute_overhead * 1e6);
   w.end_object();
   // The calibration file as resolved (relative to the scenario, or --calibration); "" when none.
   w.key("calibration").value(!s.calibration_path.empty() ? s.calibration_path

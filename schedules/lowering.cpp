@@ -102,18 +102,21 @@ class Lowerer {
   // A segment's kernels run back to back on the GPU while the host issues them
   // asynchronously (host_time per launch, docs/fidelity.md): the segment takes
   // max(GPU time, host issue time). The GPU's wait for the host is launch overhead.
-  Seg seg_of(const std::vector<const Kernel*>& ks) const {
+  // extra_host: host seconds beyond the kernels' issue (a checkpointed region's own work).
+  Seg seg_of(const std::vector<const Kernel*>& ks, double extra_host = 0) const {
     Seg sg;
     for (const Kernel* k : ks) sg.flops += k->flops * k->count;
     // Back to back on one stream: CPU issue vs GPU execution + per-kernel gap (cost_model.h).
-    const hardware::StreamTime st = cost_.stream_time(ks);
+    const hardware::StreamTime st = cost_.stream_time(ks, extra_host);
     sg.ns = to_ns(st.seconds);
     sg.launch_ns = to_ns(st.launch_seconds);
     return sg;
   }
   struct Bounds { std::size_t mlp = 0, attn = 0, ex0 = 0, ex1 = 0; };
+  // extra_host: host seconds of the pass beyond its kernels (a checkpointed region's wrapper
+  // and hooks, or its recomputation's), shared among its segments by their kernels' host time.
   PassCost pass_cost(const std::vector<Kernel>& ks, bool backward, bool moe_layer, const models::LayerComm& lc,
-                     const Bounds&) const;
+                     const Bounds&, double extra_host = 0) const;
   void tp_overlap_windows(const std::vector<Kernel>& ks, const std::vector<std::pair<std::size_t, std::size_t>>& spans,
                           PassCost& pc) const;
   const LayerCost& layer_cost(int layer);
@@ -298,13 +301,38 @@ TaskId Lowerer::add_task(int rank, sim::StreamId stream, std::int64_t ns, Catego
 }
 
 PassCost Lowerer::pass_cost(const std::vector<Kernel>& ks, bool backward, bool moe_layer,
-                            const models::LayerComm& lc, const Bounds& bd) const {
+                            const models::LayerComm& lc, const Bounds& bd, double extra_host) const {
   PassCost pc;
   if (ks.empty()) return pc;
   auto range = [&](std::size_t from, std::size_t to) {
     std::vector<const Kernel*> v;
     for (std::size_t i = std::min(from, ks.size()); i < std::min(to, ks.size()); ++i) v.push_back(&ks[i]);
     return v;
+  };
+  // The region's own host work (extra_host) runs along its ops (a pack or unpack hook per saved
+  // tensor): each segment takes the share of it that its kernels have of the pass's host issue.
+  double host_all = 0;
+  if (extra_host > 0)
+    for (const Kernel& k : ks) host_all += cost_.host_time(k);
+  // The host issues the pass's segments back to back while the GPU runs them: segment i ends
+  // at g_i = max(g_(i-1) + its GPU time, the host's issue of segments 1..i), so a segment whose
+  // host cost exceeds its GPU time uses the slack the host gained on the segments before it
+  // (within the pass; each pass starts with the host and the GPU level).
+  double g_end = 0, h_end = 0;
+  auto seg = [&](const std::vector<const Kernel*>& v) {
+    double h = 0;
+    if (extra_host > 0 && host_all > 0)
+      for (const Kernel* k : v) h += cost_.host_time(*k);
+    const hardware::StreamTime st = cost_.stream_time(v, host_all > 0 ? extra_host * h / host_all : 0);
+    Seg sg;
+    for (const Kernel* k : v) sg.flops += k->flops * k->count;
+    h_end += st.host_seconds;
+    const double g = std::max(g_end + st.gpu_seconds, h_end);
+    const double d = std::max(g - g_end, st.exec_seconds);
+    g_end += d;
+    sg.ns = to_ns(d);
+    sg.launch_ns = to_ns(d - st.exec_seconds);
+    return sg;
   };
   const bool sp = s_.parallel.sequence_parallel;
   // One TP collective point per block: all-reduce, or reduce-scatter + all-gather with SP
@@ -331,8 +359,8 @@ PassCost Lowerer::pass_cost(const std::vector<Kernel>& ks, bool backward, bool m
   // Context parallelism: ring attention passes K/V cp-1 times, overlapped with attention compute;
   // what exceeds the attention block's compute is exposed.
   const double cp_s = s_.parallel.cp > 1 ? (s_.parallel.cp - 1) * coll(Collective::send_recv, lc.cp_bytes, place_.cp) : 0;
-  auto attn_seg = [&](std::vector<const Kernel*> v) {
-    Seg sg = with_tp(seg_of(v));
+  auto attn_seg = [&](const std::vector<const Kernel*>& v) {
+    Seg sg = with_tp(seg(v));
     if (cp_s > 0) sg.ns += std::max<std::int64_t>(0, to_ns(cp_s) - sg.ns);
     return sg;
   };
@@ -345,19 +373,19 @@ PassCost Lowerer::pass_cost(const std::vector<Kernel>& ks, bool backward, bool m
   if (!backward) {
     add(attn_seg(range(0, bd.mlp)), 0, bd.mlp);
     if (!moe_layer) {
-      add(with_tp(seg_of(range(bd.mlp, n))), bd.mlp, n);
+      add(with_tp(seg(range(bd.mlp, n))), bd.mlp, n);
     } else {
-      add(with_a2a(seg_of(range(bd.mlp, bd.ex0))), bd.mlp, bd.ex0);
-      add(with_a2a(seg_of(range(bd.ex0, bd.ex1))), bd.ex0, bd.ex1);
-      add(seg_of(range(bd.ex1, n)), bd.ex1, n);
+      add(with_a2a(seg(range(bd.mlp, bd.ex0))), bd.mlp, bd.ex0);
+      add(with_a2a(seg(range(bd.ex0, bd.ex1))), bd.ex0, bd.ex1);
+      add(seg(range(bd.ex1, n)), bd.ex1, n);
     }
   } else {
     if (!moe_layer) {
-      add(with_tp(seg_of(range(0, bd.attn))), 0, bd.attn);
+      add(with_tp(seg(range(0, bd.attn))), 0, bd.attn);
     } else {
-      add(with_a2a(seg_of(range(0, bd.ex0))), 0, bd.ex0);
-      add(with_a2a(seg_of(range(bd.ex0, bd.ex1))), bd.ex0, bd.ex1);
-      add(seg_of(range(bd.ex1, bd.attn)), bd.ex1, bd.attn);
+      add(with_a2a(seg(range(0, bd.ex0))), 0, bd.ex0);
+      add(with_a2a(seg(range(bd.ex0, bd.ex1))), bd.ex0, bd.ex1);
+      add(seg(range(bd.ex1, bd.attn)), bd.ex1, bd.attn);
     }
     add(attn_seg(range(bd.attn, n)), bd.attn, n);
   }
@@ -441,7 +469,10 @@ const LayerCost& Lowerer::layer_cost(int layer) {
   const auto ks = models::layer_kernels(s_.model, layer, shape_);
   const auto comm = models::layer_comm(s_.model, layer, shape_);
   const Bounds fb{ks.f_mlp, 0, ks.f_experts, ks.f_experts_end};
-  lc.f = pass_cost(ks.f, false, moe, comm, fb);
+  // A checkpointed layer (recompute on) costs the host its wrapper in the forward and the
+  // recomputation's trigger in the backward, beyond the ops (CostModel::checkpoint_host).
+  const bool ckpt = s_.features.recompute != config::Recompute::none;
+  lc.f = pass_cost(ks.f, false, moe, comm, fb, ckpt ? cost_.checkpoint_host() : 0);
   lc.b = pass_cost(ks.b, true, moe, comm, Bounds{0, ks.b_attn, ks.b_experts, ks.b_experts_end});
   lc.w = PassCost{};
   if (!ks.w.empty()) {
@@ -450,11 +481,11 @@ const LayerCost& Lowerer::layer_cost(int layer) {
     lc.w.segs.push_back(seg_of(all));
   }
   if (s_.features.recompute == config::Recompute::full) {
-    lc.r = pass_cost(ks.r, false, moe, comm, fb);
+    lc.r = pass_cost(ks.r, false, moe, comm, fb, cost_.recompute_host());
   } else if (!ks.r.empty()) {
     std::vector<const Kernel*> all;
     for (const auto& k : ks.r) all.push_back(&k);
-    lc.r.segs.push_back(seg_of(all));
+    lc.r.segs.push_back(seg_of(all, cost_.recompute_host()));
   }
   lc.act_bytes = models::activation_bytes(s_.model, layer, shape_);
   lc.stash_bytes = std::min(lc.act_bytes, models::w_stash_bytes(s_.model, layer, shape_));

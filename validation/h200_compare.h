@@ -16,9 +16,13 @@
 #include <string>
 #include <vector>
 
+#include <tuple>
+
 #include "config/loader.h"
 #include "config/scenario.h"
 #include "hardware/calibration.h"
+#include "hardware/cost_model.h"
+#include "models/accounting.h"
 #include "report/simulate.h"
 
 namespace mfusim::validation {
@@ -135,6 +139,15 @@ inline std::vector<MeasuredRow> read_measured(const std::string& path) {
 constexpr double kCompiledHostOverheadS = (383.2 + 353.2 + 399.6 + 401.1) / 4 * 1e-6;
 constexpr double kEagerHostOverheadS = 31.02e-6;
 constexpr double kBackwardHostOverheadS = 26.24e-6;
+// Activation checkpointing (torch.utils.checkpoint, use_reentrant=False, around every layer):
+// validation/host_ckpt.py (results/run10/host_ckpt.csv and host_ckpt_b.csv: s1.3b at seq 128,
+// fused 1 / 0, 24 and 12 layers, 4 passes; each checkpointed step paired with the plain step
+// next to it), fitted by fit_checkpoint_host below: forward = layers x c_f (least squares
+// through the origin); backward = layers x (the recomputed forward ops' host cost, modelled
+// at the rates above, + c_r). 16 samples each; per-layer samples scatter 532-1067 us (forward)
+// and 410-1603 us (backward beyond the ops): the host's own noise.
+constexpr double kCheckpointHostS = 728.3e-6;
+constexpr double kRecomputeHostS = 951.3e-6;
 
 // The single-GPU scenario of one measured row.
 inline config::Scenario scenario_for(const MeasuredRow& r, const hardware::HardwareSpec& hw,
@@ -157,6 +170,8 @@ inline config::Scenario scenario_for(const MeasuredRow& r, const hardware::Hardw
   s.hardware.host_overhead = kEagerHostOverheadS;   // eager PyTorch, no CUDA graphs
   s.hardware.host_compiled_overhead = kCompiledHostOverheadS;
   s.hardware.host_backward_overhead = kBackwardHostOverheadS;
+  s.hardware.host_checkpoint_overhead = kCheckpointHostS;
+  s.hardware.host_recompute_overhead = kRecomputeHostS;
   s.calibration = cal;
   s.calibration_path = cal_path;
   s.gpus = 1;
@@ -185,6 +200,63 @@ inline double median_of(std::vector<double> v) {
   std::sort(v.begin(), v.end());
   const std::size_t n = v.size();
   return n % 2 ? v[n / 2] : 0.5 * (v[n / 2 - 1] + v[n / 2]);
+}
+
+// The fit behind kCheckpointHostS / kRecomputeHostS, from validation/host_ckpt.py's CSVs:
+// per row (model, fused, layers L and half_layers L/2, paired median host differences of a
+// checkpointed step over the plain one, ms) two samples per direction. Forward: diff = L c_f;
+// backward: diff = L (r + c_r), r = the host seconds the model charges one layer's recomputed
+// forward ops (CostModel::host_time over layer_kernels().r at the row's shape, seq 128, with
+// the host rates above). Least squares through the origin.
+struct CheckpointHostFit {
+  double forward_s = 0, recompute_s = 0;
+  int samples = 0;
+};
+inline CheckpointHostFit fit_checkpoint_host(const std::vector<std::string>& csvs, const std::string& source_dir) {
+  const hardware::HardwareSpec hw = config::load_hardware(source_dir + "/hardware/h200.toml");
+  const hardware::Calibration none;
+  double sf = 0, sr = 0, sl = 0;
+  CheckpointHostFit fit;
+  for (const std::string& path : csvs) {
+    std::ifstream f(path);
+    if (!f) throw std::runtime_error(path + ": error: cannot read");
+    std::string line;
+    std::vector<std::string> head;
+    while (std::getline(f, line)) {
+      if (line.empty() || line[0] == '#') continue;
+      auto v = split_csv(line);
+      if (head.empty()) { head = v; continue; }
+      auto col = [&](const char* name) {
+        auto it = std::find(head.begin(), head.end(), name);
+        if (it == head.end() || std::size_t(it - head.begin()) >= v.size())
+          throw std::runtime_error(path + ": error: no column " + name);
+        return std::stod(v[std::size_t(it - head.begin())]);
+      };
+      // The row's model (train_step.py MODELS: s1.3b) at seq 128, recompute on.
+      MeasuredRow m;
+      m.model = v[std::size_t(std::find(head.begin(), head.end(), "model") - head.begin())];
+      if (m.model != "s1.3b") throw std::runtime_error(path + ": error: model " + m.model + " has no shape here");
+      m.layers = 24; m.hidden = 2048; m.ffn = 5632; m.heads = 16; m.kv_heads = 8; m.vocab = 32000; m.head_dim = 128;
+      m.seq = 128; m.mbs = 1; m.flash = true; m.recompute = true; m.fused = col("fused") != 0;
+      const config::Scenario s = scenario_for(m, hw, none, "");
+      const hardware::CostModel cost(s.hardware, s.training.precision, nullptr, false);
+      double r = 0;
+      for (const hardware::Kernel& k : models::layer_kernels(s.model, 0, models::rank_shape(s)).r) r += cost.host_time(k);
+      for (const auto& [L, df, db] : {std::tuple{col("layers"), col("paired_fwd_diff_ms"), col("paired_bwd_diff_ms")},
+                                      std::tuple{col("half_layers"), col("half_paired_fwd_diff_ms"),
+                                                 col("half_paired_bwd_diff_ms")}}) {
+        sf += L * df * 1e-3;
+        sr += L * (db * 1e-3 - L * r);
+        sl += L * L;
+        ++fit.samples;
+      }
+    }
+  }
+  if (sl > 0) {
+    fit.forward_s = sf / sl;
+    fit.recompute_s = sr / sl;
+  }
+  return fit;
 }
 
 // Runs the comparison. `source_dir`: the repository root (hardware/h200.toml).

@@ -341,3 +341,82 @@ TEST_CASE("host_backward_overhead_us: loader, describe, cost model") {
   const hardware::CostModel fallback(without.base.hardware, hardware::Precision::bf16);
   CHECK(fallback.host_time(k) == doctest::Approx(3 * 31e-6));
 }
+
+// hardware.host_checkpoint_overhead_us / host_recompute_overhead_us (docs/scenario.md,
+// docs/fidelity.md): the host time of a checkpointed region beyond its ops, in the forward (the
+// wrapper) and in the backward (the recomputation's trigger); read in microseconds, shown by
+// describe(), in the resolved JSON, 0 under CUDA graphs, and added to a host-bound pass only
+// when recompute is on.
+TEST_CASE("host_checkpoint_overhead_us / host_recompute_overhead_us: loader, describe, JSON, cost model") {
+  const std::string hw = "[hardware]\nname = \"toy\"\npeak_tflops_bf16 = 989\nhbm_gib = 80\nhbm_bandwidth_gbs = 3350\n"
+                         "nvlink_bandwidth_gbs = 450\nnic_bandwidth_gbs = 50\ngpus_per_node = 8\nhost_overhead_us = 31\n";
+  const std::string rest = "[cluster]\ngpus = 8\n[training]\nglobal_batch = 16\n";
+  const auto with = config::load_scenario_string("model = \"llama2-7b\"\n" + hw +
+                                                     "host_checkpoint_overhead_us = 728\nhost_recompute_overhead_us = 951\n" + rest,
+                                                 kRoot + "/scenarios/inline.toml");
+  CHECK(with.base.hardware.host_checkpoint_overhead == doctest::Approx(728e-6));
+  CHECK(with.base.hardware.host_recompute_overhead == doctest::Approx(951e-6));
+  CHECK(config::describe(with.base).find("checkpoint 728 us per region forward, 951 us per recomputation") !=
+        std::string::npos);
+  report::JsonWriter w(0);
+  report::write_resolved(w, with.base);
+  CHECK(w.str().find("\"host_checkpoint_overhead_us\":728") != std::string::npos);
+  CHECK(w.str().find("\"host_recompute_overhead_us\":951") != std::string::npos);
+  const hardware::CostModel eager(with.base.hardware, hardware::Precision::bf16);
+  const hardware::CostModel graphs(with.base.hardware, hardware::Precision::bf16, nullptr, true);
+  CHECK(eager.checkpoint_host() == doctest::Approx(728e-6));
+  CHECK(eager.recompute_host() == doctest::Approx(951e-6));
+  CHECK(graphs.checkpoint_host() == 0);
+  CHECK(graphs.recompute_host() == 0);
+  // stream_time: the extra host seconds join the kernels' issue time (max(GPU, host)).
+  hardware::Kernel k;
+  k.kind = hardware::KernelKind::memory;
+  k.bytes = 1e3;
+  k.count = 10;
+  const std::vector<const hardware::Kernel*> ks{&k};
+  CHECK(eager.stream_time(ks, 728e-6).seconds == doctest::Approx(10 * 31e-6 + 728e-6));
+  const auto without = config::load_scenario_string("model = \"llama2-7b\"\n" + hw + rest, kRoot + "/scenarios/inline.toml");
+  CHECK(without.base.hardware.host_checkpoint_overhead == 0);
+  CHECK(config::describe(without.base).find("per region forward") == std::string::npos);
+  for (const char* bad : {"host_checkpoint_overhead_us = -1\n", "host_recompute_overhead_us = -5\n"}) {
+    const std::string txt = "model = \"llama2-7b\"\n" + hw + bad + rest;
+    CHECK_THROWS_WITH_AS(config::load_scenario_string(txt, "inline.toml"), doctest::Contains("must be >= 0"),
+                         config::ConfigError);
+  }
+}
+
+// The simulated step: with recompute on and a host-bound forward (every kernel tiny, 1 ms of host
+// per op), each layer's forward costs c_f more host time and its recomputation c_r more; with
+// recompute off neither applies; under CUDA graphs neither does.
+TEST_CASE("checkpoint host cost: in the simulated step only where layers are checkpointed") {
+  config::Scenario s = one_gpu(1536, 16, 12, 4, 128, 32000, 128);
+  s.hardware.host_overhead = 1e-3;
+  s.hardware.host_compiled_overhead = s.hardware.host_backward_overhead = 0;
+  s.hardware.host_checkpoint_overhead = 5e-3;
+  s.hardware.host_recompute_overhead = 7e-3;
+  const int L = s.model.layers;
+  auto step = [&](config::Recompute r, bool graphs) {
+    config::Scenario x = s;
+    x.features.recompute = r;
+    x.features.cuda_graphs = graphs;
+    return report::simulate(x).step_time_s;
+  };
+  auto no_ckpt_cost = [&](config::Recompute r) {
+    config::Scenario x = s;
+    x.features.recompute = r;
+    x.hardware.host_checkpoint_overhead = x.hardware.host_recompute_overhead = 0;
+    return report::simulate(x).step_time_s;
+  };
+  // recompute off: the two keys change nothing
+  CHECK(step(config::Recompute::none, false) == doctest::Approx(no_ckpt_cost(config::Recompute::none)));
+  // full recompute, host bound: + L x (c_f + c_r) exactly
+  CHECK(step(config::Recompute::full, false) - no_ckpt_cost(config::Recompute::full) ==
+        doctest::Approx(L * (5e-3 + 7e-3)).epsilon(1e-3));
+  // CUDA graphs: no host work at all
+  config::Scenario g = s;
+  g.features.recompute = config::Recompute::full;
+  g.features.cuda_graphs = true;
+  config::Scenario g0 = g;
+  g0.hardware.host_checkpoint_overhead = g0.hardware.host_recompute_overhead = 0;
+  CHECK(report::simulate(g).step_time_s == doctest::Approx(report::simulate(g0).step_time_s));
+}

@@ -98,3 +98,18 @@ TEST_CASE("H200 comparison: calibrating the attention backend the runs used (FA2
     if (fa2.rows[i].m.seq >= 8192) CHECK(fa2.rows[i].pred_step_ms > cudnn.rows[i].pred_step_ms);
   }
 }
+
+// The host cost of activation checkpointing (validation/h200_compare.h kCheckpointHostS,
+// kRecomputeHostS) is the least-squares fit of validation/host_ckpt.py's run-10 samples, with the
+// recomputed ops' host cost as the model charges it: refit here from the committed CSVs.
+TEST_CASE("checkpoint host cost: the constants are the fit of the committed run-10 samples") {
+  const auto fit = fit_checkpoint_host({kRoot + "/validation/results/run10/host_ckpt.csv",
+                                        kRoot + "/validation/results/run10/host_ckpt_b.csv"},
+                                       kRoot);
+  CHECK(fit.samples == 16);   // 2 files x 2 passes x fused 0/1 x (24, 12 layers)
+  CHECK(fit.forward_s == doctest::Approx(kCheckpointHostS).epsilon(1e-3));
+  CHECK(fit.recompute_s == doctest::Approx(kRecomputeHostS).epsilon(1e-3));
+  // a wrapper costs more host time than a dozen eager ops, less than the layer's forward issue
+  CHECK(fit.forward_s > 10 * kEagerHostOverheadS);
+  CHECK(fit.forward_s < 2e-3);
+}
