@@ -160,6 +160,7 @@ std::vector<RankParts> analyze(const sim::TaskGraph& g, const sim::Timeline& tl,
 
   // Busy compute of a finished task, by category.
   const auto* info_of = low ? low->info.data() : nullptr;
+  const std::int64_t* host_wait_ns = tl.host_wait_ns.empty() ? nullptr : tl.host_wait_ns.data();
   auto busy = [&]<bool kLow>(const sim::Interval& iv, std::uint64_t c) {
     auto& acc = sweep_of(c).acc;
     const double dur = (iv.end.ns - iv.start.ns) * 1e-9;
@@ -170,7 +171,11 @@ std::vector<RankParts> analyze(const sim::TaskGraph& g, const sim::Timeline& tl,
       merged = info_of[iv.task].parts;
     }
     const double nominal = tasks[static_cast<std::size_t>(iv.task)].duration_ns * 1e-9;
-    const double launch = nominal > 0 ? launch_ns * 1e-9 * (dur / nominal) : 0;
+    // A task that outlasted its work waiting for the host's issue (TaskSpec::host_ns): that
+    // wait is launch overhead (the GPU idles for the host); the rest scales as before.
+    const double host_wait =
+        host_wait_ns ? static_cast<double>(host_wait_ns[&iv - tl.intervals.data()]) * 1e-9 : 0;
+    const double launch = (nominal > 0 ? launch_ns * 1e-9 * ((dur - host_wait) / nominal) : 0) + host_wait;
     const double body = dur - launch;
     acc[b_launch] += launch;
     acc[b_busy] += dur;

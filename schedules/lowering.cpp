@@ -49,8 +49,9 @@ double bucket_params(int dp) { return std::max(40e6, 1e6 * dp); }
 constexpr double kDefaultContention = 0.10;
 
 struct Seg {
-  std::int64_t ns = 0;          // compute time
-  std::int64_t launch_ns = 0;
+  std::int64_t ns = 0;          // compute time on the GPU (execution + per-kernel gaps)
+  std::int64_t launch_ns = 0;   // of which per-kernel gaps
+  std::int64_t host_ns = 0;     // host issue of its kernels (TaskSpec::host_ns: the GPU waits only when the host is behind)
   double flops = 0;
   // communication after this segment (0 ns = none)
   std::int64_t comm_ns = 0;
@@ -64,11 +65,6 @@ struct Seg {
 
 struct PassCost {
   std::vector<Seg> segs;
-  std::int64_t total_ns() const {
-    std::int64_t t = 0;
-    for (const auto& s : segs) t += s.ns + s.comm_ns;
-    return t;
-  }
 };
 
 struct LayerCost {
@@ -100,16 +96,18 @@ class Lowerer {
     return hardware::collective_time(c, bytes, g, s_.hardware, algo(), cal()).seconds;
   }
   // A segment's kernels run back to back on the GPU while the host issues them
-  // asynchronously (host_time per launch, docs/fidelity.md): the segment takes
-  // max(GPU time, host issue time). The GPU's wait for the host is launch overhead.
+  // asynchronously (host_time per launch, docs/fidelity.md): the segment's task carries its
+  // GPU time (execution + per-kernel gaps) and its host issue time; the engine lets the host
+  // run ahead over the stream's tasks and makes a task wait only for a host that has fallen
+  // behind (TaskSpec::host_ns). The GPU's wait for the host is launch overhead.
   // extra_host: host seconds beyond the kernels' issue (a checkpointed region's own work).
   Seg seg_of(const std::vector<const Kernel*>& ks, double extra_host = 0) const {
     Seg sg;
     for (const Kernel* k : ks) sg.flops += k->flops * k->count;
-    // Back to back on one stream: CPU issue vs GPU execution + per-kernel gap (cost_model.h).
     const hardware::StreamTime st = cost_.stream_time(ks, extra_host);
-    sg.ns = to_ns(st.seconds);
-    sg.launch_ns = to_ns(st.launch_seconds);
+    sg.ns = to_ns(st.gpu_seconds);
+    sg.launch_ns = to_ns(st.gpu_seconds - st.exec_seconds);
+    sg.host_ns = to_ns(st.host_seconds);
     return sg;
   }
   struct Bounds { std::size_t mlp = 0, attn = 0, ex0 = 0, ex1 = 0; };
@@ -144,7 +142,7 @@ class Lowerer {
   std::uint16_t tp_text_ = 0, a2a_text_ = 0;   // "tp collective", "all-to-all"
   TaskId add_task(int rank, sim::StreamId stream, std::int64_t ns, Category cat, Name name, int mb, int chunk,
                   char kind, std::int64_t launch_ns = 0, double flops = 0, std::int64_t mem = 0,
-                  sim::ResourceList res = {}, bool interferes = false);
+                  sim::ResourceList res = {}, bool interferes = false, std::int64_t host_ns = 0);
   void emit_seg(int rank, Chain& ch, const Seg& sg, Category cat, const Name& name, int mb, int chunk, char kind,
                 std::int64_t mem);
   void emit_pass_layer(int rank, Chain& ch, const PassCost& pc, Category cat, const std::string& name, int mb,
@@ -209,7 +207,7 @@ class Lowerer {
   // What playing one op's chains gives: the merged task's duration and side
   // information, and the layers whose gradient-final items it met, in order.
   struct Merged {
-    std::int64_t t = 0, launch = 0, mem = 0;
+    std::int64_t t = 0, launch = 0, mem = 0, host = 0;
     double flops = 0;
     Parts parts{};
     std::vector<int> grad_layers;
@@ -266,8 +264,9 @@ class Lowerer {
 // (record_item) both build it here, so a replayed program adds exactly the
 // tasks add_task would have added.
 sim::TaskSpec spec_of(sim::StreamId stream, std::int64_t ns, Category cat, std::uint16_t text, char kind,
-                      std::int64_t mem, sim::ResourceList res, bool interferes) {
+                      std::int64_t mem, sim::ResourceList res, bool interferes, std::int64_t host_ns = 0) {
   sim::TaskSpec t;
+  t.host_ns = std::max<std::int64_t>(0, host_ns);
   t.stream = stream;
   t.duration_ns = std::max<std::int64_t>(0, ns);
   t.category = cat;
@@ -281,8 +280,8 @@ sim::TaskSpec spec_of(sim::StreamId stream, std::int64_t ns, Category cat, std::
 
 TaskId Lowerer::add_task(int rank, sim::StreamId stream, std::int64_t ns, Category cat, Name name, int mb,
                          int chunk, char kind, std::int64_t launch_ns, double flops, std::int64_t mem,
-                         sim::ResourceList res, bool interferes) {
-  sim::TaskSpec t = spec_of(stream, ns, cat, name.id, kind, mem, res, interferes);
+                         sim::ResourceList res, bool interferes, std::int64_t host_ns) {
+  sim::TaskSpec t = spec_of(stream, ns, cat, name.id, kind, mem, res, interferes, host_ns);
   t.label = name.label;
   t.microbatch = mb;
   t.chunk = chunk;
@@ -314,25 +313,11 @@ PassCost Lowerer::pass_cost(const std::vector<Kernel>& ks, bool backward, bool m
   double host_all = 0;
   if (extra_host > 0)
     for (const Kernel& k : ks) host_all += cost_.host_time(k);
-  // The host issues the pass's segments back to back while the GPU runs them: segment i ends
-  // at g_i = max(g_(i-1) + its GPU time, the host's issue of segments 1..i), so a segment whose
-  // host cost exceeds its GPU time uses the slack the host gained on the segments before it
-  // (within the pass; each pass starts with the host and the GPU level).
-  double g_end = 0, h_end = 0;
   auto seg = [&](const std::vector<const Kernel*>& v) {
     double h = 0;
     if (extra_host > 0 && host_all > 0)
       for (const Kernel* k : v) h += cost_.host_time(*k);
-    const hardware::StreamTime st = cost_.stream_time(v, host_all > 0 ? extra_host * h / host_all : 0);
-    Seg sg;
-    for (const Kernel* k : v) sg.flops += k->flops * k->count;
-    h_end += st.host_seconds;
-    const double g = std::max(g_end + st.gpu_seconds, h_end);
-    const double d = std::max(g - g_end, st.exec_seconds);
-    g_end += d;
-    sg.ns = to_ns(d);
-    sg.launch_ns = to_ns(d - st.exec_seconds);
-    return sg;
+    return seg_of(v, host_all > 0 ? extra_host * h / host_all : 0);
   };
   const bool sp = s_.parallel.sequence_parallel;
   // One TP collective point per block: all-reduce, or reduce-scatter + all-gather with SP
@@ -532,11 +517,14 @@ void Lowerer::emit_seg(int rank, Chain& ch, const Seg& sg, Category cat, const N
     const std::int64_t head_ns = sg.ns - std::min(sg.ns, sg.overlap_ns);
     const double share = static_cast<double>(head_ns) / static_cast<double>(sg.ns);
     const auto head_launch = static_cast<std::int64_t>(std::llround(sg.launch_ns * share));
-    head = add_task(rank, cs, head_ns, cat, name, mb, chunk, kind, head_launch, sg.flops * share, mem);
+    const auto head_host = static_cast<std::int64_t>(std::llround(sg.host_ns * share));
+    head = add_task(rank, cs, head_ns, cat, name, mb, chunk, kind, head_launch, sg.flops * share, mem, {}, false,
+                    head_host);
     tail = add_task(rank, cs, sg.ns - head_ns, cat, Name(), mb, chunk, kind, sg.launch_ns - head_launch,
-                    sg.flops * (1 - share), 0);
+                    sg.flops * (1 - share), 0, {}, false, sg.host_ns - head_host);
   } else {
-    head = tail = add_task(rank, cs, sg.ns, cat, name, mb, chunk, kind, sg.launch_ns, sg.flops, mem);
+    head = tail = add_task(rank, cs, sg.ns, cat, name, mb, chunk, kind, sg.launch_ns, sg.flops, mem, {}, false,
+                           sg.host_ns);
   }
   for (TaskId d : ch.pending) out_.graph.depend(d, head);
   ch.pending.clear();
@@ -584,8 +572,8 @@ void Lowerer::record_item(Program& pr, int rank, const Item& it, std::vector<Tas
   // emit_seg, with task ids relative to the op's first task.
   const sim::StreamId cs = out_.compute_stream[rank];
   auto add = [&](sim::StreamId stream, std::int64_t ns, Category cat, std::uint16_t text, char kind, std::int64_t launch_ns,
-                 double flops, std::int64_t mem, sim::ResourceList res, bool interferes) {
-    pr.tasks.push_back(spec_of(stream, ns, cat, text, kind, mem, res, interferes));
+                 double flops, std::int64_t mem, sim::ResourceList res, bool interferes, std::int64_t host_ns = 0) {
+    pr.tasks.push_back(spec_of(stream, ns, cat, text, kind, mem, res, interferes, host_ns));
     pr.in_b.push_back(chain_b ? 1 : 0);
     TaskInfo info;
     info.launch_ns = launch_ns;
@@ -600,10 +588,12 @@ void Lowerer::record_item(Program& pr, int rank, const Item& it, std::vector<Tas
     const std::int64_t head_ns = sg.ns - std::min(sg.ns, sg.overlap_ns);
     const double share = static_cast<double>(head_ns) / static_cast<double>(sg.ns);
     const auto head_launch = static_cast<std::int64_t>(std::llround(sg.launch_ns * share));
-    head = add(cs, head_ns, it.cat, 0, it.kind, head_launch, sg.flops * share, it.mem, {}, false);
-    tail = add(cs, sg.ns - head_ns, it.cat, 0, it.kind, sg.launch_ns - head_launch, sg.flops * (1 - share), 0, {}, false);
+    const auto head_host = static_cast<std::int64_t>(std::llround(sg.host_ns * share));
+    head = add(cs, head_ns, it.cat, 0, it.kind, head_launch, sg.flops * share, it.mem, {}, false, head_host);
+    tail = add(cs, sg.ns - head_ns, it.cat, 0, it.kind, sg.launch_ns - head_launch, sg.flops * (1 - share), 0, {}, false,
+               sg.host_ns - head_host);
   } else {
-    head = tail = add(cs, sg.ns, it.cat, 0, it.kind, sg.launch_ns, sg.flops, it.mem, {}, false);
+    head = tail = add(cs, sg.ns, it.cat, 0, it.kind, sg.launch_ns, sg.flops, it.mem, {}, false, sg.host_ns);
   }
   for (TaskId d : pending) pr.edges.emplace_back(d, head);
   pending.clear();
@@ -853,7 +843,7 @@ Lowerer::Merged Lowerer::play_merged(const std::vector<Item>* const* chains, std
   if (n > 2) throw std::logic_error("emit_merged: one or two chains");
   Merged m;
   Parts& parts = m.parts;
-  std::int64_t t = 0, launch = 0, mem = 0;
+  std::int64_t t = 0, launch = 0, mem = 0, host = 0;
   double flops = 0;
   std::int64_t ready[2] = {0, 0};
   Category ready_cat[2] = {Category::other, Category::other};
@@ -875,6 +865,7 @@ Lowerer::Merged Lowerer::play_merged(const std::vector<Item>* const* chains, std
         t = ready[c];
       }
       launch += sg.launch_ns;
+      host += sg.host_ns;
       flops += sg.flops;
       const auto ci = static_cast<std::size_t>(it.cat);
       if (sg.comm_ns <= 0) {
@@ -916,6 +907,7 @@ Lowerer::Merged Lowerer::play_merged(const std::vector<Item>* const* chains, std
     }
   m.t = t;
   m.launch = launch;
+  m.host = host;
   m.mem = mem;
   m.flops = flops;
   // Gradient-final items in the order the loop above met them (round-robin over chains).
@@ -935,7 +927,7 @@ Lowerer::Merged Lowerer::play_merged(const std::vector<Item>* const* chains, std
 TaskId Lowerer::emit_merged_task(int rank, const Merged& m, Chain* const* ch, std::size_t n, const Name& name,
                                  int mb, int chunk, char kind, Category cat) {
   const sim::StreamId cs = out_.compute_stream[rank];
-  TaskId id = add_task(rank, cs, m.t, cat, name, mb, chunk, kind, m.launch, m.flops, m.mem);
+  TaskId id = add_task(rank, cs, m.t, cat, name, mb, chunk, kind, m.launch, m.flops, m.mem, {}, false, m.host);
   out_.info[static_cast<std::size_t>(id)].parts = static_cast<int>(out_.parts.size());
   out_.parts.push_back(m.parts);
   for (std::size_t c = 0; c < n; ++c) {
@@ -1463,7 +1455,7 @@ Lowered Lowerer::run() {
     k.count = 1;
     const Seg opt_seg = seg_of({&k});
     TaskId optim = add_task(r, out_.compute_stream[r], opt_seg.ns, Category::optimizer, "optimizer step",
-                            -1, -1, 'O', opt_seg.launch_ns);
+                            -1, -1, 'O', opt_seg.launch_ns, 0, 0, {}, false, opt_seg.host_ns);
     for (TaskId d : dp_tasks_[r]) g.depend(d, optim);
     if (P.distributed_optimizer && dp_group > 1 && !s_.features.overlap_param_gather) {
       const double t = coll(Collective::all_gather, rank_params[r] * 2.0, place_.dp);

@@ -93,7 +93,7 @@ enum class Label : std::uint8_t {
   send_backward, // "send B mb<microbatch>" (... of gradients)
 };
 
-// One task. Plain data (trivially copyable, 72 bytes): the graph stores these
+// One task. Plain data (trivially copyable, 80 bytes): the graph stores these
 // in one vector and the lowering copies recorded blocks of them.
 struct TaskSpec {
   std::int64_t duration_ns = 0;     // at full rate, alone on its resources
@@ -108,6 +108,11 @@ struct TaskSpec {
   bool interferes = false;          // slows the rank's compute stream while running
   Label label = Label::text;        // the name ("F mb3 chunk1"; may be empty for inner tasks): see Label
   std::uint16_t text = 0;           // Label::text: the graph's text number
+  // Host (CPU) time to issue the task's kernels. The host issues a stream's tasks in queue
+  // order from time 0, running ahead of the GPU: the stream's host clock advances by host_ns
+  // at each task, independent of the GPU, and a task with host_ns > 0 cannot end before the
+  // clock has passed it (the GPU waits for the host only when the host has fallen behind).
+  std::int64_t host_ns = 0;
 };
 
 static_assert(std::is_trivially_copyable_v<TaskSpec>);
@@ -242,6 +247,9 @@ struct Timeline {
   std::vector<std::vector<MemoryPoint>> memory; // per rank, bytes after each change (empty when no task has memory)
   std::vector<std::int64_t> busy_ns;            // per stream, time with a task running
   std::vector<TaskId> critical_path;            // first to last: each task started when the previous ended
+  // Per interval (same index), nanoseconds the task ran past the end of its work waiting for
+  // the host's issue (TaskSpec::host_ns); empty while no task has waited (then all 0).
+  std::vector<std::int64_t> host_wait_ns;
 
   const Interval& of(TaskId t) const { return intervals[static_cast<std::size_t>(interval_of[static_cast<std::size_t>(t)])]; }
 };

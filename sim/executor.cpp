@@ -61,6 +61,9 @@ class Executor {
     std::int64_t last_update = 0;   // dynamic path: when remaining was last brought up to date
     double remaining = 0;           // dynamic path: nanoseconds of work left at full rate
     double rate = 0;
+    std::int64_t host_clock = 0;    // the host's issue of this stream's tasks so far (TaskSpec::host_ns)
+    std::int64_t host_floor = 0;    // the running task ends no earlier (its issue by the host)
+    std::int64_t host_wait = 0;     // how long past the end of its work (as last timed)
   };
 
   const TaskSpec& spec(TaskId t) const { return tasks_[static_cast<std::size_t>(t)]; }
@@ -142,7 +145,9 @@ void Executor::retime(StreamId s, std::int64_t now, bool force) {
   const auto left = force && r == 1.0 && st.remaining < 0x1p52
                         ? static_cast<std::int64_t>(st.remaining)
                         : static_cast<std::int64_t>(std::ceil(st.remaining / r - 1e-6));
-  queue_.insert(now + std::max<std::int64_t>(0, left), Ev{s, st.version});
+  const std::int64_t work_end = now + std::max<std::int64_t>(0, left);
+  st.host_wait = std::max<std::int64_t>(0, st.host_floor - work_end);
+  queue_.insert(work_end + st.host_wait, Ev{s, st.version});
 }
 
 // Re-time every running task whose rate depends on t being active: those on
@@ -165,8 +170,11 @@ void Executor::start(Stream& st, StreamId s, TaskId t, std::int64_t now) {
   st.started = now;
   tl_.started.push_back(t);
   if (sp.memory_delta > 0) memory_change(st.rank, sp.memory_delta, now);
+  st.host_clock += sp.host_ns;
+  st.host_floor = sp.host_ns > 0 ? st.host_clock : 0;
   if (!dynamic_) {
-    queue_.insert(now + sp.duration_ns, Ev{s, ++st.version});
+    st.host_wait = std::max<std::int64_t>(0, st.host_floor - (now + sp.duration_ns));
+    queue_.insert(now + sp.duration_ns + st.host_wait, Ev{s, ++st.version});
     return;
   }
   const bool interfering = interferes(sp, st);
@@ -199,7 +207,9 @@ void Executor::start(Stream& st, StreamId s, TaskId t, std::int64_t now) {
   // As retime(s, now, true): at full rate the end is the duration.
   const auto left = r == 1.0 && st.remaining < 0x1p52 ? sp.duration_ns
                                                       : static_cast<std::int64_t>(std::ceil(st.remaining / r - 1e-6));
-  queue_.insert(now + std::max<std::int64_t>(0, left), Ev{s, st.version});
+  const std::int64_t work_end = now + std::max<std::int64_t>(0, left);
+  st.host_wait = std::max<std::int64_t>(0, st.host_floor - work_end);
+  queue_.insert(work_end + st.host_wait, Ev{s, st.version});
 }
 
 inline void Executor::try_start(StreamId s, std::int64_t now) {
@@ -216,6 +226,10 @@ void Executor::finish(StreamId s, std::int64_t now) {
   const TaskSpec& sp = spec(t);
   tl_.interval_of[i] = static_cast<std::int32_t>(tl_.intervals.size());
   tl_.intervals.push_back(Interval{t, Time{st.started}, Time{now}});
+  if (st.host_wait > 0 || !tl_.host_wait_ns.empty()) [[unlikely]] {
+    tl_.host_wait_ns.resize(tl_.intervals.size());
+    tl_.host_wait_ns.back() = st.host_wait;
+  }
   tl_.busy_ns[static_cast<std::size_t>(s)] += now - st.started;
   ++finished_;
   const std::int64_t freed = (sp.memory_delta < 0 ? -sp.memory_delta : 0) + sp.memory_release;

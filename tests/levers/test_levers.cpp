@@ -218,20 +218,34 @@ TEST_CASE("launch roofline: CPU issue bounds short kernels, CUDA graphs leave th
 }
 
 TEST_CASE("CUDA graphs shrink launch overhead only") {
-  // A small per-rank shape (GPT 1.7B, tp 8, 512-token sequences): its GEMMs take ~5 us and
-  // its elementwise kernels well under 1 us, less than the host's 4 us per launch, so the
-  // GPU waits for the CPU; a graph launch leaves only the GPU's per-kernel gap. (On the
-  // large shapes of the other tests the host runs ahead and graphs change nothing.)
+  // A small per-rank shape (GPT 1.7B, tp 8, 512-token sequences): its GEMMs take ~5 us and its
+  // elementwise kernels well under 1 us, while eager PyTorch spends ~31 us of host time per op
+  // (hardware.host_overhead_us, the H200 host's measured cost, validation/h200_compare.h): over
+  // the whole step the host issues slower than the GPU runs, so the GPU waits for it even though
+  // the host runs ahead wherever it can (TaskSpec::host_ns); a graph launch leaves only the GPU's
+  // per-kernel gap. (With the bare 4 us launch cost the host keeps ahead of this GPU and graphs
+  // change nothing, as on the large shapes of the other tests.)
   const std::map<std::string, std::string> base = {
       {"model", "gpt-1.7b"}, {"seq_len", "512"}, {"fused_kernels", "false"}, {"parallel", "tp = 8\npp = 2\n"}};
   auto graphs = base;
   graphs["cuda_graphs"] = "true";
-  const auto eager = run(base, 16, 16);
-  const auto g = run(graphs, 16, 16);
+  auto run_eager_host = [](const std::map<std::string, std::string>& set) {
+    auto loaded = config::load_scenario_string(scenario_text(set, 16, 16), kRoot + "/scenarios/levers.toml");
+    loaded.base.hardware.host_overhead = 31e-6;
+    report::SimulateOptions o;
+    o.keep_timeline = false;
+    return report::simulate(loaded.base, o);
+  };
+  const auto eager = run_eager_host(base);
+  const auto g = run_eager_host(graphs);
   CHECK(eager.breakdown.launch_overhead > 0);
   CHECK(g.breakdown.launch_overhead < 0.5 * eager.breakdown.launch_overhead);
-  CHECK(g.mfu >= eager.mfu);
+  CHECK(g.mfu > eager.mfu);
   unchanged(eager, g, {"forward", "backward", "recompute", "optimizer", "tp", "dp", "dataloader", "gc"}, 0.02);
+  // With the bare launch cost (the profile's 4 us) the host keeps ahead: graphs gain nothing here.
+  const auto eager4 = run(base, 16, 16);
+  const auto g4 = run(graphs, 16, 16);
+  CHECK(g4.step_time_s == doctest::Approx(eager4.step_time_s).epsilon(0.01));
 }
 
 TEST_CASE("a larger micro-batch: more bubble (fewer micro-batches), faster GEMMs, more activations") {

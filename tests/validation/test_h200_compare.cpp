@@ -2,8 +2,9 @@
 // 35 ok rows of real H200 training steps): the regression guard of validation/README.md.
 // The errors asserted are the ones achieved with the fidelity mechanisms of docs/fidelity.md
 // (host issue time, fp32-autocast recipe, torch cross entropy, eager attention, kernel families
-// from the run-8 kernel trace); the median goal (<= 5%) is met, the max goal (<= 10%) is NOT --
-// see validation/README.md "Remaining misses".
+// from the run-8 kernel trace, the host running ahead of the GPU, the host cost of activation
+// checkpointing); both goals (median <= 5%, max <= 10%) are met on the run-4 data
+// (validation/README.md).
 #include <doctest/doctest.h>
 
 #include <string>
@@ -23,33 +24,45 @@ const std::string kCsvRun1 = kRoot + "/validation/results/h200_steps.csv";
 TEST_CASE("H200 measured vs simulated step times: achieved errors (regression guard)") {
   const Summary s = compare(kCsv, kRoot + "/hardware/calibration/h200-fa2.toml", kRoot);
   REQUIRE(s.rows.size() == 35);   // 36 configurations, one OOM (s1.3b materialised at 8k)
-  // achieved (run 4 data; run 8 mechanisms: RoPE / SwiGLU chains at their in-step measured
-  // bandwidths (eager on strided views, torch.compile'd Triton), the eager RMSNorm backward and
-  // the split / chunk backward cats as the H200 kernel trace lists them, the backward host
-  // cost re-fitted on the new op counts, the flash efficiency rising with the sequence): step
-  // median 2.1%, max 18.0% (s1.3b seq 4096
-  // recompute: its forward measured 67.6 ms, 52% above the same configuration without
-  // recompute, 44.5 ms, whose forward is identical: host noise of the run, README).
-  // Before: 4.8% / 20.1% (run 4); 8.9% / 38.3% on the run-1 data; before any fidelity
-  // mechanism 19.2% / 74.8%.
-  CHECK(s.median_abs_step <= 0.025);
-  CHECK(s.max_abs_step <= 0.185);
-  // Only that row is over 10% (run 4: 5 rows).
+  // achieved (run 4 data; mechanisms up to run 10: RoPE / SwiGLU chains at their in-step
+  // measured bandwidths, the eager RMSNorm backward and the split / chunk backward cats as the
+  // H200 kernel trace lists them, the flash efficiency rising with the sequence; run 10: the
+  // host issues ahead of the GPU over a stream's tasks (sim TaskSpec::host_ns) instead of
+  // max(GPU, host) per segment, and activation checkpointing costs the host 728 us per layer
+  // forward and 951 us per recomputation, measured by validation/host_ckpt.py): step median
+  // 1.7%, max 8.1% (s1.3b seq 4096 recompute, -8.1%; was +-18.0% with max(GPU, host) per segment
+  // and no checkpoint cost: its forward measured 67.6 ms against 44.5 ms without recompute).
+  // Before: 2.1% / 18.0% (run 8); 4.8% / 20.1% (run 4); 8.9% / 38.3% on the run-1 data; before
+  // any fidelity mechanism 19.2% / 74.8%.
+  CHECK(s.median_abs_step <= 0.02);
+  CHECK(s.max_abs_step <= 0.085);
+  // No row over 10% (run 8: 1, run 4: 5 rows).
   int over10 = 0;
   for (const ComparedRow& r : s.rows) over10 += std::abs(r.err_step) > 0.10;
-  CHECK(over10 == 1);
-  // achieved: forward median 4.3%, backward median 3.0% (run 4: 6.7%, 6.9%)
+  CHECK(over10 == 0);
+  // achieved: forward median 4.3%, backward median 2.7% (run 8: 4.3%, 3.0%; run 4: 6.7%, 6.9%)
   CHECK(s.median_abs_fwd <= 0.045);
-  CHECK(s.median_abs_bwd <= 0.035);
-  // The rows this round targeted (GPU-bound, run 4 at -8.6% .. -15.4%): the fused-0 rows and
-  // s1.3b seq 2048 at mbs 4 / 8, now within 5% (achieved -4.7% .. +2.2%).
+  CHECK(s.median_abs_bwd <= 0.03);
+  // The rows run 8 targeted (GPU-bound, run 4 at -8.6% .. -15.4%): the fused-0 rows and s1.3b
+  // seq 2048 at mbs 4 / 8, within 6% (achieved -5.5% .. +3.3%; run 8 had them within 5%,
+  // -4.7% .. +2.2%: two host-heavy fused-0 rows, s1.3b seq 2048 and s0.5b seq 4096, lost
+  // 0.5-2.5 points of host time when the host started running ahead across segments).
   int targeted = 0;
   for (const ComparedRow& r : s.rows)
     if (!r.m.fused || (r.m.model == "s1.3b" && r.m.seq == 2048 && r.m.mbs >= 4)) {
       ++targeted;
-      CHECK(std::abs(r.err_step) <= 0.05);
+      CHECK(std::abs(r.err_step) <= 0.06);
     }
   CHECK(targeted == 8);
+  // The recompute rows (run 10's checkpoint host cost): within 8.5% (achieved -8.1% .. +5.2%;
+  // run 8: -18.0% .. +5.0%).
+  int rec = 0;
+  for (const ComparedRow& r : s.rows)
+    if (r.m.recompute) {
+      ++rec;
+      CHECK(std::abs(r.err_step) <= 0.085);
+    }
+  CHECK(rec == 5);
   // The long-sequence rows (GPU busy, attention dominates): +1.7, +4.4, -1.4, +2.1, +2.0%
   // (run 4: +4.9 .. +6.1%; with run 8's kernels but a constant flash efficiency +10.2 ..
   // +11.3%: FA2 backward alone at s1.3b seq 16384, results/run2/sdpa.toml, 9.10 ms measured vs
@@ -74,11 +87,12 @@ TEST_CASE("H200 measured vs simulated step times: achieved errors (regression gu
 TEST_CASE("H200 comparison on the run-1 data (one pass): the same mechanisms") {
   const Summary s = compare(kCsvRun1, kRoot + "/hardware/calibration/h200-fa2.toml", kRoot);
   REQUIRE(s.rows.size() == 35);
-  // achieved: median 2.3%, max 23.0% (run 4 mechanisms: 6.0% / 20.0%; before them 8.9% /
-  // 38.3%). The max rose: s0.5b seq 2048 materialised, a host-bound row measured in the host's
-  // slow mode in run 1 (-23.0%), lost host time with the re-fitted backward host cost.
+  // achieved: median 2.3%, max 25.3% (run 8 mechanisms: 2.2% / 23.0%; run 4 mechanisms: 6.0% /
+  // 20.0%; before them 8.9% / 38.3%). The max rose twice on the same row: s0.5b seq 2048
+  // materialised, a host-bound row measured in the host's slow mode in run 1 (-23.0%, then
+  // -25.3% once the host runs ahead across segments); run 4 measured it at 73.0 ms (-5.9%).
   CHECK(s.median_abs_step <= 0.025);
-  CHECK(s.max_abs_step <= 0.231);
+  CHECK(s.max_abs_step <= 0.254);
 }
 
 TEST_CASE("H200 comparison: calibrating the attention backend the runs used (FA2) beats cuDNN's") {
