@@ -1,8 +1,11 @@
 // validation_compare: measured (validation/results/h200_steps.csv) vs simulated
 // step, forward and backward times on one H200; see validation/README.md.
 // Usage: validation_compare [CSV] [--calibration FILE]   (paths relative to the repository root)
+//        validation_compare --predict "MODEL:SEQ:MBS:FLASH:RECOMPUTE:FUSED;..." [--calibration FILE]
+//          predictions only, for configurations not measured yet (train_step.py MODELS shapes)
 #include <cstdio>
 #include <exception>
+#include <sstream>
 #include <string>
 
 #include "validation/h200_compare.h"
@@ -11,15 +14,45 @@ int main(int argc, char** argv) {
   const std::string root = MFUSIM_SOURCE_DIR;
   std::string csv = root + "/validation/results/h200_steps_run4.csv";   // 3 interleaved passes (run 4)
   std::string cal = root + "/hardware/calibration/h200-fa2.toml";
+  std::string predict;
   for (int i = 1; i < argc; ++i) {
     std::string a = argv[i];
     if (a == "--calibration" && i + 1 < argc) cal = argv[++i];
+    else if (a == "--predict" && i + 1 < argc) predict = argv[++i];
     else if (a == "-h" || a == "--help") {
-      std::printf("usage: validation_compare [CSV] [--calibration FILE]\n");
+      std::printf("usage: validation_compare [CSV] [--calibration FILE]\n"
+                  "       validation_compare --predict \"MODEL:SEQ:MBS:FLASH:RECOMPUTE:FUSED;...\" [--calibration FILE]\n");
       return 0;
     } else csv = a;
   }
   try {
+    if (!predict.empty()) {
+      const auto hw = mfusim::config::load_hardware(root + "/hardware/h200.toml");
+      const auto calib = mfusim::hardware::read_calibration(cal);
+      std::printf("calibration: %s\n| model | seq | mbs | flash | rec | fused | step ms | fwd ms | bwd ms | opt ms |\n"
+                  "|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|\n", cal.c_str());
+      std::stringstream list(predict);
+      std::string item;
+      while (std::getline(list, item, ';')) {
+        if (item.empty()) continue;
+        std::stringstream f(item);
+        std::string name, v[5];
+        std::getline(f, name, ':');
+        for (auto& x : v)
+          if (!std::getline(f, x, ':') || x.empty())
+            throw std::runtime_error("error: --predict item '" + item + "': want MODEL:SEQ:MBS:FLASH:RECOMPUTE:FUSED");
+        mfusim::validation::MeasuredRow m = mfusim::validation::model_row(name);
+        m.seq = std::stoi(v[0]);
+        m.mbs = std::stoi(v[1]);
+        m.flash = v[2] == "1";
+        m.recompute = v[3] == "1";
+        m.fused = v[4] == "1";
+        const auto p = mfusim::validation::predict(m, hw, calib, cal);
+        std::printf("| %s | %d | %d | %d | %d | %d | %.1f | %.1f | %.1f | %.1f |\n", m.model.c_str(), m.seq, m.mbs,
+                    int(m.flash), int(m.recompute), int(m.fused), p.step_ms, p.fwd_ms, p.bwd_ms, p.opt_ms);
+      }
+      return 0;
+    }
     const auto s = mfusim::validation::compare(csv, cal, root);
     std::printf("measured: %s\ncalibration: %s\n", csv.c_str(), cal.c_str());
     std::printf("| model | seq | mbs | flash | rec | fused | step ms | pred | err | fwd ms | pred | err | bwd ms | pred | err | opt ms | pred |\n");

@@ -202,6 +202,31 @@ inline double median_of(std::vector<double> v) {
   return n % 2 ? v[n / 2] : 0.5 * (v[n / 2 - 1] + v[n / 2]);
 }
 
+// The model shapes of validation/train_step.py MODELS (layers, hidden, ffn, heads, kv_heads,
+// vocab; head_dim = hidden / heads), as a MeasuredRow without times; throws for another name.
+inline MeasuredRow model_row(const std::string& name) {
+  struct Shape { const char* name; int layers; std::int64_t hidden, ffn; int heads, kv; std::int64_t vocab; };
+  static const Shape shapes[] = {{"s0.5b", 16, 1536, 4096, 12, 4, 32000},
+                                 {"s1.3b", 24, 2048, 5632, 16, 8, 32000},
+                                 {"s3b", 26, 3072, 8192, 24, 8, 32000},
+                                 {"s7b-8L", 8, 4096, 14336, 32, 8, 128256}};
+  for (const Shape& s : shapes)
+    if (name == s.name) {
+      MeasuredRow m;
+      m.model = s.name;
+      m.layers = s.layers;
+      m.hidden = s.hidden;
+      m.ffn = s.ffn;
+      m.heads = s.heads;
+      m.kv_heads = s.kv;
+      m.vocab = s.vocab;
+      m.head_dim = s.hidden / s.heads;
+      m.status = "ok";
+      return m;
+    }
+  throw std::runtime_error("error: unknown model '" + name + "' (train_step.py MODELS: s0.5b, s1.3b, s3b, s7b-8L)");
+}
+
 // The fit behind kCheckpointHostS / kRecomputeHostS, from validation/host_ckpt.py's CSVs:
 // per row (model, fused, layers L and half_layers L/2, paired median host differences of a
 // checkpointed step over the plain one, ms) two samples per direction. Forward: diff = L c_f;
@@ -232,11 +257,8 @@ inline CheckpointHostFit fit_checkpoint_host(const std::vector<std::string>& csv
           throw std::runtime_error(path + ": error: no column " + name);
         return std::stod(v[std::size_t(it - head.begin())]);
       };
-      // The row's model (train_step.py MODELS: s1.3b) at seq 128, recompute on.
-      MeasuredRow m;
-      m.model = v[std::size_t(std::find(head.begin(), head.end(), "model") - head.begin())];
-      if (m.model != "s1.3b") throw std::runtime_error(path + ": error: model " + m.model + " has no shape here");
-      m.layers = 24; m.hidden = 2048; m.ffn = 5632; m.heads = 16; m.kv_heads = 8; m.vocab = 32000; m.head_dim = 128;
+      // The row's model (train_step.py MODELS) at seq 128, recompute on.
+      MeasuredRow m = model_row(v[std::size_t(std::find(head.begin(), head.end(), "model") - head.begin())]);
       m.seq = 128; m.mbs = 1; m.flash = true; m.recompute = true; m.fused = col("fused") != 0;
       const config::Scenario s = scenario_for(m, hw, none, "");
       const hardware::CostModel cost(s.hardware, s.training.precision, nullptr, false);
@@ -259,6 +281,35 @@ inline CheckpointHostFit fit_checkpoint_host(const std::vector<std::string>& csv
   return fit;
 }
 
+// Predicted step / forward / backward / optimizer ms of one configuration (the row's times are
+// not read). The measured passes are CUDA-event spans on the one stream: forward = up to the
+// loss, backward = loss.backward() (recompute included), optimizer = step + zero_grad.
+// Predicted: the simulated compute-stream tasks of each pass, launch overhead and the GPU's
+// wait for the host included (one GPU, one micro-batch: the passes run in turn).
+struct Predicted { double step_ms = 0, fwd_ms = 0, bwd_ms = 0, opt_ms = 0, peak_gib = 0; };
+inline Predicted predict(const MeasuredRow& m, const hardware::HardwareSpec& hw, const hardware::Calibration& cal,
+                         const std::string& cal_path) {
+  const config::Scenario s = scenario_for(m, hw, cal, cal_path);
+  report::SimulateOptions opt;
+  opt.keep_timeline = true;
+  const report::StepResult res = report::simulate(s, opt);
+  double fwd = 0, bwd = 0, optm = 0;
+  for (const auto& iv : res.timeline->intervals) {
+    const auto& task = res.graph->task(iv.task);
+    if (!res.graph->streams()[task.stream].compute) continue;
+    const double d = (iv.end.ns - iv.start.ns) * 1e-9;
+    switch (task.category) {
+      case sim::Category::forward: fwd += d; break;
+      case sim::Category::backward:
+      case sim::Category::weight_grad:
+      case sim::Category::recompute: bwd += d; break;
+      case sim::Category::optimizer: optm += d; break;
+      default: break;
+    }
+  }
+  return Predicted{res.step_time_s * 1e3, fwd * 1e3, bwd * 1e3, optm * 1e3, res.memory.peak_gib};
+}
+
 // Runs the comparison. `source_dir`: the repository root (hardware/h200.toml).
 inline Summary compare(const std::string& csv_path, const std::string& calibration_path, const std::string& source_dir) {
   const hardware::HardwareSpec hw = config::load_hardware(source_dir + "/hardware/h200.toml");
@@ -266,35 +317,14 @@ inline Summary compare(const std::string& csv_path, const std::string& calibrati
   Summary sum;
   std::vector<double> es, ef, eb;
   for (const MeasuredRow& m : read_measured(csv_path)) {
-    const config::Scenario s = scenario_for(m, hw, cal, calibration_path);
-    report::SimulateOptions opt;
-    opt.keep_timeline = true;
-    const report::StepResult res = report::simulate(s, opt);
+    const Predicted pr = predict(m, hw, cal, calibration_path);
     ComparedRow c;
     c.m = m;
-    c.pred_step_ms = res.step_time_s * 1e3;
-    // The measured passes are CUDA-event spans on the one stream: forward = up to the
-    // loss, backward = loss.backward() (recompute included), optimizer = step + zero_grad.
-    // Predicted: the simulated compute-stream tasks of each pass, launch overhead and the
-    // GPU's wait for the host included (one GPU, one micro-batch: the passes run in turn).
-    double fwd = 0, bwd = 0, optm = 0;
-    for (const auto& iv : res.timeline->intervals) {
-      const auto& task = res.graph->task(iv.task);
-      if (!res.graph->streams()[task.stream].compute) continue;
-      const double d = (iv.end.ns - iv.start.ns) * 1e-9;
-      switch (task.category) {
-        case sim::Category::forward: fwd += d; break;
-        case sim::Category::backward:
-        case sim::Category::weight_grad:
-        case sim::Category::recompute: bwd += d; break;
-        case sim::Category::optimizer: optm += d; break;
-        default: break;
-      }
-    }
-    c.pred_fwd_ms = fwd * 1e3;
-    c.pred_bwd_ms = bwd * 1e3;
-    c.pred_opt_ms = optm * 1e3;
-    c.pred_peak_gib = res.memory.peak_gib;
+    c.pred_step_ms = pr.step_ms;
+    c.pred_fwd_ms = pr.fwd_ms;
+    c.pred_bwd_ms = pr.bwd_ms;
+    c.pred_opt_ms = pr.opt_ms;
+    c.pred_peak_gib = pr.peak_gib;
     c.err_step = (c.pred_step_ms - m.step_ms) / m.step_ms;
     c.err_fwd = (c.pred_fwd_ms - m.fwd_ms) / m.fwd_ms;
     c.err_bwd = (c.pred_bwd_ms - m.bwd_ms) / m.bwd_ms;

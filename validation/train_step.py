@@ -18,7 +18,8 @@ Measured: step_ms = forward + backward + optimizer (step + zero_grad), fwd_ms, b
 each the median of `steps` timed steps after warm-up; layer_fwd_ms / layer_bwd_ms: one decoder
 layer alone on the same input shape (bwd includes the recompute forward when recompute=1);
 peak_mem_gib = torch.cuda.max_memory_allocated over the timed steps.
-Usage: train_step.py OUT.csv [--budget-s 240] [--quick] [--passes N] [--steps K]
+Usage: train_step.py OUT.csv [--budget-s 240] [--quick] [--passes N] [--steps K] [--set main|holdout]
+  --set holdout: 12 configurations outside the compared 36 (run 11), predicted before they were measured.
   --passes N: every configuration is measured N times, the passes interleaved (pass 1 over all
   configurations, then pass 2, ...), so slow drifts of the machine (clocks, host CPU) spread over
   all configurations instead of biasing some; OUT.csv gets the median over the passes of each
@@ -245,10 +246,17 @@ def run_config(name, seq, mbs, flash, recompute, fused, steps, layer_alone=True)
                 step_ms_min=min(r[0] for r in res), layer_fwd_ms=statistics.median(lf),
                 layer_bwd_ms=statistics.median(lb), peak_mem_gib=peak, params=nparams)
 
-def configs(quick):
+def configs(quick, which="main"):
     base = dict(seq=4096, mbs=1, flash=1, recompute=0, fused=1)
     C = []
     add = lambda m, **kw: C.append(dict(base, model=m, **kw))
+    if which == "holdout":   # run 11: configurations never measured before, predicted first (results/run11/)
+        add("s0.5b", recompute=1); add("s1.3b", recompute=1, seq=2048); add("s1.3b", recompute=1, seq=2048, mbs=4)
+        add("s3b", recompute=1, seq=8192); add("s7b-8L", recompute=1, seq=8192); add("s1.3b", recompute=1, fused=0)
+        add("s0.5b", recompute=1, flash=0, seq=2048)
+        add("s0.5b", seq=8192); add("s3b", seq=2048); add("s1.3b", mbs=2); add("s7b-8L", fused=0, seq=2048)
+        add("s3b", fused=0, seq=2048, mbs=2)
+        return C
     for m in MODELS: add(m)                                               # 1. sizes
     if quick:
         add("s1.3b", flash=0, seq=2048); add("s1.3b", recompute=1); add("s1.3b", fused=0)
@@ -352,7 +360,7 @@ def main():
                 "# model_flops_per_token = 6*params + 12*layers*seq*hidden (SPEC.md mfu_attn convention, causal not halved); "
                 "achieved_tflops = model_flops_per_token*tokens/step; mfu_vs_989 uses the 989 TFLOP/s bf16 datasheet peak\n"
                 "# status: ok | oom | error:<msg> | skipped_budget\n")
-    cfgs = configs(quick)
+    cfgs = configs(quick, arg("--set", "main"))
     per = [[] for _ in cfgs]   # rows of each configuration, one per pass
     free = [[] for _ in cfgs]  # --compare-free: the same, affinity reset to all CPUs
     key = lambda c: (c["model"], c["seq"], c["mbs"], c["flash"], c["recompute"], c["fused"])
