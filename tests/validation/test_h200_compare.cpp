@@ -127,3 +127,28 @@ TEST_CASE("checkpoint host cost: the constants are the fit of the committed run-
   CHECK(fit.forward_s > 10 * kEagerHostOverheadS);
   CHECK(fit.forward_s < 2e-3);
 }
+
+// Run 11: 12 configurations never measured before, predicted first (results/run11/predictions.md,
+// committed before the device call) and then measured (train_step.py --set holdout, 3 passes).
+// Achieved: step median 3.1%; the 9 rows that are GPU-bound or mixed within 7.7% (most within
+// 3.2%); the 3 host-bound recompute rows over-predicted by +14.3 .. +27.6%: their host ran faster
+// than the host constants (measured in runs 7 and 10) say, within the host's own spread
+// (s0.5b seq 4096 recompute: 100.8 / 89.0 / 81.9 ms over the 3 passes). Guarded as achieved.
+TEST_CASE("H200 holdout (run 11): predictions made before the measurement") {
+  const Summary s = compare(kRoot + "/validation/results/run11/h200_steps_holdout.csv",
+                            kRoot + "/hardware/calibration/h200-fa2.toml", kRoot);
+  REQUIRE(s.rows.size() == 12);
+  CHECK(s.median_abs_step <= 0.035);
+  CHECK(s.max_abs_step <= 0.28);
+  int host_bound = 0;
+  for (const ComparedRow& r : s.rows) {
+    const bool small_host_bound = r.m.recompute && r.m.mbs == 1 && (r.m.model == "s0.5b" || (r.m.model == "s1.3b" && r.m.seq == 2048));
+    if (small_host_bound) {
+      ++host_bound;
+      CHECK(r.err_step > 0.10);   // the known miss: predicted slower than this run's fast host
+    } else {
+      CHECK(std::abs(r.err_step) <= 0.08);
+    }
+  }
+  CHECK(host_bound == 3);
+}
