@@ -210,3 +210,19 @@ TEST_CASE("the committed h200x2-nccl calibration is calibrate's fit of run 9, pe
     CHECK(fit.collectives.op[i].nvlink_bus_bandwidth < 478.2e9);
   }
 }
+
+// Provenance of the committed single-GPU calibrations: each is `mfusim calibrate` of the raw probe
+// file beside it, with the current fit (h200.toml: probe + SDPA, cuDNN fused attention;
+// h200-fa2.toml: run-8 probe file, FlashAttention-2). A fit change that is not refitted into the
+// committed files fails here (h200.toml had missed run 8's attention sequence knee).
+TEST_CASE("the committed H200 calibrations are calibrate's fits of their raw probe files") {
+  const std::string root = std::string(MFUSIM_TEST_DIR) + "/..";
+  struct Case { const char* probe; const char* out; const char* fused; };
+  for (const Case& c : {Case{"h200-probe.toml", "h200.toml", ""}, Case{"h200-probe-run8.toml", "h200-fa2.toml", "flash"}}) {
+    CAPTURE(c.out);
+    const std::string dir = root + "/hardware/calibration/";
+    const Calibration fit = fit_probe(dir + c.probe, nullptr, c.fused);
+    write_calibration(fit, tmp(std::string("refit_") + c.out));
+    CHECK(slurp(tmp(std::string("refit_") + c.out)) == slurp(dir + c.out));
+  }
+}
