@@ -22,7 +22,7 @@ buffers, same data: only the probe's plan and timing loop differ), serve (run 6'
 comparison), hash (torch_hash / torch: the fill's effect on torch), inproc_hash.
 Usage: gemm_inproc.py PROBE.toml OUT.csv --probe PROBE_BINARY --lib LIBMFUSIM_PROBE.so
        [--passes N] [--deadline SECONDS]
-       gemm_inproc.py PROBE.toml OUT.csv --lib LIBMFUSIM_PROBE.so --ab PAIRS
+       gemm_inproc.py PROBE.toml OUT.csv --lib LIBMFUSIM_PROBE.so --ab PAIRS [--dtype bf16|fp8_e4m3]
 
 --ab PAIRS (run 10b): replay-by-replay A/B. The GPU runs power-capped through most of the check
 (nvidia-smi clocks_event_reasons 0x4, SW power cap, in 659 of 701 samples of run 10; SM clock
@@ -76,9 +76,12 @@ def torch_replay(batch):
     return a.elapsed_time(b) * 1e-3 / inner
 
 
-def ab_main(probe_toml, out, libpath, npairs):
+def ab_main(probe_toml, out, libpath, npairs, dtype="bf16"):
+    """dtype bf16: torch.matmul; fp8_e4m3: torch._scaled_mm (cuBLASLt, per-tensor scales of 1, bf16 out) against
+    the probe's fp8 plan on the same fp8 buffers."""
+    fp8 = dtype == "fp8_e4m3"
     with open(probe_toml, "rb") as f:
-        shapes = [(g["label"], g["m"], g["n"], g["k"]) for g in tomllib.load(f).get("gemm", []) if g["dtype"] == "bf16"]
+        shapes = [(g["label"], g["m"], g["n"], g["k"]) for g in tomllib.load(f).get("gemm", []) if g["dtype"] == dtype]
     l2 = torch.cuda.get_device_properties(0).L2_cache_size
     a = torch.randn(64, 64, device="cuda", dtype=torch.bfloat16)
     torch.backends.cuda.preferred_blas_library("cublaslt")
@@ -107,15 +110,24 @@ def ab_main(probe_toml, out, libpath, npairs):
     print(head, flush=True)
     rows, t0 = [], time.time()
     for i, (label, m, n, k) in enumerate(shapes):
-        per = (m * k + n * k) * 2 + m * n * 2
+        per = (m * k + n * k) * (1 if fp8 else 2) + m * n * 2
         sets = max(1, min(4096, -(-4 * l2 // per)))
         xs = [torch.empty(m, k, device="cuda", dtype=torch.bfloat16).uniform_(-1, 1) for _ in range(sets)]
         ws = [torch.empty(n, k, device="cuda", dtype=torch.bfloat16).uniform_(-1, 1) for _ in range(sets)]
         cs = [torch.empty(m, n, device="cuda", dtype=torch.bfloat16) for _ in range(sets)]
+        if fp8:   # [-1, 1) rounded to e4m3 (the probe's own fp8 fill is [-2, 2): the same kind of values)
+            xs = [x.to(torch.float8_e4m3fn) for x in xs]
+            ws = [w.to(torch.float8_e4m3fn) for w in ws]
+            one = torch.ones((), device="cuda", dtype=torch.float32)
+            fn = lambda j: torch._scaled_mm(xs[j], ws[j].t(), scale_a=one, scale_b=one, out_dtype=torch.bfloat16, out=cs[j])
+        else:
+            fn = lambda j: torch.matmul(xs[j], ws[j].t(), out=cs[j])
         ptrs = lambda ts: ctypes.cast((ctypes.c_void_p * sets)(*[t.data_ptr() for t in ts]), ctypes.c_void_p)
-        fn = lambda j: torch.matmul(xs[j], ws[j].t(), out=cs[j])
         torch.cuda.synchronize()
-        pb = lib.mfusim_probe_ab_make(0, m, n, k, ptrs(xs), ptrs(ws), ptrs(cs), sets, sh)
+        pb = lib.mfusim_probe_ab_make(1 if fp8 else 0, m, n, k, ptrs(xs), ptrs(ws), ptrs(cs), sets, sh)
+        if not pb:
+            print(f"{label[:28]:28s} {m} {n} {k}: the probe's cuBLASLt has no algorithm; skipped", flush=True)
+            continue
         stream.synchronize()
         tb, tb2 = torch_batch(fn, sets), torch_batch(fn, sets)
         t, p, t2 = [], [], []
@@ -129,7 +141,7 @@ def ab_main(probe_toml, out, libpath, npairs):
         lib.mfusim_probe_ab_free(pb)
         del tb, tb2, xs, ws, cs
         torch.cuda.empty_cache()
-        r = dict(label=label, dtype="bf16", m=m, n=n, k=k, pairs=npairs, sets=sets, inner_torch=None, inner_probe=inner_p,
+        r = dict(label=label, dtype=dtype, m=m, n=n, k=k, pairs=npairs, sets=sets, inner_torch=None, inner_probe=inner_p,
                  torch_s=statistics.median(t), probe_s=statistics.median(p), torch2_s=statistics.median(t2),
                  ab=round(statistics.median(x / y for x, y in zip(t, p)), 4),
                  aa=round(statistics.median(x / y for x, y in zip(t, t2)), 4),
@@ -158,7 +170,8 @@ def ab_main(probe_toml, out, libpath, npairs):
 def main():
     probe_toml, out = sys.argv[1], sys.argv[2]
     if "--ab" in sys.argv:
-        return ab_main(probe_toml, out, sys.argv[sys.argv.index("--lib") + 1], int(sys.argv[sys.argv.index("--ab") + 1]))
+        dt = sys.argv[sys.argv.index("--dtype") + 1] if "--dtype" in sys.argv else "bf16"
+        return ab_main(probe_toml, out, sys.argv[sys.argv.index("--lib") + 1], int(sys.argv[sys.argv.index("--ab") + 1]), dt)
     opt = lambda name, d: type(d)(sys.argv[sys.argv.index(name) + 1]) if name in sys.argv else d
     binary, libpath = opt("--probe", ""), opt("--lib", "")
     passes, deadline = opt("--passes", 5), opt("--deadline", 0.0)
