@@ -247,7 +247,6 @@ StreamTime CostModel::stream_time(const std::vector<const Kernel*>& ks, double e
   st.host_seconds = host;
   st.exec_seconds = exec;
   st.seconds = std::max(st.gpu_seconds, host);
-  st.launch_seconds = st.seconds - exec;
   return st;
 }
 

@@ -39,12 +39,14 @@ struct CostDefaults {
 
 // Kernels issued back to back by one CPU thread into one stream (docs/levers.md,
 // "launch overhead"): the GPU runs them in order, each after a front-end gap,
-// and cannot start a kernel before the host has issued it:
+// and cannot start a kernel before the host has issued it. The lowering hands the
+// GPU side and the host side to the engine, whose host clock runs ahead over a
+// stream's tasks (sim TaskSpec::host_ns); `seconds` is the run alone, from an idle
+// GPU and host:
 //   seconds = max(sum(exec) + n * gap, n * issue)
 // issue = the host launch cost per kernel (0 under CUDA graphs: one graph launch).
-// launch_seconds = seconds - sum(exec), the part the breakdown calls launch overhead.
 struct StreamTime {
-  double seconds = 0, launch_seconds = 0;
+  double seconds = 0;
   double gpu_seconds = 0;    // execution + per-kernel gaps (the GPU side of the max)
   double host_seconds = 0;   // host issue (the host side)
   double exec_seconds = 0;   // execution alone

@@ -63,6 +63,23 @@ struct Seg {
   std::int64_t overlap_ns = 0;
 };
 
+// A segment whose collective runs beside the chunked GEMMs it is pipelined with (tp_comm_overlap,
+// overlap_ns, see tp_overlap_windows), placed at the end: its part before the collective (head) and
+// the part beside it (tail), with the launch gaps, host issue and FLOPs shared in proportion.
+std::pair<Seg, Seg> split_overlap(const Seg& sg) {
+  Seg head, tail;
+  head.ns = sg.ns - std::min(sg.ns, sg.overlap_ns);
+  const double share = static_cast<double>(head.ns) / static_cast<double>(sg.ns);
+  head.launch_ns = static_cast<std::int64_t>(std::llround(sg.launch_ns * share));
+  head.host_ns = static_cast<std::int64_t>(std::llround(sg.host_ns * share));
+  head.flops = sg.flops * share;
+  tail.ns = sg.ns - head.ns;
+  tail.launch_ns = sg.launch_ns - head.launch_ns;
+  tail.host_ns = sg.host_ns - head.host_ns;
+  tail.flops = sg.flops * (1 - share);
+  return {head, tail};
+}
+
 struct PassCost {
   std::vector<Seg> segs;
 };
@@ -512,16 +529,9 @@ void Lowerer::emit_seg(int rank, Chain& ch, const Seg& sg, Category cat, const N
   const bool overlap = sg.comm_ns > 0 && sg.comm_overlappable && s_.features.tp_comm_overlap;
   TaskId head = -1, tail = -1;
   if (overlap && sg.ns > 0) {
-    // The collective runs beside the chunked GEMMs it is pipelined with (overlap_ns,
-    // see tp_overlap_windows), placed at the end of the segment.
-    const std::int64_t head_ns = sg.ns - std::min(sg.ns, sg.overlap_ns);
-    const double share = static_cast<double>(head_ns) / static_cast<double>(sg.ns);
-    const auto head_launch = static_cast<std::int64_t>(std::llround(sg.launch_ns * share));
-    const auto head_host = static_cast<std::int64_t>(std::llround(sg.host_ns * share));
-    head = add_task(rank, cs, head_ns, cat, name, mb, chunk, kind, head_launch, sg.flops * share, mem, {}, false,
-                    head_host);
-    tail = add_task(rank, cs, sg.ns - head_ns, cat, Name(), mb, chunk, kind, sg.launch_ns - head_launch,
-                    sg.flops * (1 - share), 0, {}, false, sg.host_ns - head_host);
+    const auto [h, t] = split_overlap(sg);
+    head = add_task(rank, cs, h.ns, cat, name, mb, chunk, kind, h.launch_ns, h.flops, mem, {}, false, h.host_ns);
+    tail = add_task(rank, cs, t.ns, cat, Name(), mb, chunk, kind, t.launch_ns, t.flops, 0, {}, false, t.host_ns);
   } else {
     head = tail = add_task(rank, cs, sg.ns, cat, name, mb, chunk, kind, sg.launch_ns, sg.flops, mem, {}, false,
                            sg.host_ns);
@@ -585,13 +595,9 @@ void Lowerer::record_item(Program& pr, int rank, const Item& it, std::vector<Tas
   const bool overlap = sg.comm_ns > 0 && sg.comm_overlappable && s_.features.tp_comm_overlap;
   TaskId head = -1, tail = -1;
   if (overlap && sg.ns > 0) {
-    const std::int64_t head_ns = sg.ns - std::min(sg.ns, sg.overlap_ns);
-    const double share = static_cast<double>(head_ns) / static_cast<double>(sg.ns);
-    const auto head_launch = static_cast<std::int64_t>(std::llround(sg.launch_ns * share));
-    const auto head_host = static_cast<std::int64_t>(std::llround(sg.host_ns * share));
-    head = add(cs, head_ns, it.cat, 0, it.kind, head_launch, sg.flops * share, it.mem, {}, false, head_host);
-    tail = add(cs, sg.ns - head_ns, it.cat, 0, it.kind, sg.launch_ns - head_launch, sg.flops * (1 - share), 0, {}, false,
-               sg.host_ns - head_host);
+    const auto [h, t] = split_overlap(sg);
+    head = add(cs, h.ns, it.cat, 0, it.kind, h.launch_ns, h.flops, it.mem, {}, false, h.host_ns);
+    tail = add(cs, t.ns, it.cat, 0, it.kind, t.launch_ns, t.flops, 0, {}, false, t.host_ns);
   } else {
     head = tail = add(cs, sg.ns, it.cat, 0, it.kind, sg.launch_ns, sg.flops, it.mem, {}, false, sg.host_ns);
   }

@@ -75,6 +75,12 @@ class Executor {
   void finish(StreamId s, std::int64_t now);
   [[gnu::always_inline]] inline double rate_of(const Stream& st, const TaskSpec& t) const;
   void retime(StreamId s, std::int64_t now, bool force);
+  // Queues the running task's end: when its work ends, or later when the host has not issued it
+  // yet (TaskSpec::host_ns); the difference is its host wait.
+  [[gnu::always_inline]] inline void queue_end(Stream& st, StreamId s, std::int64_t work_end) {
+    st.host_wait = std::max<std::int64_t>(0, st.host_floor - work_end);
+    queue_.insert(work_end + st.host_wait, Ev{s, st.version});
+  }
   void retime_neighbours(const Stream& st, const TaskSpec& spec, TaskId t, std::int64_t now);
   void memory_change(int rank, std::int64_t delta, std::int64_t now);
   [[noreturn]] void deadlock(std::int64_t now) const;
@@ -145,9 +151,7 @@ void Executor::retime(StreamId s, std::int64_t now, bool force) {
   const auto left = force && r == 1.0 && st.remaining < 0x1p52
                         ? static_cast<std::int64_t>(st.remaining)
                         : static_cast<std::int64_t>(std::ceil(st.remaining / r - 1e-6));
-  const std::int64_t work_end = now + std::max<std::int64_t>(0, left);
-  st.host_wait = std::max<std::int64_t>(0, st.host_floor - work_end);
-  queue_.insert(work_end + st.host_wait, Ev{s, st.version});
+  queue_end(st, s, now + std::max<std::int64_t>(0, left));
 }
 
 // Re-time every running task whose rate depends on t being active: those on
@@ -173,8 +177,8 @@ void Executor::start(Stream& st, StreamId s, TaskId t, std::int64_t now) {
   st.host_clock += sp.host_ns;
   st.host_floor = sp.host_ns > 0 ? st.host_clock : 0;
   if (!dynamic_) {
-    st.host_wait = std::max<std::int64_t>(0, st.host_floor - (now + sp.duration_ns));
-    queue_.insert(now + sp.duration_ns + st.host_wait, Ev{s, ++st.version});
+    ++st.version;
+    queue_end(st, s, now + sp.duration_ns);
     return;
   }
   const bool interfering = interferes(sp, st);
@@ -207,9 +211,7 @@ void Executor::start(Stream& st, StreamId s, TaskId t, std::int64_t now) {
   // As retime(s, now, true): at full rate the end is the duration.
   const auto left = r == 1.0 && st.remaining < 0x1p52 ? sp.duration_ns
                                                       : static_cast<std::int64_t>(std::ceil(st.remaining / r - 1e-6));
-  const std::int64_t work_end = now + std::max<std::int64_t>(0, left);
-  st.host_wait = std::max<std::int64_t>(0, st.host_floor - work_end);
-  queue_.insert(work_end + st.host_wait, Ev{s, st.version});
+  queue_end(st, s, now + std::max<std::int64_t>(0, left));
 }
 
 inline void Executor::try_start(StreamId s, std::int64_t now) {
