@@ -65,50 +65,68 @@ inline std::vector<std::string> split_csv(const std::string& line) {
   return out;
 }
 
-// Rows of h200_steps.csv with status "ok" (oom / error / skipped rows carry no time).
-inline std::vector<MeasuredRow> read_measured(const std::string& path) {
-  std::ifstream f(path);
-  if (!f) throw std::runtime_error(path + ": error: cannot read");
+// One data row of a CSV file with a header line; columns read by name, errors as path:line:1.
+struct CsvRow {
+  const std::string& path;
+  int line;
+  const std::vector<std::string>& head;
+  const std::vector<std::string>& v;
+  const std::string& str(const char* name) const {
+    auto it = std::find(head.begin(), head.end(), name);
+    if (it == head.end()) throw std::runtime_error(path + ":" + std::to_string(line) + ":1: error: no column " + name);
+    std::size_t i = std::size_t(it - head.begin());
+    if (i >= v.size()) throw std::runtime_error(path + ":" + std::to_string(line) + ":1: error: short row");
+    return v[i];
+  }
+  double num(const char* name) const { return std::stod(str(name)); }
+};
+
+// f(row) for every data row of the CSV file at path ('#' lines and blank lines skipped; the first
+// other line is the header).
+template <class F>
+void for_each_csv_row(const std::string& path, F&& f) {
+  std::ifstream in(path);
+  if (!in) throw std::runtime_error(path + ": error: cannot read");
   std::string line;
   std::vector<std::string> head;
-  std::vector<MeasuredRow> out;
   int lineno = 0;
-  while (std::getline(f, line)) {
+  while (std::getline(in, line)) {
     ++lineno;
     if (line.empty() || line[0] == '#') continue;
-    auto v = split_csv(line);
+    const auto v = split_csv(line);
     if (head.empty()) { head = v; continue; }
-    auto col = [&](const char* name) -> const std::string& {
-      auto it = std::find(head.begin(), head.end(), name);
-      if (it == head.end()) throw std::runtime_error(path + ":" + std::to_string(lineno) + ":1: error: no column " + name);
-      std::size_t i = std::size_t(it - head.begin());
-      if (i >= v.size()) throw std::runtime_error(path + ":" + std::to_string(lineno) + ":1: error: short row");
-      return v[i];
-    };
-    MeasuredRow r;
-    r.status = col("status");
-    if (r.status != "ok") continue;
-    r.model = col("model");
-    r.layers = std::stoi(col("layers"));
-    r.hidden = std::stoll(col("hidden"));
-    r.ffn = std::stoll(col("ffn"));
-    r.heads = std::stoi(col("heads"));
-    r.kv_heads = std::stoi(col("kv_heads"));
-    r.vocab = std::stoll(col("vocab"));
-    r.head_dim = std::stoll(col("head_dim"));
-    r.seq = std::stoi(col("seq"));
-    r.mbs = std::stoi(col("mbs"));
-    r.flash = col("flash") == "1";
-    r.recompute = col("recompute") == "1";
-    r.fused = col("fused") == "1";
-    r.attn_impl = col("attn_impl");
-    r.step_ms = std::stod(col("step_ms"));
-    r.fwd_ms = std::stod(col("fwd_ms"));
-    r.bwd_ms = std::stod(col("bwd_ms"));
-    r.opt_ms = std::stod(col("opt_ms"));
-    r.peak_mem_gib = std::stod(col("peak_mem_gib"));
-    out.push_back(r);
+    f(CsvRow{path, lineno, head, v});
   }
+}
+
+// Rows of h200_steps.csv with status "ok" (oom / error / skipped rows carry no time).
+inline std::vector<MeasuredRow> read_measured(const std::string& path) {
+  std::vector<MeasuredRow> out;
+  for_each_csv_row(path, [&](const CsvRow& c) {
+    MeasuredRow r;
+    r.status = c.str("status");
+    if (r.status != "ok") return;
+    r.model = c.str("model");
+    r.layers = std::stoi(c.str("layers"));
+    r.hidden = std::stoll(c.str("hidden"));
+    r.ffn = std::stoll(c.str("ffn"));
+    r.heads = std::stoi(c.str("heads"));
+    r.kv_heads = std::stoi(c.str("kv_heads"));
+    r.vocab = std::stoll(c.str("vocab"));
+    r.head_dim = std::stoll(c.str("head_dim"));
+    r.seq = std::stoi(c.str("seq"));
+    r.mbs = std::stoi(c.str("mbs"));
+    r.flash = c.str("flash") == "1";
+    r.recompute = c.str("recompute") == "1";
+    r.fused = c.str("fused") == "1";
+    r.attn_impl = c.str("attn_impl");
+    r.step_ms = c.num("step_ms");
+    r.fwd_ms = c.num("fwd_ms");
+    r.bwd_ms = c.num("bwd_ms");
+    r.opt_ms = c.num("opt_ms");
+    r.peak_mem_gib = c.num("peak_mem_gib");
+    out.push_back(r);
+  });
   return out;
 }
 
@@ -242,38 +260,24 @@ inline CheckpointHostFit fit_checkpoint_host(const std::vector<std::string>& csv
   const hardware::Calibration none;
   double sf = 0, sr = 0, sl = 0;
   CheckpointHostFit fit;
-  for (const std::string& path : csvs) {
-    std::ifstream f(path);
-    if (!f) throw std::runtime_error(path + ": error: cannot read");
-    std::string line;
-    std::vector<std::string> head;
-    while (std::getline(f, line)) {
-      if (line.empty() || line[0] == '#') continue;
-      auto v = split_csv(line);
-      if (head.empty()) { head = v; continue; }
-      auto col = [&](const char* name) {
-        auto it = std::find(head.begin(), head.end(), name);
-        if (it == head.end() || std::size_t(it - head.begin()) >= v.size())
-          throw std::runtime_error(path + ": error: no column " + name);
-        return std::stod(v[std::size_t(it - head.begin())]);
-      };
+  for (const std::string& path : csvs)
+    for_each_csv_row(path, [&](const CsvRow& c) {
       // The row's model (train_step.py MODELS) at seq 128, recompute on.
-      MeasuredRow m = model_row(v[std::size_t(std::find(head.begin(), head.end(), "model") - head.begin())]);
-      m.seq = 128; m.mbs = 1; m.flash = true; m.recompute = true; m.fused = col("fused") != 0;
+      MeasuredRow m = model_row(c.str("model"));
+      m.seq = 128; m.mbs = 1; m.flash = true; m.recompute = true; m.fused = c.num("fused") != 0;
       const config::Scenario s = scenario_for(m, hw, none, "");
       const hardware::CostModel cost(s.hardware, s.training.precision, nullptr, false);
       double r = 0;
       for (const hardware::Kernel& k : models::layer_kernels(s.model, 0, models::rank_shape(s)).r) r += cost.host_time(k);
-      for (const auto& [L, df, db] : {std::tuple{col("layers"), col("paired_fwd_diff_ms"), col("paired_bwd_diff_ms")},
-                                      std::tuple{col("half_layers"), col("half_paired_fwd_diff_ms"),
-                                                 col("half_paired_bwd_diff_ms")}}) {
+      for (const auto& [L, df, db] : {std::tuple{c.num("layers"), c.num("paired_fwd_diff_ms"), c.num("paired_bwd_diff_ms")},
+                                      std::tuple{c.num("half_layers"), c.num("half_paired_fwd_diff_ms"),
+                                                 c.num("half_paired_bwd_diff_ms")}}) {
         sf += L * df * 1e-3;
         sr += L * (db * 1e-3 - L * r);
         sl += L * L;
         ++fit.samples;
       }
-    }
-  }
+    });
   if (sl > 0) {
     fit.forward_s = sf / sl;
     fit.recompute_s = sr / sl;

@@ -8,6 +8,7 @@
 
 using namespace mfusim::hardware;
 using mfusim::hardware::testing::h100;
+using mfusim::hardware::testing::overall_collectives;
 
 namespace {
 const double kB_nv = 450e9 * 0.80;   // NVLink bus bandwidth: nccl-tests H100 ~360 GB/s of 450
@@ -199,12 +200,7 @@ TEST_CASE("placement follows Megatron order: TP, CP, EP (inside DP), DP, PP") {
 
 TEST_CASE("a calibration's collective fit replaces the default efficiencies") {
   HardwareSpec hw = h100();
-  Calibration cal;
-  cal.has_collectives = true;
-  cal.collectives.nvlink_bus_bandwidth = 300e9;
-  cal.collectives.nvlink_latency_s = 2e-6;
-  cal.collectives.nic_bus_bandwidth = 40e9;
-  cal.collectives.nic_latency_s = 8e-6;
+  const Calibration cal = overall_collectives();
   const double S = 1e8;
   CHECK(collective_time(Collective::all_reduce, S, kNode8, hw, AlgoChoice::ring, &cal).seconds ==
         doctest::Approx(2.0 * 7 / 8 * S / 300e9 + 2.0 * 7 * 2e-6));

@@ -9,25 +9,13 @@
 #include <utility>
 
 #include "hardware/calibration.h"
+#include "tests/hardware/test_helpers.h"
 
 using namespace mfusim::hardware;
+using namespace mfusim::hardware::testing;
 
 namespace {
-std::string g12(double v) {
-  char b[64];
-  std::snprintf(b, sizeof b, "%.12g", v);
-  return b;
-}
 std::string tmp(const std::string& name) { return std::string("/tmp/mfusim_test_") + name; }
-void write(const std::string& path, const std::string& text) { std::ofstream(path) << text; }
-std::string error_of(const std::string& path) {
-  try {
-    read_calibration(path);
-  } catch (const std::runtime_error& e) {
-    return e.what();
-  }
-  return "";
-}
 }  // namespace
 
 TEST_CASE("fit_probe recovers a GEMM model it was generated from") {

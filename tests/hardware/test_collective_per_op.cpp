@@ -4,9 +4,6 @@
 #include <doctest/doctest.h>
 
 #include <cmath>
-#include <cstdio>
-#include <fstream>
-#include <iterator>
 #include <string>
 
 #include "hardware/calibration.h"
@@ -15,28 +12,10 @@
 #include "tests/hardware/test_helpers.h"
 
 using namespace mfusim::hardware;
-using mfusim::hardware::testing::h100;
+using namespace mfusim::hardware::testing;
 
 namespace {
 std::string tmp(const std::string& name) { return std::string("/tmp/mfusim_test_perop_") + name; }
-void write(const std::string& path, const std::string& text) { std::ofstream(path) << text; }
-std::string slurp(const std::string& path) {
-  std::ifstream in(path);
-  return std::string((std::istreambuf_iterator<char>(in)), {});
-}
-std::string error_of(const std::string& path) {
-  try {
-    read_calibration(path);
-  } catch (const std::runtime_error& e) {
-    return e.what();
-  }
-  return "";
-}
-std::string g12(double v) {
-  char b[64];
-  std::snprintf(b, sizeof b, "%.12g", v);
-  return b;
-}
 const char* kOverall = "gpu = \"x\"\n[collectives]\nnvlink_bus_bandwidth_gbs = 290\nnvlink_latency_us = 12\n";
 }  // namespace
 
@@ -95,12 +74,7 @@ TEST_CASE("collective_time uses an operation's own line when calibrated, the ove
   //   ring all-reduce 2(n-1)/n S/B + 2(n-1) a;  all-gather / reduce-scatter (n-1)/n S/B + (n-1) a;
   //   send/recv S/B + a;  broadcast S/B + (n-1) a.
   const HardwareSpec hw = h100();
-  Calibration cal;
-  cal.has_collectives = true;
-  cal.collectives.nvlink_bus_bandwidth = 300e9;
-  cal.collectives.nvlink_latency_s = 2e-6;
-  cal.collectives.nic_bus_bandwidth = 40e9;
-  cal.collectives.nic_latency_s = 8e-6;
+  Calibration cal = overall_collectives();
   cal.collectives.op[static_cast<int>(Collective::all_reduce)] = {340e9, 1e-6, 0, 10};
   cal.collectives.op[static_cast<int>(Collective::reduce_scatter)] = {250e9, 3e-6, 0, 10};
   const Group node8{8, 1, 8};

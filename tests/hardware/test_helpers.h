@@ -1,4 +1,11 @@
 #pragma once
+#include <cstdio>
+#include <fstream>
+#include <iterator>
+#include <stdexcept>
+#include <string>
+
+#include "hardware/calibration.h"
 #include "hardware/hardware_spec.h"
 
 namespace mfusim::hardware::testing {
@@ -19,6 +26,39 @@ inline HardwareSpec h100() {
   hw.nic_latency = 5e-6;
   hw.launch_overhead = 4e-6;
   return hw;
+}
+
+// A calibration with only the overall collective lines (alpha-beta): NVLink 300 GB/s bus bandwidth,
+// 2 us per step; NIC 40 GB/s, 8 us.
+inline Calibration overall_collectives() {
+  Calibration cal;
+  cal.has_collectives = true;
+  cal.collectives.nvlink_bus_bandwidth = 300e9;
+  cal.collectives.nvlink_latency_s = 2e-6;
+  cal.collectives.nic_bus_bandwidth = 40e9;
+  cal.collectives.nic_latency_s = 8e-6;
+  return cal;
+}
+
+// Calibration-file test helpers: write a file, read one back, the error read_calibration throws
+// for it ("" when none), a number as the writer prints it (%.12g).
+inline void write(const std::string& path, const std::string& text) { std::ofstream(path) << text; }
+inline std::string slurp(const std::string& path) {
+  std::ifstream in(path);
+  return std::string((std::istreambuf_iterator<char>(in)), {});
+}
+inline std::string error_of(const std::string& path) {
+  try {
+    read_calibration(path);
+  } catch (const std::runtime_error& e) {
+    return e.what();
+  }
+  return "";
+}
+inline std::string g12(double v) {
+  char b[64];
+  std::snprintf(b, sizeof b, "%.12g", v);
+  return b;
 }
 
 }  // namespace mfusim::hardware::testing
