@@ -50,11 +50,7 @@ def main():
     torch.backends.cuda.preferred_blas_library("cublaslt")
     rows = []
     for (m, n, k) in shapes:
-        per = (m * k + n * k + m * n) * 2
-        sets = max(1, min(4096, -(-4 * l2 // per)))
-        xs = [torch.empty(m, k, device="cuda", dtype=torch.bfloat16).uniform_(-1, 1) for _ in range(sets)]
-        ws = [torch.empty(n, k, device="cuda", dtype=torch.bfloat16).uniform_(-1, 1) for _ in range(sets)]
-        cs = [torch.empty(m, n, device="cuda", dtype=torch.bfloat16) for _ in range(sets)]
+        sets, xs, ws, cs = gt.gemm_buffers(m, n, k, l2)
         src = torch.empty(m, k, device="cuda", dtype=torch.bfloat16).uniform_(-1, 1)
         cold = lambda i: torch.matmul(xs[i % sets], ws[i % sets].t(), out=cs[i % sets])
         warm = lambda i: torch.matmul(xs[0], ws[i % sets].t(), out=cs[0])   # x just written; weights cold

@@ -44,36 +44,42 @@ SIDES = ["torch", "inproc", "serve", "torch_hash", "inproc_hash"]
 ORDERS = [("t", "p", "t2"), ("p", "t2", "t"), ("t2", "t", "p"), ("t2", "p", "t"), ("p", "t", "t2"), ("t", "t2", "p")]
 
 
-def torch_batch(fn, sets):
-    """gemm_torch.bench_graph's batch: warm-up, >= 2 ms of calls captured in one CUDA graph."""
-    st = torch.cuda.Stream()
-    st.wait_stream(torch.cuda.current_stream())
-    with torch.cuda.stream(st):
-        for i in range(3):
-            fn(i % sets)
-    torch.cuda.current_stream().wait_stream(st)
+def load_probe_lib(libpath):
+    """libmfusim_probe.so with its entry points typed, after torch has loaded its cuBLAS (the library links
+    libcublasLt.so.13: the one torch loaded is made global first, so both run one cuBLAS build).
+    Returns (lib, path of torch's libcublasLt or None)."""
+    a = torch.randn(64, 64, device="cuda", dtype=torch.bfloat16)
+    torch.matmul(a, a)
     torch.cuda.synchronize()
-    g1 = torch.cuda.CUDAGraph()
-    with torch.cuda.graph(g1):
-        fn(0)
-    g1.replay()
-    a, b = gt.events()
-    a.record(); g1.replay(); b.record(); b.synchronize()
-    inner = max(1, min(gt.MAX_INNER, int(gt.TARGET_S / max(a.elapsed_time(b) * 1e-3, 1e-7))))
-    del g1
-    g = torch.cuda.CUDAGraph()
-    with torch.cuda.graph(g):
-        for i in range(inner):
-            fn(i % sets)
-    g.replay()
-    torch.cuda.synchronize()
-    return g, inner, (a, b)
+    lt_lib = gt.loaded_library("libcublasLt.so")
+    if lt_lib:
+        ctypes.CDLL(lt_lib, mode=ctypes.RTLD_GLOBAL)
+    lib = ctypes.CDLL(libpath)
+    P, I, LL = ctypes.c_void_p, ctypes.c_int, ctypes.c_longlong
+    for name, res, args in (
+            ("mfusim_probe_gemm_time", ctypes.c_double, [I, LL, LL, LL, P, P, P, I, P, ctypes.c_char_p, I]),
+            ("mfusim_probe_fill_bf16", None, [P, ctypes.c_ulonglong, ctypes.c_uint, P]),
+            ("mfusim_probe_gemm_once", I, [I, LL, LL, LL, P, P, P, P]),
+            ("mfusim_probe_ab_make", P, [I, LL, LL, LL, P, P, P, I, P]),
+            ("mfusim_probe_ab_replay", ctypes.c_double, [P, P]),
+            ("mfusim_probe_ab_inner", I, [P]),
+            ("mfusim_probe_ab_free", None, [P])):
+        fn = getattr(lib, name)
+        fn.restype, fn.argtypes = res, args
+    return lib, lt_lib
 
 
-def torch_replay(batch):
-    g, inner, (a, b) = batch
-    a.record(); g.replay(); b.record(); b.synchronize()
-    return a.elapsed_time(b) * 1e-3 / inner
+def write_rows(out, head, rows, tag, keys):
+    """OUT.csv (head line, one row per shape) and the within-3% summary of each ratio column."""
+    with open(out, "w", newline="") as f:
+        f.write(head + "\n")
+        w = csv.DictWriter(f, fieldnames=list(rows[0].keys()))
+        w.writeheader()
+        w.writerows(rows)
+    long_enough = lambda x: x["torch_s"] >= 15e-6
+    for key in keys:
+        print(f"gemm {tag} " + gt.summary(rows, key, key))
+        print(f"gemm {tag} " + gt.summary(rows, key, f"{key}, one call >= 15 us", long_enough))
 
 
 def ab_main(probe_toml, out, libpath, npairs, dtype="bf16"):
@@ -83,23 +89,8 @@ def ab_main(probe_toml, out, libpath, npairs, dtype="bf16"):
     with open(probe_toml, "rb") as f:
         shapes = [(g["label"], g["m"], g["n"], g["k"]) for g in tomllib.load(f).get("gemm", []) if g["dtype"] == dtype]
     l2 = torch.cuda.get_device_properties(0).L2_cache_size
-    a = torch.randn(64, 64, device="cuda", dtype=torch.bfloat16)
     torch.backends.cuda.preferred_blas_library("cublaslt")
-    torch.matmul(a, a)
-    torch.cuda.synchronize()
-    lt_lib = gt.loaded_library("libcublasLt.so")
-    if lt_lib:
-        ctypes.CDLL(lt_lib, mode=ctypes.RTLD_GLOBAL)
-    lib = ctypes.CDLL(libpath)
-    lib.mfusim_probe_ab_make.restype = ctypes.c_void_p
-    lib.mfusim_probe_ab_make.argtypes = [ctypes.c_int] + [ctypes.c_longlong] * 3 + [ctypes.c_void_p] * 3 + \
-        [ctypes.c_int, ctypes.c_void_p]
-    lib.mfusim_probe_ab_replay.restype = ctypes.c_double
-    lib.mfusim_probe_ab_replay.argtypes = [ctypes.c_void_p, ctypes.c_void_p]
-    lib.mfusim_probe_ab_inner.restype = ctypes.c_int
-    lib.mfusim_probe_ab_inner.argtypes = [ctypes.c_void_p]
-    lib.mfusim_probe_ab_free.restype = None
-    lib.mfusim_probe_ab_free.argtypes = [ctypes.c_void_p]
+    lib, lt_lib = load_probe_lib(libpath)
     stream = torch.cuda.Stream()
     sh = ctypes.c_void_p(stream.cuda_stream)
     head = (f"# probe vs torch.matmul replay by replay in one process on the same buffers (validation/gemm_inproc.py "
@@ -110,11 +101,7 @@ def ab_main(probe_toml, out, libpath, npairs, dtype="bf16"):
     print(head, flush=True)
     rows, t0 = [], time.time()
     for i, (label, m, n, k) in enumerate(shapes):
-        per = (m * k + n * k) * (1 if fp8 else 2) + m * n * 2
-        sets = max(1, min(4096, -(-4 * l2 // per)))
-        xs = [torch.empty(m, k, device="cuda", dtype=torch.bfloat16).uniform_(-1, 1) for _ in range(sets)]
-        ws = [torch.empty(n, k, device="cuda", dtype=torch.bfloat16).uniform_(-1, 1) for _ in range(sets)]
-        cs = [torch.empty(m, n, device="cuda", dtype=torch.bfloat16) for _ in range(sets)]
+        sets, xs, ws, cs = gt.gemm_buffers(m, n, k, l2, 1 if fp8 else 2)
         if fp8:   # [-1, 1) rounded to e4m3 (the probe's own fp8 fill is [-2, 2): the same kind of values)
             xs = [x.to(torch.float8_e4m3fn) for x in xs]
             ws = [w.to(torch.float8_e4m3fn) for w in ws]
@@ -129,14 +116,14 @@ def ab_main(probe_toml, out, libpath, npairs, dtype="bf16"):
             print(f"{label[:28]:28s} {m} {n} {k}: the probe's cuBLASLt has no algorithm; skipped", flush=True)
             continue
         stream.synchronize()
-        tb, tb2 = torch_batch(fn, sets), torch_batch(fn, sets)
+        tb, tb2 = gt.graph_batch(fn, sets), gt.graph_batch(fn, sets)
         t, p, t2 = [], [], []
         for r in range(npairs):
             for side in ORDERS[r % len(ORDERS)]:
                 if side == "p":
                     p.append(lib.mfusim_probe_ab_replay(pb, sh))
                 else:
-                    (t if side == "t" else t2).append(torch_replay(tb if side == "t" else tb2))
+                    (t if side == "t" else t2).append(gt.graph_replay_seconds(tb if side == "t" else tb2))
         inner_p = lib.mfusim_probe_ab_inner(pb)
         lib.mfusim_probe_ab_free(pb)
         del tb, tb2, xs, ws, cs
@@ -151,15 +138,7 @@ def ab_main(probe_toml, out, libpath, npairs, dtype="bf16"):
         rows.append(r)
         print(f"{label[:28]:28s} {m:6d} {n:6d} {k:6d} torch {r['torch_s'] * 1e6:9.2f} us probe {r['probe_s'] * 1e6:9.2f} us "
               f"ab {r['ab']:.4f} aa {r['aa']:.4f} spread {r['torch_spread']:.3f}", flush=True)
-    with open(out, "w", newline="") as f:
-        f.write(head + "\n")
-        w = csv.DictWriter(f, fieldnames=list(rows[0].keys()))
-        w.writeheader()
-        w.writerows(rows)
-    long_enough = lambda x: x["torch_s"] >= 15e-6
-    for key in ("ab", "ab_of_medians", "aa"):
-        print("gemm ab " + gt.summary(rows, key, key))
-        print("gemm ab " + gt.summary(rows, key, f"{key}, one call >= 15 us", long_enough))
+    write_rows(out, head, rows, "ab", ("ab", "ab_of_medians", "aa"))
     for x in rows:
         if abs(x["ab"] - 1) > 0.03:
             print(f"  outside 3%: {x['label'][:30]} {x['m']}x{x['n']}x{x['k']} ab {x['ab']} aa {x['aa']} "
@@ -178,19 +157,7 @@ def main():
     with open(probe_toml, "rb") as f:
         shapes = [(g["label"], g["m"], g["n"], g["k"]) for g in tomllib.load(f).get("gemm", []) if g["dtype"] == "bf16"]
     l2 = torch.cuda.get_device_properties(0).L2_cache_size
-    a = torch.randn(64, 64, device="cuda", dtype=torch.bfloat16)
-    torch.matmul(a, a)  # loads torch's cuBLAS before the library is opened
-    torch.cuda.synchronize()
-    lt_lib = gt.loaded_library("libcublasLt.so")
-    if lt_lib:  # the library links libcublasLt.so.13: the one torch has loaded is found first
-        ctypes.CDLL(lt_lib, mode=ctypes.RTLD_GLOBAL)
-    lib = ctypes.CDLL(libpath)
-    lib.mfusim_probe_gemm_time.restype = ctypes.c_double
-    lib.mfusim_probe_gemm_time.argtypes = [ctypes.c_int, ctypes.c_longlong, ctypes.c_longlong, ctypes.c_longlong,
-                                           ctypes.c_void_p, ctypes.c_void_p, ctypes.c_void_p, ctypes.c_int,
-                                           ctypes.c_void_p, ctypes.c_char_p, ctypes.c_int]
-    lib.mfusim_probe_fill_bf16.restype = None
-    lib.mfusim_probe_fill_bf16.argtypes = [ctypes.c_void_p, ctypes.c_ulonglong, ctypes.c_uint, ctypes.c_void_p]
+    lib, lt_lib = load_probe_lib(libpath)
     env = dict(os.environ)
     if lt_lib:
         env["LD_LIBRARY_PATH"] = os.path.dirname(lt_lib) + ":" + env.get("LD_LIBRARY_PATH", "")
@@ -210,11 +177,7 @@ def main():
         if deadline and i >= 8:
             per_pass = (time.time() - t0) / sum(r["passes"] for r in rows)
             npass = max(3, min(passes, int((deadline - (time.time() - t0)) / per_pass / (len(shapes) - i))))
-        per = (m * k + n * k) * 2 + m * n * 2
-        sets = max(1, min(4096, -(-4 * l2 // per)))
-        xs = [torch.empty(m, k, device="cuda", dtype=torch.bfloat16).uniform_(-1, 1) for _ in range(sets)]
-        ws = [torch.empty(n, k, device="cuda", dtype=torch.bfloat16).uniform_(-1, 1) for _ in range(sets)]
-        cs = [torch.empty(m, n, device="cuda", dtype=torch.bfloat16) for _ in range(sets)]
+        sets, xs, ws, cs = gt.gemm_buffers(m, n, k, l2)
         ptrs = lambda ts: (ctypes.c_void_p * sets)(*[t.data_ptr() for t in ts])
         A, B, C = ptrs(xs), ptrs(ws), ptrs(cs)
         fn = lambda j: torch.matmul(xs[j], ws[j].t(), out=cs[j])
@@ -276,15 +239,8 @@ def main():
               f"inproc_hash {r['ratio_inproc_hash']:.4f}{'' if r['inproc_algo'] == serve_algo else ' ALGO DIFFERS'}",
               flush=True)
     probe.close()
-    with open(out, "w", newline="") as f:
-        f.write(head + "\n")
-        w = csv.DictWriter(f, fieldnames=list(rows[0].keys()))
-        w.writeheader()
-        w.writerows(rows)
-    long_enough = lambda x: x["torch_s"] >= 15e-6
-    for key in ("ratio_inproc", "paired_inproc", "ratio_serve", "paired_serve", "ratio_hash_torch", "ratio_inproc_hash"):
-        print("gemm inproc " + gt.summary(rows, key, key))
-        print("gemm inproc " + gt.summary(rows, key, f"{key}, one call >= 15 us", long_enough))
+    write_rows(out, head, rows, "inproc", ("ratio_inproc", "paired_inproc", "ratio_serve", "paired_serve",
+                                           "ratio_hash_torch", "ratio_inproc_hash"))
     print(f"gemm inproc: algorithms equal in {sum(1 for r in rows if r['inproc_algo'] == r['serve_algo'])}/{len(rows)}; "
           f"{time.time() - t0:.0f} s")
 

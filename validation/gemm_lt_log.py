@@ -11,7 +11,7 @@ Usage: CUBLASLT_LOG_LEVEL=5 gemm_lt_log.py LIBMFUSIM_PROBE.so [--fp8] M,N,K [M,N
 """
 import ctypes, os, sys
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-import gemm_torch as gt  # noqa: E402
+import gemm_inproc  # noqa: E402  (imports gemm_torch first: the cuBLASLt workspace environment)
 import torch  # noqa: E402
 
 
@@ -20,15 +20,7 @@ def main():
     fp8 = "--fp8" in sys.argv
     shapes = [tuple(int(x) for x in a.split(",")) for a in sys.argv[2:] if a != "--fp8"]
     torch.backends.cuda.preferred_blas_library("cublaslt")
-    a = torch.randn(64, 64, device="cuda", dtype=torch.bfloat16)
-    torch.matmul(a, a)
-    torch.cuda.synchronize()
-    lt_lib = gt.loaded_library("libcublasLt.so")
-    if lt_lib:
-        ctypes.CDLL(lt_lib, mode=ctypes.RTLD_GLOBAL)
-    lib = ctypes.CDLL(libpath)
-    lib.mfusim_probe_gemm_once.restype = ctypes.c_int
-    lib.mfusim_probe_gemm_once.argtypes = [ctypes.c_int] + [ctypes.c_longlong] * 3 + [ctypes.c_void_p] * 4
+    lib, _ = gemm_inproc.load_probe_lib(libpath)
     s = torch.cuda.Stream()
     for m, n, k in shapes:
         x = torch.empty(m, k, device="cuda", dtype=torch.bfloat16).uniform_(-1, 1)

@@ -69,7 +69,9 @@ def bench_eager(fn, sets):
     return statistics.median(v)
 
 
-def bench_graph(fn, sets):
+def graph_batch(fn, sets):
+    """A batch of >= TARGET_S of calls fn(0), fn(1), ... captured once in a CUDA graph (after a warm-up
+    on a side stream and a one-call graph to size it), replayed once: (graph, calls per replay, events)."""
     s = torch.cuda.Stream()
     s.wait_stream(torch.cuda.current_stream())
     with torch.cuda.stream(s):
@@ -90,12 +92,33 @@ def bench_graph(fn, sets):
         for i in range(inner):
             fn(i % sets)
     g.replay()
-    v = []
-    for _ in range(REPEATS):
-        a.record(); g.replay(); b.record(); b.synchronize()
-        v.append(a.elapsed_time(b) * 1e-3 / inner)
-    del g
+    return g, inner, (a, b)
+
+
+def graph_replay_seconds(batch):
+    """One replay of a graph_batch between its events: seconds per call."""
+    g, inner, (a, b) = batch
+    a.record(); g.replay(); b.record(); b.synchronize()
+    return a.elapsed_time(b) * 1e-3 / inner
+
+
+def bench_graph(fn, sets):
+    """Median over REPEATS replays of a graph_batch: seconds per call under CUDA-graph replay."""
+    batch = graph_batch(fn, sets)
+    v = [graph_replay_seconds(batch) for _ in range(REPEATS)]
+    del batch
     return statistics.median(v)
+
+
+def gemm_buffers(m, n, k, l2, in_bytes=2):
+    """Buffer sets for x[m,k] @ w[n,k]^T -> c[m,n] (bf16, uniform in [-1, 1)), as many as it takes to
+    exceed 4x L2 (inputs of in_bytes per element; the caller converts them to fp8): (sets, xs, ws, cs)."""
+    per = (m * k + n * k) * in_bytes + m * n * 2
+    sets = max(1, min(4096, -(-4 * l2 // per)))
+    xs = [torch.empty(m, k, device="cuda", dtype=torch.bfloat16).uniform_(-1, 1) for _ in range(sets)]
+    ws = [torch.empty(n, k, device="cuda", dtype=torch.bfloat16).uniform_(-1, 1) for _ in range(sets)]
+    cs = [torch.empty(m, n, device="cuda", dtype=torch.bfloat16) for _ in range(sets)]
+    return sets, xs, ws, cs
 
 
 _profiler_error = []
@@ -120,12 +143,7 @@ def torch_kernel_names(fn):
 def torch_times(m, n, k, dt, l2, backend, eager, names):
     """(graph_s, eager_s or nan, kernel names or None) of torch on BACKEND ('cublas'/'cublaslt')."""
     torch.backends.cuda.preferred_blas_library(backend)
-    eb = 1 if dt == "fp8_e4m3" else 2
-    per = (m * k + n * k) * eb + m * n * 2
-    sets = max(1, min(4096, -(-4 * l2 // per)))
-    xs = [torch.empty(m, k, device="cuda", dtype=torch.bfloat16).uniform_(-1, 1) for _ in range(sets)]
-    ws = [torch.empty(n, k, device="cuda", dtype=torch.bfloat16).uniform_(-1, 1) for _ in range(sets)]
-    cs = [torch.empty(m, n, device="cuda", dtype=torch.bfloat16) for _ in range(sets)]
+    sets, xs, ws, cs = gemm_buffers(m, n, k, l2, 1 if dt == "fp8_e4m3" else 2)
     if dt == "bf16":
         fn = lambda i: torch.matmul(xs[i], ws[i].t(), out=cs[i])
     else:

@@ -25,14 +25,7 @@ SEQ = 128
 
 def pairs(name, layers, fused, steps):
     """Per step pair: (fwd plain, fwd ckpt, bwd plain, bwd ckpt) host seconds."""
-    L0, h, ffn, heads, kv, vocab = ts.MODELS[name]
-    torch.manual_seed(0)
-    with torch.device("cuda"):
-        model = ts.Model(layers, h, ffn, heads, kv, vocab, 1, fused, 0)
-    opt = torch.optim.AdamW(model.parameters(), lr=1e-4, fused=True)
-    cos, sin = ts.rope_tables(SEQ, h // heads, "cuda")
-    tok = torch.randint(0, vocab, (1, SEQ), device="cuda")
-    tgt = torch.randint(0, vocab, (1, SEQ), device="cuda")
+    model, opt, cos, sin, tok, tgt = ts.setup(name, SEQ, 1, 1, fused, 0, layers=layers)
     out, cur = [], {}
     for i in range(6 + 2 * steps):
         rec = (i + (i // 2)) % 2   # order within a pair alternates: 0 1, 1 0, 0 1, ...

@@ -16,14 +16,7 @@ SEQ, STEPS, PASSES = 128, 10, 2
 
 
 def host_step(name, layers, flash, fused):
-    L0, h, ffn, heads, kv, vocab = ts.MODELS[name]
-    torch.manual_seed(0)
-    with torch.device("cuda"):
-        model = ts.Model(layers, h, ffn, heads, kv, vocab, flash, fused, 0)
-    opt = torch.optim.AdamW(model.parameters(), lr=1e-4, fused=True)
-    cos, sin = ts.rope_tables(SEQ, h // heads, "cuda")
-    tok = torch.randint(0, vocab, (1, SEQ), device="cuda")
-    tgt = torch.randint(0, vocab, (1, SEQ), device="cuda")
+    model, opt, cos, sin, tok, tgt = ts.setup(name, SEQ, 1, flash, fused, 0, layers=layers)
     f, b = [], []
     for i in range(3 + STEPS):
         torch.cuda.synchronize()

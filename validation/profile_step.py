@@ -50,15 +50,8 @@ def main():
     ts.check_gqa()
     rows, txt = [], []
     for (name, seq, mbs, flash, rec, fused) in CONFIGS:
-        L, h, ffn, heads, kv, vocab = ts.MODELS[name]
         cfg = f"{name} seq={seq} mbs={mbs} flash={flash} recompute={rec} fused={fused}"
-        torch.manual_seed(0)
-        with torch.device("cuda"):
-            model = ts.Model(L, h, ffn, heads, kv, vocab, flash, fused, rec)
-        opt = torch.optim.AdamW(model.parameters(), lr=1e-4, fused=True)
-        cos, sin = ts.rope_tables(seq, h // heads, "cuda")
-        tok = torch.randint(0, vocab, (mbs, seq), device="cuda")
-        tgt = torch.randint(0, vocab, (mbs, seq), device="cuda")
+        model, opt, cos, sin, tok, tgt = ts.setup(name, seq, mbs, flash, fused, rec)
 
         def step(evs=None):
             if evs: evs[0].record()

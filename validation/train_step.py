@@ -186,19 +186,31 @@ def cpu_mhz(core):
 def ev():
     return torch.cuda.Event(enable_timing=True)
 
+def setup(name, seq, mbs, flash, fused, recompute, layers=None, init_std=None):
+    """One training set-up on the GPU, seed 0: the MODELS shape (`layers` instead of its own count if
+    given; weight matrices re-drawn from N(0, init_std) if given), fused AdamW, the RoPE tables and random
+    tokens / targets of [mbs, seq]. Returns (model, opt, cos, sin, tok, tgt)."""
+    L, h, ffn, heads, kv, vocab = MODELS[name]
+    if fused:   # compile here, before the seed and outside any checkpointed forward: compiling lazily
+        fused_fns()   # inside one makes its recomputation save other tensors (CheckpointError)
+    torch.manual_seed(0)
+    with torch.device("cuda"):
+        model = Model(layers or L, h, ffn, heads, kv, vocab, flash, fused, recompute)
+    if init_std:
+        for p in model.parameters():
+            if p.dim() > 1:
+                nn.init.normal_(p, std=init_std)
+    opt = torch.optim.AdamW(model.parameters(), lr=1e-4, fused=True)
+    cos, sin = rope_tables(seq, h // heads, "cuda")
+    tok = torch.randint(0, vocab, (mbs, seq), device="cuda")
+    tgt = torch.randint(0, vocab, (mbs, seq), device="cuda")
+    return model, opt, cos, sin, tok, tgt
+
+
 def run_config(name, seq, mbs, flash, recompute, fused, steps, layer_alone=True):
     L, h, ffn, heads, kv, vocab = MODELS[name]
     dev = "cuda"
-    torch.manual_seed(0)
-    with torch.device(dev):
-        model = Model(L, h, ffn, heads, kv, vocab, flash, fused, recompute)
-    for p in model.parameters():
-        if p.dim() > 1:
-            nn.init.normal_(p, std=0.02)
-    opt = torch.optim.AdamW(model.parameters(), lr=1e-4, fused=True)
-    cos, sin = rope_tables(seq, h // heads, dev)
-    tok = torch.randint(0, vocab, (mbs, seq), device=dev)
-    tgt = torch.randint(0, vocab, (mbs, seq), device=dev)
+    model, opt, cos, sin, tok, tgt = setup(name, seq, mbs, flash, fused, recompute, init_std=0.02)
     res = []
     torch.cuda.reset_peak_memory_stats()
     for i in range(2 + steps):
