@@ -180,6 +180,43 @@ A40="""|  70b | 2048 | 128 | a100_40gb | 48.91 | 65.21 | 152 | 4 | 1 | 512 | 23 
 |  7b | 2048 | 128 | a100_40gb | 50.14 | 66.85 | 156 | 18 | 1 | 2304 | 226 | 463749 | 3623 | 4718592 | bf16 | PURE | FULL_SHARD | True | False | 6658859008 |
 |  3b | 2048 | 128 | a100_40gb | 54.8 | 54.8 | 170 | 6 | 1 | 768 | 596 | 1220885 | 9538 | 1572864 | bf16 | PURE | FULL_SHARD | False | False | 2651837440 |"""
 for ln in A40.splitlines(): lf('A100 40GB with 1600 Gbps node-node interconnect (RoCE)','A40','NVIDIA A100 40GB (MosaicML platform; 1600 Gb/s node-to-node RoCE)',ln)
+# ---------- IBM foundation-model-stack/fms-fsdp README (FSDP1 via native PyTorch, Llama 2 architecture)
+FMS='foundation-model-stack/fms-fsdp README.md'
+FMSD={'7b':dict(params_b=6.74,layers=32,hidden=4096,ffn_hidden=11008,heads=32,kv_heads=32,vocab=32000),
+      '13b':dict(params_b=13.0,layers=40,hidden=5120,ffn_hidden=13824,heads=40,kv_heads=40,vocab=32000),
+      '34b':dict(params_b=33.7,layers=48,hidden=8192,ffn_hidden=22016,heads=64,kv_heads=8,vocab=32000),
+      '70b':dict(params_b=69.0,layers=80,hidden=8192,ffn_hidden=28672,heads=64,kv_heads=8,vocab=32000)}
+FMSGPU={'A100':('NVIDIA A100 80GB, 128 GPUs, 400 Gb/s (README header; 16 nodes x 8 assumed from nproc_per_node=8 in scripts/train.sh)',128),
+        'H100':('NVIDIA H100 80GB (README: "H100 96 GPUs with 800 Gbps"; 12 nodes x 8)',96)}
+def fms(id,ver,commit,date,table,m,gpu,shard,ac,lb,comp,tps,mfu,hfu,extra):
+    g,n=FMSGPU[gpu]; d=dict(FMSD[m])
+    hsdp=(shard=='HSDP')
+    d.update(id=id,family=('hsdp' if hsdp else 'fsdp1d'),source=FMS,source_commit=commit,table=table,gpu=g,gpus=n,model=f'Llama 2 architecture {m} (fms LLaMAConfig, fms_fsdp/utils/config_utils.py)',
+      seq_len=4096,local_batch=lb,grad_accum=1,global_batch=lb*n,dp_shard=(8 if hsdp else n),dp_replicate=(n//8 if hsdp else 1),tp=1,pp=1,pp_schedule='',cp=1,zero_stage=3,
+      sharding=('PyTorch FSDP1 HYBRID_SHARD (shard within a node of 8, replicate across nodes: docs/configurations.md)' if hsdp else 'PyTorch FSDP1 FULL_SHARD'),
+      reshard_after_forward='yes (FSDP1 FULL_SHARD / HYBRID_SHARD semantics)',activation_checkpointing=ac,
+      precision='bf16 FSDP1 MixedPrecision bfSixteen (param, reduce and buffer dtype bf16: fms_fsdp/policies/mixed_precision.py); SDPA flash attention v2',
+      float8='none',torch_compile=comp,async_tp='no',metric='training throughput tokens/sec/GPU'+('; MFU/HFU table' if mfu!='' else ''),value=tps,tokens_per_s_per_gpu=tps,mfu_pct=mfu,
+      peak_mem_gib='',mem_kind='not reported',versions='PyTorch nightly + ibm-fms of the time (README recommends latest nightlies; exact versions NOT STATED)',date=date,
+      notes='seq_len 4096 = train_config default seq_length at that commit (README: 4k context; NOT printed in the table). Global batch DERIVED = local x GPUs. '+(f'HFU {hfu} (PyTorch FLOP counter). ' if hfu!='' else '')+extra)
+    add(**d)
+selnote='"Selective AC" = checkpoint a subset of blocks (selective_checkpointing: every k-th block in Mar 2024, a fraction p of blocks from May 2024); the k or p used is NOT STATED. '
+for gpu in ['A100','H100']:
+    for m,shard,ac,tps,mfu,hfu in ([('7b','HSDP','none',3700,57,0.57),('13b','FSDP','selective (fraction NOT STATED)',1800,51,0.59),('34b','FSDP','full (every block)',700,47,0.64),('70b','FSDP','full (every block)',370,50,0.67)] if gpu=='A100' else
+                               [('7b','HSDP','none',7500,37,0.37),('13b','FSDP','selective (fraction NOT STATED)',3800,35,0.40),('34b','FSDP','full (every block)',1550,32,0.44),('70b','FSDP','full (every block)',800,34,0.45)]):
+        fms(f'FMS24M-{m}-{gpu}','Mar','4ffb9bd (2024-03-21; throughput as in cf6e42c 2024-02-27 except 7b A100 3650 -> 3700; MFU column added in 4ffb9bd)','2024-03',
+            f'Training throughput table row {m}, column {gpu}; MFU/HFU table row {m.upper()}',m,gpu,shard,ac,2,'off (use_torch_compile=False in scripts/train.sh and config; table predates the compile update)',tps,mfu,hfu,
+            (selnote if 'selective' in ac else '')+'MFU per nanoGPT/PaLM method (README); the README text also says "only 0.48 MFU" for 13B A100, inconsistent with its table (0.51).')
+for gpu in ['A100','H100']:
+    for m,shard,ac,tps,mfu,hfu in ([('7b','HSDP','none',4550,68,0.68),('13b','FSDP','selective (fraction NOT STATED)',2150,61,0.69),('34b','FSDP','selective (fraction NOT STATED)',820,55,0.74),('70b','FSDP','selective (fraction NOT STATED)',410,55,0.74)] if gpu=='A100' else
+                               [('7b','HSDP','none',9600,46,0.46),('13b','FSDP','selective (fraction NOT STATED)',4850,43,0.46),('34b','FSDP','selective (fraction NOT STATED)',1830,38,0.49),('70b','FSDP','selective (fraction NOT STATED)',890,38,0.47)]):
+        fms(f'FMS24C-{m}-{gpu}','May','ed74fd5 (2024-05-09, "update numbers with compile"; same numbers in 3b1ce15; current HEAD)','2024-05',
+            f'Training throughput table (Compile = Y) row {m}, column {gpu}; MFU/HFU table row {m.upper()}',m,gpu,shard,ac,2,'on (table column Compile = Y)',tps,mfu,hfu,
+            (selnote if 'selective' in ac else ''))
+for m,shard,ac,lb,tps in [('7b','HSDP','none (AC False)',2,3760),('13b','HSDP','none (AC False)',1,1700),('34b','FSDP','on (AC True; full vs selective NOT STATED)',8,772),('70b','FSDP','on (AC True; full vs selective NOT STATED)',6,380)]:
+    fms(f'FMS24F-{m}-A100','Feb','6327da6 (2024-02-21; first table ceee6f0 2024-02-20; replaced by cf6e42c 2024-02-27)','2024-02',
+        f'first throughput table row {m} (128 * A100)',m,'A100',shard,ac,lb,'off (use_torch_compile default False; NOT STATED in table)',tps,'','',
+        'Superseded table (the per-model scripts scripts/<model>.sh it links were never in the repository). Kept because its batch sizes / sharding differ from the later table.')
 ids=[r['id'] for r in rows]; assert len(ids)==len(set(ids)), [i for i in ids if ids.count(i)>1]
 with open(OUT+'rows.csv','w',newline='') as f:
     w=csv.DictWriter(f,fieldnames=cols,lineterminator='\n'); w.writeheader()
