@@ -86,7 +86,8 @@ def layout(gpus, tp, pp, cp, mbs, gbs, ga=None, dp=None):
 
 # --- 1. NVIDIA DGX Cloud Benchmarking recipes v24.11.1 (H100, BF16 + FP8) ----------------
 def dgxc_series(prefix, src, fw, model, seq, tp, pp, cp, vpp, mbs, ga_stated, gpus, gbs, prec,
-                steps, toks, mfus, layers=None, pps=None, vpps=None, note="", fp8_recipe=""):
+                steps, toks, mfus, layers=None, pps=None, vpps=None, note="", fp8_recipe="",
+                metric="training step time (s) of the last logged step (README: 'we are using the last training step timing')"):
     for i, g in enumerate(gpus):
         p = pps[i] if pps else pp
         v = vpps[i] if vpps else vpp
@@ -101,7 +102,7 @@ def dgxc_series(prefix, src, fw, model, seq, tp, pp, cp, vpp, mbs, ga_stated, gp
             hardware=GPU[prefix.split("-")[1]], gpus=g, model=model, layers=lay, seq=seq, tp=tp, pp=p, cp=cp,
             vpp=v, ep=1, dp=dp, fsdp=0, mbs=mbs, gbs=gbs[i], ga=ga_stated if ga_stated is not None else ga,
             precision=prec, fp8_recipe=fp8_recipe if prec == "fp8" else "",
-            metric="training step time (s), mean of late iterations as the recipe README defines",
+            metric=metric,
             value=steps[i], step_time_s=steps[i], tokens_per_s_per_gpu=round(toks[i] / g, 1),
             mfu_pct=mfus[i], series=f"{prefix}-{prec.upper()}",
             derived="; ".join(der), not_stated="ep (no MoE: 1); fsdp (0 = not used per recipe); flash/fused kernel flags",
@@ -185,6 +186,7 @@ for prec, steps, toks, mfus in [
                 fp8_recipe=FP8_DGXC)
 
 # --- 3. DGXC v25.05.01 (NeMo 25.04.01): GB200 + H100 405B -----------------------------------
+MEAN1144 = "training step time (s), mean of iterations 11-44 (README: parse_train_timing.sh)"
 src = f"{DGXC_2505} llama3.1/README.md, 'GB200 Performance' and 'H100 Performance' tables"
 for prec, steps, toks, mfus in [
         ("bf16", [9.347, 9.484, 9.508], [56092, 110563, 220567], [47.4, 46.7, 46.6]),
@@ -193,12 +195,12 @@ for prec, steps, toks, mfus in [
                 4, 8, 2, 8, 1, 32, [128, 256, 512], [64, 128, 256], prec, steps, toks, mfus,
                 note=("Layout table (GB200): TP=4 PP=8 CP=2 VP=8 MBS=1 DP=gpus/64 GA=32, 126 layers (pipeline split must count embedding+loss: DERIVED). "
                       "Step time = mean of iterations 11-44 (parse_train_timing.sh). MFU against GB200 peak 2450 (BF16) / 4900 (FP8) TFLOP/s as stated."),
-                fp8_recipe=FP8_DGXC.replace("NeMo 24.x", "NeMo"))
+                fp8_recipe=FP8_DGXC.replace("NeMo 24.x", "NeMo"), metric=MEAN1144)
 for prec, step, tok, mfu in [("bf16", 19.810, 105863, 55.34), ("fp8", 13.020, 161072, 42.12)]:
     dgxc_series("DGXC2505-H100-L31_405B", src, "NeMo 25.04.01 container (metadata.yaml)", "llama3.1-405b", 8192,
                 8, 8, 2, 8, 1, 32, [512], [256], prec, [step], [tok], [mfu],
                 note="Layout table (H100): TP=8 PP=8 CP=2 VP=8 DP=4 MBS=1 GBS=256 GA=32 (as printed).",
-                fp8_recipe=FP8_DGXC.replace("NeMo 24.x", "NeMo"))
+                fp8_recipe=FP8_DGXC.replace("NeMo 24.x", "NeMo"), metric=MEAN1144)
 
 # --- 4. NeMo 24.07 performance summary (H100, FP8) -------------------------------------------
 nemo2407 = [  # model, gpus, gbs, mbs, seq, tp, pp, cp, vp, tok/s/gpu, tflops
