@@ -43,10 +43,15 @@ part() {  # name deadline_s timeout_s script
   tail -60 "$R/$name.log"
   pack
 }
-part interference 190 240 interference.py
-part grouped_gemm 110 140 grouped_gemm.py
-part attention 60 90 attention_variants.py
-part fp8 35 60 fp8_overheads.py
+PARTS=${PARTS:-"interference grouped_gemm attention fp8"}  # run 14b: PARTS=interference
+for p in $PARTS; do
+  case $p in
+    interference) part interference 190 240 interference.py ;;
+    grouped_gemm) part grouped_gemm 110 140 grouped_gemm.py ;;
+    attention) part attention 60 90 attention_variants.py ;;
+    fp8) part fp8 35 60 fp8_overheads.py ;;
+  esac
+done
 kill "$SAMPLER" 2>/dev/null
 echo "total $(( $(date +%s) - T0 )) s"; cat "$R/phases.txt"
 pack; ls -la "$OUT"

@@ -2,8 +2,11 @@
 // Each block takes one SM: it asks for SMEM_BYTES of dynamic shared memory (set by the caller), more
 // than half of an SM's 228 KB, so no two side blocks and no cuBLAS GEMM CTA (which needs most of an
 // SM's shared memory) share its SM -- as an NCCL channel's block beside a GEMM.
-// Every kernel runs until *flag (mapped pinned host memory, written by the host) is non-zero, or
-// max_ns of %globaltimer have passed (a guard against a hang). Block b writes started[b] = 1 (host
+// Every kernel runs until *flag (device memory; the host releases it with a 4-byte host-to-device
+// cudaMemcpyAsync on its own stream, done by a copy engine, no SM needed) is non-zero, or max_ns of
+// %globaltimer have passed (a guard against a hang). (Run 14a polled a flag in mapped host memory
+// instead: side_hold's poll every 2 us over PCIe from k >= 16 blocks slowed the GEMMs beside it by
+// up to 15x, an artefact of the polling, not of SM occupancy.) Block b writes started[b] = 1 (host
 // memory) when it runs, and out[3b..3b+2] = {bytes moved, start ns, end ns} at exit.
 typedef unsigned long long ull;
 
@@ -59,6 +62,25 @@ extern "C" __global__ void __launch_bounds__(512) side_copy(ull src_, ull dst_, 
   if (threadIdx.x == 0) {
     ull* out = (ull*)out_;
     out[3 * blockIdx.x] = moved;
+    out[3 * blockIdx.x + 1] = t0;
+    out[3 * blockIdx.x + 2] = gtimer();
+  }
+}
+
+// Holds every thread slot of the SMs it runs on (launched with 1024 threads, two blocks per SM and no
+// shared memory): nothing else can start there. Used to ask whether a copy needs SMs.
+extern "C" __global__ void __launch_bounds__(1024) side_hold_full(ull src_, ull dst_, ull nchunks, ull flag_,
+                                                                  ull started_, ull out_, ull max_ns) {
+  volatile unsigned* flag = (volatile unsigned*)flag_;
+  ull t0;
+  mark_started(started_, &t0);
+  for (;;) {
+    if (should_stop(flag, t0, max_ns)) break;
+    __nanosleep(2000);
+  }
+  if (threadIdx.x == 0) {
+    ull* out = (ull*)out_;
+    out[3 * blockIdx.x] = 0;
     out[3 * blockIdx.x + 1] = t0;
     out[3 * blockIdx.x + 2] = gtimer();
   }
