@@ -15,10 +15,11 @@ Methods (bf16 unless named):
   fp8_loop     loop of torch._scaled_mm per expert (e4m3, tensor-wise scales), graph
   fp8_grouped  torch._scaled_grouped_mm (row-wise scales), if present and it runs
 Timing: CUDA-graph replay of a batch of >= 4 ms of calls (loop_eager: events around >= 4 ms of Python
-calls), median of 5 replays; weights of all experts together exceed the 60 MB L2 in every case.
+calls), median of 5 replays; --passes N (default 3) passes per configuration with the method order
+rotated each pass, median over passes (spread = (max - min) / median); weights of all experts together exceed the 60 MB L2 in every case.
 imbalance rows: E = 8 with tokens per expert mean*[2, 1.5, 1, 1, .75, .75, .5, .5] (max/mean 2).
 Writes grouped_gemm.csv and grouped_gemm.toml ([[grouped_gemm]] rows: calibration data).
-Usage: grouped_gemm.py OUTDIR [--deadline S] [--quick]
+Usage: grouped_gemm.py OUTDIR [--deadline S] [--passes N] [--quick]
 """
 import csv, math, os, statistics, sys, time
 import torch
@@ -80,6 +81,7 @@ def main():
     outdir = sys.argv[1]
     deadline = time.time() + float(sys.argv[sys.argv.index("--deadline") + 1]) if "--deadline" in sys.argv else 1e18
     quick = "--quick" in sys.argv
+    passes = int(sys.argv[sys.argv.index("--passes") + 1]) if "--passes" in sys.argv else 3
     has_grouped = hasattr(torch, "_grouped_mm")
     has_sgrouped = hasattr(torch, "_scaled_grouped_mm")
     print(f"# torch {torch.__version__}: _grouped_mm {has_grouped}, _scaled_grouped_mm {has_sgrouped}", flush=True)
@@ -119,33 +121,33 @@ def main():
         xs = [x[offs_l[e]:offs_l[e + 1]] for e in range(E)]
         ys = [y[offs_l[e]:offs_l[e + 1]] for e in range(E)]
         flops = 2.0 * Tsum * N * K
-        res = {}
+        fns = {}  # method -> (callable, timing)
 
         def loop():
             for e in range(E):
                 torch.mm(xs[e], W[e].t(), out=ys[e])
-        res["loop_graph"] = bench_graph(loop)
-        res["loop_eager"] = bench_eager(loop)
+        fns["loop_graph"] = (loop, bench_graph)
+        fns["loop_eager"] = (loop, bench_eager)
         loop(); torch.cuda.synchronize()
         ref = y.clone()
+        res = {}
         if dist == "equal":
             x3, y3 = x.view(E, toks[0], K), y.view(E, toks[0], N)
-            fb = lambda: torch.bmm(x3, W.transpose(1, 2), out=y3)
-            res["bmm"] = bench_graph(fb)
+            fns["bmm"] = (lambda: torch.bmm(x3, W.transpose(1, 2), out=y3), bench_graph)
+        offs = torch.tensor(offs_l[1:], device="cuda", dtype=torch.int32)
         if has_grouped:
-            offs = torch.tensor(offs_l[1:], device="cuda", dtype=torch.int32)
             try:
                 Wt = W.transpose(1, 2)  # [E, K, N], stride 1 along K
                 out = torch._grouped_mm(x, Wt, offs=offs)
-                err = rel_err(out, ref)
-                res["grouped"] = bench_graph(lambda: torch._grouped_mm(x, Wt, offs=offs))
-                res["grouped_relerr"] = err
+                res["grouped_relerr"] = rel_err(out, ref)
+                del out
+                fns["grouped"] = (lambda: torch._grouped_mm(x, Wt, offs=offs), bench_graph)
             except Exception as e:  # noqa: BLE001
                 notes.append(f"grouped {model} E{E} {gname}: {type(e).__name__}: {str(e)[:200]}")
         xd = x
         W0 = W[0]
         yd = torch.empty(Tsum, N, device="cuda", dtype=torch.bfloat16)
-        res["dense"] = bench_graph(lambda: torch.mm(xd, W0.t(), out=yd))
+        fns["dense"] = (lambda: torch.mm(xd, W0.t(), out=yd), bench_graph)
         # fp8 e4m3, tensor-wise scales (DeepSeek-V3 used 1x128 / 128x128 block scales: not this)
         try:
             x8 = x.to(f8); W8 = W.to(f8)
@@ -155,26 +157,39 @@ def main():
             def loop8():
                 for e in range(E):
                     torch._scaled_mm(x8s[e], W8[e].t(), scale_a=one, scale_b=one, out_dtype=torch.bfloat16)
-            res["fp8_loop"] = bench_graph(loop8)
+            loop8(); torch.cuda.synchronize()
+            fns["fp8_loop"] = (loop8, bench_graph)
         except Exception as e:  # noqa: BLE001
             notes.append(f"fp8_loop {model} E{E} {gname}: {type(e).__name__}: {str(e)[:200]}")
-        if has_sgrouped:
+        if has_sgrouped and "fp8_loop" in fns:
             try:
                 sa = torch.ones(Tsum, device="cuda", dtype=torch.float32)
                 sb = torch.ones(E, N, device="cuda", dtype=torch.float32)
                 W8t = W8.transpose(1, 2)
                 fn8 = lambda: torch._scaled_grouped_mm(x8, W8t, sa, sb, offs=offs, out_dtype=torch.bfloat16)
                 fn8(); torch.cuda.synchronize()
-                res["fp8_grouped"] = bench_graph(fn8)
+                fns["fp8_grouped"] = (fn8, bench_graph)
             except Exception as e:  # noqa: BLE001
                 notes.append(f"fp8_grouped {model} E{E} {gname}: {type(e).__name__}: {str(e)[:200]}")
+        # passes with the method order rotated each pass (the clock drifts under the power cap:
+        # run 14a timed the methods in one fixed order, the first one after a pause ran up to ~10% fast)
+        names = list(fns)
+        per = {m: [] for m in names}
+        for p in range(passes):
+            r = p % len(names)
+            for m in names[r:] + names[:r]:
+                fn, bench = fns[m]
+                per[m].append(bench(fn))
+        for m in names:
+            res[m] = statistics.median(per[m])
         for meth, t in res.items():
             if meth.endswith("relerr"):
                 continue
             rows.append(dict(model=model, gemm=gname, experts=E, dist=dist, tokens_per_expert=toks[0] if dist == "equal" else Tsum // E,
                              tokens_max=max(toks), tokens_total=Tsum, n=N, k=K, method=meth,
                              dtype="fp8_e4m3" if meth.startswith("fp8") else "bf16",
-                             seconds=t, tflops=flops / t / 1e12,
+                             seconds=t, tflops=flops / t / 1e12, passes=len(per[meth]),
+                             spread=(max(per[meth]) - min(per[meth])) / t,
                              relerr=res.get("grouped_relerr", "") if meth == "grouped" else ""))
         print(f"{model:12} E{E:2d} {dist:10} {gname} T{toks[0]:5d}: " +
               " ".join(f"{m}={flops / t / 1e12:.0f}" for m, t in res.items() if not m.endswith("relerr")) + " TFLOP/s",
@@ -194,7 +209,7 @@ def main():
                 f.write(f'{key} = "{r[key]}"\n')
             for key in ("experts", "tokens_per_expert", "tokens_max", "tokens_total", "n", "k"):
                 f.write(f"{key} = {r[key]}\n")
-            f.write(f"seconds = {r['seconds']:.6e}\ntflops = {r['tflops']:.1f}\n\n")
+            f.write(f"seconds = {r['seconds']:.6e}\ntflops = {r['tflops']:.1f}\npasses = {r['passes']}\n\n")
     open(os.path.join(outdir, "grouped_gemm_notes.txt"), "w").write("\n".join(notes) + "\n")
     print("\n".join(notes[:20]), flush=True)
 

@@ -47,7 +47,7 @@ PARTS=${PARTS:-"interference grouped_gemm attention fp8"}  # run 14b: PARTS=inte
 for p in $PARTS; do
   case $p in
     interference) part interference 190 240 interference.py ;;
-    grouped_gemm) part grouped_gemm 110 140 grouped_gemm.py ;;
+    grouped_gemm) part grouped_gemm 150 180 grouped_gemm.py ;;
     attention) part attention 60 90 attention_variants.py ;;
     fp8) part fp8 35 60 fp8_overheads.py ;;
   esac
