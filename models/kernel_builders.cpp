@@ -85,7 +85,7 @@ void residual_kernels(const ModelSpec& m, double n, double h, int e, bool fused,
 // Backward (reverse): the add passes the fp32 gradient to x and casts it to bf16 for the
 // branch; the branch's input gradient (bf16) is cast back to fp32 through the cast, then the
 // norm backward (fp32), then autograd accumulates the norm path's gradient with the residual
-// gradient (one fp32 add). H200 profile (results/run2/h200_step_profile.txt): the
+// gradient (one fp32 add). H200 profile (validation/runs/run02-check/h200_step_profile.txt): the
 // vectorized bfloat16_copy, unrolled direct_copy and CUDAFunctor_add<float> kernels.
 void fp32_norm_kernels(const ModelSpec& m, double n, double h, bool fused, bool accumulate, const char* tag,
                        const char* tag_bwd, std::vector<Kernel>& f, std::vector<Kernel>& b) {
@@ -105,7 +105,7 @@ void fp32_norm_kernels(const ModelSpec& m, double n, double h, bool fused, bool 
     f.push_back(memk("rmsnorm_mul", 4 * x + 4 * n, 4 * x, x));
     f.push_back(memk("rmsnorm_weight", 4 * x + 4 * h, 4 * x, x));
     // Its autograd backward, kernel by kernel as the H200 trace lists it (run 8,
-    // validation/results/run8/kernel_trace.csv.gz, s1.3b seq 4096 fused 0: 12 kernels per norm,
+    // validation/runs/run08-fidelity2/kernel_trace.csv.gz, s1.3b seq 4096 fused 0: 12 kernels per norm,
     // 254 us, where the old list had 5): y = (x * r) * w with r = rsqrt(mean(x^2) + eps):
     // dY * w and dw = sum_tokens(dY * x r) (MulBackward0 of the weight); d(xr) * r and
     // dr = sum_h(d(xr) * x); rsqrt / add-eps backward on [n] (pow, mul, mul); mean backward
