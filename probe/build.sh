@@ -5,8 +5,12 @@
 set -euo pipefail
 here=$(cd "$(dirname "$0")" && pwd)
 out=${1:-$here/probe}
-lib=()   # --lib: the shared library of the same source (MFUSIM_PROBE_LIB, validation/gemm_inproc.py)
-[ "${2:-}" = "--lib" ] && lib=(-shared -Xcompiler -fPIC -DMFUSIM_PROBE_LIB -diag-suppress 177)   # 177: the executable-only functions
+# The shared harness and the GEMM family, then the executable's families and command line, or
+# (--lib) the shared library's entry points (lib.cu, validation/gemm_inproc.py).
+srcs=("$here/harness.cu" "$here/gemm.cu" "$here/shapes.cu" "$here/attention.cu" "$here/memory.cu"
+      "$here/collectives.cu" "$here/probe.cu")
+lib=()
+[ "${2:-}" = "--lib" ] && { lib=(-shared -Xcompiler -fPIC); srcs=("$here/harness.cu" "$here/gemm.cu" "$here/lib.cu"); }
 NVCC=${NVCC:-$(command -v nvcc || echo /usr/local/cuda/bin/nvcc)}
 cuda=$(dirname "$(dirname "$NVCC")")
 flags=(-std=c++17 -O2 -gencode arch=compute_90a,code=sm_90a -gencode arch=compute_90,code=compute_90)
@@ -29,4 +33,4 @@ else
   fi
 fi
 set -x
-"$NVCC" "${flags[@]}" "${lib[@]}" "${inc[@]}" "$here/probe.cu" -o "$out" "${ldir[@]}" "${libs[@]}"
+"$NVCC" "${flags[@]}" "${lib[@]}" "${inc[@]}" "${srcs[@]}" -o "$out" "${ldir[@]}" "${libs[@]}"

@@ -31,7 +31,7 @@ def main():
     cfgs = [(1, 32, 8, s, 128) for s in ((1024, 4096) if quick else (1024, 2048, 4096, 8192, 16384))]
     if not quick:
         cfgs += [(1, 16, 16, 4096, 128), (2, 8, 1, 8192, 128), (4, 32, 8, 2048, 128)]
-    # the attention shapes of the flash rows of results/h200_steps.csv (train_step.py): (mbs, heads, kv, seq)
+    # the attention shapes of the flash rows of runs/run01-full/h200_steps.csv (train_step.py): (mbs, heads, kv, seq)
     train = [] if "--no-train-shapes" in sys.argv else [
         (1, 12, 4, 2048), (1, 12, 4, 4096), (1, 12, 4, 16384),
         (1, 16, 8, 2048), (2, 16, 8, 2048), (4, 16, 8, 2048), (8, 16, 8, 2048), (1, 16, 8, 4096), (1, 16, 8, 8192),

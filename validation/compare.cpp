@@ -1,4 +1,4 @@
-// validation_compare: measured (validation/results/h200_steps.csv) vs simulated
+// validation_compare: measured (validation/runs/run01-full/h200_steps.csv) vs simulated
 // step, forward and backward times on one H200; see validation/README.md.
 // Usage: validation_compare [CSV] [--calibration FILE]   (paths relative to the repository root)
 //        validation_compare --predict "MODEL:SEQ:MBS:FLASH:RECOMPUTE:FUSED;..." [--calibration FILE]
@@ -12,7 +12,7 @@
 
 int main(int argc, char** argv) {
   const std::string root = MFUSIM_SOURCE_DIR;
-  std::string csv = root + "/validation/results/h200_steps_run4.csv";   // 3 interleaved passes (run 4)
+  std::string csv = root + "/validation/runs/run04-fidelity/h200_steps_run4.csv";   // 3 interleaved passes (run 4)
   std::string cal = root + "/hardware/calibration/h200-fa2.toml";
   std::string predict;
   for (int i = 1; i < argc; ++i) {

@@ -10,7 +10,7 @@ probe time the same call alike), median per context, alternated pass by pass:
                around that one call, median of REPS
   single_warm  one call right after a copy kernel wrote its activation input (x in L2, as after a norm in
                a step), after the same idle: events around the GEMM only
-Run with nvidia-smi logging clocks and power beside it (validation/results/run12/).
+Run with nvidia-smi logging clocks and power beside it (validation/runs/run12-context/).
 Usage: gemm_context.py OUT.csv [--passes N] [--shapes "M,N,K;..."]
 """
 import csv, os, statistics, sys, time

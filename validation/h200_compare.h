@@ -1,5 +1,5 @@
 #pragma once
-// Measured vs simulated training steps on one H200 (validation/results/h200_steps.csv,
+// Measured vs simulated training steps on one H200 (validation/runs/run01-full/h200_steps.csv,
 // written by validation/train_step.py). Header-only so that both the
 // `validation_compare` program and the doctest (tests/validation/test_h200_compare.cpp)
 // run the very same comparison.
@@ -137,9 +137,9 @@ inline std::vector<MeasuredRow> read_measured(const std::string& path) {
 // dynamic shapes, AOTAutograd wrapper, Triton launcher: host_compiled_overhead).
 // Measured by host microbenchmarks at seq 128 (every kernel a few microseconds, so the host
 // sets the pace), not on the compared steps:
-//  compiled call: validation/host_bench.py (results/run4/host_bench.csv), the torch.compile'd
+//  compiled call: validation/host_bench.py (runs/run04-fidelity/host_bench.csv), the torch.compile'd
 //    SwiGLU / RoPE calls alone: mean of fwd 383.2, 353.2 and bwd 399.6, 401.1 us;
-//  eager ops: validation/host_step.py (results/run7/host_step.csv): the host time of whole
+//  eager ops: validation/host_step.py (runs/run07-host-step/host_step.csv): the host time of whole
 //    training steps of train_step.py's Model (s1.3b, 24 and 12 layers, fused 0/1 x flash 1/0,
 //    2 passes: 16 forwards and 16 backwards), least squares through the origin of
 //    host - layers x compiled calls x kCompiledHostOverheadS = modelled ops x c, with
@@ -158,7 +158,7 @@ constexpr double kCompiledHostOverheadS = (383.2 + 353.2 + 399.6 + 401.1) / 4 * 
 constexpr double kEagerHostOverheadS = 31.02e-6;
 constexpr double kBackwardHostOverheadS = 26.24e-6;
 // Activation checkpointing (torch.utils.checkpoint, use_reentrant=False, around every layer):
-// validation/host_ckpt.py (results/run10/host_ckpt.csv and host_ckpt_b.csv: s1.3b at seq 128,
+// validation/host_ckpt.py (runs/run10-inproc/host_ckpt.csv and host_ckpt_b.csv: s1.3b at seq 128,
 // fused 1 / 0, 24 and 12 layers, 4 passes; each checkpointed step paired with the plain step
 // next to it), fitted by fit_checkpoint_host below: forward = layers x c_f (least squares
 // through the origin); backward = layers x (the recomputed forward ops' host cost, modelled

@@ -5,8 +5,8 @@ train_step.py launches, at the runs' own tensor sizes (one H200).
 Each sample is one op on fresh random data (never zeros), timed with CUDA events
 around each call, median of `reps` calls, the L2 flushed before each call (a
 256 MiB write), so a sample is HBM-bound like a kernel inside a step whose inputs
-were written long before. Bytes are counted the way mfusim's models/accounting.cpp
-counts the kernel (docs/fidelity.md): a sample's bandwidth is those bytes over
+were written long before. Bytes are counted the way mfusim's models/layer_kernels.cpp
+(and its builders) count the kernel (docs/fidelity.md): a sample's bandwidth is those bytes over
 its time, so the fitted family bandwidth is consistent with the model's byte counts.
 
 Families (kind = "torch:<family>" in the output; fitted by `mfusim calibrate`):
@@ -161,7 +161,7 @@ def main():
         f.write("# eager PyTorch kernel families at the runs' sizes (validation/kernel_bw.py)\n")
         for k, v in prov.items():
             f.write(f"# {k}: {v}\n")
-        f.write("# bytes: as mfusim's models/accounting.cpp counts the kernel; seconds: median of flushed calls\n")
+        f.write("# bytes: as mfusim's models/layer_kernels.cpp counts the kernel; seconds: median of flushed calls\n")
         for r in rows:
             f.write(f'\n[[memory]]\nkind = "torch:{r["family"]}"\nop = "{r["op"]}"\nshape = "{r["shape"]}"\n'
                     f'bytes = {r["bytes"]}\nseconds = {r["seconds"]:.6g}\nbandwidth_gbs = {r["bytes"]/r["seconds"]*1e-9:.1f}\n')

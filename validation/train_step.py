@@ -262,7 +262,7 @@ def configs(quick, which="main"):
     base = dict(seq=4096, mbs=1, flash=1, recompute=0, fused=1)
     C = []
     add = lambda m, **kw: C.append(dict(base, model=m, **kw))
-    if which == "holdout":   # run 11: configurations never measured before, predicted first (results/run11/)
+    if which == "holdout":   # run 11: configurations never measured before, predicted first (runs/run11-holdout/)
         add("s0.5b", recompute=1); add("s1.3b", recompute=1, seq=2048); add("s1.3b", recompute=1, seq=2048, mbs=4)
         add("s3b", recompute=1, seq=8192); add("s7b-8L", recompute=1, seq=8192); add("s1.3b", recompute=1, fused=0)
         add("s0.5b", recompute=1, flash=0, seq=2048)

@@ -143,7 +143,7 @@ TEST_CASE("materialised attention is memory-bound on the s x s scores and slower
 }
 
 TEST_CASE("one piece of the materialised path (FLOPs and bytes given) is a batched GEMM, one launch") {
-  // models/accounting.cpp emits QK^T, attn*V and their gradients separately; the
+  // models/attention_kernels.cpp emits QK^T, attn*V and their gradients separately; the
   // cost model must not add the whole path's score traffic to each piece.
   const CostModel cm(h100(), Precision::bf16, nullptr, true);
   Kernel qk = attention(KernelKind::attention_fwd, 4096, false);

@@ -2,7 +2,8 @@
 // relative 1e-9 unless stated.
 #include <doctest/doctest.h>
 
-#include "models/accounting.h"
+#include "models/flops.h"
+#include "models/params.h"
 #include "tests/models/fixtures.h"
 
 using namespace mfusim::models;

@@ -4,7 +4,9 @@
 
 #include <string>
 
-#include "models/accounting.h"
+#include "models/flops.h"
+#include "models/layer_comm.h"
+#include "models/layer_kernels.h"
 #include "tests/models/fixtures.h"
 
 using namespace mfusim::models;

@@ -4,7 +4,8 @@
 
 #include <cmath>
 
-#include "models/accounting.h"
+#include "models/memory.h"
+#include "models/params.h"
 #include "tests/models/fixtures.h"
 
 using namespace mfusim::models;

@@ -2,7 +2,7 @@
 // cards / papers). Tolerance 0.5% unless stated.
 #include <doctest/doctest.h>
 
-#include "models/accounting.h"
+#include "models/params.h"
 #include "tests/models/fixtures.h"
 
 using namespace mfusim::models;

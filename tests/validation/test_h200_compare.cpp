@@ -1,4 +1,4 @@
-// validation/h200_compare.h on the committed measurements (validation/results/h200_steps.csv,
+// validation/h200_compare.h on the committed measurements (validation/runs/run01-full/h200_steps.csv,
 // 35 ok rows of real H200 training steps): the regression guard of validation/README.md.
 // The errors asserted are the ones achieved with the fidelity mechanisms of docs/fidelity.md
 // (host issue time, fp32-autocast recipe, torch cross entropy, eager attention, kernel families
@@ -17,8 +17,8 @@ namespace {
 const std::string kRoot = MFUSIM_SOURCE_DIR;
 // Run 4: 3 interleaved passes per configuration, medians (validation/README.md); the first
 // measurement (one pass, 3 steps) stays in h200_steps.csv.
-const std::string kCsv = kRoot + "/validation/results/h200_steps_run4.csv";
-const std::string kCsvRun1 = kRoot + "/validation/results/h200_steps.csv";
+const std::string kCsv = kRoot + "/validation/runs/run04-fidelity/h200_steps_run4.csv";
+const std::string kCsvRun1 = kRoot + "/validation/runs/run01-full/h200_steps.csv";
 }  // namespace
 
 TEST_CASE("H200 measured vs simulated step times: achieved errors (regression guard)") {
@@ -65,7 +65,7 @@ TEST_CASE("H200 measured vs simulated step times: achieved errors (regression gu
   CHECK(rec == 5);
   // The long-sequence rows (GPU busy, attention dominates): +1.7, +4.4, -1.4, +2.1, +2.0%
   // (run 4: +4.9 .. +6.1%; with run 8's kernels but a constant flash efficiency +10.2 ..
-  // +11.3%: FA2 backward alone at s1.3b seq 16384, results/run2/sdpa.toml, 9.10 ms measured vs
+  // +11.3%: FA2 backward alone at s1.3b seq 16384, validation/runs/run02-check/sdpa.toml, 9.10 ms measured vs
   // 11.45 modelled; the fitted knee (1792) brings it to within the SDPA fit's rms).
   int long_rows = 0;
   for (const ComparedRow& r : s.rows)
@@ -98,7 +98,7 @@ TEST_CASE("H200 comparison on the run-1 data (one pass): the same mechanisms") {
 TEST_CASE("H200 comparison: calibrating the attention backend the runs used (FA2) beats cuDNN's") {
   // The runs force SDPA's FLASH_ATTENTION backend (FlashAttention-2 kernels
   // pytorch_flash::flash_fwd_kernel / flash_bwd_dq_dk_dv_loop_seqk_parallel_kernel,
-  // validation/results/run2/sdpa.toml [[sdpa_kernels]]); cuDNN's fused kernel is ~1.8x
+  // validation/runs/run02-check/sdpa.toml [[sdpa_kernels]]); cuDNN's fused kernel is ~1.8x
   // faster, so a cuDNN calibration under-predicts every flash row.
   const Summary fa2 = compare(kCsv, kRoot + "/hardware/calibration/h200-fa2.toml", kRoot);
   const Summary cudnn = compare(kCsv, kRoot + "/hardware/calibration/h200.toml", kRoot);
@@ -117,8 +117,8 @@ TEST_CASE("H200 comparison: calibrating the attention backend the runs used (FA2
 // kRecomputeHostS) is the least-squares fit of validation/host_ckpt.py's run-10 samples, with the
 // recomputed ops' host cost as the model charges it: refit here from the committed CSVs.
 TEST_CASE("checkpoint host cost: the constants are the fit of the committed run-10 samples") {
-  const auto fit = fit_checkpoint_host({kRoot + "/validation/results/run10/host_ckpt.csv",
-                                        kRoot + "/validation/results/run10/host_ckpt_b.csv"},
+  const auto fit = fit_checkpoint_host({kRoot + "/validation/runs/run10-inproc/host_ckpt.csv",
+                                        kRoot + "/validation/runs/run10-inproc/host_ckpt_b.csv"},
                                        kRoot);
   CHECK(fit.samples == 16);   // 2 files x 2 passes x fused 0/1 x (24, 12 layers)
   CHECK(fit.forward_s == doctest::Approx(kCheckpointHostS).epsilon(1e-3));
@@ -128,14 +128,14 @@ TEST_CASE("checkpoint host cost: the constants are the fit of the committed run-
   CHECK(fit.forward_s < 2e-3);
 }
 
-// Run 11: 12 configurations never measured before, predicted first (results/run11/predictions.md,
+// Run 11: 12 configurations never measured before, predicted first (validation/runs/run11-holdout/predictions.md,
 // committed before the device call) and then measured (train_step.py --set holdout, 3 passes).
 // Achieved: step median 3.1%; the 9 rows that are GPU-bound or mixed within 7.7% (most within
 // 3.2%); the 3 host-bound recompute rows over-predicted by +14.3 .. +27.6%: their host ran faster
 // than the host constants (measured in runs 7 and 10) say, within the host's own spread
 // (s0.5b seq 4096 recompute: 100.8 / 89.0 / 81.9 ms over the 3 passes). Guarded as achieved.
 TEST_CASE("H200 holdout (run 11): predictions made before the measurement") {
-  const Summary s = compare(kRoot + "/validation/results/run11/h200_steps_holdout.csv",
+  const Summary s = compare(kRoot + "/validation/runs/run11-holdout/h200_steps_holdout.csv",
                             kRoot + "/hardware/calibration/h200-fa2.toml", kRoot);
   REQUIRE(s.rows.size() == 12);
   CHECK(s.median_abs_step <= 0.035);

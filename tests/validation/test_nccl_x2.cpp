@@ -1,5 +1,5 @@
 // The collective model against NCCL measured on 2 H200s (probe/results/run9-x2,
-// NOTES.md run 9): the alpha-beta ring model (hardware::collective_time,
+// validation/runlog.md run 9): the alpha-beta ring model (hardware::collective_time,
 // docs/cost-model.md §3) with the bus bandwidths and latencies that `mfusim
 // calibrate` fitted from the same samples (hardware/calibration/h200x2-nccl.toml),
 // per operation and message size. Three models side by side:

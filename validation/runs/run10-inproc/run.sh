@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# GPU call of run 10 (2026-11-29, NOTES.md): (1) the same-process honesty check
+# GPU call of run 10 (2026-11-29, validation/runlog.md): (1) the same-process honesty check
 # (validation/gemm_inproc.py: torch.matmul, the probe's GEMM code through libmfusim_probe.so on
 # the same buffers, and the probe's own process, 128 bf16 shapes, with clocks and power logged
 # every 200 ms); (2) the host cost of activation checkpointing per layer (validation/host_ckpt.py).

@@ -3,7 +3,7 @@
 # on preferred_blas_library('cublaslt'), both 64 MiB workspace, one cuBLAS build), timed FIRST
 # (phase A, 13 alternating passes), torch's kernel names with torch.profiler AFTER the timing
 # (phase B), then 12 shapes timed again after the profiler (phase C: does it slow torch down?).
-# Run 5 (run_h200_honesty5.sh) had profiled torch before timing. Outputs in $OUT.
+# Run 5 (validation/runs/run05-honesty/run.sh) had profiled torch before timing. Outputs in $OUT.
 # Run from the folder holding probe/ and validation/.
 set -uo pipefail
 export PYTHONUNBUFFERED=1

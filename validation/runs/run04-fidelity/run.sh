@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# Device call for the fidelity mechanisms (docs/fidelity.md, NOTES.md run 4): kernel-family
+# Device call for the fidelity mechanisms (docs/fidelity.md, validation/runlog.md run 4): kernel-family
 # bandwidths at the runs' sizes, the host issue cost at a tiny shape, and the training steps
 # again with several interleaved passes. Run from the folder holding validation/.
 # Outputs in $OUT: env.txt, all.log, kernel_bw.toml, host_bench.csv, h200_steps_passes.csv

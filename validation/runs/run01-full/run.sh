@@ -3,7 +3,7 @@
 # torch GEMM honesty check, and the training-step sweep. Everything lands in
 # $OUT (at most 8 files come back): all.log, h200-probe.toml (probe + SDPA
 # fragment merged), sdpa.toml, gemm_torch.csv, h200_steps.csv, env.txt.
-# Run from the folder holding probe/ and validation/:  bash validation/run_h200.sh [quick]
+# Run from the folder holding probe/ and validation/:  bash validation/runs/run01-full/run.sh [quick]
 set -uo pipefail
 export PYTHONUNBUFFERED=1
 OUT=${OUT:-$PWD/out}; mkdir -p "$OUT"

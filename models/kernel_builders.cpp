@@ -1,0 +1,187 @@
+// Kernel builders of the per-rank kernel lists: GEMMs (linear: F, dgrad, wgrad) and the
+// memory-bound kernels of norms, residual adds, activations and RoPE, Megatron's and plain
+// PyTorch's (fp32 residual stream). Attention: attention_kernels.cpp; the plain PyTorch
+// recipe's casts and tags: eager_recipe.cpp.
+#include "models/kernel_builders.h"
+
+#include <cmath>
+
+#include "models/conventions.h"
+
+namespace mfusim::models::detail {
+
+using hardware::Kernel;
+using hardware::KernelKind;
+
+Kernel gemm(const char* name, double m, double n, double k, int e, int count) {
+  Kernel g;
+  g.kind = KernelKind::gemm;
+  g.name = name;
+  g.m = std::llround(m);
+  g.n = std::llround(n);
+  g.k = std::llround(k);
+  g.flops = 2 * m * n * k;
+  g.bytes = e * (m * k + k * n + m * n);
+  g.count = count;
+  return g;
+}
+
+Kernel memk(const char* name, double read, double write, double flops, int count) {
+  Kernel k;
+  k.kind = KernelKind::memory;
+  k.name = name;
+  k.bytes = read + write;
+  k.flops = flops;
+  k.count = count;
+  return k;
+}
+
+void push(std::vector<Kernel>& f, std::vector<Kernel>& b, const Elementwise& op) {
+  f.push_back(memk(op.f_name, op.read, op.write, op.flops, op.count));
+  // backward: dy (size of the output) + saved input in, dx (size of the input) out
+  b.push_back(memk(op.b_name, op.write + op.read, op.read, 2 * op.flops, op.count));
+}
+
+// Norm over `n` tokens of width h. Fused (Apex/TE): one kernel. Unfused
+// RMSNorm (Hugging Face's Python RMSNorm, fp32 inside): pow, mean, rsqrt, mul,
+// mul-by-weight. Unfused LayerNorm is torch.nn.LayerNorm: one native kernel.
+void norm_kernels(const ModelSpec& m, double n, double h, int e, bool fused, const char* tag,
+                  const char* tag_bwd, std::vector<Kernel>& f, std::vector<Kernel>& b) {
+  const double x = n * h;
+  if (fused || gpt_style(m)) {
+    push(f, b, {tag, tag_bwd, e * x + e * h, e * x, 5 * x});
+    return;
+  }
+  push(f, b, {"rmsnorm_pow", "rmsnorm_pow_bwd", e * x, 4 * x, x});
+  push(f, b, {"rmsnorm_mean", "rmsnorm_mean_bwd", 4 * x, 4 * n, x});
+  push(f, b, {"rmsnorm_rsqrt", "rmsnorm_rsqrt_bwd", 4 * n, 4 * n, n});
+  push(f, b, {"rmsnorm_mul", "rmsnorm_mul_bwd", e * x + 4 * n, 4 * x, x});
+  push(f, b, {"rmsnorm_weight", "rmsnorm_weight_bwd", 4 * x + e * h, e * x, x});
+}
+
+// Residual branch end: GPT bias + dropout + residual add; Llama residual add.
+void residual_kernels(const ModelSpec& m, double n, double h, int e, bool fused,
+                      std::vector<Kernel>& f, std::vector<Kernel>& b) {
+  const double x = n * h;
+  if (!has_dropout(m)) {
+    push(f, b, {"residual_add", "residual_add_bwd", 2 * e * x, e * x, x});
+    return;
+  }
+  if (fused) {
+    push(f, b, {"bias_dropout_add", "bias_dropout_add_bwd", 2 * e * x + e * h, e * x + x, 3 * x});
+    return;
+  }
+  push(f, b, {"bias_add", "bias_add_bwd", e * x + e * h, e * x, x});
+  push(f, b, {"dropout", "dropout_bwd", e * x, e * x + x, 2 * x});
+  push(f, b, {"residual_add", "residual_add_bwd", 2 * e * x, e * x, x});
+}
+
+// fp32-autocast (plain PyTorch AMP over fp32 parameters, docs/fidelity.md): the embedding
+// output is fp32 and every residual add keeps fp32 (fp32 + bf16 -> fp32 by type promotion),
+// so the residual stream, the norms' inputs and outputs are fp32; each GEMM that reads a
+// norm output casts it to bf16 first (autocast's cached_cast of the input of F.linear).
+// validation/train_step.py Layer.forward: x = x + self.attn(self.n1(x)); x + self.down(...).
+// Forward per block: norm (fp32 in, fp32 out), cast to bf16; ...; residual add fp32 + bf16.
+// Backward (reverse): the add passes the fp32 gradient to x and casts it to bf16 for the
+// branch; the branch's input gradient (bf16) is cast back to fp32 through the cast, then the
+// norm backward (fp32), then autograd accumulates the norm path's gradient with the residual
+// gradient (one fp32 add). H200 profile (validation/runs/run02-check/h200_step_profile.txt): the
+// vectorized bfloat16_copy, unrolled direct_copy and CUDAFunctor_add<float> kernels.
+void fp32_norm_kernels(const ModelSpec& m, double n, double h, bool fused, bool accumulate, const char* tag,
+                       const char* tag_bwd, std::vector<Kernel>& f, std::vector<Kernel>& b) {
+  using hardware::MemFamily;
+  const double x = n * h;
+  auto fam = [](Kernel k, MemFamily fm) { k.family = fm; return k; };
+  if (accumulate) b.push_back(fam(memk("residual_grad_accumulate", 8 * x, 4 * x, x), MemFamily::add_f32));
+  if (fused || gpt_style(m)) {
+    f.push_back(fam(memk(tag, 4 * x + 4 * h, 4 * x, 5 * x), MemFamily::norm_fwd));
+    b.push_back(fam(memk(tag_bwd, 8 * x + 4 * h, 4 * x + 4 * h, 8 * x), MemFamily::norm_bwd));
+  } else {
+    // Hugging Face RMSNorm on an fp32 input: x.float() and .to(x.dtype) are no-ops, so
+    // pow, mean, rsqrt, mul, mul-by-weight, all fp32.
+    f.push_back(memk("rmsnorm_pow", 4 * x, 4 * x, x));
+    f.push_back(memk("rmsnorm_mean", 4 * x, 4 * n, x));
+    f.push_back(memk("rmsnorm_rsqrt", 4 * n, 4 * n, n));
+    f.push_back(memk("rmsnorm_mul", 4 * x + 4 * n, 4 * x, x));
+    f.push_back(memk("rmsnorm_weight", 4 * x + 4 * h, 4 * x, x));
+    // Its autograd backward, kernel by kernel as the H200 trace lists it (run 8,
+    // validation/runs/run08-fidelity2/kernel_trace.csv.gz, s1.3b seq 4096 fused 0: 12 kernels per norm,
+    // 254 us, where the old list had 5): y = (x * r) * w with r = rsqrt(mean(x^2) + eps):
+    // dY * w and dw = sum_tokens(dY * x r) (MulBackward0 of the weight); d(xr) * r and
+    // dr = sum_h(d(xr) * x); rsqrt / add-eps backward on [n] (pow, mul, mul); mean backward
+    // (expand and divide by h); pow backward (2 x, times the gradient); the two paths of dx
+    // accumulated (add_). Pushed in forward order (layer_kernels reverses b).
+    std::vector<Kernel> nb = {
+        memk("rmsnorm_weight_bwd", 4 * x + 4 * h, 4 * x, x),        // dY * w
+        memk("rmsnorm_wgrad_mul", 8 * x, 4 * x, x),                 // dY * (x r)
+        memk("rmsnorm_wgrad_sum", 4 * x, 4 * h, x),                 // sum over tokens
+        memk("rmsnorm_mul_bwd", 4 * x + 4 * n, 4 * x, x),           // d(xr) * r
+        memk("rmsnorm_rgrad_mul", 8 * x, 4 * x, x),                 // d(xr) * x
+        memk("rmsnorm_rgrad_sum", 4 * x, 4 * n, x),                 // sum over h
+        memk("rmsnorm_rsqrt_bwd", 8 * n, 4 * n, n, 3),              // pow, mul, mul on [n]
+        memk("rmsnorm_mean_bwd", 4 * n, 4 * x, x),                  // expand / h
+        memk("rmsnorm_pow_bwd", 4 * x, 4 * x, x),                   // 2 x
+        memk("rmsnorm_pow_grad_mul", 8 * x, 4 * x, x),              // times the gradient
+        memk("rmsnorm_dx_accumulate", 8 * x, 4 * x, x)};            // the two paths of dx
+    for (auto it = nb.rbegin(); it != nb.rend(); ++it) b.push_back(*it);
+  }
+  f.push_back(fam(memk("norm_out_to_bf16", 4 * x, 2 * x, 0), MemFamily::cast_down));
+  b.push_back(fam(memk("norm_out_to_bf16_bwd", 2 * x, 4 * x, 0), MemFamily::cast_up));
+}
+
+void fp32_residual_kernels(double n, double h, std::vector<Kernel>& f, std::vector<Kernel>& b) {
+  const double x = n * h;
+  Kernel add = memk("residual_add", 4 * x + 2 * x, 4 * x, x);
+  add.family = hardware::MemFamily::add_mixed;
+  Kernel cast = memk("residual_add_bwd", 4 * x, 2 * x, 0);   // the branch's gradient to bf16
+  cast.family = hardware::MemFamily::cast_down;
+  f.push_back(add);
+  b.push_back(cast);
+}
+
+// Activation over `n` tokens of width f (per rank).
+void activation_kernels(const ModelSpec& m, double n, double f_width, int e, bool fused,
+                        std::vector<Kernel>& f, std::vector<Kernel>& b, int count) {
+  const double x = n * f_width;
+  if (m.activation == Activation::swiglu) {
+    if (fused) {
+      push(f, b, {"swiglu", "swiglu_bwd", 2 * e * x, e * x, 5 * x, count});
+    } else {
+      push(f, b, {"silu", "silu_bwd", e * x, e * x, 4 * x, count});
+      push(f, b, {"swiglu_mul", "swiglu_mul_bwd", 2 * e * x, e * x, x, count});
+    }
+    return;
+  }
+  if (fused) {
+    push(f, b, {"bias_gelu", "bias_gelu_bwd", e * x + e * f_width, e * x, 8 * x, count});
+  } else {
+    push(f, b, {"bias_add", "bias_add_bwd", e * x + e * f_width, e * x, x, count});
+    push(f, b, {"gelu", "gelu_bwd", e * x, e * x, 8 * x, count});
+  }
+}
+
+// RoPE on a [n, width] tensor. Fused (Apex/TE): one kernel. Unfused (Hugging
+// Face apply_rotary_pos_emb): x*cos, neg(half), cat, rotate*sin, add.
+void rope_kernels(double n, double width, int e, bool fused, const char* tag, const char* tag_bwd,
+                  std::vector<Kernel>& f, std::vector<Kernel>& b) {
+  const double x = n * width;
+  if (fused) {
+    push(f, b, {tag, tag_bwd, e * x, e * x, 3 * x});
+    return;
+  }
+  push(f, b, {"rope_mul_cos", "rope_mul_cos_bwd", e * x, e * x, x});
+  push(f, b, {"rope_neg", "rope_neg_bwd", e * x / 2, e * x / 2, x / 2});
+  push(f, b, {"rope_cat", "rope_cat_bwd", e * x, e * x, 0});
+  push(f, b, {"rope_mul_sin", "rope_mul_sin_bwd", e * x, e * x, x});
+  push(f, b, {"rope_add", "rope_add_bwd", 2 * e * x, e * x, x});
+}
+
+// Adds the F GEMM, its dgrad (B) and wgrad (W). Forward y[m, out] = x[m, in] W.
+void linear(const char* name, const char* dname, const char* wname, double tokens, double in, double out, int e,
+            LayerKernels& lk, int count) {
+  lk.f.push_back(gemm(name, tokens, out, in, e, count));
+  lk.b.push_back(gemm(dname, tokens, in, out, e, count));
+  lk.w.push_back(gemm(wname, in, out, tokens, e, count));
+}
+
+}  // namespace mfusim::models::detail

@@ -1,0 +1,206 @@
+// Kernels of one layer, the embedding and the head for one micro-batch on one rank, built
+// from kernel_builders.h. Conventions: models/conventions.h; formulas and their sources:
+// docs/accounting.md.
+#include "models/layer_kernels.h"
+
+#include <algorithm>
+#include <cmath>
+
+#include "models/conventions.h"
+#include "models/kernel_builders.h"
+
+namespace mfusim::models {
+
+using namespace detail;
+using hardware::Kernel;
+
+LayerKernels layer_kernels(const ModelSpec& m, int layer, const RankShape& r) {
+  LayerKernels lk;
+  const int e = r.bytes_per_element, tp = r.tp;
+  const bool fused = r.fused_kernels;
+  const double h = static_cast<double>(m.hidden);
+  const double T = static_cast<double>(r.micro_batch) * static_cast<double>(r.seq_len) / r.cp;   // GEMM tokens
+  const double Tn = r.sequence_parallel ? T / tp : T;   // tokens of norms and residual adds
+  const double heads = static_cast<double>(m.heads) / tp;
+  const double kv = m.mla ? heads : kv_heads_per_rank(m.kv_heads, tp);
+  const double dqk = qk_head_dim(m), dv = v_head_dim(m);
+
+  const bool f32 = r.fp32_autocast;   // fp32 residual stream (fp32_norm_kernels)
+  auto block_norm = [&](std::vector<Kernel>& f, std::vector<Kernel>& b) {
+    const char* tag = gpt_style(m) ? "layernorm" : "rmsnorm";
+    const char* tag_bwd = gpt_style(m) ? "layernorm_bwd" : "rmsnorm_bwd";
+    if (f32) fp32_norm_kernels(m, Tn, h, fused, true, tag, tag_bwd, f, b);
+    else norm_kernels(m, Tn, h, e, fused, tag, tag_bwd, f, b);
+  };
+  auto block_residual = [&](std::vector<Kernel>& f, std::vector<Kernel>& b) {
+    if (f32 && !has_dropout(m)) fp32_residual_kernels(Tn, h, f, b);
+    else residual_kernels(m, Tn, h, e, fused, f, b);
+  };
+
+  // --- attention block ---
+  block_norm(lk.f, lk.b);
+  if (m.mla) {
+    const auto& l = *m.mla;
+    const double rope = static_cast<double>(l.qk_rope_head_dim);
+    if (l.q_lora_rank > 0) {
+      const double ql = static_cast<double>(l.q_lora_rank);
+      linear("q_down", "q_down_dgrad", "q_down_wgrad", T, h, ql, e, lk);   // duplicated over tp
+      norm_kernels(m, T, ql, e, fused, "q_norm", "q_norm_bwd", lk.f, lk.b);
+      linear("q_up", "q_up_dgrad", "q_up_wgrad", T, ql, heads * dqk, e, lk);
+    } else {
+      linear("q_proj", "q_proj_dgrad", "q_proj_wgrad", T, h, heads * dqk, e, lk);
+    }
+    const double kvl = static_cast<double>(l.kv_lora_rank);
+    linear("kv_down", "kv_down_dgrad", "kv_down_wgrad", T, h, kvl + rope, e, lk);   // duplicated over tp
+    norm_kernels(m, T, kvl, e, fused, "kv_norm", "kv_norm_bwd", lk.f, lk.b);
+    linear("kv_up", "kv_up_dgrad", "kv_up_wgrad", T, kvl, heads * (l.qk_nope_head_dim + l.v_head_dim), e, lk);
+    rope_kernels(T, heads * rope, e, fused, "rope_q", "rope_q_bwd", lk.f, lk.b);
+    rope_kernels(T, rope, e, fused, "rope_k", "rope_k_bwd", lk.f, lk.b);
+  } else {
+    linear("qkv", "qkv_dgrad", "qkv_wgrad", T, h, (heads + 2 * kv) * dqk, e, lk);
+    // Plain PyTorch splits the one QKV output into q, k, v views; autograd's SplitBackward
+    // concatenates dq, dk, dv into one gradient before the dgrad (run 8 trace: one
+    // CatArrayBatchedCopy per layer, 15-16 us at s1.3b seq 4096, fused 0 and 1).
+    if (r.fp32_autocast) lk.b.push_back(memk("qkv_split_bwd", e * T * (heads + 2 * kv) * dqk, e * T * (heads + 2 * kv) * dqk, 0));
+    if (has_rope(m)) {
+      rope_kernels(T, heads * dqk, e, fused, "rope_q", "rope_q_bwd", lk.f, lk.b);
+      rope_kernels(T, kv * dqk, e, fused, "rope_k", "rope_k_bwd", lk.f, lk.b);
+    }
+  }
+  std::size_t core_begin = lk.f.size();
+  const AttnShape as{static_cast<double>(r.micro_batch), heads, kv, static_cast<double>(r.seq_len) / r.cp,
+                     static_cast<double>(r.seq_len), dqk, dv};
+  attention_kernels(m, as, e, r.flash_attention, fused, lk.f, lk.b, r.fp32_autocast);
+  std::size_t core_end = lk.f.size();
+  linear("attn_out", "attn_out_dgrad", "attn_out_wgrad", T, heads * dv, h, e, lk);
+  block_residual(lk.f, lk.b);
+
+  // --- MLP block ---
+  lk.f_mlp = lk.f.size();
+  const std::size_t b_mlp_fwd = lk.b.size();
+  std::size_t bx0 = 0, bx1 = 0;
+  block_norm(lk.f, lk.b);
+  if (m.is_moe_layer(layer)) {
+    const auto& mo = *m.moe;
+    const double E = mo.experts, k = mo.top_k, fe = static_cast<double>(mo.expert_ffn_hidden);
+    const double per_rank = E / r.ep;
+    // Router on the rank's own tokens; top-k; permutation into expert order.
+    linear("router", "router_dgrad", "router_wgrad", Tn, h, E, e, lk);
+    push(lk.f, lk.b, {"router_topk", "router_topk_bwd", 4 * Tn * E, 12 * Tn * k, Tn * E});
+    push(lk.f, lk.b, {"moe_permute", "moe_unpermute_grad", e * Tn * h, e * Tn * k * h, 0});
+    // Tokens one expert sees on this rank: the tp group's T tokens of each of
+    // the ep ranks, top_k copies, spread over all experts (balanced routing).
+    const double m_e = T * r.ep * k / E;
+    const int groups = std::max(1, static_cast<int>(std::lround(per_rank)));
+    lk.f_experts = lk.f.size();
+    bx0 = lk.b.size();
+    linear("expert_fc1", "expert_fc1_dgrad", "expert_fc1_wgrad", m_e, h, 2 * fe / tp, e, lk, groups);
+    activation_kernels(m, m_e * groups, fe / tp, e, fused, lk.f, lk.b);
+    linear("expert_fc2", "expert_fc2_dgrad", "expert_fc2_wgrad", m_e, fe / tp, h, e, lk, groups);
+    lk.f_experts_end = lk.f.size();
+    bx1 = lk.b.size();
+    push(lk.f, lk.b, {"moe_unpermute", "moe_permute_grad", e * Tn * k * h + 4 * Tn * k, e * Tn * h, Tn * k * h});
+    if (mo.shared_experts > 0) {
+      const double fs = mo.shared_experts * fe / tp;
+      linear("shared_fc1", "shared_fc1_dgrad", "shared_fc1_wgrad", T, h, 2 * fs, e, lk);
+      activation_kernels(m, T, fs, e, fused, lk.f, lk.b);
+      linear("shared_fc2", "shared_fc2_dgrad", "shared_fc2_wgrad", T, fs, h, e, lk);
+    }
+  } else {
+    const double f = static_cast<double>(m.ffn_hidden) / tp;
+    const double up = m.activation == Activation::swiglu ? 2 * f : f;
+    linear("mlp_up", "mlp_up_dgrad", "mlp_up_wgrad", T, h, up, e, lk);
+    // Gate and up are chunks of one GEMM output: ChunkBackward concatenates their gradients
+    // (run 8 trace: 43-45 us per layer at s1.3b seq 4096).
+    if (r.fp32_autocast && m.activation == Activation::swiglu)
+      lk.b.push_back(memk("mlp_up_chunk_bwd", e * T * up, e * T * up, 0));
+    activation_kernels(m, T, f, e, fused, lk.f, lk.b);
+    linear("mlp_down", "mlp_down_dgrad", "mlp_down_wgrad", T, f, h, e, lk);
+  }
+  block_residual(lk.f, lk.b);
+
+  std::reverse(lk.b.begin(), lk.b.end());   // built in F order; B runs in reverse
+  lk.b_attn = lk.b.size() - b_mlp_fwd;
+  if (bx1 > bx0) {
+    lk.b_experts = lk.b.size() - bx1;
+    lk.b_experts_end = lk.b.size() - bx0;
+  }
+
+  if (r.fp32_autocast) {
+    add_autocast_casts(lk, {&lk.f_mlp, &lk.f_experts, &lk.f_experts_end, &core_begin, &core_end});
+    if (fused) {
+      mark_compiled(lk.f);
+      mark_compiled(lk.b);
+    }
+    tag_eager_families(lk);
+  }
+
+  mark_autograd(lk);
+  if (r.recompute == Recompute::full) {
+    lk.r = lk.f;
+  } else if (r.recompute == Recompute::selective) {
+    lk.r.assign(lk.f.begin() + static_cast<std::ptrdiff_t>(core_begin),
+                lk.f.begin() + static_cast<std::ptrdiff_t>(core_end));
+  }
+  return lk;
+}
+
+LayerKernels embedding_kernels(const ModelSpec& m, const RankShape& r) {
+  LayerKernels lk;
+  const int e = r.bytes_per_element;
+  const double h = static_cast<double>(m.hidden);
+  const double T = static_cast<double>(r.micro_batch) * static_cast<double>(r.seq_len) / r.cp;
+  const double Tn = r.sequence_parallel ? T / r.tp : T;
+  // Vocab-parallel lookup: gather rows, write [T, h] (reduced over tp). fp32-autocast: the
+  // table is fp32 (nn.Embedding is not on autocast's list), so the output and the residual
+  // stream's gradient arriving at it are fp32.
+  const double ea = r.fp32_autocast ? 4.0 : e;
+  lk.f.push_back(memk("embedding_lookup", ea * T * h + 8 * T, ea * T * h, 0));
+  if (has_dropout(m)) lk.f.push_back(memk("embedding_dropout", e * Tn * h, e * Tn * h + Tn * h, 2 * Tn * h));
+  // Backward: scatter-add the output gradient into the (fp32) embedding gradient.
+  lk.w.push_back(memk("embedding_grad", ea * T * h + 8 * T, 4 * T * h, T * h));
+  mark_autograd(lk);
+  return lk;
+}
+
+LayerKernels head_kernels(const ModelSpec& m, const RankShape& r) {
+  LayerKernels lk;
+  const int e = r.bytes_per_element, tp = r.tp;
+  const double h = static_cast<double>(m.hidden);
+  const double T = static_cast<double>(r.micro_batch) * static_cast<double>(r.seq_len) / r.cp;
+  const double Tn = r.sequence_parallel ? T / tp : T;
+  const double v = static_cast<double>(m.vocab) / tp;
+  if (r.fp32_autocast)   // the last layer's fp32 output: fp32 norm, cast for the LM head
+    fp32_norm_kernels(m, Tn, h, r.fused_kernels, false, gpt_style(m) ? "final_layernorm" : "final_rmsnorm",
+                      gpt_style(m) ? "final_layernorm_bwd" : "final_rmsnorm_bwd", lk.f, lk.b);
+  else
+    norm_kernels(m, Tn, h, e, r.fused_kernels, gpt_style(m) ? "final_layernorm" : "final_rmsnorm",
+                 gpt_style(m) ? "final_layernorm_bwd" : "final_rmsnorm_bwd", lk.f, lk.b);
+  linear("lm_head", "lm_head_dgrad", "lm_head_wgrad", T, h, v, e, lk);
+  if (r.fp32_autocast) {
+    // torch: F.cross_entropy(logits.float(), targets) over the full [T, V] logits
+    // (validation/train_step.py Model.forward): the .float() copy, log_softmax in fp32
+    // (a row of V > 12288 fp32 does not fit in shared memory: read three times, written
+    // once, softmax_row_reads), nll_loss. Backward: nll_loss_backward fills the [T, V] fp32
+    // gradient with zeros and scatters -1/T; log_softmax_backward reads the gradient for the
+    // row sum, then gradient and output again, writes; the cast back to bf16.
+    const double x = T * v, rd = softmax_row_reads(v);
+    lk.f.push_back(memk("logits_to_fp32", e * x, 4 * x, 0));
+    lk.f.push_back(memk("log_softmax", rd * 4 * x, 4 * x, 5 * x));
+    lk.f.push_back(memk("nll_loss", 12 * T, 4, T));
+    lk.b.push_back(memk("logits_to_fp32_bwd", 4 * x, e * x, 0));
+    lk.b.push_back(memk("log_softmax_bwd", (rd > 1 ? 12 : 8) * x, 4 * x, 3 * x));
+    lk.b.push_back(memk("nll_loss_bwd", 12 * T, 4 * x, T));
+    add_autocast_casts(lk, {});
+    tag_eager_families(lk);
+  } else {
+    // Vocab-parallel cross entropy on fp32 logits: max, sum-exp, loss; backward softmax - onehot.
+    lk.f.push_back(memk("cross_entropy", e * T * v, 4 * T * v, 5 * T * v));
+    lk.b.push_back(memk("cross_entropy_bwd", 4 * T * v, e * T * v, 2 * T * v));
+  }
+  std::reverse(lk.b.begin(), lk.b.end());   // built in F order; B runs in reverse
+  mark_autograd(lk);
+  return lk;
+}
+
+}  // namespace mfusim::models

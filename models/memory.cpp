@@ -1,0 +1,159 @@
+// Memory accounting per rank: weights, gradients and optimizer state; activations kept from
+// F to B, what W still needs after B, and the first and last stages' extras. Formulas and
+// their sources: docs/accounting.md.
+#include "models/memory.h"
+
+#include <algorithm>
+
+#include "models/conventions.h"
+#include "models/params.h"
+
+namespace mfusim::models {
+
+using namespace detail;
+
+StaticMemory static_memory(const ModelSpec& m, const std::vector<int>& layers, bool has_embedding, bool has_head,
+                           int tp, int ep, int dp, bool distributed_optimizer, bool fp32_autocast) {
+  double dense = 0, expert = 0;
+  for (int i : layers) {
+    const ParamParts p = layer_parts(m, i);
+    dense += p.tp_sharded / tp + p.replicated;
+    expert += p.experts / (static_cast<double>(tp) * ep);
+  }
+  const ParamCount c = count_params(m);
+  if (has_embedding) dense += c.embedding / tp;
+  if (has_head) {
+    dense += c.final_norm;
+    if (!m.tied_embeddings) dense += c.lm_head / tp;
+    else if (!has_embedding) dense += c.embedding / tp;   // Megatron keeps a tied copy on the last stage
+  }
+  StaticMemory s;
+  s.params = param_bytes(fp32_autocast) * (dense + expert);
+  s.grads = 4 * (dense + expert);
+  const double expert_dp = std::max(1.0, static_cast<double>(dp) / ep);
+  const double state = fp32_autocast ? 8 : 12;   // m, v (+ fp32 master copy for bf16 params)
+  s.optimizer = distributed_optimizer ? state * (dense / dp + expert / expert_dp) : state * (dense + expert);
+  return s;
+}
+
+double activation_bytes(const ModelSpec& m, int layer, const RankShape& r) {
+  const double t = r.tp;
+  const double e = r.bytes_per_element;
+  const double h = static_cast<double>(m.hidden);
+  const double s = static_cast<double>(r.seq_len);
+  const double T = static_cast<double>(r.micro_batch) * s / r.cp;
+  const double rep = r.sequence_parallel ? 1.0 / t : 1.0;   // tensors outside the TP region
+  const double shard = 1.0 / t;
+  if (r.recompute == Recompute::full) return e * T * h * rep;   // the layer input only
+
+  const double heads = m.heads;
+  const double dqk = qk_head_dim(m), dv = v_head_dim(m), kvh = core_kv_heads(m);
+  const double drop = has_dropout(m) ? 1.0 : 0.0;
+  double per_token = 0;
+  // attention block (Korthikanti: 11sbh + 5as^2b for GPT)
+  per_token += e * h * rep;                                   // norm input
+  per_token += e * h * rep;                                   // QKV GEMM input (norm output)
+  if (m.mla) {
+    const auto& l = *m.mla;
+    // latents are duplicated over tp: q down output (norm input) and q norm output, same for kv
+    per_token += 2 * e * (l.q_lora_rank + l.kv_lora_rank) + e * l.qk_rope_head_dim;
+  }
+  per_token += e * (heads * dqk + kvh * dqk) * shard;         // Q and K for QK^T
+  per_token += e * kvh * dv * shard;                          // V
+  per_token += e * heads * dv * shard;                        // attention output = out-projection input
+  if (r.recompute == Recompute::none) {
+    if (r.flash_attention) {
+      per_token += 4 * heads * shard;                         // softmax log-sum-exp (fp32)
+    } else {
+      // over s keys per head: the probabilities attn*V reads (e), the softmax output
+      // its backward reads (the same tensor when fused; fp32, 4 bytes, unfused),
+      // dropout mask (1) and dropout output (e)
+      per_token += (e + (r.fused_kernels ? 0.0 : 4.0) + drop * (1 + e)) * heads * s * shard;
+    }
+  }
+  per_token += drop * h * rep;                                // dropout mask after out-projection
+  // MLP block (Korthikanti: 19sbh for GPT)
+  per_token += e * h * rep;                                   // norm input
+  auto mlp = [&](double width) {                              // activations of one (dense-width) MLP
+    return m.activation == Activation::swiglu ? e * 3 * width * shard   // gate+up output, SwiGLU output
+                                              : e * 2 * width * shard;  // GELU input, GELU output
+  };
+  if (m.is_moe_layer(layer)) {
+    const auto& mo = *m.moe;
+    const double fe = static_cast<double>(mo.expert_ffn_hidden);
+    per_token += e * h * rep;                                 // router input
+    per_token += 4 * mo.experts * rep;                        // router probabilities (fp32)
+    per_token += mo.top_k * (e * h * rep + mlp(fe));          // permuted expert inputs and expert internals
+    per_token += mo.shared_experts * mlp(fe);
+  } else {
+    per_token += e * h * rep;                                 // fc1 input
+    per_token += mlp(static_cast<double>(m.ffn_hidden));
+  }
+  per_token += drop * h * rep;                                // dropout mask after MLP
+  // fp32-autocast: each GEMM saves its bf16 weight copy (the autocast cast) for its input
+  // gradient, per micro-batch, until the layer's backward.
+  double weight_copies = 0;
+  if (r.fp32_autocast) {
+    const ParamParts p = layer_parts(m, layer);
+    weight_copies = e * (p.tp_sharded / t + p.experts / (t * r.ep));
+  }
+  return T * per_token + weight_copies;
+}
+
+double w_stash_bytes(const ModelSpec& m, int layer, const RankShape& r) {
+  // Each weight GEMM keeps its input x and output gradient dy until W: dW = x^T dy.
+  const double t = r.tp;
+  const double e = r.bytes_per_element;
+  const double h = static_cast<double>(m.hidden);
+  const double T = static_cast<double>(r.micro_batch) * static_cast<double>(r.seq_len) / r.cp;
+  const double rep = r.sequence_parallel ? 1.0 / t : 1.0;
+  const double heads = m.heads;
+  double per_token = 0;
+  auto column = [&](double in, double out) { per_token += e * (in * rep + out / t); };   // in: full hidden
+  auto row = [&](double in, double out) { per_token += e * (in / t + out * rep); };
+  auto dup = [&](double in, double out) { per_token += e * (in + out); };               // duplicated over tp
+  if (m.mla) {
+    const auto& l = *m.mla;
+    const double qk = qk_head_dim(m);
+    if (l.q_lora_rank > 0) {
+      dup(h, static_cast<double>(l.q_lora_rank));
+      per_token += e * (l.q_lora_rank + heads * qk / t);
+    } else {
+      column(h, heads * qk);
+    }
+    dup(h, static_cast<double>(l.kv_lora_rank + l.qk_rope_head_dim));
+    per_token += e * (l.kv_lora_rank + heads * (l.qk_nope_head_dim + l.v_head_dim) / t);
+  } else {
+    column(h, (heads + 2.0 * m.kv_heads) * head_dim(m));
+  }
+  row(heads * v_head_dim(m), h);
+  if (m.is_moe_layer(layer)) {
+    const auto& mo = *m.moe;
+    const double fe = static_cast<double>(mo.expert_ffn_hidden);
+    per_token += e * (h + mo.experts) * rep;                  // router
+    const double copies = mo.top_k + mo.shared_experts;
+    per_token += copies * e * (h * rep + 2 * fe / t);         // fc1
+    per_token += copies * e * (fe / t + h * rep);             // fc2
+  } else {
+    const double f = static_cast<double>(m.ffn_hidden);
+    column(h, m.activation == Activation::swiglu ? 2 * f : f);
+    row(f, h);
+  }
+  return T * per_token;
+}
+
+double embedding_activation_bytes(const ModelSpec& m, const RankShape& r) {
+  const double T = static_cast<double>(r.micro_batch) * static_cast<double>(r.seq_len) / r.cp;
+  const double rep = r.sequence_parallel ? 1.0 / r.tp : 1.0;
+  return has_dropout(m) ? T * static_cast<double>(m.hidden) * rep : 0.0;   // dropout mask (1 byte)
+}
+
+double head_activation_bytes(const ModelSpec& m, const RankShape& r) {
+  const double T = static_cast<double>(r.micro_batch) * static_cast<double>(r.seq_len) / r.cp;
+  const double rep = r.sequence_parallel ? 1.0 / r.tp : 1.0;
+  const double h = static_cast<double>(m.hidden);
+  // final norm input, LM-head input (Korthikanti: 2sbh/t each), fp32 logits 4sbv/t
+  return T * (2.0 * r.bytes_per_element * h * rep + 4.0 * static_cast<double>(m.vocab) / r.tp);
+}
+
+}  // namespace mfusim::models

@@ -1,0 +1,32 @@
+#pragma once
+// Memory accounting per rank (bytes): weights, gradients and optimizer state, activations
+// kept from F to B, what W still needs after B (Korthikanti et al. 2022, Qi et al. 2024;
+// docs/accounting.md).
+#include <vector>
+
+#include "models/model_spec.h"
+#include "models/rank_shape.h"
+
+namespace mfusim::models {
+
+struct StaticMemory { double params = 0, grads = 0, optimizer = 0; };
+// Weights of `layer_count` layers held by one rank (sharded by tp and ep),
+// plus embedding/head when held; mixed-precision Adam: bf16 params, fp32
+// grads (Megatron main-grad), fp32 master + two moments (12 bytes/param),
+// sharded over dp when distributed_optimizer.
+// fp32_autocast: fp32 params (4 bytes), fp32 grads (4), Adam m and v (8, sharded like the
+// optimizer state); no separate master copy.
+StaticMemory static_memory(const ModelSpec&, const std::vector<int>& layers, bool has_embedding, bool has_head,
+                           int tp, int ep, int dp, bool distributed_optimizer, bool fp32_autocast = false);
+// Bytes of one stored parameter: 2 (bf16 params) or 4 (fp32 under autocast).
+constexpr double param_bytes(bool fp32_autocast) { return fp32_autocast ? 4.0 : 2.0; }
+// Activations one layer keeps from F until its B, per micro-batch (Korthikanti
+// Table 2, adapted for flash attention, GQA, SwiGLU and MoE).
+double activation_bytes(const ModelSpec&, int layer, const RankShape&);
+// What W still needs after B (Zero Bubble M_W), per micro-batch per layer.
+double w_stash_bytes(const ModelSpec&, int layer, const RankShape&);
+// Extra activations of the first stage (embedding output) and of the last (logits), per micro-batch.
+double embedding_activation_bytes(const ModelSpec&, const RankShape&);
+double head_activation_bytes(const ModelSpec&, const RankShape&);
+
+}  // namespace mfusim::models

@@ -1,0 +1,23 @@
+// The one place that maps a Scenario to the per-rank shape the kernel, communication and
+// memory accounting read.
+#include "models/rank_shape.h"
+
+namespace mfusim::models {
+
+RankShape rank_shape(const config::Scenario& s) {
+  RankShape sh;
+  sh.tp = s.parallel.tp;
+  sh.cp = s.parallel.cp;
+  sh.ep = s.parallel.ep;
+  sh.sequence_parallel = s.parallel.sequence_parallel;
+  sh.micro_batch = s.training.micro_batch;
+  sh.seq_len = s.training.seq_len;
+  sh.flash_attention = s.features.flash_attention;
+  sh.fused_kernels = s.features.fused_kernels;
+  sh.recompute = s.features.recompute;
+  sh.bytes_per_element = 2;
+  sh.fp32_autocast = s.training.master_weights == config::MasterWeights::fp32_autocast;
+  return sh;
+}
+
+}  // namespace mfusim::models

@@ -1,0 +1,31 @@
+#pragma once
+// What one rank runs of a layer: its slice of the parallel layout, the micro-batch, the
+// kernel features and the weights recipe. Read by the kernel, communication and memory
+// accounting.
+#include <cstdint>
+
+#include "config/scenario.h"
+
+namespace mfusim::models {
+
+using config::Recompute;
+
+struct RankShape {
+  int tp = 1, cp = 1, ep = 1;
+  bool sequence_parallel = true;
+  std::int64_t micro_batch = 1;
+  std::int64_t seq_len = 4096;
+  bool flash_attention = true;
+  bool fused_kernels = true;
+  Recompute recompute = Recompute::none;
+  int bytes_per_element = 2;      // bf16 activations
+  // Plain PyTorch AMP (training.master_weights = "fp32-autocast", docs/fidelity.md): fp32
+  // parameters cast to bf16 by every forward (and recompute), bf16 weight gradients cast to
+  // fp32 .grad, torch cross entropy on .float() logits, eager attention chain without flash.
+  bool fp32_autocast = false;
+};
+// The per-rank shape of a scenario (its parallel layout, micro-batch, features
+// and weights recipe): the one place that maps a Scenario to a RankShape.
+RankShape rank_shape(const config::Scenario&);
+
+}  // namespace mfusim::models
