@@ -1,0 +1,252 @@
+// The checking phase: ranges and combinations (SPEC §3), shared by the
+// loaders (with positions) and validate() (without).
+#include <algorithm>
+
+#include "config/read_context.h"
+#include "schedules/schedule.h"
+
+namespace mfusim::config::detail {
+
+namespace fs = std::filesystem;
+using Kind = Value::Kind;
+
+void check_model(const models::ModelSpec& m, const Sink& err) {
+  const std::string n = m.name.empty() ? "the model" : m.name;
+  auto range = [&](const std::string& key, std::int64_t v, std::int64_t lo, std::int64_t hi) {
+    if (v < lo || v > hi)
+      err(key, "'" + key + "' = " + std::to_string(v) + " is out of range (" + std::to_string(lo) + " .. " +
+                   std::to_string(hi) + ")");
+    return v >= lo && v <= hi;
+  };
+  bool ok = range("model.layers", m.layers, 1, 100000);
+  ok &= range("model.hidden", m.hidden, 1, 1 << 22);
+  ok &= range("model.heads", m.heads, 1, 1 << 16);
+  ok &= range("model.kv_heads", m.kv_heads, 1, 1 << 16);
+  ok &= range("model.vocab", m.vocab, 1, 1 << 26);
+  ok &= range("model.head_dim", m.head_dim, 1, 1 << 16);
+  const bool all_moe = m.moe && m.moe->dense_layers == 0;
+  ok &= range("model.ffn_hidden", m.ffn_hidden, all_moe ? 0 : 1, 1 << 24);
+  if (ok && m.heads % m.kv_heads != 0)
+    err("model.kv_heads", "kv_heads=" + std::to_string(m.kv_heads) + " does not divide heads=" +
+                              std::to_string(m.heads) + " (grouped-query attention needs whole groups)");
+  if (m.moe) {
+    const auto& e = *m.moe;
+    bool eok = range("model.moe.experts", e.experts, 1, 1 << 16);
+    eok &= range("model.moe.top_k", e.top_k, 1, 1 << 16);
+    range("model.moe.expert_ffn_hidden", e.expert_ffn_hidden, 1, 1 << 24);
+    range("model.moe.shared_experts", e.shared_experts, 0, 1 << 16);
+    range("model.moe.dense_layers", e.dense_layers, 0, std::max(0, m.layers));
+    if (eok && e.top_k > e.experts)
+      err("model.moe.top_k", "top_k=" + std::to_string(e.top_k) + " exceeds experts=" + std::to_string(e.experts));
+  }
+  if (m.mla) {
+    const auto& a = *m.mla;
+    range("model.mla.q_lora_rank", a.q_lora_rank, 0, 1 << 20);
+    range("model.mla.kv_lora_rank", a.kv_lora_rank, 1, 1 << 20);
+    range("model.mla.qk_nope_head_dim", a.qk_nope_head_dim, 0, 1 << 16);
+    range("model.mla.qk_rope_head_dim", a.qk_rope_head_dim, 0, 1 << 16);
+    range("model.mla.v_head_dim", a.v_head_dim, 1, 1 << 16);
+  }
+}
+
+void check_hardware(const hardware::HardwareSpec& h, const Sink& err) {
+  auto positive = [&](const std::string& key, double v, double scale) {
+    if (!(v > 0)) err(key, "'" + key + "' must be > 0 (got " + fmt(v / scale) + ")");
+  };
+  auto nonneg = [&](const std::string& key, double v, double scale) {
+    if (!(v >= 0)) err(key, "'" + key + "' must be >= 0 (got " + fmt(v / scale) + ")");
+  };
+  positive("hardware.peak_tflops_bf16", h.peak_flops_bf16, 1e12);
+  nonneg("hardware.peak_tflops_fp8", h.peak_flops_fp8, 1e12);
+  positive("hardware.hbm_gib", h.hbm_bytes, 1024.0 * 1024.0 * 1024.0);
+  positive("hardware.hbm_bandwidth_gbs", h.hbm_bandwidth, 1e9);
+  positive("hardware.nvlink_bandwidth_gbs", h.nvlink_bandwidth, 1e9);
+  positive("hardware.nic_bandwidth_gbs", h.nic_bandwidth, 1e9);
+  nonneg("hardware.nvlink_latency_us", h.nvlink_latency, 1e-6);
+  nonneg("hardware.nic_latency_us", h.nic_latency, 1e-6);
+  nonneg("hardware.launch_overhead_us", h.launch_overhead, 1e-6);
+  nonneg("hardware.host_overhead_us", h.host_overhead, 1e-6);
+  nonneg("hardware.host_compiled_overhead_us", h.host_compiled_overhead, 1e-6);
+  nonneg("hardware.host_backward_overhead_us", h.host_backward_overhead, 1e-6);
+  nonneg("hardware.host_checkpoint_overhead_us", h.host_checkpoint_overhead, 1e-6);
+  nonneg("hardware.host_recompute_overhead_us", h.host_recompute_overhead, 1e-6);
+  if (h.gpus_per_node < 1 || h.gpus_per_node > 1 << 20)
+    err("hardware.gpus_per_node", "'hardware.gpus_per_node' must be >= 1 (got " + std::to_string(h.gpus_per_node) + ")");
+}
+
+// Ranges and combinations (SPEC §3), on a scenario from a file or built in code.
+void check_scenario(const Scenario& s, const Sink& err) {
+  const auto& m = s.model;
+  const auto& par = s.parallel;
+  const auto& tr = s.training;
+  bool model_ok = true;
+  check_model(m, [&](const std::string& k, const std::string& msg) {
+    model_ok = false;
+    err(k, msg);
+  });
+  check_hardware(s.hardware, err);
+
+  auto range = [&](const std::string& key, std::int64_t v, std::int64_t lo, std::int64_t hi) {
+    if (v < lo || v > hi) {
+      err(key, "'" + key + "' = " + std::to_string(v) + " is out of range (" + std::to_string(lo) + " .. " +
+                   std::to_string(hi) + ")");
+      return false;
+    }
+    return true;
+  };
+  bool ok = range("cluster.gpus", s.gpus, 1, kMaxGpus);
+  ok &= range("training.seq_len", tr.seq_len, 1, kMaxSeq);
+  ok &= range("training.global_batch", tr.global_batch, 1, kMaxBatch);
+  ok &= range("training.micro_batch", tr.micro_batch, 1, kMaxBatch);
+  ok &= range("parallel.tp", par.tp, 1, kMaxGpus);
+  ok &= range("parallel.pp", par.pp, 1, kMaxGpus);
+  ok &= range("parallel.cp", par.cp, 1, kMaxGpus);
+  ok &= range("parallel.ep", par.ep, 1, kMaxGpus);
+  ok &= range("parallel.vpp", par.vpp, 1, 1024);
+  ok &= range("parallel.dp", par.dp, 0, kMaxGpus);
+  ok &= range("parallel.first_stage_layers", par.first_stage_layers, 0, 100000);
+  ok &= range("parallel.last_stage_layers", par.last_stage_layers, 0, 100000);
+  range("features.dataloader_workers", s.features.dataloader_workers, 0, 4096);
+  if (!(s.features.dataloader_ms_per_sample >= 0 || s.features.dataloader_ms_per_sample == -1))
+    err("features.dataloader_ms_per_sample", "'features.dataloader_ms_per_sample' must be >= 0 ms (got " +
+                                                 fmt(s.features.dataloader_ms_per_sample) + ")");
+  if (!(s.features.gc_pause_ms >= 0 && s.features.gc_pause_ms <= 1e6))
+    err("features.gc_pause_ms", "'features.gc_pause_ms' must be in [0, 1e6] ms (got " + fmt(s.features.gc_pause_ms) + ")");
+  if (!(s.features.gc_interval_s > 0 && s.features.gc_interval_s <= 1e9))
+    err("features.gc_interval_s", "'features.gc_interval_s' must be in (0, 1e9] s (got " + fmt(s.features.gc_interval_s) + ")");
+  if (!(tr.tokens_to_train >= 0))
+    err("training.tokens_to_train", "'training.tokens_to_train' must be >= 0 (got " + fmt(tr.tokens_to_train) + ")");
+  if (!(s.cost.price_per_gpu_hour >= 0))
+    err("cost.price_per_gpu_hour",
+        "'cost.price_per_gpu_hour' must be >= 0 (got " + fmt(s.cost.price_per_gpu_hour) + ")");
+  if (s.schedule.costs) {
+    const auto& c = *s.schedule.costs;
+    if (!(c.f > 0)) err("schedule.costs.f", "'schedule.costs.f' must be > 0 ms (got " + fmt(c.f * 1e3) + ")");
+    if (!(c.b > 0)) err("schedule.costs.b", "'schedule.costs.b' must be > 0 ms (got " + fmt(c.b * 1e3) + ")");
+    if (c.w && !(*c.w >= 0)) err("schedule.costs.w", "'schedule.costs.w' must be >= 0 ms (got " + fmt(*c.w * 1e3) + ")");
+    if (!(c.comm >= 0))
+      err("schedule.costs.comm", "'schedule.costs.comm' must be >= 0 ms (got " + fmt(c.comm * 1e3) + ")");
+    if (c.fb && !(*c.fb > 0)) err("schedule.costs.fb", "'schedule.costs.fb' must be > 0 ms (got " + fmt(*c.fb * 1e3) + ")");
+  }
+  if (tr.precision == Precision::fp8 && !(s.hardware.peak_flops_fp8 > 0))
+    err("training.precision", "precision \"fp8\" needs FP8 tensor cores, but hardware '" + s.hardware.name +
+                                  "' has no peak_tflops_fp8");
+  if (!ok) return;
+
+  // Cluster shape: gpus = tp * pp * cp * dp.
+  const std::int64_t mp = mul(mul(par.tp, par.pp), par.cp);
+  int dp = par.dp;
+  if (s.gpus % mp != 0) {
+    err("cluster.gpus", "gpus=" + std::to_string(s.gpus) + " is not a multiple of tp*pp*cp = " + std::to_string(par.tp) +
+                            "*" + std::to_string(par.pp) + "*" + std::to_string(par.cp) + " = " + std::to_string(mp));
+    dp = 0;
+  } else {
+    const int derived = static_cast<int>(s.gpus / mp);
+    if (dp != 0 && dp != derived)
+      err("parallel.dp", "dp=" + std::to_string(dp) + " does not match gpus / (tp*pp*cp) = " + std::to_string(s.gpus) +
+                             " / " + std::to_string(mp) + " = " + std::to_string(derived));
+    dp = derived;
+  }
+
+  if (model_ok) {
+    // Megatron-LM: heads and query groups are split over tensor-parallel ranks.
+    if (m.heads % par.tp != 0)
+      err("parallel.tp", "tensor parallel size (tp=" + std::to_string(par.tp) + ") does not divide the " +
+                             std::to_string(m.heads) + " attention heads of " + m.name);
+    else if (m.kv_heads % par.tp != 0)
+      err("parallel.tp", "tensor parallel size (tp=" + std::to_string(par.tp) + ") does not divide the " +
+                             std::to_string(m.kv_heads) + " key/value heads (query groups) of " + m.name);
+    if (par.ep > 1) {
+      if (!m.is_moe())
+        err("parallel.ep", "expert parallelism (ep=" + std::to_string(par.ep) + ") needs an MoE model; " + m.name +
+                               " is dense");
+      else if (m.moe->experts % par.ep != 0)
+        err("parallel.ep", "expert parallel size (ep=" + std::to_string(par.ep) + ") does not divide the " +
+                               std::to_string(m.moe->experts) + " experts of " + m.name);
+      else if (dp > 0 && mul(mul(dp, par.cp), par.tp) % par.ep != 0)
+        err("parallel.ep", "expert parallel size (ep=" + std::to_string(par.ep) + ") does not divide tp*cp*dp = " +
+                               std::to_string(mul(mul(dp, par.cp), par.tp)));
+    }
+    // Layer split over pipeline stages (chunks virtual stages per rank).
+    const std::string sched = to_string(s.schedule.name);
+    const int chunks = schedules::chunks_for(sched, par.vpp);
+    const std::int64_t vstages = mul(par.pp, chunks);
+    if (!par.stage_layers.empty()) {
+      std::int64_t sum = 0;
+      bool neg = false;
+      for (int x : par.stage_layers) {
+        sum += x;
+        neg = neg || x < 0;
+      }
+      if (par.first_stage_layers || par.last_stage_layers)
+        err("parallel.stage_layers", "give either stage_layers or first/last_stage_layers, not both");
+      if (static_cast<std::int64_t>(par.stage_layers.size()) != vstages)
+        err("parallel.stage_layers", "stage_layers has " + std::to_string(par.stage_layers.size()) +
+                                         " entries, expected one per pipeline stage (pp*chunks = " +
+                                         std::to_string(vstages) + ")");
+      else if (neg)
+        err("parallel.stage_layers", "stage_layers entries must be >= 0");
+      else if (sum != m.layers)
+        err("parallel.stage_layers", "stage_layers sum to " + std::to_string(sum) + ", but " + m.name + " has " +
+                                         std::to_string(m.layers) + " layers");
+    } else if (par.first_stage_layers || par.last_stage_layers) {
+      const std::int64_t fixed = par.first_stage_layers + par.last_stage_layers;
+      const std::int64_t middle_stages = vstages - (par.first_stage_layers > 0) - (par.last_stage_layers > 0);
+      const std::int64_t rest = m.layers - fixed;
+      const std::string key = par.first_stage_layers ? "parallel.first_stage_layers" : "parallel.last_stage_layers";
+      if (par.pp < 2)
+        err(key, "first/last_stage_layers need a pipeline (pp >= 2, got pp=" + std::to_string(par.pp) + ")");
+      else if (rest < 0 || (middle_stages == 0 && rest != 0))
+        err(key, "first_stage_layers + last_stage_layers = " + std::to_string(fixed) + " does not fit the " +
+                     std::to_string(m.layers) + " layers of " + m.name);
+      else if (middle_stages > 0 && (rest % middle_stages != 0 || rest == 0))
+        err(key, "the remaining " + std::to_string(rest) + " layers do not divide evenly over the other " +
+                     std::to_string(middle_stages) + " pipeline stages");
+    } else if (m.layers % vstages != 0) {
+      const std::string what = chunks > 1 ? "pp*chunks = " + std::to_string(par.pp) + "*" + std::to_string(chunks) +
+                                                " = " + std::to_string(vstages)
+                                          : "pipeline stages (pp=" + std::to_string(par.pp) + ")";
+      err("parallel.pp", what + " do not divide the " + std::to_string(m.layers) + " layers of " + m.name +
+                             " (give parallel.first_stage_layers/last_stage_layers or stage_layers for an uneven split)");
+    }
+  }
+
+  // Sequence split.
+  if (tr.seq_len % par.cp != 0)
+    err("parallel.cp", "context parallel size (cp=" + std::to_string(par.cp) + ") does not divide seq_len=" +
+                           std::to_string(tr.seq_len));
+  if (par.sequence_parallel && par.tp > 1 && tr.seq_len % mul(par.tp, par.cp) != 0)
+    err("training.seq_len", "seq_len=" + std::to_string(tr.seq_len) + " is not divisible by tp*cp = " +
+                                std::to_string(mul(par.tp, par.cp)) + " (sequence_parallel splits it over tp)");
+
+  // Batch: global_batch = micro_batch * dp * microbatches.
+  if (dp > 0) {
+    const std::int64_t per_step = mul(tr.micro_batch, dp);
+    if (tr.global_batch % per_step != 0) {
+      err("training.global_batch", "global_batch=" + std::to_string(tr.global_batch) +
+                                       " is not a multiple of micro_batch*dp = " + std::to_string(tr.micro_batch) +
+                                       "*" + std::to_string(dp) + " = " + std::to_string(per_step));
+    } else {
+      const std::string sched = to_string(s.schedule.name);
+      const int microbatches = static_cast<int>(tr.global_batch / per_step);
+      const schedules::PipelineShape shape{par.pp, microbatches, schedules::chunks_for(sched, par.vpp)};
+      for (const auto& e : schedules::shape_errors(sched, shape)) err("schedule.name", "schedule " + sched + ": " + e);
+    }
+  }
+}
+
+}  // namespace mfusim::config::detail
+
+namespace mfusim::config {
+
+using namespace detail;
+
+std::vector<Diagnostic> validate(const Scenario& s) {
+  std::vector<Diagnostic> diags;
+  check_scenario(s, [&](const std::string&, const std::string& msg) {
+    diags.push_back(Diagnostic{s.source, 0, 0, msg});
+  });
+  return diags;
+}
+
+}  // namespace mfusim::config

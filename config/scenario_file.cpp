@@ -1,0 +1,344 @@
+// Scenario loading (SPEC §3): a scenario TOML, with --set overrides and its
+// [[whatif]] ladder, into the plain structs of config/scenario.h, with every
+// problem collected as a positioned Diagnostic. Two phases: reading (unknown
+// keys, types, enums, files; here and in model_file, hf_config,
+// hardware_file) and checking (ranges and combinations, checks.cpp, shared
+// with validate()).
+#include "config/loader.h"
+
+#include "hardware/calibration.h"
+
+#include <set>
+
+#include "config/read_context.h"
+#include "schedules/schedule.h"
+
+namespace mfusim::config {
+
+namespace fs = std::filesystem;
+using detail::Pos;
+using detail::Value;
+using Kind = detail::Value::Kind;
+using namespace detail;
+
+namespace {
+
+const std::vector<std::string> kRootKeys = {"name",     "model",    "hardware", "calibration", "seed",   "cluster",
+                                            "training", "parallel", "schedule", "features",    "cost",   "whatif"};
+const std::vector<std::string> kClusterKeys = {"gpus"};
+const std::vector<std::string> kTrainingKeys = {"seq_len", "global_batch", "micro_batch", "precision",
+                                                "master_weights", "tokens_to_train"};
+const std::vector<std::string> kParallelKeys = {"tp",  "pp", "cp", "ep", "vpp", "dp", "sequence_parallel",
+                                                "distributed_optimizer", "first_stage_layers", "last_stage_layers",
+                                                "stage_layers"};
+const std::vector<std::string> kScheduleKeys = {"name", "costs"};
+const std::vector<std::string> kCostsKeys = {"f", "b", "w", "comm", "fb"};
+const std::vector<std::string> kFeatureKeys = {"flash_attention", "fused_kernels", "overlap_grad_reduce",
+                                               "overlap_param_gather", "tp_comm_overlap", "recompute",
+                                               "cuda_graphs", "python_gc", "dataloader_workers", "nccl_algo",
+                                               "dataloader_ms_per_sample", "gc_pause_ms", "gc_interval_s",
+                                               "overlap_p2p_comm"};
+const std::vector<std::string> kCostKeys = {"price_per_gpu_hour"};
+
+struct Resolved {
+  Scenario scenario;
+  Ctx ctx;
+};
+
+// Reading phase for one fully overlaid scenario tree.
+void read_scenario(Ctx& ctx, Scenario& s, const Value& root, const std::string& path, const LoadOptions& opts) {
+  s.source = path;
+  s.name = stem_of(path);
+  ctx.check_keys(root, kRootKeys, "");
+  ctx.read_string(root, "name", "", s.name);
+  {
+    std::int64_t seed = 0;
+    if (ctx.read_int(root, "seed", "", seed)) {
+      if (seed < 0) ctx.error(root.find("seed")->pos, "'seed' must be >= 0 (seed=" + std::to_string(seed) + ")");
+      else s.seed = static_cast<std::uint64_t>(seed);
+    }
+  }
+
+  // model / hardware: a name (data file) or an inline table; "@model"/"@hardware" hold --set overlays of a named one.
+  auto resolve_ref = [&](const char* key, const char* sub, auto&& from_tree, auto&& list) -> bool {
+    const Value* v = ctx.get(root, key, "");
+    if (!v) {
+      ctx.error(root.pos, std::string("missing required key '") + key + "' (a name from " + sub +
+                              "/ or an inline [" + key + "] table)");
+      return false;
+    }
+    if (v->is_table()) {
+      Value t = *v;
+      from_tree("", t, std::string("(inline)"));
+      return true;
+    }
+    if (v->kind != Kind::string) {
+      ctx.type_error(*v, key, "a name (string) or a table");
+      return false;
+    }
+    const std::string file = v->str.empty() ? "" : find_data_file(sub, v->str, path, opts);
+    if (file.empty()) {
+      ctx.error(v->pos, std::string("unknown ") + key + " " + quote(v->str) + suggest(v->str, list()) +
+                            ": no " + sub + "/" + v->str + ".toml found next to the scenario, in its parent "
+                            "directories or in the data directory");
+      return false;
+    }
+    Value tree;
+    if (!load_tree(ctx, file, tree, v->pos)) return false;
+    if (const Value* overlay = root.find(std::string("@") + key)) detail::merge(tree, *overlay);
+    from_tree(file, tree, v->str);
+    return true;
+  };
+  resolve_ref(
+      "model", "models",
+      [&](const std::string& file, const Value& t, const std::string& ref) {
+        s.model = file.empty() ? read_model_table(ctx, t, "(inline)") : model_from_tree(ctx, file, t);
+        s.model_ref = ref;
+      },
+      [&] { return list_names("models", opts, path); });
+  resolve_ref(
+      "hardware", "hardware",
+      [&](const std::string& file, const Value& t, const std::string& ref) {
+        s.hardware = read_hardware_table(ctx, t, file.empty() ? "(inline)" : stem_of(file));
+        s.hardware_ref = ref;
+      },
+      [&] { return list_names("hardware", opts, path); });
+
+  std::string calib;
+  if (ctx.read_string(root, "calibration", "", calib)) {
+    const Value* v = root.find("calibration");
+    std::error_code ec;
+    fs::path p(calib);
+    std::string found;
+    if (p.is_absolute()) {
+      if (fs::is_regular_file(p, ec)) found = p.string();
+    } else if (!calib.empty()) {
+      for (const auto& r : data_roots(path, opts))
+        if (fs::is_regular_file(r / p, ec)) {
+          found = (r / p).lexically_normal().string();
+          break;
+        }
+    }
+    if (found.empty()) ctx.error(v->pos, "calibration file " + quote(calib) + " not found");
+    s.calibration_path = found;
+    if (!found.empty()) {
+      try {
+        s.calibration = hardware::read_calibration(found);
+      } catch (const std::exception& e) {
+        ctx.error(v->pos, std::string("cannot use calibration file: ") + e.what());
+      }
+    }
+  }
+
+  if (const Value* c = ctx.read_table(root, "cluster", "")) {
+    ctx.check_keys(*c, kClusterKeys, "cluster.");
+    if (!ctx.read_int(*c, "gpus", "cluster.", s.gpus) && !c->find("gpus")) ctx.missing(*c, "cluster.gpus");
+  } else if (!root.find("cluster")) {
+    ctx.error(root.pos, "missing required key 'cluster.gpus'");
+  }
+
+  if (const Value* t = ctx.read_table(root, "training", "")) {
+    const std::string p = "training.";
+    ctx.check_keys(*t, kTrainingKeys, p);
+    ctx.read_int(*t, "seq_len", p, s.training.seq_len);
+    if (!ctx.read_int(*t, "global_batch", p, s.training.global_batch) && !t->find("global_batch"))
+      ctx.missing(*t, "training.global_batch");
+    ctx.read_int(*t, "micro_batch", p, s.training.micro_batch);
+    int prec = ctx.read_enum(*t, "precision", p, {"bf16", "fp8"});
+    if (prec == 1) s.training.precision = Precision::fp8;
+    int mw = ctx.read_enum(*t, "master_weights", p, {"bf16-params", "fp32-autocast"});
+    if (mw == 1) s.training.master_weights = MasterWeights::fp32_autocast;
+    ctx.read_number(*t, "tokens_to_train", p, s.training.tokens_to_train);
+  } else if (!root.find("training")) {
+    ctx.error(root.pos, "missing required key 'training.global_batch'");
+  }
+
+  if (const Value* t = ctx.read_table(root, "parallel", "")) {
+    const std::string p = "parallel.";
+    auto& par = s.parallel;
+    ctx.check_keys(*t, kParallelKeys, p);
+    ctx.read_int(*t, "tp", p, par.tp);
+    ctx.read_int(*t, "pp", p, par.pp);
+    ctx.read_int(*t, "cp", p, par.cp);
+    ctx.read_int(*t, "ep", p, par.ep);
+    ctx.read_int(*t, "vpp", p, par.vpp);
+    ctx.read_int(*t, "dp", p, par.dp);
+    ctx.read_bool(*t, "sequence_parallel", p, par.sequence_parallel);
+    ctx.read_bool(*t, "distributed_optimizer", p, par.distributed_optimizer);
+    ctx.read_int(*t, "first_stage_layers", p, par.first_stage_layers);
+    ctx.read_int(*t, "last_stage_layers", p, par.last_stage_layers);
+    if (const Value* a = ctx.get(*t, "stage_layers", p)) {
+      if (a->kind != Kind::array) {
+        ctx.type_error(*a, "parallel.stage_layers", "an array of integers");
+      } else {
+        for (const auto& [k, e] : a->items) {
+          if (e.kind != Kind::integer || e.i < INT_MIN || e.i > INT_MAX) {
+            ctx.type_error(e, "parallel.stage_layers[]", "an integer");
+            break;
+          }
+          par.stage_layers.push_back(static_cast<int>(e.i));
+        }
+      }
+    }
+  }
+
+  if (const Value* t = ctx.read_table(root, "schedule", "")) {
+    const std::string p = "schedule.";
+    ctx.check_keys(*t, kScheduleKeys, p);
+    int k = ctx.read_enum(*t, "name", p, schedules::schedule_names());
+    if (k >= 0) {
+      if (auto kind = schedule_from_string(schedules::schedule_names()[static_cast<std::size_t>(k)]))
+        s.schedule.name = *kind;
+    }
+    if (const Value* c = ctx.read_table(*t, "costs", p)) {
+      const std::string q = "schedule.costs.";
+      ctx.check_keys(*c, kCostsKeys, q);
+      ScheduleCosts sc;
+      double x = 0;
+      if (ctx.read_number(*c, "f", q, x)) sc.f = x * 1e-3;
+      else if (!c->find("f")) ctx.missing(*c, "schedule.costs.f");
+      if (ctx.read_number(*c, "b", q, x)) sc.b = x * 1e-3;
+      else if (!c->find("b")) ctx.missing(*c, "schedule.costs.b");
+      if (ctx.read_number(*c, "w", q, x)) sc.w = x * 1e-3;
+      if (ctx.read_number(*c, "comm", q, x)) sc.comm = x * 1e-3;
+      if (ctx.read_number(*c, "fb", q, x)) sc.fb = x * 1e-3;
+      s.schedule.costs = sc;
+    }
+  }  // Interleaving needs chunks: without an explicit parallel.vpp, interleaved-1f1b
+  // uses 2 model chunks per rank (documented in SPEC-extensions, docs/schedules.md).
+  if (s.schedule.name == ScheduleKind::interleaved_1f1b) {
+    const Value* par = root.find("parallel");
+    if (!par || !par->find("vpp")) s.parallel.vpp = 2;
+  }
+
+
+  if (const Value* t = ctx.read_table(root, "features", "")) {
+    const std::string p = "features.";
+    auto& f = s.features;
+    ctx.check_keys(*t, kFeatureKeys, p);
+    ctx.read_bool(*t, "flash_attention", p, f.flash_attention);
+    ctx.read_bool(*t, "fused_kernels", p, f.fused_kernels);
+    ctx.read_bool(*t, "overlap_grad_reduce", p, f.overlap_grad_reduce);
+    ctx.read_bool(*t, "overlap_param_gather", p, f.overlap_param_gather);
+    ctx.read_bool(*t, "tp_comm_overlap", p, f.tp_comm_overlap);
+    ctx.read_bool(*t, "overlap_p2p_comm", p, f.overlap_p2p_comm);
+    int r = ctx.read_enum(*t, "recompute", p, {"none", "selective", "full"});
+    if (r >= 0) f.recompute = static_cast<Recompute>(r);
+    ctx.read_bool(*t, "cuda_graphs", p, f.cuda_graphs);
+    ctx.read_bool(*t, "python_gc", p, f.python_gc);
+    ctx.read_int(*t, "dataloader_workers", p, f.dataloader_workers);
+    int n = ctx.read_enum(*t, "nccl_algo", p, {"auto", "ring", "tree"});
+    if (n >= 0) f.nccl_algo = static_cast<NcclAlgo>(n);
+    ctx.read_number(*t, "dataloader_ms_per_sample", p, f.dataloader_ms_per_sample);
+    ctx.read_number(*t, "gc_pause_ms", p, f.gc_pause_ms);
+    ctx.read_number(*t, "gc_interval_s", p, f.gc_interval_s);
+  }
+
+  if (const Value* t = ctx.read_table(root, "cost", "")) {
+    ctx.check_keys(*t, kCostKeys, "cost.");
+    ctx.read_number(*t, "price_per_gpu_hour", "cost.", s.cost.price_per_gpu_hour);
+  }
+
+  // dp: derived unless given (the check phase compares a given one).
+  const std::int64_t mp = mul(mul(s.parallel.tp, s.parallel.pp), s.parallel.cp);
+  if (s.parallel.dp == 0 && mp > 0 && s.gpus > 0 && s.gpus % mp == 0) s.parallel.dp = static_cast<int>(s.gpus / mp);
+}
+
+Scenario resolve_tree(const Value& root, const std::string& path, const LoadOptions& opts,
+                      std::vector<Diagnostic>& diags) {
+  Ctx ctx;
+  Scenario s;
+  read_scenario(ctx, s, root, path, opts);
+  if (ctx.diags.empty())
+    check_scenario(s, [&](const std::string& key, const std::string& msg) { ctx.error(locate(ctx, key, path), msg); });
+  diags = std::move(ctx.diags);
+  return s;
+}
+
+LoadedScenario load_from_text(const std::string& text, const std::string& path, const LoadOptions& opts) {
+  Value root;
+  try {
+    root = detail::parse_toml(text, path);
+  } catch (const detail::ParseFailure& f) {
+    throw ConfigError({Diagnostic{f.pos.file, f.pos.line, f.pos.col, f.message}});
+  }
+
+  std::vector<Diagnostic> diags;
+  for (const auto& spec : opts.overrides) {
+    Value ov;
+    if (parse_override(spec, ov, diags) && override_fits(root, ov, spec, diags)) overlay_root(root, ov);
+  }
+  if (!diags.empty()) throw ConfigError(diags);
+
+  Value whatifs;
+  if (const Value* w = root.find("whatif")) {
+    whatifs = *w;
+    root.erase("whatif");
+  }
+
+  LoadedScenario out;
+  out.base = resolve_tree(root, path, opts, diags);
+  std::set<std::string> seen;
+  for (const auto& d : diags) seen.insert(d.str());
+
+  if (whatifs.kind != Kind::null) {
+    if (whatifs.kind != Kind::array) {
+      diags.push_back(Diagnostic{whatifs.pos.file, whatifs.pos.line, whatifs.pos.col,
+                                 "'whatif' must be an array of tables ([[whatif]]), got " + describe_value(whatifs)});
+    } else {
+      Value rung = root;
+      int index = 0;
+      for (const auto& [k, e] : whatifs.items) {
+        ++index;
+        if (!e.is_table()) {
+          diags.push_back(Diagnostic{e.pos.file, e.pos.line, e.pos.col,
+                                     "each [[whatif]] entry must be a table, got " + describe_value(e)});
+          continue;
+        }
+        WhatIf w;
+        w.name = "whatif " + std::to_string(index);
+        Value overlay = e;
+        if (const Value* n = e.find("name")) {
+          if (n->kind == Kind::string) w.name = n->str;
+          else
+            diags.push_back(Diagnostic{n->pos.file, n->pos.line, n->pos.col,
+                                       "'whatif.name' must be a string, got " + describe_value(*n)});
+          overlay.erase("name");
+        }
+        if (const Value* nested = e.find("whatif")) {
+          diags.push_back(Diagnostic{nested->key_pos.file, nested->key_pos.line, nested->key_pos.col,
+                                     "a [[whatif]] entry cannot contain another 'whatif'"});
+          overlay.erase("whatif");
+        }
+        overlay_root(rung, overlay);
+        std::vector<Diagnostic> rung_diags;
+        w.scenario = resolve_tree(rung, path, opts, rung_diags);
+        for (auto& d : rung_diags) {
+          if (seen.count(d.str())) continue;
+          seen.insert(d.str());
+          d.message = "in whatif " + quote(w.name) + ": " + d.message;
+          diags.push_back(std::move(d));
+        }
+        out.whatifs.push_back(std::move(w));
+      }
+    }
+  }
+  if (!diags.empty()) throw ConfigError(sorted(std::move(diags)));
+  return out;
+}
+
+}  // namespace
+
+// ---------------------------------------------------------------- public API
+
+LoadedScenario load_scenario_string(const std::string& text, const std::string& path, const LoadOptions& opts) {
+  return load_from_text(text, path, opts);
+}
+
+LoadedScenario load_scenario(const std::string& path, const LoadOptions& opts) {
+  std::string text;
+  if (!read_file(path, text)) throw ConfigError({Diagnostic{path, 0, 0, "cannot read scenario file"}});
+  return load_from_text(text, path, opts);
+}
+
+}  // namespace mfusim::config
