@@ -28,7 +28,7 @@ const char* to_string(RankBy);
 
 struct PlanOptions {
   bool prune = true;           // memory lower-bound pruning before simulation
-  bool per_layer = false;      // simulation granularity (see schedules::LowerOptions)
+  bool per_layer = false;      // simulation granularity (see step::LowerOptions)
   std::size_t keep = 0;        // keep only the best `keep` results (0 = all)
   // With keep > 0: simulate in order of a step-time lower bound and stop once
   // the bound exceeds the keep-th best step found (the top `keep` are the same

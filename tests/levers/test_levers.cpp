@@ -13,7 +13,7 @@
 #include "config/loader.h"
 #include "hardware/cost_model.h"
 #include "models/accounting.h"
-#include "report/simulate.h"
+#include "step/simulate.h"
 #include "study/diagnose.h"
 
 namespace {
@@ -51,9 +51,9 @@ std::string scenario_text(const std::map<std::string, std::string>& set, int gpu
 
 report::StepResult run(const std::map<std::string, std::string>& set, int gpus = 16, int global_batch = 32) {
   const auto loaded = config::load_scenario_string(scenario_text(set, gpus, global_batch), kRoot + "/scenarios/levers.toml");
-  report::SimulateOptions o;
+  step::SimulateOptions o;
   o.keep_timeline = false;
-  return report::simulate(loaded.base, o);
+  return step::simulate(loaded.base, o);
 }
 
 // Parts that a lever must not move, by name.
@@ -232,9 +232,9 @@ TEST_CASE("CUDA graphs shrink launch overhead only") {
   auto run_eager_host = [](const std::map<std::string, std::string>& set) {
     auto loaded = config::load_scenario_string(scenario_text(set, 16, 16), kRoot + "/scenarios/levers.toml");
     loaded.base.hardware.host_overhead = 31e-6;
-    report::SimulateOptions o;
+    step::SimulateOptions o;
     o.keep_timeline = false;
-    return report::simulate(loaded.base, o);
+    return step::simulate(loaded.base, o);
   };
   const auto eager = run_eager_host(base);
   const auto g = run_eager_host(graphs);

@@ -1,4 +1,4 @@
-#include "report/simulate.h"
+#include "step/simulate.h"
 
 #include <algorithm>
 #include <array>
@@ -10,10 +10,13 @@
 
 #include "models/accounting.h"
 #include "schedules/lab.h"
-#include "schedules/lowering.h"
+#include "step/lower.h"
 #include "sim/process_memory.h"
 
-namespace mfusim::report {
+namespace mfusim::step {
+
+using report::Breakdown;
+using report::StepResult;
 
 namespace {
 
@@ -104,7 +107,7 @@ static_assert(sizeof(Sweep) % 128 == 0, "the task codes keep a rank's byte offse
 // receiving rank's Sweep for a flagged send; tasks
 // that count nowhere (a non-compute stream, a category with no part) go to a
 // dummy rank P, so the sweep has no per-event branch on them.
-std::vector<RankParts> analyze(const sim::TaskGraph& g, const sim::Timeline& tl, int P, const schedules::Lowered* low) {
+std::vector<RankParts> analyze(const sim::TaskGraph& g, const sim::Timeline& tl, int P, const Lowered* low) {
   const auto& streams = g.streams();
   if (tl.started.size() != tl.intervals.size())
     throw std::logic_error("analyze: the timeline lacks the start order of its tasks");
@@ -290,7 +293,7 @@ void summarize(StepResult& r, const std::vector<RankParts>& parts, double T) {
 
 StepResult simulate(const config::Scenario& s, const SimulateOptions& opt) {
   if (s.schedule.costs) return simulate_lab(s, opt);
-  auto low = std::make_shared<schedules::Lowered>(schedules::lower(s, schedules::LowerOptions{opt.per_layer}));
+  auto low = std::make_shared<Lowered>(lower(s, LowerOptions{opt.per_layer}));
   auto tl = std::make_shared<sim::Timeline>(sim::run(low->graph));
   const auto& g = low->graph;
   const int P = low->ranks;
@@ -352,9 +355,9 @@ StepResult simulate(const config::Scenario& s, const SimulateOptions& opt) {
   return r;
 }
 
-}  // namespace mfusim::report
+}  // namespace mfusim::step
 
-namespace mfusim::report {
+namespace mfusim::step {
 
 StepResult simulate_lab(const config::Scenario& s, const SimulateOptions& opt) {
   const std::string name = config::to_string(s.schedule.name);
@@ -382,4 +385,4 @@ StepResult simulate_lab(const config::Scenario& s, const SimulateOptions& opt) {
   return r;
 }
 
-}  // namespace mfusim::report
+}  // namespace mfusim::step

@@ -4,7 +4,7 @@
 #include "config/scenario.h"
 #include "report/step_result.h"
 
-namespace mfusim::report {
+namespace mfusim::step {
 
 // Memory every GPU holds besides the model state and activations: CUDA
 // context, cuBLAS workspaces, NCCL buffers and allocator slack. 2 GiB is an
@@ -14,13 +14,13 @@ namespace mfusim::report {
 inline constexpr double kRuntimeReserveBytes = 2.0 * 1024.0 * 1024.0 * 1024.0;
 
 struct SimulateOptions {
-  bool per_layer = true;        // per-layer tasks (see schedules::LowerOptions)
+  bool per_layer = true;        // per-layer tasks (see step::LowerOptions)
   bool keep_timeline = true;    // keep graph and timeline in the result (traces, pictures)
 };
 
-StepResult simulate(const config::Scenario&, const SimulateOptions& = {});
+report::StepResult simulate(const config::Scenario&, const SimulateOptions& = {});
 
 // The schedule-lab variant ([schedule.costs]): fixed op costs, only the schedule.
-StepResult simulate_lab(const config::Scenario&, const SimulateOptions& = {});
+report::StepResult simulate_lab(const config::Scenario&, const SimulateOptions& = {});
 
-}  // namespace mfusim::report
+}  // namespace mfusim::step
