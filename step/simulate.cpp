@@ -15,8 +15,8 @@
 
 namespace mfusim::step {
 
-using report::Breakdown;
-using report::StepResult;
+using step::Breakdown;
+using step::StepResult;
 
 namespace {
 

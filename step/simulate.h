@@ -2,7 +2,7 @@
 // One simulated training step: lower the scenario, play the task graph, and
 // read the report off the timeline.
 #include "config/scenario.h"
-#include "report/step_result.h"
+#include "step/result.h"
 
 namespace mfusim::step {
 
@@ -18,9 +18,9 @@ struct SimulateOptions {
   bool keep_timeline = true;    // keep graph and timeline in the result (traces, pictures)
 };
 
-report::StepResult simulate(const config::Scenario&, const SimulateOptions& = {});
+step::StepResult simulate(const config::Scenario&, const SimulateOptions& = {});
 
 // The schedule-lab variant ([schedule.costs]): fixed op costs, only the schedule.
-report::StepResult simulate_lab(const config::Scenario&, const SimulateOptions& = {});
+step::StepResult simulate_lab(const config::Scenario&, const SimulateOptions& = {});
 
 }  // namespace mfusim::step

@@ -10,7 +10,7 @@ namespace mfusim::study {
 
 namespace {
 
-std::vector<std::pair<const char*, double>> parts(const report::Breakdown& b) {
+std::vector<std::pair<const char*, double>> parts(const step::Breakdown& b) {
   return {{"forward", b.forward},
           {"backward", b.backward},
           {"recompute", b.recompute},

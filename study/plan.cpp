@@ -230,7 +230,7 @@ std::string layout_label(const config::Scenario& s) {
   return l;
 }
 
-Objectives objectives(const report::StepResult& r) {
+Objectives objectives(const step::StepResult& r) {
   Objectives o;
   o.gpus = r.scenario.gpus;
   const double tokens = r.scenario.training.tokens_to_train;
@@ -239,7 +239,7 @@ Objectives objectives(const report::StepResult& r) {
   return o;
 }
 
-double rank_key(const report::StepResult& r, RankBy by) {
+double rank_key(const step::StepResult& r, RankBy by) {
   switch (by) {
     case RankBy::step: return r.step_time_s;
     case RankBy::days: return objectives(r).time_s;

@@ -50,7 +50,7 @@ int cmd_run(const std::string& path, const config::LoadOptions& lo, bool json, c
             const std::string& svg) {
   const auto loaded = config::load_scenario(path, lo);
   const auto base = step::simulate(loaded.base);
-  std::vector<report::WhatIfResult> ladder;
+  std::vector<step::WhatIfResult> ladder;
   double prev_mfu = base.mfu;
   for (const auto& w : loaded.whatifs) {
     step::SimulateOptions so;

@@ -296,7 +296,7 @@ inline Predicted predict(const MeasuredRow& m, const hardware::HardwareSpec& hw,
   const config::Scenario s = scenario_for(m, hw, cal, cal_path);
   step::SimulateOptions opt;
   opt.keep_timeline = true;
-  const report::StepResult res = step::simulate(s, opt);
+  const step::StepResult res = step::simulate(s, opt);
   double fwd = 0, bwd = 0, optm = 0;
   for (const auto& iv : res.timeline->intervals) {
     const auto& task = res.graph->task(iv.task);

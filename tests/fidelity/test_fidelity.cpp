@@ -43,7 +43,7 @@ config::Scenario one_gpu(std::int64_t hidden, int layers, int heads, int kv, std
 }
 
 struct Passes { double fwd = 0, bwd = 0, opt = 0; };
-Passes passes(const report::StepResult& res) {
+Passes passes(const step::StepResult& res) {
   Passes p;
   for (const auto& iv : res.timeline->intervals) {
     const auto& t = res.graph->task(iv.task);
@@ -94,7 +94,7 @@ TEST_CASE("host issue: a pass of tiny kernels takes the host's issue time, not t
   const auto rs = shape_of(s);
   const double ops_f = 2 * launches(models::layer_kernels(s.model, 0, rs).f) +
                        launches(models::embedding_kernels(s.model, rs).f) + launches(models::head_kernels(s.model, rs).f);
-  const report::StepResult res = step::simulate(s);
+  const step::StepResult res = step::simulate(s);
   const Passes p = passes(res);
   CHECK(p.fwd == doctest::Approx(ops_f * 1e-3).epsilon(1e-6));
   // The GPU's wait for the host is reported as launch overhead: most of the step.
@@ -102,7 +102,7 @@ TEST_CASE("host issue: a pass of tiny kernels takes the host's issue time, not t
 
   SUBCASE("CUDA graphs remove the host issue cost") {
     s.features.cuda_graphs = true;
-    const report::StepResult g = step::simulate(s);
+    const step::StepResult g = step::simulate(s);
     CHECK(passes(g).fwd < 0.01 * p.fwd);
   }
 }

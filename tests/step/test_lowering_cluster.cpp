@@ -48,7 +48,7 @@ config::Scenario scenario(const std::string& text, const std::vector<std::string
   return config::load_scenario_string(text, kTests + "/config/cluster_fixture.toml", o).base;
 }
 
-report::StepResult run(const config::Scenario& s, bool keep = false) {
+step::StepResult run(const config::Scenario& s, bool keep = false) {
   step::SimulateOptions o;
   o.keep_timeline = keep;
   return step::simulate(s, o);
