@@ -11,7 +11,7 @@
 #include <benchmark/benchmark.h>
 
 #include "config/loader.h"
-#include "report/simulate.h"
+#include "step/simulate.h"
 #include "study/plan.h"
 
 using namespace mfusim;
@@ -44,11 +44,11 @@ void BM_plan(benchmark::State& state) {
 }
 
 void BM_simulate_one(benchmark::State& state) {
-  report::SimulateOptions so;
+  step::SimulateOptions so;
   so.keep_timeline = false;
   so.per_layer = false;
   for (auto _ : state) {
-    auto r = report::simulate(base(), so);
+    auto r = step::simulate(base(), so);
     benchmark::DoNotOptimize(r.step_time_s);
   }
 }

@@ -1,6 +1,6 @@
 // Speed of one simulated training step on the shipped scenarios, split into
 // its phases: lowering (scenario -> task graph), the engine run, and the whole
-// report::simulate (lower + run + analysis off the timeline). Per-layer
+// step::simulate (lower + run + analysis off the timeline). Per-layer
 // lowering (what `mfusim run` does) and the coarse per-op lowering (what
 // `plan` uses). Product target: the 128xh100_70b step in under 10 ms of CPU.
 // Counters: tasks and events per step, events/s of the engine.
@@ -11,8 +11,8 @@
 #include <string>
 
 #include "config/loader.h"
-#include "report/simulate.h"
-#include "schedules/lowering.h"
+#include "step/simulate.h"
+#include "step/lower.h"
 #include "sim/engine.h"
 
 using namespace mfusim;
@@ -36,12 +36,12 @@ void counters(benchmark::State& state, std::int64_t tasks, std::int64_t events) 
 
 void BM_simulate(benchmark::State& state, const std::string& file, bool per_layer) {
   const auto& s = scenario(file);
-  report::SimulateOptions o;
+  step::SimulateOptions o;
   o.per_layer = per_layer;
   o.keep_timeline = false;
   std::int64_t tasks = 0, events = 0;
   for (auto _ : state) {
-    const auto r = report::simulate(s, o);
+    const auto r = step::simulate(s, o);
     tasks = r.tasks;
     events = r.events;
     benchmark::DoNotOptimize(r.step_time_s);
@@ -53,7 +53,7 @@ void BM_lower(benchmark::State& state, const std::string& file, bool per_layer) 
   const auto& s = scenario(file);
   std::int64_t tasks = 0;
   for (auto _ : state) {
-    auto low = schedules::lower(s, schedules::LowerOptions{per_layer});
+    auto low = step::lower(s, step::LowerOptions{per_layer});
     tasks = static_cast<std::int64_t>(low.graph.size());
     benchmark::DoNotOptimize(low.ranks);
   }
@@ -62,7 +62,7 @@ void BM_lower(benchmark::State& state, const std::string& file, bool per_layer) 
 
 void BM_run(benchmark::State& state, const std::string& file, bool per_layer) {
   const auto& s = scenario(file);
-  const auto low = schedules::lower(s, schedules::LowerOptions{per_layer});
+  const auto low = step::lower(s, step::LowerOptions{per_layer});
   std::int64_t events = 0;
   for (auto _ : state) {
     const auto tl = sim::run(low.graph);

@@ -67,7 +67,7 @@ class CostModel {
   // Host (CPU) seconds to issue all `count` kernels: launches x hardware.host_overhead
   // (0 under CUDA graphs: a graph replay is one launch). The host runs ahead of the GPU
   // asynchronously, so a sequence of kernels takes max(sum of time(), sum of host_time())
-  // (schedules/lowering.cpp seg_of; docs/fidelity.md).
+  // (layer/pass_cost.cpp seg_of; docs/fidelity.md).
   double host_time(const Kernel&) const;
   double host_overhead() const { return host_; }   // seconds per launch
   // Host seconds of one checkpointed region in the forward and of its recomputation in the

@@ -224,7 +224,7 @@ void write_resolved(JsonWriter& w, const config::Scenario& s) {
   w.end_object();
 }
 
-void write_step(JsonWriter& w, const StepResult& r, const std::vector<WhatIfResult>& whatifs,
+void write_step(JsonWriter& w, const step::StepResult& r, const std::vector<step::WhatIfResult>& whatifs,
                 const std::string& point_json) {
   const auto& s = r.scenario;
   w.begin_object();
@@ -303,7 +303,7 @@ void write_step(JsonWriter& w, const StepResult& r, const std::vector<WhatIfResu
   w.end_object();
 }
 
-std::string to_json(const StepResult& r, const std::vector<WhatIfResult>& whatifs) {
+std::string to_json(const step::StepResult& r, const std::vector<step::WhatIfResult>& whatifs) {
   JsonWriter w;
   write_step(w, r, whatifs);
   return w.str() + "\n";

@@ -3,7 +3,7 @@
 #include <string>
 #include <vector>
 
-#include "report/step_result.h"
+#include "step/result.h"
 
 namespace mfusim::report {
 
@@ -39,8 +39,8 @@ std::string quote(const std::string&);
 void write_resolved(JsonWriter&, const config::Scenario&);
 // The SPEC §4 object for one step. `extra` holds key/value members appended
 // at the top (e.g. sweep's "point").
-void write_step(JsonWriter&, const StepResult&, const std::vector<WhatIfResult>& whatifs = {},
+void write_step(JsonWriter&, const step::StepResult&, const std::vector<step::WhatIfResult>& whatifs = {},
                 const std::string& point_json = "");
-std::string to_json(const StepResult&, const std::vector<WhatIfResult>& whatifs = {});
+std::string to_json(const step::StepResult&, const std::vector<step::WhatIfResult>& whatifs = {});
 
 }  // namespace mfusim::report

@@ -58,7 +58,7 @@ std::string format_count(double n) {
   return thousands(n);
 }
 
-std::string text_report(const StepResult& r, const std::vector<WhatIfResult>& whatifs) {
+std::string text_report(const step::StepResult& r, const std::vector<step::WhatIfResult>& whatifs) {
   const auto& s = r.scenario;
   const auto& p = s.parallel;
   std::ostringstream o;

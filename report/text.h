@@ -4,12 +4,12 @@
 #include <string>
 #include <vector>
 
-#include "report/step_result.h"
+#include "step/result.h"
 
 namespace mfusim::report {
 
 std::string format_seconds(double s);        // "12.34 s", "845.2 ms", "310 us"
 std::string format_count(double n);          // "68.98 B", "1.34 M"
-std::string text_report(const StepResult&, const std::vector<WhatIfResult>& whatifs = {});
+std::string text_report(const step::StepResult&, const std::vector<step::WhatIfResult>& whatifs = {});
 
 }  // namespace mfusim::report

@@ -2,7 +2,7 @@
 // The op vocabulary of pipeline schedules and one generator per schedule.
 // A schedule is data: one ordered list of ops per pipeline rank (the order the
 // rank's compute stream runs them). Communication and times are added later
-// by the lowering (schedules/lowering.*).
+// by the step builder (step/lower.h).
 #include <string>
 #include <vector>
 

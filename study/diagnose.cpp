@@ -3,14 +3,14 @@
 #include <algorithm>
 #include <cmath>
 
-#include "report/simulate.h"
+#include "step/simulate.h"
 #include "study/parallel_map.h"
 
 namespace mfusim::study {
 
 namespace {
 
-std::vector<std::pair<const char*, double>> parts(const report::Breakdown& b) {
+std::vector<std::pair<const char*, double>> parts(const step::Breakdown& b) {
   return {{"forward", b.forward},
           {"backward", b.backward},
           {"recompute", b.recompute},
@@ -92,9 +92,9 @@ std::vector<std::pair<std::string, std::vector<std::string>>> lever_candidates(c
 Diagnosis diagnose(const std::string& path, const config::LoadOptions& lo, const Progress& progress) {
   Diagnosis d;
   const auto loaded = config::load_scenario(path, lo);
-  report::SimulateOptions so;
+  step::SimulateOptions so;
   so.keep_timeline = false;
-  d.base = report::simulate(loaded.base, so);
+  d.base = step::simulate(loaded.base, so);
   const auto cands = lever_candidates(loaded.base);
   std::vector<LeverResult> res(cands.size());
   std::vector<bool> valid(cands.size(), false);
@@ -104,7 +104,7 @@ Diagnosis diagnose(const std::string& path, const config::LoadOptions& lo, const
         const auto& [lever, sets] = cands[i];
         try {
           const auto sc = config::with_overrides(path, sets, lo);
-          const auto r = report::simulate(sc, so);
+          const auto r = step::simulate(sc, so);
           auto& x = res[i];
           x.lever = lever;
           for (const auto& s : sets) x.change += (x.change.empty() ? "" : " ") + s;

@@ -5,7 +5,7 @@
 #include <vector>
 
 #include "config/loader.h"
-#include "report/step_result.h"
+#include "step/result.h"
 #include "study/sweep.h"
 
 namespace mfusim::study {
@@ -20,7 +20,7 @@ struct LeverResult {
 };
 
 struct Diagnosis {
-  report::StepResult base;
+  step::StepResult base;
   std::vector<LeverResult> levers;   // ranked: fitting ones by delta_mfu, then the rest
 };
 

@@ -10,8 +10,8 @@
 #include "config/loader.h"
 #include "hardware/cost_model.h"
 #include "models/accounting.h"
-#include "report/simulate.h"
-#include "schedules/lowering.h"
+#include "step/simulate.h"
+#include "step/lower.h"
 #include "schedules/schedule.h"
 #include "study/parallel_map.h"
 
@@ -106,7 +106,7 @@ double memory_lower_bound(const config::Scenario& s) {
   const auto sched = schedules::generate(
       name, schedules::PipelineShape{s.parallel.pp, s.microbatches(), schedules::chunks_for(name, s.parallel.vpp)});
   const int S = sched.stages;
-  const auto layers = schedules::split_layers(s, S);
+  const auto layers = step::split_layers(s, S);
   const bool autocast = s.training.master_weights == config::MasterWeights::fp32_autocast;
   const models::RankShape sh = models::rank_shape(s);
   // Activation bytes of one micro-batch through each stage, truncated per
@@ -160,7 +160,7 @@ double memory_lower_bound(const config::Scenario& s) {
     std::sort(held_layers.begin(), held_layers.end());
     const auto st = models::static_memory(s.model, held_layers, emb, head, s.parallel.tp, s.parallel.ep, s.parallel.dp,
                                           s.parallel.distributed_optimizer, autocast);
-    best = std::max(best, st.params + st.grads + st.optimizer + static_cast<double>(peak) + report::kRuntimeReserveBytes);
+    best = std::max(best, st.params + st.grads + st.optimizer + static_cast<double>(peak) + step::kRuntimeReserveBytes);
   }
   return best;
 }
@@ -170,7 +170,7 @@ double step_time_lower_bound(const config::Scenario& s) {
   const auto sched = schedules::generate(
       name, schedules::PipelineShape{s.parallel.pp, s.microbatches(), schedules::chunks_for(name, s.parallel.vpp)});
   const int S = sched.stages;
-  const auto layers = schedules::split_layers(s, S);
+  const auto layers = step::split_layers(s, S);
   const hardware::CostModel cost(s.hardware, s.training.precision, s.calibration ? &*s.calibration : nullptr,
                                  s.features.cuda_graphs);
   const models::RankShape sh = models::rank_shape(s);
@@ -230,7 +230,7 @@ std::string layout_label(const config::Scenario& s) {
   return l;
 }
 
-Objectives objectives(const report::StepResult& r) {
+Objectives objectives(const step::StepResult& r) {
   Objectives o;
   o.gpus = r.scenario.gpus;
   const double tokens = r.scenario.training.tokens_to_train;
@@ -239,7 +239,7 @@ Objectives objectives(const report::StepResult& r) {
   return o;
 }
 
-double rank_key(const report::StepResult& r, RankBy by) {
+double rank_key(const step::StepResult& r, RankBy by) {
   switch (by) {
     case RankBy::step: return r.step_time_s;
     case RankBy::days: return objectives(r).time_s;
@@ -289,11 +289,11 @@ PlanResult plan(const config::Scenario& base, int gpus, const PlanOptions& opt, 
   std::vector<PlanPoint> pts(todo.size());
   std::vector<char> ok(todo.size(), 0);
   auto simulate_one = [&](std::size_t i) {
-    report::SimulateOptions so;
+    step::SimulateOptions so;
     so.keep_timeline = false;
     so.per_layer = opt.per_layer;
     try {
-      pts[i].result = report::simulate(todo[i], so);
+      pts[i].result = step::simulate(todo[i], so);
       pts[i].scenario = std::move(todo[i]);
       ok[i] = 1;
     } catch (const std::exception&) {

@@ -13,7 +13,7 @@
 #include <vector>
 
 #include "config/scenario.h"
-#include "report/step_result.h"
+#include "step/result.h"
 #include "study/sweep.h"
 
 namespace mfusim::study {
@@ -28,7 +28,7 @@ const char* to_string(RankBy);
 
 struct PlanOptions {
   bool prune = true;           // memory lower-bound pruning before simulation
-  bool per_layer = false;      // simulation granularity (see schedules::LowerOptions)
+  bool per_layer = false;      // simulation granularity (see step::LowerOptions)
   std::size_t keep = 0;        // keep only the best `keep` results (0 = all)
   // With keep > 0: simulate in order of a step-time lower bound and stop once
   // the bound exceeds the keep-th best step found (the top `keep` are the same
@@ -39,7 +39,7 @@ struct PlanOptions {
 
 struct PlanPoint {
   config::Scenario scenario;   // the candidate layout
-  report::StepResult result;   // without graph/timeline
+  step::StepResult result;   // without graph/timeline
 };
 
 struct PlanResult {
@@ -82,8 +82,8 @@ struct Objectives {
   double gpus = 0;
   double cost = 0;     // USD (or GPU-seconds per token when no price / tokens)
 };
-Objectives objectives(const report::StepResult&);
-double rank_key(const report::StepResult&, RankBy);
+Objectives objectives(const step::StepResult&);
+double rank_key(const step::StepResult&, RankBy);
 // Pareto front of (time to train, GPUs, cost), all minimised: true where no
 // other point is at least as good in all three and better in one.
 std::vector<bool> pareto_front(const std::vector<Objectives>&);

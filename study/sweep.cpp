@@ -1,7 +1,7 @@
 #include "study/sweep.h"
 
 #include "report/json.h"
-#include "report/simulate.h"
+#include "step/simulate.h"
 #include "study/parallel_map.h"
 
 namespace mfusim::study {
@@ -47,9 +47,9 @@ std::vector<SweepPoint> sweep(const std::string& path, const std::vector<Vary>& 
         for (const auto& [k, v] : pt.point) overrides.push_back(k + "=" + v);
         try {
           const auto sc = config::with_overrides(path, overrides, base);
-          report::SimulateOptions so;
+          step::SimulateOptions so;
           so.keep_timeline = false;
-          pt.result = report::simulate(sc, so);
+          pt.result = step::simulate(sc, so);
           pt.ok = true;
         } catch (const config::ConfigError& e) {
           std::string msg;

@@ -6,7 +6,7 @@
 #include <vector>
 
 #include "config/loader.h"
-#include "report/step_result.h"
+#include "step/result.h"
 
 namespace mfusim::study {
 
@@ -21,7 +21,7 @@ struct SweepPoint {
   std::vector<std::pair<std::string, std::string>> point;   // key, value
   bool ok = false;
   std::string error;                  // why the point is infeasible (config error or simulation failure)
-  report::StepResult result;
+  step::StepResult result;
 };
 
 using Progress = std::function<void(std::size_t done, std::size_t total)>;

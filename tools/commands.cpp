@@ -62,9 +62,9 @@ std::vector<int> parse_gpus(const std::string& list, int fallback) {
 
 }  // namespace
 
-std::string chrome_trace_of(const report::StepResult& r) { return report::chrome_trace(*r.graph, *r.timeline); }
+std::string chrome_trace_of(const step::StepResult& r) { return report::chrome_trace(*r.graph, *r.timeline); }
 
-std::string svg_of(const report::StepResult& r) {
+std::string svg_of(const step::StepResult& r) {
   report::SvgOptions o;
   o.title = r.scenario.name + " | " + config::to_string(r.scenario.schedule.name) + ", pp " +
             std::to_string(r.scenario.parallel.pp) + ", " + std::to_string(r.microbatches) + " micro-batches";

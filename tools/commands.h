@@ -6,7 +6,7 @@
 #include <vector>
 
 #include "config/loader.h"
-#include "report/step_result.h"
+#include "step/result.h"
 #include "study/sweep.h"
 
 namespace mfusim::tools {
@@ -14,8 +14,8 @@ namespace mfusim::tools {
 // Bad command-line input without a file position (printed as is, exit 2).
 struct UserError : std::runtime_error { using std::runtime_error::runtime_error; };
 
-std::string chrome_trace_of(const report::StepResult&);
-std::string svg_of(const report::StepResult&);
+std::string chrome_trace_of(const step::StepResult&);
+std::string svg_of(const step::StepResult&);
 
 int cmd_plan(const std::string& scenario, const config::LoadOptions&, const std::string& gpus_list,
              const std::vector<std::string>& vary, int top, bool json, const std::string& rank_by,

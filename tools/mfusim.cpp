@@ -10,7 +10,7 @@
 #include "config/loader.h"
 #include "hardware/calibration.h"
 #include "report/json.h"
-#include "report/simulate.h"
+#include "step/simulate.h"
 #include "report/text.h"
 #include "schedules/schedule.h"
 #include "sim/process_memory.h"
@@ -49,13 +49,13 @@ bool write_file(const std::string& path, const std::string& text) {
 int cmd_run(const std::string& path, const config::LoadOptions& lo, bool json, const std::string& trace,
             const std::string& svg) {
   const auto loaded = config::load_scenario(path, lo);
-  const auto base = report::simulate(loaded.base);
-  std::vector<report::WhatIfResult> ladder;
+  const auto base = step::simulate(loaded.base);
+  std::vector<step::WhatIfResult> ladder;
   double prev_mfu = base.mfu;
   for (const auto& w : loaded.whatifs) {
-    report::SimulateOptions so;
+    step::SimulateOptions so;
     so.keep_timeline = false;
-    const auto r = report::simulate(w.scenario, so);
+    const auto r = step::simulate(w.scenario, so);
     ladder.push_back({w.name, r.step_time_s, r.mfu, r.mfu - prev_mfu, r.memory.fits});
     prev_mfu = r.mfu;
   }

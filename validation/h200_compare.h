@@ -6,7 +6,7 @@
 //
 // For each measured row: a single-GPU Scenario built in code (tp = pp = dp = 1,
 // global batch = micro-batch = mbs, model shape from the row, hardware/h200.toml
-// with a calibration file), report::simulate, and the relative error
+// with a calibration file), step::simulate, and the relative error
 // (predicted - measured) / measured of the step time, forward and backward.
 #include <algorithm>
 #include <cmath>
@@ -23,7 +23,7 @@
 #include "hardware/calibration.h"
 #include "hardware/cost_model.h"
 #include "models/accounting.h"
-#include "report/simulate.h"
+#include "step/simulate.h"
 
 namespace mfusim::validation {
 
@@ -294,9 +294,9 @@ struct Predicted { double step_ms = 0, fwd_ms = 0, bwd_ms = 0, opt_ms = 0, peak_
 inline Predicted predict(const MeasuredRow& m, const hardware::HardwareSpec& hw, const hardware::Calibration& cal,
                          const std::string& cal_path) {
   const config::Scenario s = scenario_for(m, hw, cal, cal_path);
-  report::SimulateOptions opt;
+  step::SimulateOptions opt;
   opt.keep_timeline = true;
-  const report::StepResult res = report::simulate(s, opt);
+  const step::StepResult res = step::simulate(s, opt);
   double fwd = 0, bwd = 0, optm = 0;
   for (const auto& iv : res.timeline->intervals) {
     const auto& task = res.graph->task(iv.task);

@@ -15,13 +15,14 @@
 #include "tests/cli/json_reader.h"
 #include "config/loader.h"
 #include "report/json.h"
-#include "report/simulate.h"
+#include "step/simulate.h"
 
 namespace {
 
 using namespace mfusim::testing;
 namespace config = mfusim::config;
 namespace report = mfusim::report;
+namespace step = mfusim::step;
 
 std::vector<std::string> lines_of(const std::string& s) {
   std::vector<std::string> v;
@@ -376,13 +377,13 @@ TEST_CASE("cli: the same scenario run twice gives byte-identical JSON") {
   CHECK(a.out == b.out);
 }
 
-TEST_CASE("report::simulate is deterministic across threads in one process") {
+TEST_CASE("step::simulate is deterministic across threads in one process") {
   // The core has no global state (STYLE.md): two threads simulating at once get
   // the same bytes as one thread alone.
   for (const char* name : {"128xh100_70b.toml", "2048xh100_deepseek_v3.toml"}) {
     CAPTURE(name);
     const auto sc = config::load_scenario(kRoot + "/scenarios/" + name).base;
-    auto once = [&] { return report::to_json(report::simulate(sc)); };
+    auto once = [&] { return report::to_json(step::simulate(sc)); };
     const std::string alone = once();
     std::string t1, t2;
     std::thread a([&] { t1 = once(); });

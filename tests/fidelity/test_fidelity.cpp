@@ -43,7 +43,7 @@ config::Scenario one_gpu(std::int64_t hidden, int layers, int heads, int kv, std
 }
 
 struct Passes { double fwd = 0, bwd = 0, opt = 0; };
-Passes passes(const report::StepResult& res) {
+Passes passes(const step::StepResult& res) {
   Passes p;
   for (const auto& iv : res.timeline->intervals) {
     const auto& t = res.graph->task(iv.task);
@@ -94,7 +94,7 @@ TEST_CASE("host issue: a pass of tiny kernels takes the host's issue time, not t
   const auto rs = shape_of(s);
   const double ops_f = 2 * launches(models::layer_kernels(s.model, 0, rs).f) +
                        launches(models::embedding_kernels(s.model, rs).f) + launches(models::head_kernels(s.model, rs).f);
-  const report::StepResult res = report::simulate(s);
+  const step::StepResult res = step::simulate(s);
   const Passes p = passes(res);
   CHECK(p.fwd == doctest::Approx(ops_f * 1e-3).epsilon(1e-6));
   // The GPU's wait for the host is reported as launch overhead: most of the step.
@@ -102,7 +102,7 @@ TEST_CASE("host issue: a pass of tiny kernels takes the host's issue time, not t
 
   SUBCASE("CUDA graphs remove the host issue cost") {
     s.features.cuda_graphs = true;
-    const report::StepResult g = report::simulate(s);
+    const step::StepResult g = step::simulate(s);
     CHECK(passes(g).fwd < 0.01 * p.fwd);
   }
 }
@@ -112,12 +112,12 @@ TEST_CASE("host issue: GPU-bound passes are not lengthened (max, not sum)") {
   // its ~10 ops x 1 us of host time, so the step is the same with or without the host cost.
   config::Scenario s = one_gpu(4096, 2, 32, 8, 14336, 128256, 4096);
   s.hardware.host_overhead = s.hardware.host_compiled_overhead = 0;
-  const double t0 = report::simulate(s).step_time_s;
+  const double t0 = step::simulate(s).step_time_s;
   s.hardware.host_overhead = 1e-6;
-  CHECK(report::simulate(s).step_time_s == doctest::Approx(t0).epsilon(1e-9));
+  CHECK(step::simulate(s).step_time_s == doctest::Approx(t0).epsilon(1e-9));
   // ...but a sum would have added ops x 1 us; check the host time is not simply added.
   s.hardware.host_overhead = 2e-3;   // 2 ms per op: now the host is slower than the GPU
-  CHECK(report::simulate(s).step_time_s > t0);
+  CHECK(step::simulate(s).step_time_s > t0);
 }
 
 TEST_CASE("fp32-autocast: a weight cast per GEMM in F (and recompute), a grad cast per wgrad in W") {
@@ -399,13 +399,13 @@ TEST_CASE("checkpoint host cost: in the simulated step only where layers are che
     config::Scenario x = s;
     x.features.recompute = r;
     x.features.cuda_graphs = graphs;
-    return report::simulate(x).step_time_s;
+    return step::simulate(x).step_time_s;
   };
   auto no_ckpt_cost = [&](config::Recompute r) {
     config::Scenario x = s;
     x.features.recompute = r;
     x.hardware.host_checkpoint_overhead = x.hardware.host_recompute_overhead = 0;
-    return report::simulate(x).step_time_s;
+    return step::simulate(x).step_time_s;
   };
   // recompute off: the two keys change nothing
   CHECK(step(config::Recompute::none, false) == doctest::Approx(no_ckpt_cost(config::Recompute::none)));
@@ -418,5 +418,5 @@ TEST_CASE("checkpoint host cost: in the simulated step only where layers are che
   g.features.cuda_graphs = true;
   config::Scenario g0 = g;
   g0.hardware.host_checkpoint_overhead = g0.hardware.host_recompute_overhead = 0;
-  CHECK(report::simulate(g).step_time_s == doctest::Approx(report::simulate(g0).step_time_s));
+  CHECK(step::simulate(g).step_time_s == doctest::Approx(step::simulate(g0).step_time_s));
 }

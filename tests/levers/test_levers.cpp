@@ -13,7 +13,7 @@
 #include "config/loader.h"
 #include "hardware/cost_model.h"
 #include "models/accounting.h"
-#include "report/simulate.h"
+#include "step/simulate.h"
 #include "study/diagnose.h"
 
 namespace {
@@ -49,15 +49,15 @@ std::string scenario_text(const std::map<std::string, std::string>& set, int gpu
   return t;
 }
 
-report::StepResult run(const std::map<std::string, std::string>& set, int gpus = 16, int global_batch = 32) {
+step::StepResult run(const std::map<std::string, std::string>& set, int gpus = 16, int global_batch = 32) {
   const auto loaded = config::load_scenario_string(scenario_text(set, gpus, global_batch), kRoot + "/scenarios/levers.toml");
-  report::SimulateOptions o;
+  step::SimulateOptions o;
   o.keep_timeline = false;
-  return report::simulate(loaded.base, o);
+  return step::simulate(loaded.base, o);
 }
 
 // Parts that a lever must not move, by name.
-double part(const report::Breakdown& b, const std::string& name) {
+double part(const step::Breakdown& b, const std::string& name) {
   const std::map<std::string, double> m = {
       {"forward", b.forward},     {"backward", b.backward},           {"recompute", b.recompute},
       {"optimizer", b.optimizer}, {"tp", b.tp_comm_exposed},          {"pp", b.pp_comm_exposed},
@@ -67,7 +67,7 @@ double part(const report::Breakdown& b, const std::string& name) {
 }
 
 // |after - before| <= tol * step + 1 ms for every listed part.
-void unchanged(const report::StepResult& a, const report::StepResult& b, std::initializer_list<const char*> parts,
+void unchanged(const step::StepResult& a, const step::StepResult& b, std::initializer_list<const char*> parts,
                double tol = 0.01) {
   for (const char* p : parts) {
     INFO("part ", p, ": ", part(a.breakdown, p), " -> ", part(b.breakdown, p));
@@ -232,9 +232,9 @@ TEST_CASE("CUDA graphs shrink launch overhead only") {
   auto run_eager_host = [](const std::map<std::string, std::string>& set) {
     auto loaded = config::load_scenario_string(scenario_text(set, 16, 16), kRoot + "/scenarios/levers.toml");
     loaded.base.hardware.host_overhead = 31e-6;
-    report::SimulateOptions o;
+    step::SimulateOptions o;
     o.keep_timeline = false;
-    return report::simulate(loaded.base, o);
+    return step::simulate(loaded.base, o);
   };
   const auto eager = run_eager_host(base);
   const auto g = run_eager_host(graphs);

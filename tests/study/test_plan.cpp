@@ -7,7 +7,7 @@
 #include <string>
 
 #include "config/loader.h"
-#include "report/simulate.h"
+#include "step/simulate.h"
 #include "study/plan.h"
 
 namespace fs = std::filesystem;
@@ -97,10 +97,10 @@ TEST_CASE("plan: the memory lower bound is below every simulated peak (both lowe
   int checked = 0, per_layer = 0;
   for (const auto& c : cands) {
     if (!config::validate(c).empty()) continue;
-    report::SimulateOptions so;
+    step::SimulateOptions so;
     so.keep_timeline = false;
     so.per_layer = false;
-    const auto r = report::simulate(c, so);
+    const auto r = step::simulate(c, so);
     const double lb = study::memory_lower_bound(c);
     INFO(key(c));
     CHECK(lb <= r.memory.peak_gib * kGiB * (1 + 1e-12));
@@ -111,7 +111,7 @@ TEST_CASE("plan: the memory lower bound is below every simulated peak (both lowe
     ++checked;
     if (checked % 40 == 0) {   // the per-layer lowering on a sample
       so.per_layer = true;
-      const auto q = report::simulate(c, so);
+      const auto q = step::simulate(c, so);
       CHECK(lb <= q.memory.peak_gib * kGiB * (1 + 1e-12));
       CHECK(tb <= q.step_time_s);
       ++per_layer;
@@ -167,10 +167,10 @@ TEST_CASE("plan: the best point is no slower than hand-picked points of the same
     s.schedule.name = p.sched;
     s.features.recompute = p.rc;
     REQUIRE(config::validate(s).empty());
-    report::SimulateOptions so;
+    step::SimulateOptions so;
     so.keep_timeline = false;
     so.per_layer = false;
-    const auto x = report::simulate(s, so);
+    const auto x = step::simulate(s, so);
     INFO(key(s));
     if (!x.memory.fits) continue;
     ++fitting;

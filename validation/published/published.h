@@ -39,7 +39,7 @@
 
 #include "config/loader.h"
 #include "config/scenario.h"
-#include "report/simulate.h"
+#include "step/simulate.h"
 
 namespace mfusim::validation {
 
@@ -224,10 +224,10 @@ inline Comparison compare(const PublishedRow& r, const hardware::HardwareSpec& a
   c.gbs = r.gbs;
   auto simulate = [&](const config::Scenario& s) {
     check_valid(s);
-    report::SimulateOptions o;
+    step::SimulateOptions o;
     o.keep_timeline = false;
     o.per_layer = true;
-    return report::simulate(s, o);
+    return step::simulate(s, o);
   };
   auto finish = [&](double predicted) {
     out.predicted = predicted;

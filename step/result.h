@@ -10,7 +10,7 @@
 #include "config/scenario.h"
 #include "sim/engine.h"
 
-namespace mfusim::report {
+namespace mfusim::step {
 
 // Breakdown parts of SPEC §4 `breakdown_s`, per GPU (the slowest pipeline
 // rank's view); they partition [0, step_time] of that rank exactly.
@@ -61,4 +61,4 @@ struct WhatIfResult {
   bool fits = true;
 };
 
-}  // namespace mfusim::report
+}  // namespace mfusim::step

@@ -2,7 +2,7 @@
 // gathers, TP placement across NVLink domains, TP comm overlap, NCCL
 // algorithm choice, EP all-to-alls under 1F1B vs DualPipe, and NIC sharing
 // between PP sends and DP buckets. Every number is read off a simulated step
-// (report::simulate), never from a closed form; each case quotes its rule.
+// (step::simulate), never from a closed form; each case quotes its rule.
 #include <doctest/doctest.h>
 
 #include <algorithm>
@@ -11,7 +11,7 @@
 #include <vector>
 
 #include "config/loader.h"
-#include "report/simulate.h"
+#include "step/simulate.h"
 
 using namespace mfusim;
 
@@ -48,10 +48,10 @@ config::Scenario scenario(const std::string& text, const std::vector<std::string
   return config::load_scenario_string(text, kTests + "/config/cluster_fixture.toml", o).base;
 }
 
-report::StepResult run(const config::Scenario& s, bool keep = false) {
-  report::SimulateOptions o;
+step::StepResult run(const config::Scenario& s, bool keep = false) {
+  step::SimulateOptions o;
   o.keep_timeline = keep;
-  return report::simulate(s, o);
+  return step::simulate(s, o);
 }
 
 }  // namespace

@@ -2,9 +2,9 @@
 // One simulated training step: lower the scenario, play the task graph, and
 // read the report off the timeline.
 #include "config/scenario.h"
-#include "report/step_result.h"
+#include "step/result.h"
 
-namespace mfusim::report {
+namespace mfusim::step {
 
 // Memory every GPU holds besides the model state and activations: CUDA
 // context, cuBLAS workspaces, NCCL buffers and allocator slack. 2 GiB is an
@@ -14,13 +14,13 @@ namespace mfusim::report {
 inline constexpr double kRuntimeReserveBytes = 2.0 * 1024.0 * 1024.0 * 1024.0;
 
 struct SimulateOptions {
-  bool per_layer = true;        // per-layer tasks (see schedules::LowerOptions)
+  bool per_layer = true;        // per-layer tasks (see step::LowerOptions)
   bool keep_timeline = true;    // keep graph and timeline in the result (traces, pictures)
 };
 
-StepResult simulate(const config::Scenario&, const SimulateOptions& = {});
+step::StepResult simulate(const config::Scenario&, const SimulateOptions& = {});
 
 // The schedule-lab variant ([schedule.costs]): fixed op costs, only the schedule.
-StepResult simulate_lab(const config::Scenario&, const SimulateOptions& = {});
+step::StepResult simulate_lab(const config::Scenario&, const SimulateOptions& = {});
 
-}  // namespace mfusim::report
+}  // namespace mfusim::step

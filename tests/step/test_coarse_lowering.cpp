@@ -14,7 +14,7 @@
 #include <string>
 
 #include "config/loader.h"
-#include "report/simulate.h"
+#include "step/simulate.h"
 
 namespace fs = std::filesystem;
 using namespace mfusim;
@@ -28,12 +28,12 @@ void agree(const std::string& file, const std::vector<std::string>& sets) {
   lo.overrides = sets;
   lo.overrides.push_back("features.tp_comm_overlap=false");
   const auto s = config::load_scenario(kRoot + "/scenarios/" + file, lo).base;
-  report::SimulateOptions so;
+  step::SimulateOptions so;
   so.keep_timeline = false;
   so.per_layer = true;
-  const auto fine = report::simulate(s, so);
+  const auto fine = step::simulate(s, so);
   so.per_layer = false;
-  const auto coarse = report::simulate(s, so);
+  const auto coarse = step::simulate(s, so);
   std::string what = file;
   for (const auto& x : sets) what += " " + x;
   INFO(what << ": per-layer " << fine.step_time_s << " s, coarse " << coarse.step_time_s << " s");

@@ -15,7 +15,7 @@
 #include "schedules/schedule.h"
 #include "sim/engine.h"
 
-namespace mfusim::schedules {
+namespace mfusim::step {
 
 struct LowerOptions {
   // Per-layer tasks (the timeline shows every layer and TP collective) or
@@ -36,7 +36,7 @@ using Parts = std::array<std::int64_t, static_cast<std::size_t>(sim::Category::c
 
 struct Lowered {
   sim::TaskGraph graph;
-  PipelineSchedule schedule;
+  schedules::PipelineSchedule schedule;
   int ranks = 1;
   std::vector<sim::StreamId> compute_stream;     // per pipeline rank
   std::vector<TaskInfo> info;                    // per task
@@ -53,4 +53,4 @@ std::vector<std::vector<int>> split_layers(const config::Scenario&, int stages);
 
 Lowered lower(const config::Scenario&, const LowerOptions& = {});
 
-}  // namespace mfusim::schedules
+}  // namespace mfusim::step

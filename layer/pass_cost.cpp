@@ -1,0 +1,270 @@
+// The cost of one layer's passes (see pass_cost.h for the contract).
+#include "layer/pass_cost.h"
+
+#include <algorithm>
+#include <cmath>
+
+#include "sim/time.h"
+
+namespace mfusim::layer {
+
+using config::Scenario;
+using hardware::Collective;
+using hardware::Kernel;
+using sim::Category;
+using sim::to_ns;
+
+std::pair<Seg, Seg> split_overlap(const Seg& sg) {
+  Seg head, tail;
+  head.ns = sg.ns - std::min(sg.ns, sg.overlap_ns);
+  const double share = static_cast<double>(head.ns) / static_cast<double>(sg.ns);
+  head.launch_ns = static_cast<std::int64_t>(std::llround(sg.launch_ns * share));
+  head.host_ns = static_cast<std::int64_t>(std::llround(sg.host_ns * share));
+  head.flops = sg.flops * share;
+  tail.ns = sg.ns - head.ns;
+  tail.launch_ns = sg.launch_ns - head.launch_ns;
+  tail.host_ns = sg.host_ns - head.host_ns;
+  tail.flops = sg.flops * (1 - share);
+  return {head, tail};
+}
+
+LayerCosts::LayerCosts(const Scenario& s)
+    : s_(s), cost_(s.hardware, s.training.precision, s.calibration ? &*s.calibration : nullptr, s.features.cuda_graphs) {}
+
+void LayerCosts::place() {
+  const auto& P = s_.parallel;
+  place_ = hardware::place(hardware::Layout{P.tp, P.cp, P.ep, P.dp, P.pp}, s_.hardware);
+  shape_ = models::rank_shape(s_);
+}
+
+hardware::AlgoChoice LayerCosts::algo() const {
+  switch (s_.features.nccl_algo) {
+    case config::NcclAlgo::ring: return hardware::AlgoChoice::ring;
+    case config::NcclAlgo::tree: return hardware::AlgoChoice::tree;
+    default: return hardware::AlgoChoice::auto_;
+  }
+}
+
+double LayerCosts::coll(Collective c, double bytes, const hardware::Group& g) const {
+  if (g.size <= 1 || bytes <= 0) return 0;
+  return hardware::collective_time(c, bytes, g, s_.hardware, algo(), cal()).seconds;
+}
+
+Seg LayerCosts::seg_of(const std::vector<const Kernel*>& ks, double extra_host) const {
+  Seg sg;
+  for (const Kernel* k : ks) sg.flops += k->flops * k->count;
+  const hardware::StreamTime st = cost_.stream_time(ks, extra_host);
+  sg.ns = to_ns(st.gpu_seconds);
+  sg.launch_ns = to_ns(st.gpu_seconds - st.exec_seconds);
+  sg.host_ns = to_ns(st.host_seconds);
+  return sg;
+}
+
+PassCost LayerCosts::pass_cost(const std::vector<Kernel>& ks, bool backward, bool moe_layer,
+                            const models::LayerComm& lc, const Bounds& bd, double extra_host) const {
+  PassCost pc;
+  if (ks.empty()) return pc;
+  auto range = [&](std::size_t from, std::size_t to) {
+    std::vector<const Kernel*> v;
+    for (std::size_t i = std::min(from, ks.size()); i < std::min(to, ks.size()); ++i) v.push_back(&ks[i]);
+    return v;
+  };
+  // The region's own host work (extra_host) runs along its ops (a pack or unpack hook per saved
+  // tensor): each segment takes the share of it that its kernels have of the pass's host issue.
+  double host_all = 0;
+  if (extra_host > 0)
+    for (const Kernel& k : ks) host_all += cost_.host_time(k);
+  auto seg = [&](const std::vector<const Kernel*>& v) {
+    double h = 0;
+    if (extra_host > 0 && host_all > 0)
+      for (const Kernel* k : v) h += cost_.host_time(*k);
+    return seg_of(v, host_all > 0 ? extra_host * h / host_all : 0);
+  };
+  const bool sp = s_.parallel.sequence_parallel;
+  // One TP collective point per block: all-reduce, or reduce-scatter + all-gather with SP
+  // (Korthikanti et al. 2022 §4.2.2: the same bandwidth as the all-reduce).
+  double tp_s = 0;
+  if (s_.parallel.tp > 1 && lc.tp_collectives > 0) {
+    tp_s = sp ? coll(Collective::reduce_scatter, lc.tp_bytes, place_.tp) + coll(Collective::all_gather, lc.tp_bytes, place_.tp)
+              : coll(Collective::all_reduce, lc.tp_bytes, place_.tp);
+  }
+  const double a2a_s = moe_layer && s_.parallel.ep > 1 ? coll(Collective::all_to_all, lc.ep_all_to_all_bytes, place_.ep) : 0;
+  auto with_tp = [&](Seg sg) {
+    sg.comm_ns = to_ns(tp_s);
+    sg.comm_cat = Category::tp_comm;
+    sg.comm_nic = place_.tp.crosses_domains();
+    sg.comm_overlappable = true;
+    return sg;
+  };
+  auto with_a2a = [&](Seg sg) {
+    sg.comm_ns = to_ns(a2a_s);
+    sg.comm_cat = Category::ep_comm;
+    sg.comm_nic = place_.ep.crosses_domains();
+    return sg;
+  };
+  // Context parallelism: ring attention passes K/V cp-1 times, overlapped with attention compute;
+  // what exceeds the attention block's compute is exposed.
+  const double cp_s = s_.parallel.cp > 1 ? (s_.parallel.cp - 1) * coll(Collective::send_recv, lc.cp_bytes, place_.cp) : 0;
+  auto attn_seg = [&](const std::vector<const Kernel*>& v) {
+    Seg sg = with_tp(seg(v));
+    if (cp_s > 0) sg.ns += std::max<std::int64_t>(0, to_ns(cp_s) - sg.ns);
+    return sg;
+  };
+  const std::size_t n = ks.size();
+  std::vector<std::pair<std::size_t, std::size_t>> spans;   // kernel range of each segment
+  auto add = [&](Seg sg, std::size_t from, std::size_t to) {
+    pc.segs.push_back(sg);
+    spans.emplace_back(std::min(from, n), std::min(to, n));
+  };
+  if (!backward) {
+    add(attn_seg(range(0, bd.mlp)), 0, bd.mlp);
+    if (!moe_layer) {
+      add(with_tp(seg(range(bd.mlp, n))), bd.mlp, n);
+    } else {
+      add(with_a2a(seg(range(bd.mlp, bd.ex0))), bd.mlp, bd.ex0);
+      add(with_a2a(seg(range(bd.ex0, bd.ex1))), bd.ex0, bd.ex1);
+      add(seg(range(bd.ex1, n)), bd.ex1, n);
+    }
+  } else {
+    if (!moe_layer) {
+      add(with_tp(seg(range(0, bd.attn))), 0, bd.attn);
+    } else {
+      add(with_a2a(seg(range(0, bd.ex0))), 0, bd.ex0);
+      add(with_a2a(seg(range(bd.ex0, bd.ex1))), bd.ex0, bd.ex1);
+      add(seg(range(bd.ex1, bd.attn)), bd.ex1, bd.attn);
+    }
+    add(attn_seg(range(bd.attn, n)), bd.attn, n);
+  }
+  if (s_.features.tp_comm_overlap && s_.parallel.tp > 1) tp_overlap_windows(ks, spans, pc);
+  // Drop empty segments without communication.
+  pc.segs.erase(std::remove_if(pc.segs.begin(), pc.segs.end(), [](const Seg& x) { return x.ns == 0 && x.comm_ns == 0; }),
+                pc.segs.end());
+  return pc;
+}
+
+// TP communication overlap (Megatron-LM --tp-comm-overlap, Transformer Engine
+// userbuffers). With sequence parallelism the collective point after segment i is
+// the reduce-scatter of its last GEMM's output (attn_out, fc2; fc1/qkv dgrad in B)
+// and the all-gather feeding the first GEMM of the next segment (fc1, qkv of the
+// next layer; attn_out/fc2 dgrad in B). TE splits each of those two GEMMs into tp
+// chunks along the token dimension and pipelines the collective with them
+// (ring-exchange all-gather: chunk j's shard arrives while chunk j-1 computes;
+// pipelined reduce-scatter: chunk j's partial sums leave while chunk j+1
+// computes). So:
+//  * only (tp-1)/tp of those two GEMMs can hide the collective, not the norms,
+//    RoPE or attention core around them; what is left is exposed;
+//  * the chunked GEMMs run slower than whole ones (tp GEMMs of m/tp rows), a cost
+//    paid whether or not there was communication to hide;
+//  * while the collective runs the GEMM shares SMs and HBM with it (the engine's
+//    contention factor, kDefaultContention).
+// The next segment's first GEMM is this layer's own (the next layer's is the same
+// shape); the window runs at the end of segment i on the timeline, so its length,
+// not its position, is what the model keeps.
+void LayerCosts::tp_overlap_windows(const std::vector<Kernel>& ks,
+                                 const std::vector<std::pair<std::size_t, std::size_t>>& spans, PassCost& pc) const {
+  const int chunks = s_.parallel.tp;
+  struct Ends { double first = 0, last = 0; std::size_t first_i = 0, last_i = 0; bool any = false; };
+  auto exec = [&](const Kernel& k) { return cost_.time(k) - cost_.launch_time(k); };
+  auto chunked = [&](const Kernel& k) {
+    Kernel c = k;
+    c.m = std::max<std::int64_t>(1, (k.m + chunks - 1) / chunks);
+    c.flops = 0;   // recomputed from the shape
+    c.bytes = 0;
+    return chunks * exec(c);
+  };
+  std::vector<Ends> ends(spans.size());
+  for (std::size_t i = 0; i < spans.size(); ++i)
+    for (std::size_t j = spans[i].first; j < spans[i].second; ++j)
+      if (ks[j].kind == hardware::KernelKind::gemm) {
+        if (!ends[i].any) ends[i].first_i = j;
+        ends[i].last_i = j;
+        ends[i].any = true;
+      }
+  for (auto& e : ends)
+    if (e.any) {
+      e.first = chunked(ks[e.first_i]);
+      e.last = chunked(ks[e.last_i]);
+    }
+  const std::size_t n = pc.segs.size();
+  std::vector<bool> first_chunked(n, false), last_chunked(n, false);
+  for (std::size_t i = 0; i < n; ++i) {
+    Seg& sg = pc.segs[i];
+    if (!(sg.comm_ns > 0 && sg.comm_overlappable) || !ends[i].any) continue;
+    std::size_t nx = (i + 1) % n;
+    while (nx != i && !ends[nx].any) nx = (nx + 1) % n;
+    const double window = (ends[i].last + ends[nx].first) * (chunks - 1) / chunks;
+    sg.overlap_ns = to_ns(window);
+    last_chunked[i] = true;
+    first_chunked[nx] = true;
+  }
+  for (std::size_t i = 0; i < n; ++i) {
+    if (!ends[i].any) continue;
+    double extra = 0;
+    if (last_chunked[i]) extra += ends[i].last - exec(ks[ends[i].last_i]);
+    if (first_chunked[i] && ends[i].first_i != ends[i].last_i) extra += ends[i].first - exec(ks[ends[i].first_i]);
+    pc.segs[i].ns += std::max<std::int64_t>(0, to_ns(extra));
+  }
+}
+
+const LayerCost& LayerCosts::layer_cost(int layer) {
+  const bool moe = s_.model.is_moe_layer(layer);
+  const int key = moe ? 1 : 0;
+  auto it = layer_cache_.find(key);
+  if (it != layer_cache_.end()) return it->second;
+  LayerCost lc;
+  const auto ks = models::layer_kernels(s_.model, layer, shape_);
+  const auto comm = models::layer_comm(s_.model, layer, shape_);
+  const Bounds fb{ks.f_mlp, 0, ks.f_experts, ks.f_experts_end};
+  // A checkpointed layer (recompute on) costs the host its wrapper in the forward and the
+  // recomputation's trigger in the backward, beyond the ops (CostModel::checkpoint_host).
+  const bool ckpt = s_.features.recompute != config::Recompute::none;
+  lc.f = pass_cost(ks.f, false, moe, comm, fb, ckpt ? cost_.checkpoint_host() : 0);
+  lc.b = pass_cost(ks.b, true, moe, comm, Bounds{0, ks.b_attn, ks.b_experts, ks.b_experts_end});
+  lc.w = PassCost{};
+  if (!ks.w.empty()) {
+    std::vector<const Kernel*> all;
+    for (const auto& k : ks.w) all.push_back(&k);
+    lc.w.segs.push_back(seg_of(all));
+  }
+  if (s_.features.recompute == config::Recompute::full) {
+    lc.r = pass_cost(ks.r, false, moe, comm, fb, cost_.recompute_host());
+  } else if (!ks.r.empty()) {
+    std::vector<const Kernel*> all;
+    for (const auto& k : ks.r) all.push_back(&k);
+    lc.r.segs.push_back(seg_of(all, cost_.recompute_host()));
+  }
+  lc.act_bytes = models::activation_bytes(s_.model, layer, shape_);
+  lc.stash_bytes = std::min(lc.act_bytes, models::w_stash_bytes(s_.model, layer, shape_));
+  if (s_.features.recompute != config::Recompute::none) {
+    models::RankShape full = shape_;
+    full.recompute = config::Recompute::none;
+    lc.recompute_bytes = std::max(0.0, models::activation_bytes(s_.model, layer, full) - lc.act_bytes);
+  }
+  // Parameters of the layer held by this rank (sharded by tp, experts by ep), for DP buckets.
+  const auto& P = s_.parallel;
+  const auto sm = models::static_memory(s_.model, {layer}, false, false, P.tp, P.ep, P.dp, P.distributed_optimizer);
+  lc.params = sm.params / models::param_bytes(false);   // bf16 static_memory: 2 bytes per parameter
+  return layer_cache_.emplace(key, std::move(lc)).first->second;
+}
+
+LayerCost LayerCosts::end_cost(bool embedding) const {
+  LayerCost lc;
+  const auto ks = embedding ? models::embedding_kernels(s_.model, shape_) : models::head_kernels(s_.model, shape_);
+  auto one = [&](const std::vector<Kernel>& v) {
+    PassCost pc;
+    if (v.empty()) return pc;
+    std::vector<const Kernel*> all;
+    for (const auto& k : v) all.push_back(&k);
+    pc.segs.push_back(seg_of(all));
+    // The vocab-parallel LM head and its loss need one all-reduce of b*s*h over TP.
+    return pc;
+  };
+  lc.f = one(ks.f);
+  lc.b = one(ks.b);
+  lc.w = one(ks.w);
+  lc.act_bytes = embedding ? models::embedding_activation_bytes(s_.model, shape_)
+                           : models::head_activation_bytes(s_.model, shape_);
+  return lc;
+}
+
+}  // namespace mfusim::layer

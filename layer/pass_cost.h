@@ -1,0 +1,102 @@
+#pragma once
+// The cost of one layer's passes on one GPU of a pipeline rank: each pass (F,
+// B, W, recompute) is a chain of compute segments, a segment possibly followed
+// by a collective (TP all-reduce, or reduce-scatter + all-gather with sequence
+// parallelism; EP all-to-all) that the next segment waits for. With
+// tp_comm_overlap the collective runs beside the chunked GEMMs it is
+// pipelined with (overlap_ns). Inputs: the scenario, the model's kernels and
+// communication volumes (models/), and the hardware cost model (hardware/).
+// The step builder (step/) turns these segments into tasks.
+#include <cstdint>
+#include <map>
+#include <utility>
+#include <vector>
+
+#include "config/scenario.h"
+#include "hardware/collectives.h"
+#include "hardware/cost_model.h"
+#include "models/accounting.h"
+#include "sim/engine.h"
+
+namespace mfusim::layer {
+
+// Contention: compute kernels slow down while a collective runs on the same
+// GPU (SMs and HBM shared with NCCL kernels). 10% is the order reported for
+// NCCL-kernel interference on H100 in Megatron's TP-comm-overlap work
+// (Wang et al. 2023, "Overlap communication with dependent computation via
+// decomposition", reports 5–15%); documented in docs/cost-model.md.
+constexpr double kDefaultContention = 0.10;
+
+struct Seg {
+  std::int64_t ns = 0;          // compute time on the GPU (execution + per-kernel gaps)
+  std::int64_t launch_ns = 0;   // of which per-kernel gaps
+  std::int64_t host_ns = 0;     // host issue of its kernels (TaskSpec::host_ns: the GPU waits only when the host is behind)
+  double flops = 0;
+  // communication after this segment (0 ns = none)
+  std::int64_t comm_ns = 0;
+  sim::Category comm_cat = sim::Category::other;
+  bool comm_nic = false;        // over the NIC (else NVLink)
+  bool comm_overlappable = false;
+  // tp_comm_overlap: compute the collective can run beside (the chunks of the GEMMs it is
+  // pipelined with, see pass_cost); 0 = none.
+  std::int64_t overlap_ns = 0;
+};
+
+// A segment whose collective runs beside the chunked GEMMs it is pipelined with (tp_comm_overlap,
+// overlap_ns, see tp_overlap_windows), placed at the end: its part before the collective (head) and
+// the part beside it (tail), with the launch gaps, host issue and FLOPs shared in proportion.
+std::pair<Seg, Seg> split_overlap(const Seg& sg);
+
+struct PassCost {
+  std::vector<Seg> segs;
+};
+
+struct LayerCost {
+  PassCost f, b, w, r;
+  double act_bytes = 0, stash_bytes = 0, recompute_bytes = 0;
+  double params = 0;            // parameters held by this rank for the layer
+};
+
+// The costs of one scenario's layers, memoised per layer kind (dense, MoE).
+class LayerCosts {
+ public:
+  explicit LayerCosts(const config::Scenario& s);
+
+  // The placement of the parallel groups and the per-rank shape; call once
+  // before any cost below but the collectives' and seg_of's.
+  void place();
+  const hardware::Placement& placement() const { return place_; }
+  const models::RankShape& shape() const { return shape_; }
+
+  // One collective over a group (0 for a group of one or no bytes).
+  double coll(hardware::Collective c, double bytes, const hardware::Group& g) const;
+  // A segment's kernels run back to back on the GPU while the host issues them
+  // asynchronously (host_time per launch, docs/fidelity.md): the segment's task carries its
+  // GPU time (execution + per-kernel gaps) and its host issue time; the engine lets the host
+  // run ahead over the stream's tasks and makes a task wait only for a host that has fallen
+  // behind (TaskSpec::host_ns). The GPU's wait for the host is launch overhead.
+  // extra_host: host seconds beyond the kernels' issue (a checkpointed region's own work).
+  Seg seg_of(const std::vector<const hardware::Kernel*>& ks, double extra_host = 0) const;
+
+  const LayerCost& layer_cost(int layer);
+  LayerCost end_cost(bool embedding) const;   // the embedding's, or the LM head's and loss
+
+ private:
+  struct Bounds { std::size_t mlp = 0, attn = 0, ex0 = 0, ex1 = 0; };
+  hardware::AlgoChoice algo() const;
+  const hardware::Calibration* cal() const { return s_.calibration ? &*s_.calibration : nullptr; }
+  // extra_host: host seconds of the pass beyond its kernels (a checkpointed region's wrapper
+  // and hooks, or its recomputation's), shared among its segments by their kernels' host time.
+  PassCost pass_cost(const std::vector<hardware::Kernel>& ks, bool backward, bool moe_layer,
+                     const models::LayerComm& lc, const Bounds&, double extra_host = 0) const;
+  void tp_overlap_windows(const std::vector<hardware::Kernel>& ks,
+                          const std::vector<std::pair<std::size_t, std::size_t>>& spans, PassCost& pc) const;
+
+  const config::Scenario& s_;
+  hardware::CostModel cost_;
+  hardware::Placement place_;
+  models::RankShape shape_;
+  std::map<int, LayerCost> layer_cache_;   // keyed by layer kind (0 dense, 1 moe)
+};
+
+}  // namespace mfusim::layer

@@ -1,0 +1,193 @@
+// The step builder's skeleton: the schedule and the stages, the streams of
+// each rank, which layers each rank holds, and the order in which the ops of
+// all ranks are emitted (see builder.h for who owns the rest).
+#include "step/builder.h"
+
+#include <algorithm>
+#include <string>
+
+#include "models/accounting.h"
+#include "sim/process_memory.h"
+
+namespace mfusim::step {
+
+using schedules::PipelineShape;
+
+Lowered Builder::run() {
+  plan();
+  add_streams();
+  assign_ranks();
+  add_static_memory();
+  add_data_loading();
+  add_param_gathers();
+  // GC pauses, per rank, inserted before ops.
+  std::vector<std::vector<std::int64_t>> gc_before(p_);
+  if (s_.features.python_gc)
+    for (int r = 0; r < p_; ++r) add_gc_pauses(r, gc_before[r]);
+  if (opt_.per_layer) {
+    const std::size_t n = out_.graph.size() + estimate_tasks();
+    out_.graph.reserve(n);
+    out_.info.reserve(n);
+    sim::advise_huge_storage(out_.info);
+  }
+  emit_ops(gc_before);
+  add_grad_reduce_and_optimizer();
+  out_.send_target = send_target_;
+  return std::move(out_);
+}
+
+void Builder::plan() {
+  const auto& P = s_.parallel;
+  p_ = P.pp;
+  m_ = s_.microbatches();
+  sched_ = config::to_string(s_.schedule.name);
+  out_.schedule = schedules::generate(sched_, PipelineShape{p_, m_, schedules::chunks_for(sched_, P.vpp)});
+  S_ = out_.schedule.stages;
+  out_.ranks = p_;
+  split_w_ = out_.schedule.split_w;
+  out_.stage_layers = split_layers(s_, S_);
+  layers_.place();
+  out_.warnings = layers_.placement().warnings;
+  emb_cost_ = layers_.end_cost(true);
+  head_cost_ = layers_.end_cost(false);
+}
+
+void Builder::add_streams() {
+  const auto& P = s_.parallel;
+  auto& g = out_.graph;
+  g.set_contention(layer::kDefaultContention);
+  tp_text_ = g.text("tp collective");
+  a2a_text_ = g.text("all-to-all");
+  tp_stream_.resize(p_); ep_stream_.resize(p_); pp_fwd_stream_.resize(p_); pp_bwd_stream_.resize(p_);
+  dp_stream_.resize(p_); nvl_.resize(p_); nic_.resize(p_);
+  out_.compute_stream.resize(p_);
+  p2p_wait_.assign(p_, {});
+  for (int r = 0; r < p_; ++r) {
+    out_.compute_stream[r] = g.add_stream(r, "compute", true);
+    if (P.tp > 1) tp_stream_[r] = g.add_stream(r, "tp", false);
+    if (P.ep > 1 && s_.model.is_moe()) ep_stream_[r] = g.add_stream(r, "ep", false);
+    if (p_ > 1) {
+      pp_fwd_stream_[r] = g.add_stream(r, "pp send fwd", false);
+      pp_bwd_stream_[r] = g.add_stream(r, "pp send bwd", false);
+    }
+    dp_stream_[r] = g.add_stream(r, "dp", false);
+    nvl_[r] = g.add_resource("nvlink r" + std::to_string(r));
+    nic_[r] = g.add_resource("nic r" + std::to_string(r));
+  }
+  f_out_.assign(static_cast<std::size_t>(m_) * S_, -1);
+  b_out_.assign(static_cast<std::size_t>(m_) * S_, -1);
+  f_runner_.assign(static_cast<std::size_t>(m_) * S_, -1);
+  b_runner_.assign(static_cast<std::size_t>(m_) * S_, -1);
+  bucket_fill_.assign(p_, 0);
+  dp_tasks_.assign(p_, {});
+  grad_remaining_.assign(p_, {});
+  stage_of_layer_rank_.assign(p_, {});
+  param_gather_.assign(p_, {});
+  last_compute_.assign(p_, -1);
+}
+
+// Which layers each rank holds, and how many gradient-finishing passes each gets per step.
+void Builder::assign_ranks() {
+  const auto& order = out_.schedule.order;
+  rank_stages_.assign(p_, {});
+  std::vector<int> grad_passes(static_cast<std::size_t>(S_));   // of the rank, per stage
+  for (int r = 0; r < p_; ++r) {
+    std::fill(grad_passes.begin(), grad_passes.end(), 0);
+    for (const Op& op : order[r]) {
+      auto note = [&](int stage, bool grad) {
+        if (std::find(rank_stages_[r].begin(), rank_stages_[r].end(), stage) == rank_stages_[r].end())
+          rank_stages_[r].push_back(stage);
+        if (grad) grad_passes[static_cast<std::size_t>(stage)] += 1;
+      };
+      if (op.kind == OpKind::F || op.kind == OpKind::FB) f_runner_[op.microbatch * S_ + op.stage] = r;
+      if (op.kind == OpKind::B) b_runner_[op.microbatch * S_ + op.stage] = r;
+      if (op.kind == OpKind::FB) b_runner_[op.microbatch_b * S_ + op.stage_b] = r;
+      if (op.kind == OpKind::F) note(op.stage, false);
+      else if (op.kind == OpKind::W) note(op.stage, true);
+      else if (op.kind == OpKind::B) note(op.stage, !op.split_w);
+      else if (op.kind == OpKind::FB) { note(op.stage, false); note(op.stage_b, !op.split_w); }
+    }
+    for (int st = 0; st < S_; ++st)
+      if (grad_passes[static_cast<std::size_t>(st)] > 0)
+        for (int l : out_.stage_layers[st]) {
+          stage_of_layer_rank_[r][l] = st;
+          grad_remaining_[r][l] += grad_passes[static_cast<std::size_t>(st)];
+        }
+  }
+}
+
+// Static memory per rank, and the parameters per rank for DP buckets.
+void Builder::add_static_memory() {
+  const auto& P = s_.parallel;
+  const auto& shape = layers_.shape();
+  out_.static_bytes.assign(p_, 0);
+  out_.params_bytes.assign(p_, 0);
+  out_.grads_bytes.assign(p_, 0);
+  out_.optimizer_bytes.assign(p_, 0);
+  rank_params_.assign(p_, 0);
+  for (int r = 0; r < p_; ++r) {
+    std::vector<int> layers;
+    bool emb = false, head = false;
+    for (int st : rank_stages_[r]) {
+      layers.insert(layers.end(), out_.stage_layers[st].begin(), out_.stage_layers[st].end());
+      emb = emb || st == 0;
+      head = head || st == S_ - 1;
+    }
+    const auto sm = models::static_memory(s_.model, layers, emb, head, P.tp, P.ep, P.dp, P.distributed_optimizer,
+                                          shape.fp32_autocast);
+    out_.params_bytes[r] = sm.params;
+    out_.grads_bytes[r] = sm.grads;
+    out_.optimizer_bytes[r] = sm.optimizer;
+    out_.static_bytes[r] = sm.params + sm.grads + sm.optimizer;
+    rank_params_[r] = sm.params / models::param_bytes(shape.fp32_autocast);
+  }
+}
+
+// Emit ops in an order that respects cross-rank inputs: round-robin over
+// ranks, each emitting ops while their inputs exist.
+void Builder::emit_ops(const std::vector<std::vector<std::int64_t>>& gc_before) {
+  const auto& order = out_.schedule.order;
+  std::vector<std::size_t> next(p_, 0);
+  std::size_t remaining = 0;
+  for (const auto& v : order) remaining += v.size();
+  auto ready = [&](const Op& op) {
+    auto f_ok = [&](int mb, int st) { return st == 0 || f_out_[mb * S_ + st - 1] >= 0; };
+    auto b_ok = [&](int mb, int st) {
+      return st == S_ - 1 ? f_out_[mb * S_ + st] >= 0 : b_out_[mb * S_ + st + 1] >= 0;
+    };
+    switch (op.kind) {
+      case OpKind::F: return f_ok(op.microbatch, op.stage);
+      case OpKind::B: return b_ok(op.microbatch, op.stage);
+      case OpKind::W: return true;
+      case OpKind::FB:
+        // The backward half may depend on the forward half of the same op only through
+        // another stage; both inputs must exist before the pair is emitted.
+        return f_ok(op.microbatch, op.stage) && b_ok(op.microbatch_b, op.stage_b);
+    }
+    return false;
+  };
+  while (remaining > 0) {
+    bool progress = false;
+    for (int r = 0; r < p_; ++r) {
+      while (next[r] < order[r].size() && ready(order[r][next[r]])) {
+        const std::size_t k = next[r];
+        if (!gc_before[r].empty() && gc_before[r][k] > 0) {
+          TaskId gc = add_task(r, out_.compute_stream[r], gc_before[r][k], Category::gc, "python gc", -1, -1, 'G');
+          last_compute_[r] = gc;
+        }
+        emit_op(r, order[r][k]);
+        ++next[r];
+        --remaining;
+        progress = true;
+      }
+    }
+    if (!progress) {
+      std::string msg = "schedule '" + sched_ + "' cannot proceed; waiting ops:";
+      for (int r = 0; r < p_; ++r)
+        if (next[r] < order[r].size()) msg += "\n  rank " + std::to_string(r) + ": " + label(order[r][next[r]]);
+      throw sim::Deadlock(msg);
+    }
+  }
+}
+
+}  // namespace mfusim::step

@@ -1,0 +1,146 @@
+#pragma once
+// The step builder's state: one object per lower() call, shared by the files
+// of step/, each of which owns one job (see the file named beside each
+// method). Internal to step/; the public interface is step/lower.h.
+#include <algorithm>
+#include <cstddef>
+#include <cstdint>
+#include <map>
+#include <string>
+#include <vector>
+
+#include "config/scenario.h"
+#include "layer/pass_cost.h"
+#include "schedules/schedule.h"
+#include "sim/engine.h"
+#include "step/items.h"
+#include "step/lower.h"
+#include "step/replay.h"
+
+namespace mfusim::step {
+
+using schedules::Op;
+using schedules::OpKind;
+using sim::Category;
+using sim::TaskId;
+
+class Builder {
+ public:
+  Builder(const config::Scenario& s, const LowerOptions& o) : s_(s), opt_(o), layers_(s), replay_(*this) {}
+  Lowered run();   // builder.cpp
+
+ private:
+  friend class Replay;
+
+  // ---- builder.cpp: the step's skeleton and the emission order ----
+  void plan();                 // schedule, stages, placement, the embedding's and head's costs
+  void add_streams();          // per rank: streams and links
+  void assign_ranks();         // which stages each rank runs, gradient-finishing passes per layer
+  void add_static_memory();    // params, grads and optimizer state per rank
+  void emit_ops(const std::vector<std::vector<std::int64_t>>& gc_before);
+  TaskId add_task(int rank, sim::StreamId stream, std::int64_t ns, sim::Category cat, Name name, int mb, int chunk,
+                  char kind, std::int64_t launch_ns = 0, double flops = 0, std::int64_t mem = 0,
+                  sim::ResourceList res = {}, bool interferes = false, std::int64_t host_ns = 0);
+
+  // ---- op_items.cpp: an op's items (segments of its layers' passes) ----
+  std::vector<Item> op_items(int rank, const Op& op, bool forward_half);
+  // op_items memoised: the items depend only on the pass (F, B, W), the stage
+  // and whether W is split off, never on the micro-batch (Items point into the
+  // layer cost cache, whose entries are stable).
+  const std::vector<Item>& items_of(int rank, const Op& op, bool forward_half);
+  std::size_t items_key(const Op& op, bool forward_half) const;
+  // Tasks the per-layer emission will add (for reserving the graph up front).
+  std::size_t estimate_tasks();
+  static Name op_name(OpKind k) {   // label(op) of an F, B or W op
+    return Name(k == OpKind::F ? sim::Label::forward : k == OpKind::B ? sim::Label::backward : sim::Label::weight_grad);
+  }
+
+  // ---- emit.cpp: ops to tasks, segment by segment ----
+  void emit_op(int rank, const Op& op);
+  void emit_items(int rank, Chain& ch, const std::vector<Item>& items, const Name& name, int mb, int chunk);
+  void emit_seg(int rank, Chain& ch, const layer::Seg& sg, sim::Category cat, const Name& name, int mb, int chunk,
+                char kind, std::int64_t mem);
+
+  // ---- coarse.cpp: one task per op (LowerOptions::per_layer = false) ----
+  // Play one op's chains (one, or two for F&B) locally and emit a single
+  // compute task holding the result.
+  TaskId emit_merged(int rank, const std::vector<const std::vector<Item>*>& chains, std::vector<Chain*> ch,
+                     const Name& name, int mb, int chunk, char kind, sim::Category cat);
+  // What playing one op's chains gives: the merged task's duration and side
+  // information, and the layers whose gradient-final items it met, in order.
+  struct Merged {
+    std::int64_t t = 0, launch = 0, mem = 0, host = 0;
+    double flops = 0;
+    Parts parts{};
+    std::vector<int> grad_layers;
+    std::vector<int*> grad_counters;   // per grad_layers entry: grad_remaining_ of the rank, or null (not counted)
+  };
+  Merged play_merged(const std::vector<Item>* const* chains, std::size_t n) const;
+  TaskId emit_merged_task(int rank, const Merged& m, Chain* const* ch, std::size_t n, const Name& name, int mb,
+                          int chunk, char kind, sim::Category cat);
+
+  // ---- sends.cpp: stage-to-stage sends ----
+  void publish(int rank, OpKind kind, int mb, int stage, TaskId last);
+
+  // ---- data_parallel.cpp: gradient buckets, parameter gathers, optimizer ----
+  void add_param_gathers();
+  void on_grad_final(int rank, int layer, TaskId t);
+  void flush_bucket(int rank, TaskId after);
+  void add_grad_reduce_and_optimizer();
+
+  // ---- host_events.cpp: data loading and Python GC ----
+  void add_data_loading();
+  void add_gc_pauses(int rank, std::vector<std::int64_t>& pause_before_op);
+
+  // ---- the scenario and the costs ----
+  const config::Scenario& s_;
+  LowerOptions opt_;
+  layer::LayerCosts layers_;
+  layer::LayerCost emb_cost_, head_cost_;
+  Lowered out_;
+  std::string sched_;                       // the schedule's name
+  int S_ = 1, p_ = 1, m_ = 1;               // virtual stages, pipeline ranks, micro-batches
+  bool split_w_ = false;
+  std::vector<std::vector<int>> rank_stages_;   // per rank: the stages it runs
+  std::vector<double> rank_params_;             // per rank: parameters held
+
+  // ---- per rank: streams and links ----
+  std::uint16_t tp_text_ = 0, a2a_text_ = 0;   // "tp collective", "all-to-all"
+  std::vector<sim::StreamId> tp_stream_, ep_stream_, pp_fwd_stream_, pp_bwd_stream_, dp_stream_;
+  std::vector<sim::ResourceId> nvl_, nic_;
+  std::vector<TaskId> last_compute_;
+
+  // ---- op items (op_items.cpp, coarse.cpp, host_events.cpp) ----
+  std::vector<std::vector<Item>> items_cache_;
+  std::vector<char> items_cached_;
+  // A single chain starts from an idle GPU: its play depends only on the item
+  // list, so it is memoised per (item list, rank).
+  std::vector<Merged> merged_cache_;
+  std::vector<char> merged_built_;
+  std::vector<double> busy_of_items_;      // per items_key: the GC time base's sum over the items (NaN: not yet)
+  Replay replay_;
+
+  // ---- routing (sends.cpp): (kind F/B, microbatch, stage) -> output task ----
+  std::vector<TaskId> f_out_, b_out_;      // index mb * S + stage
+  std::vector<int> f_runner_, b_runner_;   // index mb * S + stage: the rank that runs it
+  std::map<TaskId, int> send_target_;      // stage-to-stage sends: receiving rank
+  std::vector<std::vector<TaskId>> p2p_wait_;   // per rank: sends the next compute task waits for
+  std::int64_t pp_send_ns_ = -1;           // one stage-to-stage send (-1: not computed yet)
+
+  // ---- data parallelism (data_parallel.cpp) ----
+  std::vector<double> bucket_fill_;        // per rank, parameters in the open bucket
+  std::vector<std::vector<TaskId>> dp_tasks_;   // per rank
+  std::vector<std::map<int, int>> grad_remaining_;   // per rank: stage -> backward ops still to come
+  std::vector<std::map<int, int>> stage_of_layer_rank_;
+  std::vector<std::map<int, TaskId>> param_gather_;   // overlap_param_gather: per rank, layer -> task
+
+  // ---- host events (host_events.cpp) ----
+  std::vector<TaskId> data_task_;          // per microbatch
+  std::int64_t data_cost_ns_ = 0;          // loading one micro-batch
+};
+
+// Megatron-LM DDP default bucket size: max(40M, 1M * dp) parameters
+// (megatron/training/training.py, get_model: `bucket_size = max(40000000, 1000000 * dp_size)`).
+inline double bucket_params(int dp) { return std::max(40e6, 1e6 * dp); }
+
+}  // namespace mfusim::step

@@ -1,0 +1,157 @@
+// The coarse lowering (LowerOptions::per_layer = false, used by plan): one
+// compute task per op, its duration found by playing the op's chains on one
+// GPU by the same rules as the per-layer tasks.
+#include <algorithm>
+#include <stdexcept>
+
+#include "step/builder.h"
+
+namespace mfusim::step {
+
+using layer::kDefaultContention;
+using layer::Seg;
+
+Builder::Merged Builder::play_merged(const std::vector<Item>* const* chains, std::size_t n) const {
+  // The same rules as the per-layer lowering, played on one GPU without
+  // other traffic: segments run in order on the compute stream; a segment
+  // waits for its chain's previous collective; overlapped TP collectives start
+  // after the first GEMM chunk and slow the rest by the contention factor;
+  // the two chains of F&B alternate segment by segment.
+  if (n > 2) throw std::logic_error("emit_merged: one or two chains");
+  Merged m;
+  Parts& parts = m.parts;
+  std::int64_t t = 0, launch = 0, mem = 0, host = 0;
+  double flops = 0;
+  std::int64_t ready[2] = {0, 0};
+  Category ready_cat[2] = {Category::other, Category::other};
+  std::size_t pos[2] = {0, 0};
+  std::int64_t comm_free[2] = {0, 0};   // tp, ep streams
+  const double k = kDefaultContention;
+  const bool tp_overlap = s_.features.tp_comm_overlap;
+  bool more = true;
+  while (more) {
+    more = false;
+    for (std::size_t c = 0; c < n; ++c) {
+      if (pos[c] >= chains[c]->size()) continue;
+      more = true;
+      const Item& it = (*chains[c])[pos[c]++];
+      const Seg& sg = *it.seg;
+      mem += it.mem;
+      if (ready[c] > t) {
+        parts[static_cast<std::size_t>(ready_cat[c])] += ready[c] - t;
+        t = ready[c];
+      }
+      launch += sg.launch_ns;
+      host += sg.host_ns;
+      flops += sg.flops;
+      const auto ci = static_cast<std::size_t>(it.cat);
+      if (sg.comm_ns <= 0) {
+        parts[ci] += sg.ns;
+        t += sg.ns;
+        continue;
+      }
+      const bool overlap = sg.comm_overlappable && tp_overlap && sg.ns > 0;
+      const int stream = sg.comm_cat == Category::ep_comm ? 1 : 0;
+      if (overlap) {
+        const std::int64_t head = sg.ns - std::min(sg.ns, sg.overlap_ns), tail = sg.ns - head;
+        const std::int64_t cs = std::max(t + head, comm_free[stream]), ce = cs + sg.comm_ns;
+        // Tail from t+head; slowed by (1+k) while the collective runs.
+        const std::int64_t ts = t + head;
+        std::int64_t te;
+        const std::int64_t before = std::min(tail, std::max<std::int64_t>(0, cs - ts));   // alone before the collective starts
+        const std::int64_t left = tail - before;
+        const std::int64_t during = ce - std::max(ts + before, cs);
+        if (static_cast<double>(left) * (1 + k) <= during) te = ts + before + static_cast<std::int64_t>(left * (1 + k));
+        else te = ce + left - static_cast<std::int64_t>(during / (1 + k));
+        parts[ci] += te - t;
+        t = te;
+        comm_free[stream] = ce;
+        ready[c] = ce;
+      } else {
+        t += sg.ns;
+        parts[ci] += sg.ns;
+        const std::int64_t cs = std::max(t, comm_free[stream]), ce = cs + sg.comm_ns;
+        comm_free[stream] = ce;
+        ready[c] = ce;
+      }
+      ready_cat[c] = sg.comm_cat;
+    }
+  }
+  for (std::size_t c = 0; c < n; ++c)
+    if (ready[c] > t) {
+      parts[static_cast<std::size_t>(ready_cat[c])] += ready[c] - t;
+      t = ready[c];
+    }
+  m.t = t;
+  m.launch = launch;
+  m.host = host;
+  m.mem = mem;
+  m.flops = flops;
+  // Gradient-final items in the order the loop above met them (round-robin over chains).
+  for (std::size_t c = 0; c < n; ++c) pos[c] = 0;
+  for (bool left = true; left;) {
+    left = false;
+    for (std::size_t c = 0; c < n; ++c) {
+      if (pos[c] >= chains[c]->size()) continue;
+      left = true;
+      const Item& it = (*chains[c])[pos[c]++];
+      if (it.grad_final) m.grad_layers.push_back(it.layer);
+    }
+  }
+  return m;
+}
+
+TaskId Builder::emit_merged_task(int rank, const Merged& m, Chain* const* ch, std::size_t n, const Name& name,
+                                 int mb, int chunk, char kind, Category cat) {
+  const sim::StreamId cs = out_.compute_stream[rank];
+  TaskId id = add_task(rank, cs, m.t, cat, name, mb, chunk, kind, m.launch, m.flops, m.mem, {}, false, m.host);
+  out_.info[static_cast<std::size_t>(id)].parts = static_cast<int>(out_.parts.size());
+  out_.parts.push_back(m.parts);
+  for (std::size_t c = 0; c < n; ++c) {
+    for (TaskId d : ch[c]->pending) out_.graph.depend(d, id);
+    ch[c]->pending.clear();
+    ch[c]->last = id;
+  }
+  last_compute_[rank] = id;
+  for (std::size_t i = 0; i < m.grad_layers.size(); ++i) {
+    // on_grad_final; a counter above 1 is only decremented there (the usual case, done here directly).
+    int* c = i < m.grad_counters.size() ? m.grad_counters[i] : nullptr;
+    if (c != nullptr && *c > 1) --*c;
+    else on_grad_final(rank, m.grad_layers[i], id);
+  }
+  return id;
+}
+
+TaskId Builder::emit_merged(int rank, const std::vector<const std::vector<Item>*>& chains, std::vector<Chain*> ch,
+                            const Name& name, int mb, int chunk, char kind, Category cat) {
+  // Coarse lowering: play one op's chains (one, or two for F&B) locally and
+  // emit a single compute task holding the result.
+  if (chains.size() > 2 || ch.size() != chains.size()) throw std::logic_error("emit_merged: one or two chains");
+  if (chains.size() == 1 && !items_cache_.empty() && chains[0] >= items_cache_.data() &&
+      chains[0] < items_cache_.data() + items_cache_.size()) {   // an items_of list
+    const std::size_t key = static_cast<std::size_t>(chains[0] - items_cache_.data()) * static_cast<std::size_t>(p_) +
+                            static_cast<std::size_t>(rank);
+    if (merged_cache_.size() <= key) {
+      merged_cache_.resize(items_cache_.size() * static_cast<std::size_t>(p_));
+      merged_built_.resize(merged_cache_.size(), 0);
+    }
+    Merged& m = merged_cache_[key];
+    if (!merged_built_[key]) {
+      merged_built_[key] = 1;
+      m = play_merged(chains.data(), 1);
+      for (int l : m.grad_layers) {
+        int* c = nullptr;
+        if (stage_of_layer_rank_[rank].count(l) != 0) {
+          auto f = grad_remaining_[rank].find(l);
+          if (f != grad_remaining_[rank].end()) c = &f->second;
+        }
+        m.grad_counters.push_back(c);
+      }
+    }
+    return emit_merged_task(rank, m, ch.data(), 1, name, mb, chunk, kind, cat);
+  }
+  const Merged m = play_merged(chains.data(), chains.size());
+  return emit_merged_task(rank, m, ch.data(), ch.size(), name, mb, chunk, kind, cat);
+}
+
+}  // namespace mfusim::step

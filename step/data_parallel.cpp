@@ -1,0 +1,110 @@
+// Data parallelism in the step: the gradient buckets reduced as the backward
+// finishes each layer's gradient (overlap_grad_reduce), the parameter
+// all-gather of the distributed optimizer, and the optimizer step.
+#include <algorithm>
+
+#include "hardware/cost_model.h"
+#include "sim/time.h"
+#include "step/builder.h"
+
+namespace mfusim::step {
+
+using hardware::Collective;
+using sim::to_ns;
+
+// Distributed optimizer with overlapped parameter all-gather: the gather of
+// each bucket runs at the start of the step; a layer's first forward waits for it.
+void Builder::add_param_gathers() {
+  const auto& P = s_.parallel;
+  const int dp_group = P.dp * P.cp;
+  if (P.distributed_optimizer && s_.features.overlap_param_gather && dp_group > 1) {
+    for (int r = 0; r < p_; ++r) {
+      std::vector<int> layers;
+      for (int st : rank_stages_[r]) layers.insert(layers.end(), out_.stage_layers[st].begin(), out_.stage_layers[st].end());
+      std::sort(layers.begin(), layers.end());
+      double fill = 0;
+      std::vector<int> members;
+      auto flush = [&] {
+        if (members.empty()) return;
+        const double t = layers_.coll(Collective::all_gather, fill * 2.0, layers_.placement().dp);
+        TaskId ag = add_task(r, dp_stream_[r], to_ns(t), Category::dp_comm, "dp param gather", -1, -1, 'C', 0, 0, 0,
+                             {layers_.placement().dp.crosses_domains() ? nic_[r] : nvl_[r]}, true);
+        for (int l : members) param_gather_[r][l] = ag;
+        members.clear();
+        fill = 0;
+      };
+      for (int l : layers) {
+        fill += layers_.layer_cost(l).params;
+        members.push_back(l);
+        if (fill >= bucket_params(P.dp)) flush();
+      }
+      flush();
+    }
+  }
+}
+
+void Builder::on_grad_final(int rank, int layer, TaskId t) {
+  // Called once per (rank, stage, layer, backward op); the layer's gradient is
+  // final when the stage's last backward op on this rank runs.
+  auto& stages = stage_of_layer_rank_[rank];
+  auto sit = stages.find(layer);
+  if (sit == stages.end()) return;
+  auto& rem = grad_remaining_[rank][layer];
+  if (--rem > 0) return;
+  if (!s_.features.overlap_grad_reduce || s_.parallel.dp * s_.parallel.cp <= 1) return;
+  bucket_fill_[rank] += layers_.layer_cost(layer).params;
+  if (bucket_fill_[rank] >= bucket_params(s_.parallel.dp)) flush_bucket(rank, t);
+}
+
+void Builder::flush_bucket(int rank, TaskId after) {
+  if (bucket_fill_[rank] <= 0) return;
+  hardware::Group g = layers_.placement().dp;
+  const double bytes = bucket_fill_[rank] * 4.0;   // fp32 main gradients (Megatron default)
+  const Collective c = s_.parallel.distributed_optimizer ? Collective::reduce_scatter : Collective::all_reduce;
+  const double t = layers_.coll(c, bytes, g);
+  TaskId d = add_task(rank, dp_stream_[rank], to_ns(t), Category::dp_comm, "dp grad reduce", -1, -1, 'C', 0, 0, 0,
+                      {g.crosses_domains() ? nic_[rank] : nvl_[rank]}, true);
+  if (after >= 0) out_.graph.depend(after, d);
+  dp_tasks_[rank].push_back(d);
+  bucket_fill_[rank] = 0;
+}
+
+// Gradient reduction and the optimizer step.
+void Builder::add_grad_reduce_and_optimizer() {
+  const auto& P = s_.parallel;
+  const int dp_group = P.dp * P.cp;
+  auto& g = out_.graph;
+  for (int r = 0; r < p_; ++r) {
+    if (dp_group > 1) {
+      if (s_.features.overlap_grad_reduce) {
+        flush_bucket(r, last_compute_[r]);
+      } else {
+        bucket_fill_[r] = rank_params_[r];
+        flush_bucket(r, last_compute_[r]);
+      }
+    }
+    // Adam step over the local shard: read fp32 grad, master, m, v; write master, m, v and the bf16
+    // weight: 30 bytes per parameter, memory-bound (multi-tensor apply, a handful of launches).
+    // fp32-autocast (torch AdamW fused over fp32 params): read p, g, m, v; write p, m, v: 28 bytes.
+    const double local = rank_params_[r] / (P.distributed_optimizer ? dp_group : 1);
+    hardware::Kernel k;
+    k.kind = hardware::KernelKind::memory;
+    k.name = "adam";
+    k.bytes = (layers_.shape().fp32_autocast ? 28.0 : 30.0) * local;
+    if (layers_.shape().fp32_autocast) k.family = hardware::MemFamily::adamw;   // torch's fused AdamW (kernel_bw.py)
+    k.flops = 12.0 * local;
+    k.count = 1;
+    const layer::Seg opt_seg = layers_.seg_of({&k});
+    TaskId optim = add_task(r, out_.compute_stream[r], opt_seg.ns, Category::optimizer, "optimizer step",
+                            -1, -1, 'O', opt_seg.launch_ns, 0, 0, {}, false, opt_seg.host_ns);
+    for (TaskId d : dp_tasks_[r]) g.depend(d, optim);
+    if (P.distributed_optimizer && dp_group > 1 && !s_.features.overlap_param_gather) {
+      const double t = layers_.coll(Collective::all_gather, rank_params_[r] * 2.0, layers_.placement().dp);
+      TaskId ag = add_task(r, dp_stream_[r], to_ns(t), Category::dp_comm, "dp param gather", -1, -1, 'C', 0, 0, 0,
+                           {layers_.placement().dp.crosses_domains() ? nic_[r] : nvl_[r]});
+      g.depend(optim, ag);
+    }
+  }
+}
+
+}  // namespace mfusim::step

@@ -1,0 +1,205 @@
+// Ops to tasks: an op's inputs (the previous stage's output, the
+// micro-batch's data, the parameter gathers it waits for), then its items as
+// compute tasks with their collectives on the rank's communication streams,
+// per layer (replayed when it can be, see replay.h) or merged (coarse.cpp).
+//
+// A segment may be followed by a collective (TP all-reduce, or all-gather +
+// reduce-scatter with sequence parallelism; EP all-to-all) on the rank's
+// communication stream, which the next segment waits for. With
+// tp_comm_overlap the collective starts after the first GEMM chunk of its
+// segment and runs beside the rest (Megatron's userbuffer pipelining), slowing
+// compute by the contention factor. DualPipe's F&B interleaves the segments
+// of a forward and a backward chain so each chain's communication runs
+// under the other's compute.
+#include <map>
+#include <stdexcept>
+#include <string>
+
+#include "step/builder.h"
+
+namespace mfusim::step {
+
+using layer::Seg;
+
+TaskId Builder::add_task(int rank, sim::StreamId stream, std::int64_t ns, Category cat, Name name, int mb,
+                         int chunk, char kind, std::int64_t launch_ns, double flops, std::int64_t mem,
+                         sim::ResourceList res, bool interferes, std::int64_t host_ns) {
+  sim::TaskSpec t = spec_of(stream, ns, cat, name.id, kind, mem, res, interferes, host_ns);
+  t.label = name.label;
+  t.microbatch = mb;
+  t.chunk = chunk;
+  TaskId id = name.text.empty() ? out_.graph.add(t) : out_.graph.add(t, std::move(name.text));
+  if (static_cast<std::size_t>(id) >= out_.info.size()) out_.info.resize(id + 1);
+  out_.info[static_cast<std::size_t>(id)].launch_ns = launch_ns;
+  out_.info[static_cast<std::size_t>(id)].flops = flops;
+  // Blocking pipeline P2P (features.overlap_p2p_comm = false): the rank's next
+  // compute waits for the sends it posted.
+  if (rank >= 0 && rank < static_cast<int>(p2p_wait_.size()) && !p2p_wait_[rank].empty() &&
+      stream == out_.compute_stream[rank]) {
+    for (TaskId d : p2p_wait_[rank]) out_.graph.depend(d, id);
+    p2p_wait_[rank].clear();
+  }
+  return id;
+}
+
+void Builder::emit_seg(int rank, Chain& ch, const Seg& sg, Category cat, const Name& name, int mb, int chunk,
+                       char kind, std::int64_t mem) {
+  const sim::StreamId cs = out_.compute_stream[rank];
+  const bool overlap = sg.comm_ns > 0 && sg.comm_overlappable && s_.features.tp_comm_overlap;
+  TaskId head = -1, tail = -1;
+  if (overlap && sg.ns > 0) {
+    const auto [h, t] = split_overlap(sg);
+    head = add_task(rank, cs, h.ns, cat, name, mb, chunk, kind, h.launch_ns, h.flops, mem, {}, false, h.host_ns);
+    tail = add_task(rank, cs, t.ns, cat, Name(), mb, chunk, kind, t.launch_ns, t.flops, 0, {}, false, t.host_ns);
+  } else {
+    head = tail = add_task(rank, cs, sg.ns, cat, name, mb, chunk, kind, sg.launch_ns, sg.flops, mem, {}, false,
+                           sg.host_ns);
+  }
+  for (TaskId d : ch.pending) out_.graph.depend(d, head);
+  ch.pending.clear();
+  last_compute_[rank] = tail;
+  ch.last = tail;
+  if (sg.comm_ns > 0) {
+    const bool ep = sg.comm_cat == Category::ep_comm;
+    const sim::StreamId st = ep ? ep_stream_[rank] : tp_stream_[rank];
+    const sim::ResourceId res = sg.comm_nic ? nic_[rank] : nvl_[rank];
+    TaskId c = add_task(rank, st, sg.comm_ns, sg.comm_cat, Name(sim::Label::text, ep ? a2a_text_ : tp_text_), mb, chunk, 'C', 0, 0, 0,
+                        {res}, overlap || ep);
+    out_.graph.depend(overlap ? head : tail, c);
+    ch.pending.push_back(c);
+    if (overlap) ch.pending.push_back(tail);
+    ch.last = c;
+  }
+}
+
+void Builder::emit_items(int rank, Chain& ch, const std::vector<Item>& items, const Name& name, int mb,
+                         int chunk) {
+  bool first = true;
+  for (const Item& it : items) {
+    emit_seg(rank, ch, *it.seg, it.cat, first ? name : Name(), mb, chunk, it.kind, it.mem);
+    first = false;
+    if (it.grad_final) on_grad_final(rank, it.layer, ch.last);
+  }
+}
+
+void Builder::emit_op(int rank, const Op& op) {
+  // The op's label: a label code for F, B and W (formatted on demand), the text for F&B.
+  const Name name = op.kind == OpKind::FB ? Name(label(op)) : op_name(op.kind);
+  // Inputs: the previous stage's output as this rank sees it (the send task when it
+  // crossed ranks; see publish()), or the micro-batch's data for the first stage.
+  auto deps_for = [&](OpKind k, int mb, int stage) {
+    std::vector<TaskId> deps;
+    if (k == OpKind::F) {
+      if (stage > 0) {
+        const TaskId prev = f_out_[mb * S_ + stage - 1];
+        if (prev < 0) throw std::logic_error("lowering: F of mb " + std::to_string(mb) + " stage " + std::to_string(stage) + " before its input");
+        deps.push_back(prev);
+      } else if (mb < static_cast<int>(data_task_.size()) && data_task_[mb] >= 0) {
+        deps.push_back(data_task_[mb]);
+      }
+    } else {  // B
+      const TaskId prev = stage < S_ - 1 ? b_out_[mb * S_ + stage + 1] : f_out_[mb * S_ + stage];
+      if (prev < 0) throw std::logic_error("lowering: B of mb " + std::to_string(mb) + " stage " + std::to_string(stage) + " before its input");
+      deps.push_back(prev);
+    }
+    return deps;
+  };
+  // Overlapped parameter all-gather (distributed optimizer): a layer's first forward of the step waits
+  // for its bucket's gather. Per layer: the wait is attached to the layer's first segment, so later
+  // buckets gather while earlier layers compute (Megatron's forward pre-hook); in the coarse lowering
+  // the whole op waits for the gathers of all its layers.
+  std::map<int, TaskId> gathers;   // layer -> gather task, for this op's forward
+  auto param_deps = [&](const std::vector<Item>& items, Chain& ch) {
+    auto& pg = param_gather_[rank];
+    if (pg.empty()) return;
+    for (const auto& it : items) {
+      auto f = pg.find(it.layer);
+      if (f != pg.end()) {
+        if (opt_.per_layer) gathers[it.layer] = f->second;
+        else ch.pending.push_back(f->second);
+        pg.erase(f);
+      }
+    }
+  };
+  auto gather_before = [&](const Item& it, Chain& ch) {
+    if (gathers.empty()) return;
+    auto f = gathers.find(it.layer);
+    if (f == gathers.end()) return;
+    ch.pending.push_back(f->second);
+    gathers.erase(f);
+  };
+  if (op.kind == OpKind::F || op.kind == OpKind::B || op.kind == OpKind::W) {
+    Chain ch;
+    if (op.kind != OpKind::W) ch.pending = deps_for(op.kind, op.microbatch, op.stage);
+    if (op.kind == OpKind::F && s_.features.dataloader_workers == 0 && op.stage == 0 &&
+        op.microbatch < static_cast<int>(data_task_.size()) && data_cost_ns_ > 0) {
+      // Loading on the training thread: on the critical path, just before the micro-batch's forward.
+      TaskId d = add_task(rank, out_.compute_stream[rank], data_cost_ns_, Category::dataloader, "load batch", op.microbatch,
+                          -1, 'D');
+      for (TaskId x : ch.pending) out_.graph.depend(x, d);
+      ch.pending = {d};
+    }
+    const auto& items = items_of(rank, op, true);
+    if (op.kind == OpKind::F) param_deps(items, ch);
+    if (opt_.per_layer) {
+      if (!gathers.empty()) {
+        bool first = true;
+        for (const Item& it : items) {
+          gather_before(it, ch);
+          emit_seg(rank, ch, *it.seg, it.cat, first ? name : Name(), op.microbatch, op.chunk, it.kind, it.mem);
+          first = false;
+          if (it.grad_final) on_grad_final(rank, it.layer, ch.last);
+        }
+      } else if (!replay_.emit(rank, ch, op)) {
+        emit_items(rank, ch, items, name, op.microbatch, op.chunk);
+      }
+    } else {
+      const Category cat = op.kind == OpKind::F ? Category::forward
+                           : op.kind == OpKind::B ? Category::backward : Category::weight_grad;
+      const char k = op.kind == OpKind::F ? 'F' : op.kind == OpKind::B ? 'B' : 'W';
+      emit_merged(rank, {&items}, {&ch}, name, op.microbatch, op.chunk, k, cat);
+    }
+    if (op.kind == OpKind::F) publish(rank, OpKind::F, op.microbatch, op.stage, ch.last);
+    if (op.kind == OpKind::B) publish(rank, OpKind::B, op.microbatch, op.stage, ch.last);
+    return;
+  }
+  // F&B: interleave the segments of the forward and the backward chain.
+  Chain cf, cb;
+  cf.pending = deps_for(OpKind::F, op.microbatch, op.stage);
+  cb.pending = deps_for(OpKind::B, op.microbatch_b, op.stage_b);
+  const auto& fi = items_of(rank, op, true);
+  const auto& bi = items_of(rank, op, false);
+  param_deps(fi, cf);
+  if (!opt_.per_layer) {
+    emit_merged(rank, {&fi, &bi}, {&cf, &cb}, name, op.microbatch, op.chunk, 'F', Category::forward);
+    publish(rank, OpKind::F, op.microbatch, op.stage, cf.last);
+    publish(rank, OpKind::B, op.microbatch_b, op.stage_b, cb.last);
+    return;
+  }
+  if (gathers.empty() && replay_.emit_fb(rank, cf, cb, op, name.text)) {
+    publish(rank, OpKind::F, op.microbatch, op.stage, cf.last);
+    publish(rank, OpKind::B, op.microbatch_b, op.stage_b, cb.last);
+    return;
+  }
+  std::size_t i = 0, j = 0;
+  bool first_f = true, first_b = true;
+  while (i < fi.size() || j < bi.size()) {
+    if (i < fi.size()) {
+      gather_before(fi[i], cf);
+      emit_seg(rank, cf, *fi[i].seg, fi[i].cat, first_f ? name : Name(), op.microbatch, op.chunk, fi[i].kind, fi[i].mem);
+      first_f = false;
+      ++i;
+    }
+    if (j < bi.size()) {
+      emit_seg(rank, cb, *bi[j].seg, bi[j].cat, first_b ? Name(sim::Label::backward_mb) : Name(),
+               op.microbatch_b, op.chunk_b, bi[j].kind, bi[j].mem);
+      if (bi[j].grad_final) on_grad_final(rank, bi[j].layer, cb.last);
+      first_b = false;
+      ++j;
+    }
+  }
+  publish(rank, OpKind::F, op.microbatch, op.stage, cf.last);
+  publish(rank, OpKind::B, op.microbatch_b, op.stage_b, cb.last);
+}
+
+}  // namespace mfusim::step

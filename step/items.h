@@ -1,0 +1,62 @@
+#pragma once
+// The vocabulary of the step builder: an op of the schedule becomes a list of
+// items (one per compute segment of its layers' passes), emitted as tasks on a
+// chain (what the next segment waits for), each task labelled by a Name.
+#include <algorithm>
+#include <cstdint>
+#include <string>
+#include <utility>
+#include <vector>
+
+#include "layer/pass_cost.h"
+#include "sim/engine.h"
+
+namespace mfusim::step {
+
+// One compute segment of an op with its category, memory change and layer.
+struct Item {
+  const layer::Seg* seg;
+  sim::Category cat;
+  char kind;
+  std::int64_t mem;
+  int layer;          // -1 for embedding/head
+  bool grad_final;    // this item finishes the layer's weight gradient for the step
+};
+
+// A chain of tasks on one rank: one per op (two for F&B).
+struct Chain {
+  std::vector<sim::TaskId> pending;   // what the next segment must wait for
+  sim::TaskId last = -1;              // last task of the chain (its output)
+};
+
+// A task's label: an explicit name (kept in the graph's side table), else a
+// label code and text number (sim::Label), formatted only when asked for.
+struct Name {
+  std::string text;
+  sim::Label label = sim::Label::text;
+  std::uint16_t id = 0;
+  Name() = default;
+  Name(std::string s) : text(std::move(s)) {}   // NOLINT: implicit, as a string
+  Name(const char* s) : text(s) {}              // NOLINT: implicit, as a string
+  explicit Name(sim::Label l, std::uint16_t i = 0) : label(l), id(i) {}
+};
+
+// The TaskSpec of one lowered task. Builder::add_task and the recorded op
+// programs (Replay) both build it here, so a replayed program adds exactly the
+// tasks add_task would have added.
+inline sim::TaskSpec spec_of(sim::StreamId stream, std::int64_t ns, sim::Category cat, std::uint16_t text, char kind,
+                             std::int64_t mem, sim::ResourceList res, bool interferes, std::int64_t host_ns = 0) {
+  sim::TaskSpec t;
+  t.host_ns = std::max<std::int64_t>(0, host_ns);
+  t.stream = stream;
+  t.duration_ns = std::max<std::int64_t>(0, ns);
+  t.category = cat;
+  t.text = text;
+  t.kind = kind;
+  t.resources = res;
+  t.interferes = interferes;
+  t.memory_delta = mem;
+  return t;
+}
+
+}  // namespace mfusim::step

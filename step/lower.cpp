@@ -1,0 +1,34 @@
+// Lowering a scenario to a task graph (see lower.h for the contract): the
+// entry point and the split of layers into stages. The builder is split by
+// concern over step/ (builder.h lists which file owns what).
+#include "step/lower.h"
+
+#include "step/builder.h"
+
+namespace mfusim::step {
+
+std::vector<std::vector<int>> split_layers(const config::Scenario& s, int stages) {
+  const int L = s.model.layers;
+  std::vector<int> counts(stages, 0);
+  const auto& P = s.parallel;
+  if (!P.stage_layers.empty() && static_cast<int>(P.stage_layers.size()) == stages) {
+    counts = P.stage_layers;
+  } else {
+    int first = P.first_stage_layers, last = P.last_stage_layers;
+    int rest = L, lo = 0, hi = stages;
+    if (stages > 1 && first > 0) { counts[0] = first; rest -= first; lo = 1; }
+    if (stages > 1 && last > 0) { counts[stages - 1] = last; rest -= last; hi = stages - 1; }
+    const int n = hi - lo;
+    for (int i = lo; i < hi; ++i) counts[i] = n > 0 ? rest / n + (i - lo < rest % n ? 1 : 0) : 0;
+  }
+  std::vector<std::vector<int>> out(stages);
+  int l = 0;
+  for (int st = 0; st < stages; ++st)
+    for (int k = 0; k < counts[st] && l < L; ++k) out[st].push_back(l++);
+  return out;
+}
+
+Lowered lower(const config::Scenario& s, const LowerOptions& o) { return Builder(s, o).run(); }
+
+}  // namespace mfusim::step
+

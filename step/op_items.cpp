@@ -1,0 +1,134 @@
+// An op's items: the segments of its layers' passes (embedding, layers, head)
+// in execution order, with the memory each allocates or frees and which one
+// finishes a layer's weight gradient; memoised per (pass, stage, split W).
+// And the work estimate of the per-layer emission.
+#include <stdexcept>
+#include <string>
+
+#include "sim/time.h"
+#include "step/builder.h"
+
+namespace mfusim::step {
+
+using layer::LayerCost;
+using layer::PassCost;
+using layer::Seg;
+using sim::to_ns;
+
+std::size_t Builder::items_key(const Op& op, bool forward_half) const {
+  const bool fb = op.kind == OpKind::FB;
+  const OpKind kind = fb ? (forward_half ? OpKind::F : OpKind::B) : op.kind;
+  const int stage = fb && !forward_half ? op.stage_b : op.stage;
+  const bool split = fb && forward_half ? false : op.split_w;
+  const int k = kind == OpKind::F ? 0 : kind == OpKind::B ? 1 : 2;
+  return (static_cast<std::size_t>(stage) * 3 + k) * 2 + (split ? 1 : 0);
+}
+
+const std::vector<Item>& Builder::items_of(int rank, const Op& op, bool forward_half) {
+  const std::size_t key = items_key(op, forward_half);
+  const int stage = op.kind == OpKind::FB && !forward_half ? op.stage_b : op.stage;
+  if (items_cache_.empty()) {   // sized once: references handed out stay valid
+    items_cache_.resize(static_cast<std::size_t>(S_) * 6);
+    items_cached_.assign(items_cache_.size(), 0);
+  }
+  if (key >= items_cache_.size()) throw std::logic_error("lowering: stage " + std::to_string(stage) + " out of range");
+  if (!items_cached_[key]) {
+    items_cache_[key] = op_items(rank, op, forward_half);
+    items_cached_[key] = 1;
+  }
+  return items_cache_[key];
+}
+
+std::vector<Item> Builder::op_items(int rank, const Op& op, bool forward_half) {
+  std::vector<Item> items;
+  const OpKind kind = op.kind == OpKind::FB ? (forward_half ? OpKind::F : OpKind::B) : op.kind;
+  const int stage = op.kind == OpKind::FB && !forward_half ? op.stage_b : op.stage;
+  const bool has_emb = stage == 0, has_head = stage == S_ - 1;
+  const auto& layers = out_.stage_layers[stage];
+  const bool recompute = s_.features.recompute != config::Recompute::none;
+  const bool split = op.kind == OpKind::FB ? (forward_half ? false : op.split_w) : op.split_w;
+  auto add_pass = [&](const PassCost& pc, Category cat, char k, std::int64_t mem_first, std::int64_t mem_last,
+                      int layer, bool grad_final) {
+    for (std::size_t i = 0; i < pc.segs.size(); ++i) {
+      const bool first = i == 0, last = i + 1 == pc.segs.size();
+      std::int64_t mem = 0;
+      if (first) mem += mem_first;
+      if (last) mem += mem_last;
+      items.push_back(Item{&pc.segs[i], cat, k, mem, layer, last && grad_final});
+    }
+    if (pc.segs.empty() && (mem_first != 0 || mem_last != 0 || grad_final)) {
+      static const Seg empty{};
+      items.push_back(Item{&empty, cat, k, mem_first + mem_last, layer, grad_final});
+    }
+  };
+  if (kind == OpKind::F) {
+    if (has_emb) add_pass(emb_cost_.f, Category::forward, 'F', to_ns(0) + static_cast<std::int64_t>(emb_cost_.act_bytes), 0, -1, false);
+    for (int l : layers) {
+      const LayerCost& lc = layers_.layer_cost(l);
+      add_pass(lc.f, Category::forward, 'F', static_cast<std::int64_t>(lc.act_bytes), 0, l, false);
+    }
+    if (has_head) add_pass(head_cost_.f, Category::forward, 'F', static_cast<std::int64_t>(head_cost_.act_bytes), 0, -1, false);
+  } else if (kind == OpKind::B) {
+    if (has_head) {
+      add_pass(head_cost_.b, Category::backward, 'B', 0, -static_cast<std::int64_t>(head_cost_.act_bytes), -1, false);
+      if (!split) add_pass(head_cost_.w, Category::backward, 'B', 0, 0, -1, false);
+    }
+    for (auto it = layers.rbegin(); it != layers.rend(); ++it) {
+      const LayerCost& lc = layers_.layer_cost(*it);
+      if (recompute) add_pass(lc.r, Category::recompute, 'R', static_cast<std::int64_t>(lc.recompute_bytes), 0, *it, false);
+      const std::int64_t freed = static_cast<std::int64_t>(lc.act_bytes + lc.recompute_bytes - (split ? lc.stash_bytes : 0));
+      add_pass(lc.b, Category::backward, 'B', 0, -freed, *it, !split);
+      if (!split) add_pass(lc.w, Category::backward, 'B', 0, 0, *it, false);
+    }
+    if (has_emb) {
+      add_pass(emb_cost_.b, Category::backward, 'B', 0, -static_cast<std::int64_t>(emb_cost_.act_bytes), -1, false);
+      if (!split) add_pass(emb_cost_.w, Category::backward, 'B', 0, 0, -1, false);
+    }
+    // Without a split, the last pass of each layer finishes its weight gradient:
+    // mark the W pass (or B when W is empty) as grad-final.
+    if (!split) {
+      for (auto& it : items) it.grad_final = false;
+      int prev_layer = -2;
+      for (std::size_t i = items.size(); i-- > 0;) {
+        if (items[i].layer >= 0 && items[i].layer != prev_layer) {
+          items[i].grad_final = true;
+          prev_layer = items[i].layer;
+        }
+      }
+    }
+  } else if (kind == OpKind::W) {
+    if (has_head) add_pass(head_cost_.w, Category::weight_grad, 'W', 0, 0, -1, false);
+    for (auto it = layers.rbegin(); it != layers.rend(); ++it) {
+      const LayerCost& lc = layers_.layer_cost(*it);
+      add_pass(lc.w, Category::weight_grad, 'W', 0, -static_cast<std::int64_t>(lc.stash_bytes), *it, true);
+    }
+    if (has_emb) add_pass(emb_cost_.w, Category::weight_grad, 'W', 0, 0, -1, false);
+  }
+  (void)rank;
+  return items;
+}
+
+std::size_t Builder::estimate_tasks() {
+  std::size_t n = 0;
+  const bool overlap = s_.features.tp_comm_overlap;
+  std::vector<std::size_t> per_list;   // per items_key: tasks of one item list (0: not counted yet)
+  for (int r = 0; r < p_; ++r)
+    for (const Op& op : out_.schedule.order[r]) {
+      n += 3;   // stage-to-stage sends, data loading, GC
+      for (bool half : {true, false}) {
+        if (!half && op.kind != OpKind::FB) break;
+        const std::size_t key = items_key(op, half);
+        if (per_list.size() <= key) per_list.resize(key + 1, 0);
+        if (per_list[key] == 0) {
+          std::size_t k = 1;   // counted from 1 so that an empty list is not counted again
+          for (const Item& it : items_of(r, op, half))
+            k += 1 + (it.seg->comm_ns > 0 ? 1 : 0) + (overlap && it.seg->comm_overlappable && it.seg->ns > 0 ? 1 : 0);
+          per_list[key] = k;
+        }
+        n += per_list[key] - 1;
+      }
+    }
+  return n + static_cast<std::size_t>(4 * p_);
+}
+
+}  // namespace mfusim::step
