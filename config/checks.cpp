@@ -50,18 +50,29 @@ void check_model(const models::ModelSpec& m, const Sink& err) {
 }
 
 void check_hardware(const hardware::HardwareSpec& h, const Sink& err) {
-  auto positive = [&](const std::string& key, double v, double scale) {
+  // Physical plausibility bounds (docs/scenario.md), in the file's units: generous,
+  // but they keep every duration the simulator derives inside its int64 nanoseconds.
+  auto bounded = [&](const std::string& key, double v, double scale, double lo, double hi) {
+    const double x = v / scale;
+    if (x < lo || x > hi)
+      err(key, "'" + key + "' = " + fmt(x) + " is outside the physically plausible range [" + fmt(lo) + ", " +
+                   fmt(hi) + "]");
+  };
+  auto positive = [&](const std::string& key, double v, double scale, double lo, double hi) {
     if (!(v > 0)) err(key, "'" + key + "' must be > 0 (got " + fmt(v / scale) + ")");
+    else bounded(key, v, scale, lo, hi);
   };
-  auto nonneg = [&](const std::string& key, double v, double scale) {
+  auto nonneg = [&](const std::string& key, double v, double scale, double hi = 1e6) {
     if (!(v >= 0)) err(key, "'" + key + "' must be >= 0 (got " + fmt(v / scale) + ")");
+    else bounded(key, v, scale, 0, hi);
   };
-  positive("hardware.peak_tflops_bf16", h.peak_flops_bf16, 1e12);
+  positive("hardware.peak_tflops_bf16", h.peak_flops_bf16, 1e12, 1e-3, 1e6);
   nonneg("hardware.peak_tflops_fp8", h.peak_flops_fp8, 1e12);
-  positive("hardware.hbm_gib", h.hbm_bytes, 1024.0 * 1024.0 * 1024.0);
-  positive("hardware.hbm_bandwidth_gbs", h.hbm_bandwidth, 1e9);
-  positive("hardware.nvlink_bandwidth_gbs", h.nvlink_bandwidth, 1e9);
-  positive("hardware.nic_bandwidth_gbs", h.nic_bandwidth, 1e9);
+  if (h.peak_flops_fp8 > 0 && h.peak_flops_fp8 < 1e9) bounded("hardware.peak_tflops_fp8", h.peak_flops_fp8, 1e12, 1e-3, 1e6);
+  positive("hardware.hbm_gib", h.hbm_bytes, 1024.0 * 1024.0 * 1024.0, 1e-3, 1e6);
+  positive("hardware.hbm_bandwidth_gbs", h.hbm_bandwidth, 1e9, 1, 1e6);
+  positive("hardware.nvlink_bandwidth_gbs", h.nvlink_bandwidth, 1e9, 1, 1e6);
+  positive("hardware.nic_bandwidth_gbs", h.nic_bandwidth, 1e9, 1, 1e6);
   nonneg("hardware.nvlink_latency_us", h.nvlink_latency, 1e-6);
   nonneg("hardware.nic_latency_us", h.nic_latency, 1e-6);
   nonneg("hardware.launch_overhead_us", h.launch_overhead, 1e-6);
@@ -116,9 +127,19 @@ void check_scenario(const Scenario& s, const Sink& err) {
     err("features.gc_interval_s", "'features.gc_interval_s' must be in (0, 1e9] s (got " + fmt(s.features.gc_interval_s) + ")");
   if (!(tr.tokens_to_train >= 0))
     err("training.tokens_to_train", "'training.tokens_to_train' must be >= 0 (got " + fmt(tr.tokens_to_train) + ")");
+  else if (tr.tokens_to_train > 1e18)
+    err("training.tokens_to_train", "'training.tokens_to_train' = " + fmt(tr.tokens_to_train) +
+                                        " is outside the plausible range [0, 1e+18] tokens");
   if (!(s.cost.price_per_gpu_hour >= 0))
     err("cost.price_per_gpu_hour",
         "'cost.price_per_gpu_hour' must be >= 0 (got " + fmt(s.cost.price_per_gpu_hour) + ")");
+  else if (s.cost.price_per_gpu_hour > 1e6)
+    err("cost.price_per_gpu_hour", "'cost.price_per_gpu_hour' = " + fmt(s.cost.price_per_gpu_hour) +
+                                       " is outside the plausible range [0, 1e+06] USD");
+  if (s.features.dataloader_ms_per_sample > 1e6)
+    err("features.dataloader_ms_per_sample", "'features.dataloader_ms_per_sample' = " +
+                                                 fmt(s.features.dataloader_ms_per_sample) +
+                                                 " is outside the plausible range [0, 1e+06] ms");
   if (s.schedule.costs) {
     const auto& c = *s.schedule.costs;
     if (!(c.f > 0)) err("schedule.costs.f", "'schedule.costs.f' must be > 0 ms (got " + fmt(c.f * 1e3) + ")");
@@ -127,11 +148,33 @@ void check_scenario(const Scenario& s, const Sink& err) {
     if (!(c.comm >= 0))
       err("schedule.costs.comm", "'schedule.costs.comm' must be >= 0 ms (got " + fmt(c.comm * 1e3) + ")");
     if (c.fb && !(*c.fb > 0)) err("schedule.costs.fb", "'schedule.costs.fb' must be > 0 ms (got " + fmt(*c.fb * 1e3) + ")");
+    // At most 1e6 ms (1000 s) per op: a step of many such ops stays far inside int64 nanoseconds.
+    auto upper = [&](const char* key, double v) {
+      if (v > 1e3) {
+        std::string msg = "'";
+        msg += key;
+        msg += "' = " + fmt(v * 1e3) + " ms is outside the plausible range (at most 1e+06 ms)";
+        err(key, msg);
+      }
+    };
+    upper("schedule.costs.f", c.f);
+    upper("schedule.costs.b", c.b);
+    if (c.w) upper("schedule.costs.w", *c.w);
+    upper("schedule.costs.comm", c.comm);
+    if (c.fb) upper("schedule.costs.fb", *c.fb);
   }
   if (tr.precision == Precision::fp8 && !(s.hardware.peak_flops_fp8 > 0))
     err("training.precision", "precision \"fp8\" needs FP8 tensor cores, but hardware '" + s.hardware.name +
                                   "' has no peak_tflops_fp8");
   if (!ok) return;
+
+  // Products of in-range values that the accounting forms: one micro-batch's activation
+  // elements (micro_batch * seq_len * hidden) must stay exact in int64 and double (2^53).
+  if (model_ok && static_cast<double>(tr.micro_batch) * static_cast<double>(tr.seq_len) *
+                          static_cast<double>(m.hidden) > 9007199254740992.0)
+    err("training.micro_batch", "micro_batch*seq_len*hidden = " + std::to_string(tr.micro_batch) + "*" +
+                                    std::to_string(tr.seq_len) + "*" + std::to_string(m.hidden) +
+                                    " activation elements per micro-batch exceed 2^53");
 
   // Cluster shape: gpus = tp * pp * cp * dp.
   const std::int64_t mp = mul(mul(par.tp, par.pp), par.cp);
@@ -172,11 +215,16 @@ void check_scenario(const Scenario& s, const Sink& err) {
     const int chunks = schedules::chunks_for(sched, par.vpp);
     const std::int64_t vstages = mul(par.pp, chunks);
     if (!par.stage_layers.empty()) {
+      // Every virtual stage holds at least one layer: the schedules place each stage's
+      // embedding / head and its sends on its layers, and a stage without any never runs.
       std::int64_t sum = 0;
       bool neg = false;
-      for (int x : par.stage_layers) {
+      std::size_t empty_stage = par.stage_layers.size();
+      for (std::size_t i = 0; i < par.stage_layers.size(); ++i) {
+        const int x = par.stage_layers[i];
         sum += x;
         neg = neg || x < 0;
+        if (x == 0 && empty_stage == par.stage_layers.size()) empty_stage = i;
       }
       if (par.first_stage_layers || par.last_stage_layers)
         err("parallel.stage_layers", "give either stage_layers or first/last_stage_layers, not both");
@@ -186,6 +234,9 @@ void check_scenario(const Scenario& s, const Sink& err) {
                                          std::to_string(vstages) + ")");
       else if (neg)
         err("parallel.stage_layers", "stage_layers entries must be >= 0");
+      else if (empty_stage < par.stage_layers.size())
+        err("parallel.stage_layers", "stage_layers[" + std::to_string(empty_stage) +
+                                         "] = 0: every pipeline stage needs at least one layer");
       else if (sum != m.layers)
         err("parallel.stage_layers", "stage_layers sum to " + std::to_string(sum) + ", but " + m.name + " has " +
                                          std::to_string(m.layers) + " layers");

@@ -25,8 +25,13 @@ hardware::HardwareSpec read_hardware_table(Ctx& ctx, const Value& t, const std::
   ctx.read_string(t, "name", p, h.name);
   auto num = [&](const char* key, double scale, double& out, bool required) {
     double x = 0;
-    if (ctx.read_number(t, key, p, x)) out = x * scale;
-    else if (required && !t.find(key)) ctx.missing(t, p + key);
+    if (ctx.read_number(t, key, p, x)) {
+      if (std::isfinite(x * scale)) out = x * scale;
+      else   // 1e300 GB/s has no SI value
+        ctx.error(t.find(key)->pos, "'" + p + key + "' = " + fmt(x) + " is outside the physically plausible range");
+    } else if (required && !t.find(key)) {
+      ctx.missing(t, p + key);
+    }
   };
   num("peak_tflops_bf16", 1e12, h.peak_flops_bf16, true);
   num("peak_tflops_fp8", 1e12, h.peak_flops_fp8, false);

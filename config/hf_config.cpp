@@ -94,21 +94,31 @@ models::ModelSpec read_hf_config(Ctx& ctx, const Value& root, const std::string&
   if (!int_field("kv_heads", {"num_key_value_heads", "multi_query_group_num"}, m.kv_heads)) m.kv_heads = m.heads;
   int_field("head_dim", {"head_dim"}, m.head_dim);
 
+  // A present key of the wrong type is an error, never skipped for the default.
   std::string act = "silu";
-  if (const Value* v = root.find("hidden_act"); v && v->kind == Kind::string) act = v->str;
-  else if (const Value* w = root.find("activation_function"); w && w->kind == Kind::string) act = w->str;
-  if (act == "silu" || act == "swish" || act == "swiglu") {
-    m.activation = models::Activation::swiglu;
-  } else if (act.rfind("gelu", 0) == 0) {
-    m.activation = models::Activation::gelu;
-  } else {
-    const Value* v = root.find("hidden_act") ? root.find("hidden_act") : root.find("activation_function");
-    ctx.error(v ? v->pos : root.pos, "unsupported activation " + quote(act) + " (supported: silu -> swiglu, gelu*)");
+  bool act_typed = true;
+  for (const char* k : {"hidden_act", "activation_function"}) {
+    const Value* v = root.find(k);
+    if (!v || v->kind == Kind::null) continue;
+    if (v->kind == Kind::string) act = v->str;
+    else act_typed = ctx.type_error(*v, k, "a string (an activation name such as \"silu\")");
+    break;
+  }
+  if (act_typed) {
+    if (act == "silu" || act == "swish" || act == "swiglu") {
+      m.activation = models::Activation::swiglu;
+    } else if (act.rfind("gelu", 0) == 0) {
+      m.activation = models::Activation::gelu;
+    } else {
+      const Value* v = root.find("hidden_act") ? root.find("hidden_act") : root.find("activation_function");
+      ctx.error(v ? v->pos : root.pos, "unsupported activation " + quote(act) + " (supported: silu -> swiglu, gelu*)");
+    }
   }
   static const std::set<std::string> kTiedByDefault = {"gpt2", "opt", "bloom", "gemma", "gemma2", "gemma3",
                                                        "gemma3_text", "gpt_bigcode", "phi"};
   m.tied_embeddings = kTiedByDefault.count(model_type) > 0;
   if (const Value* v = root.find("tie_word_embeddings"); v && v->kind == Kind::boolean) m.tied_embeddings = v->b;
+  else if (v && v->kind != Kind::null) ctx.type_error(*v, "tie_word_embeddings", "a boolean (true or false)");
 
   // MoE: Mixtral (num_local_experts), DeepSeek (n_routed_experts), Qwen-MoE (num_experts).
   models::MoeSpec e;

@@ -57,6 +57,12 @@ Scenario with_overrides(const std::string& scenario_path, const std::vector<std:
 std::vector<std::string> list_models(const LoadOptions& = {});
 std::vector<std::string> list_hardware(const LoadOptions& = {});
 
+// Refuses TOML text that nests deeper than toml++ and the loaders may recurse
+// (64 levels: table headers, dotted keys, inline tables and arrays together;
+// docs/scenario.md), by a linear scan; throws ConfigError with file:line:col.
+// Every loader here calls it; a reader that calls toml::parse itself should too.
+void check_toml_nesting(const std::string& text, const std::string& path);
+
 // A human-readable dump of the resolved scenario (for `mfusim check`).
 std::string describe(const Scenario&);
 

@@ -1,4 +1,6 @@
 // --set KEY=VALUE overrides and overlays ([[whatif]] rungs, --set) on a scenario tree.
+#include <algorithm>
+
 #include "config/read_context.h"
 
 namespace mfusim::config::detail {
@@ -32,7 +34,10 @@ void overlay_root(Value& root, const Value& overlay) {
 
 // "--set a.b.c=VALUE" into a one-key overlay tree {a: {b: {c: VALUE}}}, positions naming the override.
 bool parse_override(const std::string& spec, Value& out, std::vector<Diagnostic>& diags) {
-  const Pos pos{"--set " + spec, 0, 0};
+  // Every node of the override carries this label: a long spec is cut, so that its
+  // copies stay linear in the spec's size (an 80 KB inline table is thousands of nodes).
+  constexpr std::size_t kLabel = 200;
+  const Pos pos{"--set " + (spec.size() > kLabel ? spec.substr(0, kLabel) + "..." : spec), 0, 0};
   auto fail = [&](const std::string& msg) {
     diags.push_back(Diagnostic{pos.file, 0, 0, msg});
     return false;
@@ -41,6 +46,10 @@ bool parse_override(const std::string& spec, Value& out, std::vector<Diagnostic>
   if (eq == std::string::npos) return fail("expected KEY=VALUE (for example parallel.pp=8)");
   std::string key = spec.substr(0, eq);
   const std::string text = spec.substr(eq + 1);
+  // The tree below is one table per segment: at most kMaxNesting of them (checked before splitting).
+  if (std::count(key.begin(), key.end(), '.') >= detail::kMaxNesting)
+    return fail("the key has " + std::to_string(std::count(key.begin(), key.end(), '.') + 1) +
+                " dotted segments; keys nest at most " + std::to_string(detail::kMaxNesting) + " levels deep");
   std::vector<std::string> segs;
   std::size_t start = 0;
   for (;;) {

@@ -34,6 +34,14 @@ std::string join_diags(const std::vector<Diagnostic>& diags) {
 ConfigError::ConfigError(std::vector<Diagnostic> diags)
     : std::runtime_error(join_diags(diags)), diags_(std::move(diags)) {}
 
+void check_toml_nesting(const std::string& text, const std::string& path) {
+  try {
+    detail::check_toml_nesting(text, path);
+  } catch (const detail::ParseFailure& f) {
+    throw ConfigError({Diagnostic{f.pos.file, f.pos.line, f.pos.col, f.message}});
+  }
+}
+
 }  // namespace mfusim::config
 
 namespace mfusim::config::detail {

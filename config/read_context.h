@@ -42,9 +42,12 @@ struct Ctx {
   void error(const Pos& p, std::string msg) { diags.push_back(Diagnostic{p.file, p.line, p.col, std::move(msg)}); }
 
   // Unknown keys, with the closest known key suggested.
-  void check_keys(const Value& t, const std::vector<std::string>& known, const std::string& prefix) {
+  // `internal`: keys the loader itself put there (the scenario root's "@model"/"@hardware" overlay
+  // slots), which user input cannot spell (reject_reserved_keys refuses them on the way in).
+  void check_keys(const Value& t, const std::vector<std::string>& known, const std::string& prefix,
+                  const std::vector<std::string>& internal = {}) {
     for (const auto& [k, v] : t.items) {
-      if (!k.empty() && k[0] == '@') continue;   // internal overlay slots
+      if (std::find(internal.begin(), internal.end(), k) != internal.end()) continue;
       if (std::find(known.begin(), known.end(), k) != known.end()) continue;
       error(v.key_pos, "unknown key '" + prefix + k + "'" + suggest(k, known));
     }

@@ -45,11 +45,22 @@ struct Resolved {
   Ctx ctx;
 };
 
+// "@model"/"@hardware" are the root's internal overlay slots: a root key of the
+// file, of a [[whatif]] rung or of a --set that starts with '@' is refused as
+// unknown before any overlay, so user input can neither spell a slot nor slip
+// past the unknown-key check.
+void reject_reserved_keys(const Value& t, std::vector<Diagnostic>& diags) {
+  for (const auto& [k, v] : t.items)
+    if (!k.empty() && k[0] == '@')
+      diags.push_back(Diagnostic{v.key_pos.file, v.key_pos.line, v.key_pos.col,
+                                 "unknown key '" + k + "'" + suggest(k, kRootKeys)});
+}
+
 // Reading phase for one fully overlaid scenario tree.
 void read_scenario(Ctx& ctx, Scenario& s, const Value& root, const std::string& path, const LoadOptions& opts) {
   s.source = path;
   s.name = stem_of(path);
-  ctx.check_keys(root, kRootKeys, "");
+  ctx.check_keys(root, kRootKeys, "", {"@model", "@hardware"});
   ctx.read_string(root, "name", "", s.name);
   {
     std::int64_t seed = 0;
@@ -121,6 +132,15 @@ void read_scenario(Ctx& ctx, Scenario& s, const Value& root, const std::string& 
     }
     if (found.empty()) ctx.error(v->pos, "calibration file " + quote(calib) + " not found");
     s.calibration_path = found;
+    std::string text;
+    if (!found.empty() && read_file(found, text)) {
+      try {   // toml++ recurses per nesting level: a too-deep file stops here, with its position
+        detail::check_toml_nesting(text, found);
+      } catch (const detail::ParseFailure& f) {
+        ctx.error(f.pos, f.message);
+        found.clear();
+      }
+    }
     if (!found.empty()) {
       try {
         s.calibration = hardware::read_calibration(found);
@@ -264,9 +284,16 @@ LoadedScenario load_from_text(const std::string& text, const std::string& path, 
   }
 
   std::vector<Diagnostic> diags;
+  reject_reserved_keys(root, diags);
+  if (const Value* w = root.find("whatif"); w && w->kind == Kind::array)
+    for (const auto& [k, e] : w->items)
+      if (e.is_table()) reject_reserved_keys(e, diags);
   for (const auto& spec : opts.overrides) {
     Value ov;
-    if (parse_override(spec, ov, diags) && override_fits(root, ov, spec, diags)) overlay_root(root, ov);
+    if (!parse_override(spec, ov, diags)) continue;
+    const std::size_t before = diags.size();
+    reject_reserved_keys(ov, diags);
+    if (diags.size() == before && override_fits(root, ov, spec, diags)) overlay_root(root, ov);
   }
   if (!diags.empty()) throw ConfigError(diags);
 

@@ -4,8 +4,14 @@
 
 #include <cerrno>
 #include <cmath>
+#include <cstdio>
 #include <cstdlib>
 #include <sstream>
+#include <string>
+#include <unordered_map>
+#include <unordered_set>
+#include <vector>
+
 #include <toml++/toml.h>
 
 namespace mfusim::config::detail {
@@ -55,12 +61,23 @@ const char* kind_name(Value::Kind k) {
 
 void merge(Value& dst, const Value& src) {
   if (dst.is_table() && src.is_table()) {
+    // Members found through an index, not find(): linear in the two tables' sizes.
+    std::unordered_map<std::string, std::size_t> at;
+    at.reserve(dst.items.size() + src.items.size());
+    for (std::size_t j = 0; j < dst.items.size(); ++j) at.emplace(dst.items[j].first, j);
     for (const auto& [k, v] : src.items) {
-      if (Value* d = dst.find(k); d && d->is_table() && v.is_table()) {
-        merge(*d, v);
-        d->key_pos = v.key_pos;
+      const auto it = at.find(k);
+      if (it == at.end()) {
+        at.emplace(k, dst.items.size());
+        dst.items.emplace_back(k, v);
+        continue;
+      }
+      Value& d = dst.items[it->second].second;
+      if (d.is_table() && v.is_table()) {
+        merge(d, v);
+        d.key_pos = v.key_pos;
       } else {
-        dst.set(k, v);
+        d = v;
       }
     }
     return;
@@ -73,6 +90,173 @@ void set_positions(Value& v, const Pos& p) {
   v.key_pos = p;
   for (auto& [k, c] : v.items) set_positions(c, p);
 }
+
+
+// ---------------------------------------------------------------- TOML nesting
+
+namespace {
+
+// One pass over the text, never recursing: strings and comments skipped,
+// each key's depth = its container's depth + its dotted segments.
+class NestingScan {
+ public:
+  NestingScan(const std::string& text, const std::string& path) : s_(text), path_(path) {}
+
+  void run() {
+    bool want_key = true;   // a key (or header) comes next
+    int value_depth = 0;    // depth of the value after the last key
+    while (i_ < s_.size()) {
+      const char c = peek();
+      if (c == ' ' || c == '\t' || c == '\r') {
+        adv();
+        continue;
+      }
+      if (c == '\n') {
+        adv();
+        if (stack_.empty()) want_key = true;
+        continue;
+      }
+      if (c == '#') {
+        while (i_ < s_.size() && peek() != '\n') adv();
+        continue;
+      }
+      // TOML has only ASCII outside strings and comments; toml++'s key parser asserts
+      // (debug) or reaches an unreachable branch (release) on some other bytes there.
+      if (const auto u = static_cast<unsigned char>(c); u >= 0x80 || u < 0x20 || u == 0x7f) {
+        char hex[8];
+        std::snprintf(hex, sizeof hex, "0x%02X", static_cast<unsigned>(u));
+        throw ParseFailure{Pos{path_, line_, col_}, std::string(u >= 0x80 ? "a non-ASCII" : "a control") +
+                                                        " character (byte " + hex +
+                                                        ") outside a string or comment"};
+      }
+      if (want_key) {
+        const Pos at{path_, line_, col_};
+        if (stack_.empty() && c == '[') {   // [a.b] or [[a.b]]: the tables below start at its depth
+          adv();
+          const bool array = peek() == '[';
+          if (array) adv();
+          header_depth_ = key_segments() + (array ? 1 : 0);
+          limit(header_depth_, at);
+          want_key = false;
+          continue;
+        }
+        if (c == '}' && !stack_.empty() && stack_.back().table) {   // {} or a trailing comma
+          stack_.pop_back();
+          adv();
+          want_key = false;
+          continue;
+        }
+        const int n = key_segments();
+        value_depth = (stack_.empty() ? header_depth_ : stack_.back().depth) + n;
+        limit(value_depth, at);
+        want_key = false;
+        continue;
+      }
+      if (c == '"' || c == '\'') {
+        skip_string();
+        continue;
+      }
+      if (c == '[' || c == '{') {
+        const Pos at{path_, line_, col_};
+        const int d = (!stack_.empty() && !stack_.back().table) ? stack_.back().depth + 1 : value_depth;
+        limit(d, at);
+        stack_.push_back(Open{c == '{', d});
+        adv();
+        if (c == '{') want_key = true;
+        continue;
+      }
+      if ((c == ']' || c == '}') && !stack_.empty() && stack_.back().table == (c == '}')) stack_.pop_back();
+      else if (c == ',' && !stack_.empty() && stack_.back().table) want_key = true;
+      adv();
+    }
+  }
+
+ private:
+  struct Open {
+    bool table;   // inline table; else array
+    int depth;
+  };
+  const std::string& s_;
+  const std::string& path_;
+  std::size_t i_ = 0;
+  int line_ = 1, col_ = 1;
+  int header_depth_ = 0;
+  std::vector<Open> stack_;
+
+  char peek(std::size_t k = 0) const { return i_ + k < s_.size() ? s_[i_ + k] : '\0'; }
+  void adv() {
+    if (s_[i_] == '\n') {
+      ++line_;
+      col_ = 1;
+    } else if ((static_cast<unsigned char>(s_[i_]) & 0xC0) != 0x80) {
+      ++col_;   // columns count characters, not UTF-8 continuation bytes
+    }
+    ++i_;
+  }
+  void limit(int depth, const Pos& at) const {
+    if (depth > kMaxNesting)
+      throw ParseFailure{at, "tables nest more than " + std::to_string(kMaxNesting) +
+                                 " levels deep here (table headers, dotted keys, inline tables and arrays together)"};
+  }
+  static bool bare(char c) {
+    return (c >= 'A' && c <= 'Z') || (c >= 'a' && c <= 'z') || (c >= '0' && c <= '9') || c == '_' || c == '-';
+  }
+  void blanks() {
+    while (peek() == ' ' || peek() == '\t') adv();
+  }
+  // The segments of a (dotted) key; stops at the first character after one that cannot continue it.
+  int key_segments() {
+    int n = 0;
+    for (;;) {
+      blanks();
+      const char c = peek();
+      if (c == '"' || c == '\'') skip_string();
+      else if (bare(c)) while (bare(peek())) adv();
+      else   // toml++ asserts on some of these (`[=a]`): refused here, with the position
+        throw ParseFailure{Pos{path_, line_, col_}, "expected a key (bare or quoted) here"};
+      ++n;
+      blanks();
+      if (peek() != '.') return n;
+      adv();
+    }
+  }
+  // A basic or literal string, one-line or multi-line; an unterminated one ends at the line (toml++ reports it).
+  void skip_string() {
+    const char q = peek();
+    const bool escapes = q == '"';
+    if (peek(1) == q && peek(2) == q) {
+      adv(), adv(), adv();
+      while (i_ < s_.size()) {
+        if (escapes && peek() == '\\') {
+          adv();
+          if (i_ < s_.size()) adv();
+        } else if (peek() == q && peek(1) == q && peek(2) == q) {
+          while (peek() == q) adv();   // up to two quotes may end the content
+          return;
+        } else {
+          adv();
+        }
+      }
+      return;
+    }
+    adv();
+    while (i_ < s_.size() && peek() != '\n') {
+      if (escapes && peek() == '\\') {
+        adv();
+        if (i_ < s_.size() && peek() != '\n') adv();
+      } else if (peek() == q) {
+        adv();
+        return;
+      } else {
+        adv();
+      }
+    }
+  }
+};
+
+}  // namespace
+
+void check_toml_nesting(const std::string& text, const std::string& path) { NestingScan(text, path).run(); }
 
 // ---------------------------------------------------------------- TOML
 
@@ -126,6 +310,7 @@ Value from_toml(const toml::node& n, const std::string& path) {
 }  // namespace
 
 Value parse_toml(const std::string& text, const std::string& path) {
+  check_toml_nesting(text, path);
   try {
     toml::table t = toml::parse(text, path);
     Value v = from_toml(t, path);
@@ -190,6 +375,7 @@ class JsonParser {
     if (c == '{') {
       get();
       v.kind = Value::Kind::table;
+      std::unordered_set<std::string> keys;
       skip_ws();
       if (peek() == '}') {
         get();
@@ -203,9 +389,12 @@ class JsonParser {
         skip_ws();
         if (get() != ':') fail("expected ':' after object key");
         skip_ws();
+        if (!keys.insert(key).second)   // a hash set: linear in the object's size
+          throw ParseFailure{kp, "duplicate key \"" + (key.size() > 60 ? key.substr(0, 60) + "..." : key) +
+                                     "\" in this object"};
         Value child = value(depth + 1);
         child.key_pos = kp;
-        v.set(key, std::move(child));
+        v.items.emplace_back(std::move(key), std::move(child));
         skip_ws();
         char d = get();
         if (d == '}') break;

@@ -50,8 +50,17 @@ struct ParseFailure {
   Pos pos;
   std::string message;
 };
-Value parse_toml(const std::string& text, const std::string& path);
+Value parse_toml(const std::string& text, const std::string& path);   // check_toml_nesting first
 Value parse_json(const std::string& text, const std::string& path);
+
+// The deepest nesting a configuration document may have: table headers,
+// dotted keys, inline tables and arrays together (docs/scenario.md). toml++
+// and the tree walks recurse once per level, so the cap keeps them off the
+// end of the stack; every shipped file nests at most 4 levels.
+constexpr int kMaxNesting = 64;
+// A linear scan of TOML text for its nesting depth, before toml++ sees it:
+// throws ParseFailure at the key, header or bracket that goes past kMaxNesting.
+void check_toml_nesting(const std::string& text, const std::string& path);
 
 // Overlay `src` onto `dst`: tables merge key by key, anything else replaces.
 void merge(Value& dst, const Value& src);
