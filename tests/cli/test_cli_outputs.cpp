@@ -115,7 +115,10 @@ TEST_CASE("cli: sweep and plan keep --set hardware.* under --vary hardware; typo
   CHECK(typo.code == 2);
   CHECK(typo.err.find("unknown key 'parallel.ppp'") != std::string::npos);
   std::string many;
-  for (int i = 0; i < 400; ++i) many += (i ? "," : "") + std::to_string(i % 4 + 1);
+  for (int i = 0; i < 400; ++i) {
+    if (i) many.push_back(',');
+    many.append(std::to_string(i % 4 + 1));
+  }
   const auto big = run_cli({"sweep", kS, "--vary", "parallel.pp=" + many, "--vary", "training.micro_batch=" + many});
   CHECK(big.code == 2);
   CHECK(big.err.find("160000 points") != std::string::npos);

@@ -3,7 +3,7 @@
 // at most 16 GPUs so that the whole run takes seconds):
 //  - the step is at least the compute busy time of every pipeline rank;
 //  - the breakdown (SPEC §4 breakdown_s) sums to the step within 1%;
-//  - MFU and HFU lie in [0, 1];
+//  - MFU and HFU lie in [0, 1] (MFU without the embedding lookup: see below);
 //  - doubling every bandwidth, or every FLOP/s, never makes the step slower.
 // Deterministic: a fixed seed, so a failure names a reproducible scenario.
 #include <doctest/doctest.h>
@@ -81,7 +81,7 @@ double compute_busy(const report::StepResult& r) {
 
 TEST_CASE("property: random valid scenarios keep the step's invariants") {
   std::mt19937_64 rng(20260118);
-  const int wanted = 2000;
+  const int wanted = 3000;
   int valid = 0, tried = 0;
   report::SimulateOptions so;
   so.keep_timeline = false;
@@ -108,9 +108,15 @@ TEST_CASE("property: random valid scenarios keep the step's invariants") {
     }
     CHECK(r.breakdown.total() == doctest::Approx(r.step_time_s).epsilon(0.01));
     CHECK(r.mfu >= 0);
-    CHECK(r.mfu <= 1);
     CHECK(r.hfu >= 0);
-    CHECK(r.hfu <= 1);
+    CHECK(r.hfu <= 1);        // FLOPs executed, recompute included
+    CHECK(r.mfu_attn <= 1);   // model FLOPs with attention: all executed
+    // SPEC §4 MFU counts 6 x N with N = all parameters, the input embedding
+    // included, which is a lookup and never multiplied: on a model cut to one
+    // or two layers that table is most of N and the SPEC MFU passes 100 %.
+    // Without the lookup's share (untied embeddings) the figure is bounded.
+    const double lookup = s.model.tied_embeddings ? 0.0 : double(s.model.vocab) * double(s.model.hidden);
+    CHECK(r.mfu * (r.activated_params - lookup) / r.activated_params <= 1);
 
     config::Scenario bw = s;   // every bandwidth doubled
     bw.hardware.hbm_bandwidth *= 2;
