@@ -138,3 +138,31 @@ TEST_CASE("cli: a step beyond the time limit exits 2 with a message, never a wra
   CHECK(slow.code == 2);
   CHECK(slow.err.find("1e6 s") != std::string::npos);
 }
+
+TEST_CASE("cli: plan names why points failed, in the text and the JSON") {
+  // A 1000 s NVLink latency: layouts that communicate pass the 1e6 s step limit.
+  const auto t = run_cli({"plan", kS, "--set", "hardware.nvlink_latency_us=1e9", "--top", "2"});
+  REQUIRE(t.code == 0);
+  CHECK(t.out.find("FAILED to simulate") != std::string::npos);
+  CHECK(t.out.find("  failed: ") != std::string::npos);
+  CHECK(t.out.find("1e6 s") != std::string::npos);
+  const auto j = run_cli({"plan", kS, "--set", "hardware.nvlink_latency_us=1e9", "--top", "2", "--json"});
+  REQUIRE(j.code == 0);
+  CHECK(j.out.find("\"failed\":{\"error: ") != std::string::npos);
+  CHECK(j.err.find("failed to simulate: ") != std::string::npos);
+}
+
+TEST_CASE("cli: a hand-edited calibration with an absurd value is refused with its position") {
+  const std::string cal = (scratch_dir() / "absurd.toml").string();
+  std::string text = slurp(kRoot + "/hardware/calibration/h200.toml");
+  const std::string key = "achieved_bandwidth_gbs = ";
+  const auto at = text.find(key);
+  REQUIRE(at != std::string::npos);
+  const auto eol = text.find('\n', at);
+  text.replace(at, eol - at, key + "2.6e19");
+  std::ofstream(cal) << text;
+  const auto r = run_cli({"run", kS, "--calibration", cal});
+  CHECK(r.code == 2);
+  CHECK(r.err.find(cal + ":") != std::string::npos);
+  CHECK(r.err.find("'achieved_bandwidth_gbs' must be in (0, 100000]") != std::string::npos);
+}

@@ -7,6 +7,7 @@
 #include <vector>
 
 #include "config/loader.h"
+#include "study/plan.h"
 #include "study/sweep.h"
 
 namespace fs = std::filesystem;
@@ -67,4 +68,26 @@ TEST_CASE("sweep: the cartesian product is counted before running and capped") {
                        doctest::Contains("the sweep has 160000 points (400 parallel.pp x 400 training.micro_batch), "
                                          "above the limit of 100000"),
                        config::ConfigError);
+}
+
+TEST_CASE("plan: every failed point is counted with its reason") {
+  // Llama-3-8B on 16 H100 with a 1000 s NVLink latency: every layout that
+  // communicates runs past the 1e6 s step limit and fails to simulate.
+  const std::string text = "name = \"plan failures\"\nmodel = \"llama3-8b\"\nhardware = \"h100-sxm\"\n[cluster]\ngpus = 16\n"
+                           "[training]\nseq_len = 4096\nglobal_batch = 32\nmicro_batch = 1\n";
+  config::LoadOptions lo;
+  lo.overrides = {"hardware.nvlink_latency_us=1e9", "hardware.nic_latency_us=1e9"};
+  const auto base = config::load_scenario_string(text, kRoot + "/scenarios/plan_failures.toml", lo).base;
+  study::PlanOptions po;
+  po.keep = 0;   // simulate every surviving layout
+  const auto r = study::plan(base, 16, po);
+  REQUIRE(r.failed > 0);
+  std::size_t counted = 0;
+  for (const auto& [why, n] : r.failures) {
+    CAPTURE(why);
+    CHECK(why.find("1e6 s") != std::string::npos);
+    counted += n;
+  }
+  CHECK(counted == r.failed);
+  CHECK(r.failed + r.fitting <= r.simulated);
 }
