@@ -41,8 +41,16 @@ study::Progress progress_bar(const char* what) {
   };
 }
 
+// An output path that names an input file (the scenario) would destroy it.
+void refuse_overwrite(const std::string& out, const char* flag, const std::string& input) {
+  if (!out.empty() && (out == input || report::same_file(out, input)))
+    throw tools::UserError(out + ": error: " + flag + " names the scenario file itself; write to another file");
+}
+
 int cmd_run(const std::string& path, const config::LoadOptions& lo, bool json, const std::string& trace,
             const std::string& svg) {
+  refuse_overwrite(trace, "--trace", path);
+  refuse_overwrite(svg, "--svg", path);
   const auto loaded = config::load_scenario(path, lo);
   const auto base = report::simulate(loaded.base);
   std::vector<report::WhatIfResult> ladder;
@@ -76,6 +84,7 @@ std::string table_row(const std::vector<std::string>& cells, const std::vector<s
 
 int cmd_sweep(const std::string& path, const config::LoadOptions& lo, const std::vector<std::string>& vary_args,
               const std::string& csv, bool json) {
+  refuse_overwrite(csv, "--csv", path);
   std::vector<study::Vary> vary;
   for (const auto& a : vary_args) vary.push_back(study::parse_vary(a));
   config::load_scenario(path, lo);   // the base must be valid on its own

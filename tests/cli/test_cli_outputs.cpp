@@ -68,6 +68,14 @@ TEST_CASE("cli: when --svg cannot be written, --trace is left as it was (all or 
   REQUIRE(ok.code == 0);
   CHECK(slurp(trace).rfind("{", 0) == 0);
   CHECK(slurp(d / "t.svg").find("<svg") != std::string::npos);
+  // An output over the scenario itself is refused; the scenario stays.
+  const std::string scen = (d / "s.toml").string();
+  fs::copy_file(kS, scen);
+  const auto over = run_cli({"run", scen, "--trace", scen});
+  CHECK(over.code == 2);
+  CHECK(over.err.find("--trace names the scenario file itself") != std::string::npos);
+  CHECK(slurp(scen) == slurp(kS));
+  fs::remove(scen);
   // A sweep's CSV likewise names the file and the reason.
   const auto c = run_cli({"sweep", kS, "--vary", "parallel.pp=1", "--csv", (d / "no" / "x.csv").string()});
   CHECK(c.code == 2);
