@@ -3,6 +3,7 @@
 // models fitted.
 #include "hardware/calibration.h"
 #include "hardware/cost_model.h"
+#include "report/output_file.h"
 
 #include <Eigen/Dense>
 #include <toml++/toml.h>
@@ -43,6 +44,20 @@ toml::table parse_file(const std::string& path) {
   }
 }
 
+bool within(double v, const CalibrationBound& b) {
+  return std::isfinite(v) && (b.lo_open ? v > b.lo : v >= b.lo) && v <= b.hi;
+}
+// What a value outside its bound must be: ">= 0", "> 0", or the whole range.
+std::string bound_text(const CalibrationBound& b, double v) {
+  char buf[160];
+  if (!std::isfinite(v)) return "must be finite";
+  if (b.lo == 0 && v < 0) return "must be >= 0";
+  if (b.lo == 0 && b.lo_open && v == 0) return "must be > 0";
+  std::snprintf(buf, sizeof buf, "must be in %s%g, %g] (a physical bound, docs/scenario.md, Limits), got %g",
+                b.lo_open ? "(" : "[", b.lo, b.hi, v);
+  return buf;
+}
+
 // Typed access with positions in errors.
 struct Reader {
   std::string file;
@@ -65,6 +80,12 @@ struct Reader {
   double nonneg(const char* key, bool required = true, double def = 0) const {
     double v = num(key, required, def);
     if (v < 0) fail(file, node(key)->source(), std::string("'") + key + "' must be >= 0");
+    return v;
+  }
+  // A number within a physical bound (calibration.h), in the file's units.
+  double bounded(const char* key, const CalibrationBound& b, bool required = true) const {
+    const double v = num(key, required, b.lo);
+    if (node(key) && !within(v, b)) fail(file, node(key)->source(), "'" + std::string(key) + "' " + bound_text(b, v));
     return v;
   }
   std::string str(const char* key, const std::string& def = "") const {
@@ -164,6 +185,68 @@ std::string fmt(const char* f, double v) {
   return b;
 }
 
+void need_samples(const std::string& file, const char* what, std::size_t have, std::size_t need, const char* of) {
+  if (have < need)
+    fail(file, std::string(what) + ": " + std::to_string(have) + " usable; the fit needs at least " +
+                   std::to_string(need) + " " + of);
+}
+
+// Every fitted number finite and within its physical bound (calibration.h);
+// else the samples were inconsistent and nothing is written.
+void check_fit(const Calibration& c, const std::string& file) {
+  auto check = [&](const std::string& what, double v, const CalibrationBound& b) {
+    if (!within(v, b))
+      fail(file, "the fit gives " + what + " = " + fmt("%g", v) + ", which " + bound_text(b, v) +
+                     ": the probe samples are inconsistent; no calibration written");
+  };
+  auto gemm = [&](const std::string& name, const GemmFit& f) {
+    check(name + " peak_tflops", f.peak_flops * 1e-12, kPeakTflopsBound);
+    check(name + " eff_max", f.eff_max, CalibrationBound{"", 0, true, kEfficiencyBound.hi});
+    check(name + " knee", f.knee, kKneeBound);
+    check(name + " overhead_us", f.overhead_s * 1e6, kOverheadUsBound);
+    check(name + " rms_rel_error", f.rms_rel_error, kRmsBound);
+  };
+  if (c.has_gemm) gemm("gemm", c.gemm);
+  if (c.has_gemm_fp8) gemm("gemm_fp8", c.gemm_fp8);
+  if (c.has_attention) {
+    const auto& a = c.attention;
+    check("attention peak_tflops", a.peak_flops * 1e-12, kPeakTflopsBound);
+    check("attention hbm_bandwidth_gbs", a.hbm_bandwidth * 1e-9, kBandwidthGbsBound);
+    check("attention flash_fwd_eff", a.flash_fwd_eff, kEfficiencyBound);
+    check("attention flash_bwd_eff", a.flash_bwd_eff, kEfficiencyBound);
+    check("attention materialized_bw_eff", a.materialized_bw_eff, kEfficiencyBound);
+    check("attention flash_fwd_seq_knee", a.flash_fwd_seq_knee, kKneeBound);
+    check("attention flash_bwd_seq_knee", a.flash_bwd_seq_knee, kKneeBound);
+    check("attention overhead_us", a.overhead_s * 1e6, kOverheadUsBound);
+    check("attention rms_rel_error", a.rms_rel_error, kRmsBound);
+  }
+  if (c.has_memory) {
+    const auto& m = c.memory;
+    check("memory achieved_bandwidth_gbs", m.achieved_bandwidth * 1e-9, kBandwidthGbsBound);
+    check("memory launch_overhead_us", m.launch_overhead_s * 1e6, kOverheadUsBound);
+    check("memory graph_launch_overhead_us", m.graph_launch_overhead_s * 1e6, kOverheadUsBound);
+    check("memory fixed_overhead_us", m.fixed_overhead_s * 1e6, kOverheadUsBound);
+    check("memory rms_rel_error", m.rms_rel_error, kRmsBound);
+    for (int i = 1; i < kMemFamilies; ++i)
+      if (m.family_samples[i] > 0)
+        check(std::string("memory family ") + kMemFamilyNames[i] + " bandwidth (GB/s)", m.family_bandwidth[i] * 1e-9,
+              kBandwidthGbsBound);
+  }
+  if (c.has_collectives) {
+    const auto& k = c.collectives;
+    check("collectives nvlink_bus_bandwidth_gbs", k.nvlink_bus_bandwidth * 1e-9, kBandwidthGbsBound);
+    check("collectives nvlink_latency_us", k.nvlink_latency_s * 1e6, kOverheadUsBound);
+    check("collectives rms_rel_error", k.rms_rel_error, kRmsBound);
+    for (int i = 0; i < kCollectiveOps; ++i)
+      if (k.op[i].nvlink_bus_bandwidth > 0 || k.op[i].samples > 0) {
+        check(std::string("collectives.") + kCollectiveOpNames[i] + " nvlink_bus_bandwidth_gbs",
+              k.op[i].nvlink_bus_bandwidth * 1e-9, kBandwidthGbsBound);
+        check(std::string("collectives.") + kCollectiveOpNames[i] + " nvlink_latency_us", k.op[i].nvlink_latency_s * 1e6,
+              kOverheadUsBound);
+      }
+  }
+}
+
 }  // namespace
 
 double gemm_fit_seconds(const GemmFit& f, double m, double n, double k) {
@@ -176,6 +259,8 @@ double gemm_fit_seconds(const GemmFit& f, double m, double n, double k) {
 Calibration fit_probe(const std::string& probe_path, std::string* report, const std::string& fused_attention) {
   toml::table root = parse_file(probe_path);
   Reader top{probe_path, &root, root.source()};
+  if (const toml::node* f = root.get("format"); f && top.str("format") != "mfusim-probe-1")
+    fail(probe_path, f->source(), "not a probe output: format '" + top.str("format") + "' (expected \"mfusim-probe-1\")");
   Calibration cal;
   cal.source = probe_path;
   if (const toml::node* p = root.get("provenance"); p && p->is_table()) cal.gpu_name = top.sub("provenance").str("gpu");
@@ -219,6 +304,7 @@ Calibration fit_probe(const std::string& probe_path, std::string* report, const 
   };
   if (!bf16.empty()) {
     cal.gemm_table = table_of(bf16);
+    need_samples(probe_path, "gemm bf16", cal.gemm_table.size(), 3, "distinct shapes (efficiency, knee, overhead)");
     cal.gemm = fit_gemm(cal.gemm_table, ref.bf16 > 0 ? ref.bf16 : best_bf16);
     cal.has_gemm = true;
     rep << "gemm bf16: " << cal.gemm_table.size() << " shapes, eff_max " << fmt("%.3f", cal.gemm.eff_max) << ", knee "
@@ -227,6 +313,7 @@ Calibration fit_probe(const std::string& probe_path, std::string* report, const 
   }
   if (!fp8.empty()) {
     cal.gemm_fp8_table = table_of(fp8);
+    need_samples(probe_path, "gemm fp8", cal.gemm_fp8_table.size(), 3, "distinct shapes (efficiency, knee, overhead)");
     cal.gemm_fp8 = fit_gemm(cal.gemm_fp8_table, ref.fp8 > 0 ? ref.fp8 : best_fp8);
     cal.has_gemm_fp8 = true;
     rep << "gemm fp8: " << cal.gemm_fp8_table.size() << " shapes, eff_max " << fmt("%.3f", cal.gemm_fp8.eff_max)
@@ -238,7 +325,11 @@ Calibration fit_probe(const std::string& probe_path, std::string* report, const 
   struct A { bool flash, bwd; double x, t, s = 0; };
   std::vector<A> att;
   double best_hbm = 0;
-  for (const Reader& r : rows("memory")) best_hbm = std::max(best_hbm, r.num("bytes") / r.num("seconds"));
+  for (const Reader& r : rows("memory")) {
+    if (!(r.num("bytes") > 0) || !(r.num("seconds") > 0))
+      fail(probe_path, r.where, "memory sample needs positive bytes and seconds");
+    best_hbm = std::max(best_hbm, r.num("bytes") / r.num("seconds"));
+  }
   // Fused attention: cuDNN's fused SDPA when measured (what Transformer Engine uses on
   // Hopper), else FlashAttention-2 ("flash").
   std::string fused_impl = fused_attention.empty() ? "flash" : fused_attention;
@@ -257,7 +348,8 @@ Calibration fit_probe(const std::string& probe_path, std::string* report, const 
     double b = r.num("batch"), h = r.num("heads"), s = r.num("seq"), d = r.num("head_dim"), t = r.num("seconds");
     bool causal = true;
     if (const toml::node* c = r.node("causal")) causal = c->value_or(true);
-    if (t <= 0) continue;
+    if (!(b > 0) || !(h > 0) || !(s > 0) || !(d > 0) || !(t > 0))
+      fail(probe_path, r.where, "attention sample needs positive batch, heads, seq, head_dim, seconds");
     if (impl == "flash") {
       // The executed-FLOP count the cost model divides by these efficiencies
       // (hardware/cost_model.cpp): causal halves, backward = 2.5 x forward.
@@ -279,6 +371,7 @@ Calibration fit_probe(const std::string& probe_path, std::string* report, const 
     if (any_f) col[0] = nc++;
     if (any_b) col[1] = nc++;
     if (any_m) col[2] = nc++;
+    need_samples(probe_path, "attention", att.size(), std::size_t(nc), "samples (an overhead and one efficiency per kind)");
     // time = overhead + FLOPs / (peak x eff x s / (s + knee)) for flash, bytes / (HBM x eff) for
     // the materialised pieces: linear in (overhead, 1 / eff) for given knees; the knees (forward
     // and backward apart) by grid search, 0 .. 8192 in steps of 128, least relative rms.
@@ -355,6 +448,9 @@ Calibration fit_probe(const std::string& probe_path, std::string* report, const 
     mem.push_back({r.num("bytes"), r.num("seconds")});
   }
   if (!mem.empty()) {
+    std::set<double> sizes;
+    for (auto& [b, sec] : mem) sizes.insert(b);
+    need_samples(probe_path, "memory", sizes.size(), 2, "distinct sizes in bytes (bandwidth and fixed time)");
     std::vector<TwoTerm> copies;
     for (auto& [b, sec] : mem) copies.push_back({1.0, b, sec});
     const auto [copy_fixed, copy_inv_bw] = fit_two(copies);
@@ -418,6 +514,8 @@ Calibration fit_probe(const std::string& probe_path, std::string* report, const 
   std::vector<TwoTerm> per_op[kCollectiveOps];   // the same samples, by operation
   for (const Reader& r : rows("collective")) {
     double g = r.num("gpus");
+    if (!(g >= 1) || g != std::floor(g) || !(r.num("bytes") > 0) || !(r.num("seconds") > 0))
+      fail(probe_path, r.where, "collective sample needs a whole number of gpus >= 1 and positive bytes and seconds");
     if (g < 2) continue;
     std::string op = r.str("op");
     double f = op == "all_reduce" ? 2 * (g - 1) / g : (op == "send_recv" ? 1.0 : (g - 1) / g);
@@ -425,6 +523,11 @@ Calibration fit_probe(const std::string& probe_path, std::string* report, const 
     col.push_back({steps, r.num("bytes") * f, r.num("seconds")});
     for (int i = 0; i < kCollectiveOps; ++i)
       if (op == kCollectiveOpNames[i]) per_op[i].push_back(col.back());
+  }
+  if (!col.empty()) {
+    std::set<double> sizes;
+    for (const auto& c : col) sizes.insert(c.x);
+    need_samples(probe_path, "collective", sizes.size(), 2, "distinct bus-byte sizes (bandwidth and latency)");
   }
   if (col.size() >= 2) {
     const auto [latency, inv_bw] = fit_two(col);
@@ -489,14 +592,14 @@ Calibration fit_probe(const std::string& probe_path, std::string* report, const 
   }
   if (!cal.has_gemm && !cal.has_attention && !cal.has_memory && !cal.has_collectives)
     fail(probe_path, "no probe samples ([[gemm]], [[attention]], [[memory]], [[collective]]) found");
+  check_fit(cal, probe_path);
   if (report) *report = rep.str();
   return cal;
 }
 
 // ------------------------------------------------------------------ write / read
 void write_calibration(const Calibration& c, const std::string& path) {
-  std::ofstream f(path);
-  if (!f) throw std::runtime_error(path + ":1:1: error: cannot write file");
+  std::ostringstream f;
   auto g = [](double v) { return fmt("%.9g", v).find_first_of(".en") == std::string::npos ? fmt("%.9g", v) + ".0" : fmt("%.9g", v); };
   f << "# mfusim calibration (hardware/calibration.h), fitted by `mfusim calibrate` from a probe output.\n"
     << "# Units as named: tflops = 1e12 FLOP/s, gbs = 1e9 bytes/s, us = microseconds; efficiencies are fractions.\n"
@@ -554,7 +657,7 @@ void write_calibration(const Calibration& c, const std::string& path) {
         << "\n";
     }
   }
-  if (!f) throw std::runtime_error(path + ":1:1: error: write failed");
+  report::write_file(path, f.str(), "the calibration file");   // atomically: a failed write leaves the old file
 }
 
 Calibration read_calibration(const std::string& path) {
@@ -569,11 +672,11 @@ Calibration read_calibration(const std::string& path) {
   auto gemm = [&](const char* key, GemmFit& fit, std::vector<GemmSample>& table) {
     Reader r = top.sub(key);
     r.only({"peak_tflops", "eff_max", "knee", "overhead_us", "rms_rel_error", "table"});
-    fit.peak_flops = r.nonneg("peak_tflops") * 1e12;
-    fit.eff_max = r.nonneg("eff_max");
-    fit.knee = r.nonneg("knee");
-    fit.overhead_s = r.nonneg("overhead_us") * 1e-6;
-    fit.rms_rel_error = r.nonneg("rms_rel_error", false);
+    fit.peak_flops = r.bounded("peak_tflops", kPeakTflopsBound) * 1e12;
+    fit.eff_max = r.bounded("eff_max", kEfficiencyBound);
+    fit.knee = r.bounded("knee", kKneeBound);
+    fit.overhead_s = r.bounded("overhead_us", kOverheadUsBound) * 1e-6;
+    fit.rms_rel_error = r.bounded("rms_rel_error", kRmsBound, false);
     if (fit.peak_flops <= 0) fail(path, r.node("peak_tflops")->source(), "'peak_tflops' must be > 0");
     if (fit.eff_max <= 0 || fit.eff_max > 1.5) fail(path, r.node("eff_max")->source(), "'eff_max' must be in (0, 1.5]");
     if (fit.knee <= 0) fail(path, r.node("knee")->source(), "'knee' must be > 0");
@@ -586,7 +689,9 @@ Calibration read_calibration(const std::string& path) {
         GemmSample s;
         auto v = [&](std::size_t i) {
           auto x = (*row)[i].value<double>();
-          if (!x || *x <= 0) fail(path, (*row)[i].source(), "table values must be positive numbers");
+          if (!x || !std::isfinite(*x) || *x <= 0 || *x > (i < 3 ? 1e9 : 1e12))
+            fail(path, (*row)[i].source(),
+                 "table values must be positive numbers (m, n, k at most 1e9, microseconds at most 1e12)");
           return *x;
         };
         s.m = (long long)v(0); s.n = (long long)v(1); s.k = (long long)v(2); s.seconds = v(3) * 1e-6;
@@ -601,27 +706,26 @@ Calibration read_calibration(const std::string& path) {
     r.only({"peak_tflops", "hbm_bandwidth_gbs", "flash_fwd_eff", "flash_bwd_eff", "flash_fwd_seq_knee",
             "flash_bwd_seq_knee", "materialized_bw_eff", "overhead_us", "rms_rel_error"});
     auto& a = c.attention;
-    a.peak_flops = r.nonneg("peak_tflops") * 1e12;
-    a.hbm_bandwidth = r.nonneg("hbm_bandwidth_gbs") * 1e9;
-    a.flash_fwd_eff = r.nonneg("flash_fwd_eff");
-    a.flash_bwd_eff = r.nonneg("flash_bwd_eff");
-    a.flash_fwd_seq_knee = r.nonneg("flash_fwd_seq_knee", false);
-    a.flash_bwd_seq_knee = r.nonneg("flash_bwd_seq_knee", false);
-    a.materialized_bw_eff = r.nonneg("materialized_bw_eff");
-    a.overhead_s = r.nonneg("overhead_us") * 1e-6;
-    a.rms_rel_error = r.nonneg("rms_rel_error", false);
+    a.peak_flops = r.bounded("peak_tflops", kPeakTflopsBound) * 1e12;
+    a.hbm_bandwidth = r.bounded("hbm_bandwidth_gbs", kBandwidthGbsBound) * 1e9;
+    a.flash_fwd_eff = r.bounded("flash_fwd_eff", kEfficiencyBound);
+    a.flash_bwd_eff = r.bounded("flash_bwd_eff", kEfficiencyBound);
+    a.flash_fwd_seq_knee = r.bounded("flash_fwd_seq_knee", kKneeBound, false);
+    a.flash_bwd_seq_knee = r.bounded("flash_bwd_seq_knee", kKneeBound, false);
+    a.materialized_bw_eff = r.bounded("materialized_bw_eff", kEfficiencyBound);
+    a.overhead_s = r.bounded("overhead_us", kOverheadUsBound) * 1e-6;
+    a.rms_rel_error = r.bounded("rms_rel_error", kRmsBound, false);
     c.has_attention = true;
   }
   if (top.node("memory")) {
     Reader r = top.sub("memory");
     r.only({"achieved_bandwidth_gbs", "launch_overhead_us", "graph_launch_overhead_us", "fixed_overhead_us", "rms_rel_error"});
     auto& m = c.memory;
-    m.achieved_bandwidth = r.nonneg("achieved_bandwidth_gbs") * 1e9;
-    if (m.achieved_bandwidth <= 0) fail(path, r.node("achieved_bandwidth_gbs")->source(), "'achieved_bandwidth_gbs' must be > 0");
-    m.launch_overhead_s = r.nonneg("launch_overhead_us") * 1e-6;
-    m.graph_launch_overhead_s = r.nonneg("graph_launch_overhead_us", false) * 1e-6;
-    m.fixed_overhead_s = r.nonneg("fixed_overhead_us", false) * 1e-6;
-    m.rms_rel_error = r.nonneg("rms_rel_error", false);
+    m.achieved_bandwidth = r.bounded("achieved_bandwidth_gbs", kBandwidthGbsBound) * 1e9;
+    m.launch_overhead_s = r.bounded("launch_overhead_us", kOverheadUsBound) * 1e-6;
+    m.graph_launch_overhead_s = r.bounded("graph_launch_overhead_us", kOverheadUsBound, false) * 1e-6;
+    m.fixed_overhead_s = r.bounded("fixed_overhead_us", kOverheadUsBound, false) * 1e-6;
+    m.rms_rel_error = r.bounded("rms_rel_error", kRmsBound, false);
     c.has_memory = true;
   }
   if (top.node("memory_families")) {
@@ -631,7 +735,7 @@ Calibration read_calibration(const std::string& path) {
     for (int i = 1; i < kMemFamilies; ++i) keys.push_back(std::string(kMemFamilyNames[i]) + "_gbs");
     r.only(std::set<std::string>(keys.begin(), keys.end()));
     for (int i = 1; i < kMemFamilies; ++i) {
-      c.memory.family_bandwidth[i] = r.nonneg(keys[std::size_t(i - 1)].c_str(), false) * 1e9;
+      c.memory.family_bandwidth[i] = r.bounded(keys[std::size_t(i - 1)].c_str(), kBandwidthGbsBound, false) * 1e9;
       if (r.node(keys[std::size_t(i - 1)].c_str())) c.memory.family_samples[i] = 1;
     }
   }
@@ -642,21 +746,20 @@ Calibration read_calibration(const std::string& path) {
     keys.insert(kCollectiveOpNames, kCollectiveOpNames + kCollectiveOps);
     r.only(keys);
     auto& k = c.collectives;
-    k.nvlink_bus_bandwidth = r.nonneg("nvlink_bus_bandwidth_gbs") * 1e9;
-    k.nvlink_latency_s = r.nonneg("nvlink_latency_us") * 1e-6;
-    k.nic_bus_bandwidth = r.nonneg("nic_bus_bandwidth_gbs", false) * 1e9;
-    k.nic_latency_s = r.nonneg("nic_latency_us", false) * 1e-6;
-    k.rms_rel_error = r.nonneg("rms_rel_error", false);
+    k.nvlink_bus_bandwidth = r.bounded("nvlink_bus_bandwidth_gbs", kBandwidthGbsBound) * 1e9;
+    k.nvlink_latency_s = r.bounded("nvlink_latency_us", kOverheadUsBound) * 1e-6;
+    k.nic_bus_bandwidth = r.nonneg("nic_bus_bandwidth_gbs", false) * 1e9;   // 0: not measured
+    if (k.nic_bus_bandwidth > 0) r.bounded("nic_bus_bandwidth_gbs", kBandwidthGbsBound);
+    k.nic_latency_s = r.bounded("nic_latency_us", kOverheadUsBound, false) * 1e-6;
+    k.rms_rel_error = r.bounded("rms_rel_error", kRmsBound, false);
     for (int i = 0; i < kCollectiveOps; ++i) {   // [collectives.<op>]: that operation's own fit
       if (!r.node(kCollectiveOpNames[i])) continue;
       Reader o = r.sub(kCollectiveOpNames[i]);
       o.only({"nvlink_bus_bandwidth_gbs", "nvlink_latency_us", "rms_rel_error", "samples"});
       CollectiveOpFit& of = k.op[i];
-      of.nvlink_bus_bandwidth = o.nonneg("nvlink_bus_bandwidth_gbs") * 1e9;
-      if (!(of.nvlink_bus_bandwidth > 0))
-        fail(path, o.node("nvlink_bus_bandwidth_gbs")->source(), "'nvlink_bus_bandwidth_gbs' must be > 0");
-      of.nvlink_latency_s = o.nonneg("nvlink_latency_us") * 1e-6;
-      of.rms_rel_error = o.nonneg("rms_rel_error", false);
+      of.nvlink_bus_bandwidth = o.bounded("nvlink_bus_bandwidth_gbs", kBandwidthGbsBound) * 1e9;
+      of.nvlink_latency_s = o.bounded("nvlink_latency_us", kOverheadUsBound) * 1e-6;
+      of.rms_rel_error = o.bounded("rms_rel_error", kRmsBound, false);
       if (const toml::node* n = o.node("samples")) {
         const auto v = n->value<std::int64_t>();
         if (!n->is_integer() || !v || *v < 1 || *v > 1000000000)

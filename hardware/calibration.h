@@ -102,6 +102,25 @@ struct Calibration {
   CollectiveFit collectives;
 };
 
+// Physical bounds of every calibrated number, in the units of the calibration
+// file (docs/scenario.md, "Limits"). A fit outside them means the
+// probe samples were corrupt or too few (calibrate refuses to write it); a file
+// outside them was edited by hand into nonsense (read_calibration refuses it).
+// Each bound leaves an order of magnitude or more above the fastest part known
+// (B200: 2.25 PFLOP/s dense bf16, 8 TB/s HBM, 900 GB/s NVLink per direction).
+struct CalibrationBound {
+  const char* key;   // the file's key
+  double lo;         // lowest value allowed
+  bool lo_open;      // lo itself excluded
+  double hi;         // highest value allowed
+};
+constexpr CalibrationBound kPeakTflopsBound{"peak_tflops", 0, true, 1e5};          // 100 PFLOP/s
+constexpr CalibrationBound kBandwidthGbsBound{"bandwidth (GB/s)", 0, true, 1e5};   // 100 TB/s
+constexpr CalibrationBound kEfficiencyBound{"efficiency", 0, false, 1.5};          // fraction of a datasheet peak
+constexpr CalibrationBound kOverheadUsBound{"overhead (us)", 0, false, 1e6};       // 1 s per kernel or step
+constexpr CalibrationBound kKneeBound{"knee", 0, false, 1e7};
+constexpr CalibrationBound kRmsBound{"rms_rel_error", 0, false, 1e6};
+
 // Reading and writing calibration files (hardware/calibration/*.toml) and
 // fitting a probe output into one (`mfusim calibrate`). Bad files throw
 // std::runtime_error with "file:line:col: error: ..." text.

@@ -12,7 +12,6 @@ using config::Scenario;
 using hardware::Collective;
 using hardware::Kernel;
 using sim::Category;
-using sim::to_ns;
 
 std::pair<Seg, Seg> split_overlap(const Seg& sg) {
   Seg head, tail;
@@ -54,9 +53,9 @@ Seg LayerCosts::seg_of(const std::vector<const Kernel*>& ks, double extra_host) 
   Seg sg;
   for (const Kernel* k : ks) sg.flops += k->flops * k->count;
   const hardware::StreamTime st = cost_.stream_time(ks, extra_host);
-  sg.ns = to_ns(st.gpu_seconds);
-  sg.launch_ns = to_ns(st.gpu_seconds - st.exec_seconds);
-  sg.host_ns = to_ns(st.host_seconds);
+  sg.ns = sim::checked_ns(st.gpu_seconds, "a compute segment's GPU time");
+  sg.launch_ns = sim::checked_ns(std::max(0.0, st.gpu_seconds - st.exec_seconds), "a compute segment's launch time");
+  sg.host_ns = sim::checked_ns(st.host_seconds, "a compute segment's host time");
   return sg;
 }
 
@@ -90,14 +89,14 @@ PassCost LayerCosts::pass_cost(const std::vector<Kernel>& ks, bool backward, boo
   }
   const double a2a_s = moe_layer && s_.parallel.ep > 1 ? coll(Collective::all_to_all, lc.ep_all_to_all_bytes, place_.ep) : 0;
   auto with_tp = [&](Seg sg) {
-    sg.comm_ns = to_ns(tp_s);
+    sg.comm_ns = sim::checked_ns(tp_s, "a TP collective");
     sg.comm_cat = Category::tp_comm;
     sg.comm_nic = place_.tp.crosses_domains();
     sg.comm_overlappable = true;
     return sg;
   };
   auto with_a2a = [&](Seg sg) {
-    sg.comm_ns = to_ns(a2a_s);
+    sg.comm_ns = sim::checked_ns(a2a_s, "an EP all-to-all");
     sg.comm_cat = Category::ep_comm;
     sg.comm_nic = place_.ep.crosses_domains();
     return sg;
@@ -107,7 +106,7 @@ PassCost LayerCosts::pass_cost(const std::vector<Kernel>& ks, bool backward, boo
   const double cp_s = s_.parallel.cp > 1 ? (s_.parallel.cp - 1) * coll(Collective::send_recv, lc.cp_bytes, place_.cp) : 0;
   auto attn_seg = [&](const std::vector<const Kernel*>& v) {
     Seg sg = with_tp(seg(v));
-    if (cp_s > 0) sg.ns += std::max<std::int64_t>(0, to_ns(cp_s) - sg.ns);
+    if (cp_s > 0) sg.ns += std::max<std::int64_t>(0, sim::checked_ns(cp_s, "the CP ring exchange") - sg.ns);
     return sg;
   };
   const std::size_t n = ks.size();
@@ -193,7 +192,7 @@ void LayerCosts::tp_overlap_windows(const std::vector<Kernel>& ks,
     std::size_t nx = (i + 1) % n;
     while (nx != i && !ends[nx].any) nx = (nx + 1) % n;
     const double window = (ends[i].last + ends[nx].first) * (chunks - 1) / chunks;
-    sg.overlap_ns = to_ns(window);
+    sg.overlap_ns = sim::checked_ns(window, "a TP-overlap window");
     last_chunked[i] = true;
     first_chunked[nx] = true;
   }
@@ -202,7 +201,7 @@ void LayerCosts::tp_overlap_windows(const std::vector<Kernel>& ks,
     double extra = 0;
     if (last_chunked[i]) extra += ends[i].last - exec(ks[ends[i].last_i]);
     if (first_chunked[i] && ends[i].first_i != ends[i].last_i) extra += ends[i].first - exec(ks[ends[i].first_i]);
-    pc.segs[i].ns += std::max<std::int64_t>(0, to_ns(extra));
+    pc.segs[i].ns += sim::checked_ns(std::max(0.0, extra), "a TP-overlap segment's exposed communication");
   }
 }
 

@@ -1,11 +1,13 @@
 // Stand-alone `calibrate`: fits a probe output into a calibration file with
 // hardware::fit_probe (the same code `mfusim calibrate` uses). Built by the
-// top-level CMake as `mfusim_calibrate`; no CUDA needed.
+// top-level CMake as `mfusim_calibrate`; no CUDA needed. Like `mfusim calibrate`,
+// it validates the probe and the fit, writes atomically and never over its input.
 #include <cstdio>
 #include <exception>
 #include <string>
 
 #include "hardware/calibration.h"
+#include "report/output_file.h"
 
 int main(int argc, char** argv) {
   // mfusim_calibrate PROBE.toml --out CAL.toml [--fused-attention flash|cudnn_fused]
@@ -21,11 +23,17 @@ int main(int argc, char** argv) {
     std::fprintf(stderr, "usage: mfusim_calibrate PROBE_OUTPUT.toml --out CALIBRATION.toml [--fused-attention flash|cudnn_fused]\n");
     return 2;
   }
+  if (out == in || mfusim::report::same_file(in, out)) {
+    std::fprintf(stderr, "%s: error: --out names the probe file itself; write the calibration to another file\n",
+                 out.c_str());
+    return 2;
+  }
   try {
     std::string report;
     auto cal = mfusim::hardware::fit_probe(in, &report, fused);
     mfusim::hardware::write_calibration(cal, out);
     std::printf("%swrote %s\n", report.c_str(), out.c_str());
+    mfusim::report::flush_stdout();
   } catch (const std::exception& e) {
     std::fprintf(stderr, "%s\n", e.what());
     return 2;

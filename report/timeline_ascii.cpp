@@ -18,7 +18,13 @@ std::string timeline_ascii(const sim::TaskGraph& g, const sim::Timeline& tl, int
     auto& c = compute_of[static_cast<std::size_t>(spec.rank)];
     if (spec.compute && c < 0) c = static_cast<sim::StreamId>(s);
   }
-  auto cell = [&](std::int64_t ns) { return static_cast<int>((ns * width + span / 2) / span); };
+  // The column of a time, in 128-bit arithmetic (ns * width passes int64 for
+  // steps beyond 9.2e16 ns / width) and clamped to the row.
+  __extension__ typedef __int128 wide;
+  auto cell = [&](std::int64_t ns) {
+    const wide c = (static_cast<wide>(std::clamp<std::int64_t>(ns, 0, span)) * width + span / 2) / span;
+    return static_cast<int>(std::clamp<wide>(c, 0, width));
+  };
   for (const auto& iv : tl.intervals) {
     const sim::TaskSpec& t = g.task(iv.task);
     const int rank = g.streams()[static_cast<std::size_t>(t.stream)].rank;

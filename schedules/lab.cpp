@@ -6,12 +6,12 @@
 #include <string>
 #include <tuple>
 
+#include "sim/time.h"
+
 namespace mfusim::schedules {
 namespace {
 
 constexpr std::int64_t kUnit = 1'000'000;   // memory_delta of one micro-batch's activations
-
-std::int64_t to_ns(double seconds) { return std::llround(seconds * 1e9); }
 
 struct Lowering {
   explicit Lowering(const PipelineSchedule& sched) : s(sched) {}
@@ -82,13 +82,15 @@ sim::TaskGraph lower_lab(const PipelineSchedule& s, const config::ScheduleCosts&
     for (const Op& op : ops) L.m = std::max({L.m, op.microbatch + 1, op.microbatch_b + 1});
   if (L.p < 1 || L.S < 1) throw std::logic_error(s.name + ": empty schedule");
   L.where.assign(static_cast<std::size_t>(3 * L.m * L.S), -1);
-  L.comm_ns = to_ns(c.comm);
+  L.comm_ns = sim::checked_ns(c.comm, "the lab schedule's stage-to-stage send time");
   const double w = c.w.value_or(0.0);
-  const std::int64_t f_ns = to_ns(c.f), w_ns = to_ns(w);
+  const std::int64_t f_ns = sim::checked_ns(c.f, "the lab schedule's forward time"),
+                     w_ns = sim::checked_ns(w, "the lab schedule's weight-gradient time");
   // Per op: a B split from its W costs b (W costs w); an unsplit B is the whole backward, b + w.
   // DualPipe mixes both in one schedule (dualpipe.py runs some backwards with enable_zb=False).
-  const std::int64_t b_split_ns = to_ns(c.b), b_full_ns = to_ns(c.b + w);
-  const std::int64_t fb_ns = to_ns(c.fb.value_or(c.f + c.b + w));
+  const std::int64_t b_split_ns = sim::checked_ns(c.b, "the lab schedule's backward time"),
+                     b_full_ns = sim::checked_ns(c.b + w, "the lab schedule's backward + weight-gradient time");
+  const std::int64_t fb_ns = sim::checked_ns(c.fb.value_or(c.f + c.b + w), "the lab schedule's F&B time");
   const std::int64_t mw = std::llround(o.w_memory_fraction * static_cast<double>(kUnit));
   std::vector<char> b_split(static_cast<std::size_t>(L.m * L.S), 0);   // (mb, stage): its B is split from W
 

@@ -25,9 +25,20 @@
 #include "sim/engine.h"
 #include "sim/event_queue.h"
 #include "sim/process_memory.h"
+#include "sim/time.h"
 
 namespace mfusim::sim {
 namespace {
+
+// The time left (ns) of `remaining` ns of work at rate r, rounded up; a slowed
+// task that would end past the step limit is an error, never a wrapped cast.
+std::int64_t slowed_ns(double remaining, double r) {
+  const double left = std::ceil(remaining / r - 1e-6);
+  if (!(left <= static_cast<double>(kMaxStepNs)))
+    throw TimeLimitError("error: a task slowed by sharing or contention would end after " + time_limit_text() +
+                         ": the simulated step is beyond the limit of the simulator");
+  return static_cast<std::int64_t>(left);
+}
 
 // An event: the stream whose running task completes, stamped with the stream's
 // version when it was queued (a re-timed task leaves stale events behind).
@@ -150,8 +161,8 @@ void Executor::retime(StreamId s, std::int64_t now, bool force) {
   // for an integer 0 <= d < 2^52), without the division and rounding.
   const auto left = force && r == 1.0 && st.remaining < 0x1p52
                         ? static_cast<std::int64_t>(st.remaining)
-                        : static_cast<std::int64_t>(std::ceil(st.remaining / r - 1e-6));
-  queue_end(st, s, now + std::max<std::int64_t>(0, left));
+                        : slowed_ns(st.remaining, r);
+  queue_end(st, s, checked_add_ns(now, std::max<std::int64_t>(0, left), "the end of a task"));
 }
 
 // Re-time every running task whose rate depends on t being active: those on
@@ -174,11 +185,11 @@ void Executor::start(Stream& st, StreamId s, TaskId t, std::int64_t now) {
   st.started = now;
   tl_.started.push_back(t);
   if (sp.memory_delta > 0) memory_change(st.rank, sp.memory_delta, now);
-  st.host_clock += sp.host_ns;
+  st.host_clock = checked_add_ns(st.host_clock, sp.host_ns, "the host's issue time of a stream");
   st.host_floor = sp.host_ns > 0 ? st.host_clock : 0;
   if (!dynamic_) {
     ++st.version;
-    queue_end(st, s, now + sp.duration_ns);
+    queue_end(st, s, checked_add_ns(now, sp.duration_ns, "the end of a task"));
     return;
   }
   const bool interfering = interferes(sp, st);
@@ -209,9 +220,8 @@ void Executor::start(Stream& st, StreamId s, TaskId t, std::int64_t now) {
   st.rate = r;
   ++st.version;
   // As retime(s, now, true): at full rate the end is the duration.
-  const auto left = r == 1.0 && st.remaining < 0x1p52 ? sp.duration_ns
-                                                      : static_cast<std::int64_t>(std::ceil(st.remaining / r - 1e-6));
-  queue_end(st, s, now + std::max<std::int64_t>(0, left));
+  const auto left = r == 1.0 && st.remaining < 0x1p52 ? sp.duration_ns : slowed_ns(st.remaining, r);
+  queue_end(st, s, checked_add_ns(now, std::max<std::int64_t>(0, left), "the end of a task"));
 }
 
 inline void Executor::try_start(StreamId s, std::int64_t now) {

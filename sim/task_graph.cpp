@@ -5,6 +5,7 @@
 
 #include "sim/engine.h"
 #include "sim/process_memory.h"
+#include "sim/time.h"
 
 namespace mfusim::sim {
 
@@ -73,7 +74,8 @@ TaskId TaskGraph::add(TaskSpec spec, std::string name) {
 // add()'s checks (a negative id converts to a huge unsigned one).
 bool TaskGraph::valid(const TaskSpec& spec) const {
   bool bad = static_cast<std::size_t>(static_cast<std::uint32_t>(spec.stream)) >= streams_.size() ||
-             (spec.duration_ns | spec.memory_release) < 0 || (spec.label == Label::text && spec.text >= texts_.size());
+             (spec.duration_ns | spec.memory_release | spec.host_ns) < 0 || spec.duration_ns > kMaxStepNs ||
+             spec.host_ns > kMaxStepNs || (spec.label == Label::text && spec.text >= texts_.size());
   for (ResourceId r : spec.resources) bad |= static_cast<std::size_t>(static_cast<std::uint32_t>(r)) >= resources_.size();
   return !bad;
 }
@@ -87,6 +89,14 @@ void TaskGraph::check(const TaskSpec& spec, const std::string& name) const {
     throw std::logic_error("add: task '" + label() + "' on unknown stream " + std::to_string(spec.stream));
   if (spec.duration_ns < 0) [[unlikely]]
     throw std::logic_error("add: negative duration for task '" + label() + "'");
+  if (spec.host_ns < 0) [[unlikely]]
+    throw std::logic_error("add: negative host time for task '" + label() + "'");
+  if (spec.duration_ns > kMaxStepNs || spec.host_ns > kMaxStepNs) [[unlikely]]
+  {
+    const std::string l = label();
+    throw TimeLimitError("error: " + (l.empty() ? std::string("a task") : "task '" + l + "'") + " lasts more than " +
+                         time_limit_text() + ", the limit of one step (check the hardware, model and training inputs)");
+  }
   if (spec.memory_release < 0) [[unlikely]]
     throw std::logic_error("add: negative memory_release for task '" + label() + "'");
   for (ResourceId r : spec.resources)

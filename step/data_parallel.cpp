@@ -10,7 +10,6 @@
 namespace mfusim::step {
 
 using hardware::Collective;
-using sim::to_ns;
 
 // Distributed optimizer with overlapped parameter all-gather: the gather of
 // each bucket runs at the start of the step; a layer's first forward waits for it.
@@ -27,7 +26,7 @@ void Builder::add_param_gathers() {
       auto flush = [&] {
         if (members.empty()) return;
         const double t = layers_.coll(Collective::all_gather, fill * 2.0, layers_.placement().dp);
-        TaskId ag = add_task(r, dp_stream_[r], to_ns(t), Category::dp_comm, "dp param gather", -1, -1, 'C', 0, 0, 0,
+        TaskId ag = add_task(r, dp_stream_[r], sim::checked_ns(t, "the DP parameter gather"), Category::dp_comm, "dp param gather", -1, -1, 'C', 0, 0, 0,
                              {layers_.placement().dp.crosses_domains() ? nic_[r] : nvl_[r]}, true);
         for (int l : members) param_gather_[r][l] = ag;
         members.clear();
@@ -62,7 +61,7 @@ void Builder::flush_bucket(int rank, TaskId after) {
   const double bytes = bucket_fill_[rank] * 4.0;   // fp32 main gradients (Megatron default)
   const Collective c = s_.parallel.distributed_optimizer ? Collective::reduce_scatter : Collective::all_reduce;
   const double t = layers_.coll(c, bytes, g);
-  TaskId d = add_task(rank, dp_stream_[rank], to_ns(t), Category::dp_comm, "dp grad reduce", -1, -1, 'C', 0, 0, 0,
+  TaskId d = add_task(rank, dp_stream_[rank], sim::checked_ns(t, "the DP gradient reduction"), Category::dp_comm, "dp grad reduce", -1, -1, 'C', 0, 0, 0,
                       {g.crosses_domains() ? nic_[rank] : nvl_[rank]}, true);
   if (after >= 0) out_.graph.depend(after, d);
   dp_tasks_[rank].push_back(d);
@@ -100,7 +99,7 @@ void Builder::add_grad_reduce_and_optimizer() {
     for (TaskId d : dp_tasks_[r]) g.depend(d, optim);
     if (P.distributed_optimizer && dp_group > 1 && !s_.features.overlap_param_gather) {
       const double t = layers_.coll(Collective::all_gather, rank_params_[r] * 2.0, layers_.placement().dp);
-      TaskId ag = add_task(r, dp_stream_[r], to_ns(t), Category::dp_comm, "dp param gather", -1, -1, 'C', 0, 0, 0,
+      TaskId ag = add_task(r, dp_stream_[r], sim::checked_ns(t, "the DP parameter gather"), Category::dp_comm, "dp param gather", -1, -1, 'C', 0, 0, 0,
                            {layers_.placement().dp.crosses_domains() ? nic_[r] : nvl_[r]});
       g.depend(optim, ag);
     }

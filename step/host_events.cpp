@@ -9,7 +9,6 @@
 
 namespace mfusim::step {
 
-using sim::to_ns;
 
 void Builder::add_data_loading() {
   const auto& order = out_.schedule.order;
@@ -20,7 +19,7 @@ void Builder::add_data_loading() {
   const double per_sample = s_.features.dataloader_ms_per_sample >= 0
                                 ? s_.features.dataloader_ms_per_sample * 1e-3
                                 : s_.training.seq_len / 1e6 + 1e-3;
-  data_cost_ns_ = to_ns(per_sample * s_.training.micro_batch);
+  data_cost_ns_ = sim::checked_ns(per_sample * s_.training.micro_batch, "the data loading of a micro-batch");
 
   // Data loading with workers: background streams, one per worker; the first
   // 2 * workers micro-batches were prefetched during the previous step
@@ -99,7 +98,7 @@ void Builder::add_gc_pauses(int rank, std::vector<std::int64_t>& pause_before_op
     const double at = busy * (j + (rank + 0.5) / p_) / count;
     const auto it = std::upper_bound(start.begin(), start.end(), at);
     const std::size_t op = std::min(ops.size() - 1, static_cast<std::size_t>(std::max<std::ptrdiff_t>(0, (it - start.begin()) - 1)));
-    pause_before_op[op] += to_ns(len);
+    pause_before_op[op] += sim::checked_ns(len, "a GC pause");
   }
 }
 

@@ -13,7 +13,6 @@ namespace mfusim::step {
 using layer::LayerCost;
 using layer::PassCost;
 using layer::Seg;
-using sim::to_ns;
 
 std::size_t Builder::items_key(const Op& op, bool forward_half) const {
   const bool fb = op.kind == OpKind::FB;
@@ -62,7 +61,7 @@ std::vector<Item> Builder::op_items(int rank, const Op& op, bool forward_half) {
     }
   };
   if (kind == OpKind::F) {
-    if (has_emb) add_pass(emb_cost_.f, Category::forward, 'F', to_ns(0) + static_cast<std::int64_t>(emb_cost_.act_bytes), 0, -1, false);
+    if (has_emb) add_pass(emb_cost_.f, Category::forward, 'F', static_cast<std::int64_t>(emb_cost_.act_bytes), 0, -1, false);
     for (int l : layers) {
       const LayerCost& lc = layers_.layer_cost(l);
       add_pass(lc.f, Category::forward, 'F', static_cast<std::int64_t>(lc.act_bytes), 0, l, false);

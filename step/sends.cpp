@@ -6,7 +6,6 @@
 namespace mfusim::step {
 
 using hardware::Collective;
-using sim::to_ns;
 
 // An op's output as its consumer sees it. When the consumer (F of the next
 // stage, B of the previous one) runs on another rank, the stage-to-stage send
@@ -25,7 +24,7 @@ void Builder::publish(int rank, OpKind kind, int mb, int stage, TaskId last) {
     if (dst >= 0 && dst != rank) {
       if (pp_send_ns_ < 0) {   // the same for every send: computed once
         const double bytes = models::layer_comm(s_.model, 0, layers_.shape()).pp_bytes;
-        pp_send_ns_ = to_ns(layers_.coll(Collective::send_recv, bytes, layers_.placement().pp_link));
+        pp_send_ns_ = sim::checked_ns(layers_.coll(Collective::send_recv, bytes, layers_.placement().pp_link), "a pipeline send");
       }
       out = add_task(rank, fwd ? pp_fwd_stream_[rank] : pp_bwd_stream_[rank], pp_send_ns_, Category::pp_comm,
                      Name(fwd ? sim::Label::send_forward : sim::Label::send_backward), mb, -1, 'S', 0, 0, 0,

@@ -288,6 +288,7 @@ PlanResult plan(const config::Scenario& base, int gpus, const PlanOptions& opt, 
   cands.clear();
   std::vector<PlanPoint> pts(todo.size());
   std::vector<char> ok(todo.size(), 0);
+  std::vector<std::string> why(todo.size());   // the error of a failed point
   auto simulate_one = [&](std::size_t i) {
     step::SimulateOptions so;
     so.keep_timeline = false;
@@ -296,8 +297,10 @@ PlanResult plan(const config::Scenario& base, int gpus, const PlanOptions& opt, 
       pts[i].result = step::simulate(todo[i], so);
       pts[i].scenario = std::move(todo[i]);
       ok[i] = 1;
-    } catch (const std::exception&) {
+    } catch (const std::exception& e) {
       ok[i] = 0;
+      why[i] = e.what();
+      if (why[i].empty()) why[i] = "unknown error";
     }
   };
   if (opt.keep == 0 || !opt.bound_time) {
@@ -339,16 +342,20 @@ PlanResult plan(const config::Scenario& base, int gpus, const PlanOptions& opt, 
     std::sort(ran.begin(), ran.end());
     std::vector<PlanPoint> kept;
     std::vector<char> kept_ok;
+    std::vector<std::string> kept_why;
     for (std::size_t i : ran) {
       kept.push_back(std::move(pts[i]));
       kept_ok.push_back(ok[i]);
+      kept_why.push_back(std::move(why[i]));
     }
     pts = std::move(kept);
     ok = std::move(kept_ok);
+    why = std::move(kept_why);
   }
   for (std::size_t i = 0; i < pts.size(); ++i) {
     if (!ok[i]) {
       ++res.failed;
+      ++res.failures[why[i]];
       continue;
     }
     if (!pts[i].result.memory.fits) continue;

@@ -9,6 +9,7 @@
 // every pipeline rank of s (static + activations + runtime reserve) in both
 // lowerings, so pruning on it never drops a point that fits.
 #include <cstddef>
+#include <map>
 #include <string>
 #include <vector>
 
@@ -50,7 +51,10 @@ struct PlanResult {
   std::size_t pruned = 0;         // cannot fit (memory lower bound)
   std::size_t skipped = 0;        // cannot reach the top `keep` (step-time lower bound); not simulated
   std::size_t simulated = 0;
-  std::size_t failed = 0;         // simulation errors (internal; should be 0)
+  std::size_t failed = 0;         // points whose simulation failed (see failures)
+  // Why: each distinct error message with its count (a step beyond the time
+  // limit, an internal error), so that no failed point goes unexplained.
+  std::map<std::string, std::size_t> failures;
   std::size_t fitting = 0;
   double seconds = 0;             // wall time of plan()
   std::vector<PlanPoint> ranked;  // fitting points, fastest first

@@ -1,5 +1,7 @@
 #include "study/sweep.h"
 
+#include <cstdint>
+
 #include "report/json.h"
 #include "step/simulate.h"
 #include "study/parallel_map.h"
@@ -26,8 +28,90 @@ Vary parse_vary(const std::string& arg) {
   return v;
 }
 
+namespace {
+
+std::string trimmed(std::string s) {
+  s.erase(0, s.find_first_not_of(" \t"));
+  s.erase(s.find_last_not_of(" \t") + 1);
+  return s;
+}
+// The dotted key of "KEY=VALUE", segments trimmed as the loader does.
+std::string key_of(const std::string& spec) {
+  const std::string key = spec.substr(0, spec.find('='));
+  std::string out;
+  std::size_t start = 0;
+  for (;;) {
+    const auto dot = key.find('.', start);
+    if (!out.empty()) out.push_back('.');
+    out.append(trimmed(key.substr(start, dot == std::string::npos ? std::string::npos : dot - start)));
+    if (dot == std::string::npos) break;
+    start = dot + 1;
+  }
+  return out;
+}
+
+}  // namespace
+
+std::size_t sweep_size(const std::vector<Vary>& vary) {
+  std::size_t n = 1;
+  for (const auto& v : vary) {
+    if (v.values.empty()) return 0;
+    if (n > SIZE_MAX / v.values.size()) return SIZE_MAX;
+    n *= v.values.size();
+  }
+  return n;
+}
+
+void check_vary_keys(const std::string& path, const std::vector<Vary>& vary, const config::LoadOptions& base) {
+  std::vector<config::Diagnostic> diags;
+  for (const auto& v : vary) {
+    if (v.values.empty()) continue;
+    const std::string spec = v.key + "=" + v.values.front();
+    try {
+      config::with_overrides(path, {spec}, base);
+    } catch (const config::ConfigError& e) {
+      // Only what is wrong with the key itself: a value a point cannot take
+      // (pp=3 on 8 GPUs) is that point's infeasibility, reported in the table.
+      for (const auto& d : e.diagnostics())
+        if (d.file == "--set " + spec && (d.message.rfind("unknown key", 0) == 0 ||
+                                          d.message.find("not a table") != std::string::npos ||
+                                          d.message.rfind("empty key segment", 0) == 0))
+          diags.push_back(config::Diagnostic{"--vary " + v.key + "=...", 0, 0, d.message});
+    }
+  }
+  if (!diags.empty()) throw config::ConfigError(diags);
+}
+
+std::vector<std::string> point_overrides(const std::vector<std::pair<std::string, std::string>>& point,
+                                         const std::vector<std::string>& user) {
+  std::vector<std::string> out = user;
+  for (const auto& [k, v] : point) out.push_back(k + "=" + v);
+  for (const auto& u : user) {
+    const std::string uk = key_of(u);
+    for (const auto& [k, v] : point) {
+      const std::string pk = key_of(k);
+      if (uk.size() > pk.size() && uk.compare(0, pk.size(), pk) == 0 && uk[pk.size()] == '.') {
+        out.push_back(u);
+        break;
+      }
+    }
+  }
+  return out;
+}
+
 std::vector<SweepPoint> sweep(const std::string& path, const std::vector<Vary>& vary, const config::LoadOptions& base,
                               const Progress& progress) {
+  if (const std::size_t n = sweep_size(vary); n > kMaxSweepPoints) {
+    std::string shape;
+    for (const auto& v : vary) {
+      if (!shape.empty()) shape.append(" x ");
+      shape.append(std::to_string(v.values.size())).append(" ").append(v.key);
+    }
+    throw config::ConfigError({config::Diagnostic{
+        "--vary", 0, 0,
+        "the sweep has " + (n == SIZE_MAX ? std::string("more than 1.8e19") : std::to_string(n)) + " points (" + shape +
+            "), above the limit of " + std::to_string(kMaxSweepPoints) + "; vary fewer values or split the sweep"}});
+  }
   std::vector<SweepPoint> points(1);
   for (const auto& v : vary) {
     std::vector<SweepPoint> next;
@@ -43,10 +127,10 @@ std::vector<SweepPoint> sweep(const std::string& path, const std::vector<Vary>& 
       points.size(),
       [&](std::size_t i) {
         auto& pt = points[i];
-        std::vector<std::string> overrides;
-        for (const auto& [k, v] : pt.point) overrides.push_back(k + "=" + v);
+        config::LoadOptions lo = base;
+        lo.overrides = point_overrides(pt.point, base.overrides);
         try {
-          const auto sc = config::with_overrides(path, overrides, base);
+          const auto sc = config::load_scenario(path, lo).base;
           step::SimulateOptions so;
           so.keep_timeline = false;
           pt.result = step::simulate(sc, so);

@@ -26,6 +26,25 @@ struct SweepPoint {
 
 using Progress = std::function<void(std::size_t done, std::size_t total)>;
 
+// The most points a sweep runs (docs/scenario.md "Limits"): a larger cartesian
+// product is refused before anything runs (config::ConfigError naming --vary).
+constexpr std::size_t kMaxSweepPoints = 100000;
+
+// The number of points of the cartesian product of `vary` (saturating at
+// SIZE_MAX), and the check above.
+std::size_t sweep_size(const std::vector<Vary>& vary);
+
+// Every --vary key must name a scenario key: each is loaded once with its
+// first value; an unknown key (a typo) throws config::ConfigError naming it.
+void check_vary_keys(const std::string& scenario_path, const std::vector<Vary>& vary, const config::LoadOptions& base);
+
+// The overrides of one point: the user's (--set) first, then the point's, then
+// again each user override that refines a key the point sets as a whole
+// (--set hardware.hbm_gib=20 under --vary hardware=b200: the point's hardware
+// file replaces the table, the user's field is applied to it).
+std::vector<std::string> point_overrides(const std::vector<std::pair<std::string, std::string>>& point,
+                                         const std::vector<std::string>& user);
+
 std::vector<SweepPoint> sweep(const std::string& scenario_path, const std::vector<Vary>& vary,
                               const config::LoadOptions& base, const Progress& progress = {});
 

@@ -1,5 +1,6 @@
 #!/usr/bin/env bash
-# Extra guards called by .ci/run: a bounded fuzz run of the scenario loader,
+# Extra guards called by .ci/run: bounded fuzz runs of the scenario loader and of
+# the whole load -> simulate -> report path,
 # then (later) the CUDA probe build. Each guard skips with a message when its
 # tool is missing.
 set -euo pipefail
@@ -7,22 +8,27 @@ cd "$(dirname "$0")/.."
 JOBS=$(nproc)
 FUZZ_SECONDS=${MFUSIM_FUZZ_SECONDS:-60}
 
-# ---- fuzzing: config/ loader (libFuzzer + ASan + UBSan) -----------------------
+# ---- fuzzing (libFuzzer + ASan + UBSan) ----------------------------------------
+# fuzz_loader: the config/ loader alone; fuzz_simulate: load -> simulate -> text
+# and JSON reports, for scenarios of bounded size. Inputs up to 64 KiB (the
+# deep-nesting and long-key defects need more than a few KiB to show).
 if command -v clang++ >/dev/null 2>&1; then
-  echo "--- fuzz_loader: building with clang into build-fuzz"
+  echo "--- fuzz: building with clang into build-fuzz"
   cmake -S . -B build-fuzz -DCMAKE_CXX_COMPILER=clang++ -DCMAKE_BUILD_TYPE=RelWithDebInfo \
         -DMFUSIM_FUZZ=ON -DMFUSIM_PROBE=OFF -DMFUSIM_BENCH=OFF >/dev/null
-  cmake --build build-fuzz -j "$JOBS" --target fuzz_loader
+  cmake --build build-fuzz -j "$JOBS" --target fuzz_loader fuzz_simulate
   corpus=build-fuzz/fuzz-corpus
   mkdir -p "$corpus"
   for f in scenarios/*.toml tests/bad_input/*.toml tests/config/*.toml; do
     [ -f "$f" ] && cp "$f" "$corpus/"
   done
-  echo "--- fuzz_loader: ${FUZZ_SECONDS}s"
-  build-fuzz/fuzz/fuzz_loader -max_total_time="$FUZZ_SECONDS" -max_len=8192 -timeout=10 -rss_limit_mb=2048 \
-        -artifact_prefix=build-fuzz/ "$corpus"
+  for target in fuzz_loader fuzz_simulate; do
+    echo "--- $target: ${FUZZ_SECONDS}s"
+    build-fuzz/fuzz/$target -max_total_time="$FUZZ_SECONDS" -max_len=65536 -timeout=10 -rss_limit_mb=2048 \
+          -artifact_prefix=build-fuzz/$target- "$corpus"
+  done
 else
-  echo "--- fuzz_loader: clang++ not found, fuzzing skipped"
+  echo "--- fuzz: clang++ not found, fuzzing skipped"
 fi
 
 # ---- probe: CUDA build (nvcc) --------------------------------------------------

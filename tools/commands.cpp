@@ -135,9 +135,12 @@ int cmd_plan(const std::string& path, const config::LoadOptions& lo, const std::
     // (USD), since one [cost] price rarely fits several GPU generations.
     for (const auto& h : hardware_choices) {
       const auto at = h.find('@');
-      std::vector<std::string> sets = {"hardware=" + h.substr(0, at)};
-      if (at != std::string::npos) sets.push_back("cost.price_per_gpu_hour=" + h.substr(at + 1));
-      bases.push_back(config::with_overrides(path, sets, lo));
+      std::vector<std::pair<std::string, std::string>> point = {{"hardware", h.substr(0, at)}};
+      if (at != std::string::npos) point.emplace_back("cost.price_per_gpu_hour", h.substr(at + 1));
+      // The user's --set overrides stay, also those refining the hardware table.
+      config::LoadOptions o = lo;
+      o.overrides = study::point_overrides(point, lo.overrides);
+      bases.push_back(config::load_scenario(path, o).base);
     }
   }
   std::vector<study::PlanResult> results;
@@ -191,11 +194,21 @@ int cmd_plan(const std::string& path, const config::LoadOptions& lo, const std::
       pw.key("rank_by").value(study::to_string(rank_by));
       pw.key("rank_in_choice").value(row.rank_in_choice);
       pw.key("pareto").value(row.rank_in_choice == 1 && on_front[choice] != 0);
+      if (row.r->failed > 0) {   // why points of this choice failed to simulate, by reason
+        pw.key("failed");
+        pw.begin_object();
+        for (const auto& [why, n] : row.r->failures) pw.key(why).value(static_cast<long long>(n));
+        pw.end_object();
+      }
       pw.end_object();
       report::write_step(w, p.result, {}, pw.str());
     }
     w.end_array();
     std::cout << w.str() << "\n";
+    for (const auto& r : results)   // also where no point of a choice made it into the array
+      for (const auto& [why, n] : r.failures)
+        std::cerr << "mfusim plan: " << r.gpus << " x " << r.hardware << ": " << n << " point" << (n == 1 ? "" : "s")
+                  << " failed to simulate: " << why << "\n";
     return 0;
   }
 
@@ -214,6 +227,7 @@ int cmd_plan(const std::string& path, const config::LoadOptions& lo, const std::
               << " simulated, " << r.fitting << " of them fit";
     if (r.failed) std::cout << ", " << r.failed << " FAILED to simulate";
     std::cout << " (" << f("%.1f", r.seconds) << " s)\n";
+    for (const auto& [why, n] : r.failures) std::cout << "  failed: " << n << " x " << why << "\n";
     if (r.ranked.empty()) {
       std::cout << "  no layout fits in " << f("%.0f", loaded.base.hardware.hbm_bytes / (1024.0 * 1024 * 1024))
                 << " GiB\n";

@@ -10,9 +10,11 @@
 #include "config/loader.h"
 #include "hardware/calibration.h"
 #include "report/json.h"
+#include "report/output_file.h"
 #include "step/simulate.h"
 #include "report/text.h"
 #include "schedules/schedule.h"
+#include "sim/time.h"
 #include "sim/process_memory.h"
 #include "study/sweep.h"
 #include "tools/commands.h"
@@ -39,15 +41,16 @@ study::Progress progress_bar(const char* what) {
   };
 }
 
-bool write_file(const std::string& path, const std::string& text) {
-  std::ofstream f(path, std::ios::binary);
-  if (!f) return false;
-  f << text;
-  return static_cast<bool>(f);
+// An output path that names an input file (the scenario) would destroy it.
+void refuse_overwrite(const std::string& out, const char* flag, const std::string& input) {
+  if (!out.empty() && (out == input || report::same_file(out, input)))
+    throw tools::UserError(out + ": error: " + flag + " names the scenario file itself; write to another file");
 }
 
 int cmd_run(const std::string& path, const config::LoadOptions& lo, bool json, const std::string& trace,
             const std::string& svg) {
+  refuse_overwrite(trace, "--trace", path);
+  refuse_overwrite(svg, "--svg", path);
   const auto loaded = config::load_scenario(path, lo);
   const auto base = step::simulate(loaded.base);
   std::vector<step::WhatIfResult> ladder;
@@ -59,10 +62,11 @@ int cmd_run(const std::string& path, const config::LoadOptions& lo, bool json, c
     ladder.push_back({w.name, r.step_time_s, r.mfu, r.mfu - prev_mfu, r.memory.fits});
     prev_mfu = r.mfu;
   }
-  if (!trace.empty() && !write_file(trace, tools::chrome_trace_of(base)))
-    return bad_input(trace + ": error: cannot write the trace file");
-  if (!svg.empty() && !write_file(svg, tools::svg_of(base)))
-    return bad_input(svg + ": error: cannot write the SVG file");
+  // Every output file complete before any replaces its old version.
+  std::vector<report::OutputFile> files;
+  if (!trace.empty()) files.push_back({trace, tools::chrome_trace_of(base), "the trace file"});
+  if (!svg.empty()) files.push_back({svg, tools::svg_of(base), "the SVG file"});
+  report::write_files(files);
   std::cout << (json ? report::to_json(base, ladder) : report::text_report(base, ladder));
   return 0;
 }
@@ -80,9 +84,11 @@ std::string table_row(const std::vector<std::string>& cells, const std::vector<s
 
 int cmd_sweep(const std::string& path, const config::LoadOptions& lo, const std::vector<std::string>& vary_args,
               const std::string& csv, bool json) {
+  refuse_overwrite(csv, "--csv", path);
   std::vector<study::Vary> vary;
   for (const auto& a : vary_args) vary.push_back(study::parse_vary(a));
   config::load_scenario(path, lo);   // the base must be valid on its own
+  study::check_vary_keys(path, vary, lo);   // a typo in a --vary key is an error, not a column of failures
   const auto points = study::sweep(path, vary, lo, progress_bar("sweep"));
   char buf[64];
   auto f = [&](const char* fmt, double v) {
@@ -122,7 +128,7 @@ int cmd_sweep(const std::string& path, const config::LoadOptions& lo, const std:
     }
     rows.push_back(row);
   }
-  if (!csv.empty() && !write_file(csv, csvs.str())) return bad_input(csv + ": error: cannot write the CSV file");
+  if (!csv.empty()) report::write_file(csv, csvs.str(), "the CSV file");
   if (json) {
     report::JsonWriter w;
     w.begin_array();
@@ -171,6 +177,8 @@ int cmd_list(const std::string& what, const config::LoadOptions& lo) {
 }
 
 int cmd_calibrate(const std::string& probe, const std::string& out) {
+  if (out == probe || report::same_file(probe, out))
+    return bad_input(out + ": error: --out names the probe file itself; write the calibration to another file");
   std::string report;
   const auto cal = hardware::fit_probe(probe, &report);
   hardware::write_calibration(cal, out);
@@ -190,6 +198,7 @@ int main(int argc, char** argv) {
     args.insert(args.begin() + 1, "run");
 
   CLI::App app{"mfusim: simulate one training step of an LLM on a GPU cluster"};
+  app.set_version_flag("--version", std::string("mfusim ") + MFUSIM_VERSION);
   app.require_subcommand(1);
   std::vector<std::string> sets;
   std::string scenario, trace, svg, csv, calibration, out, probe, what, gpus_list, rank_by = "step";
@@ -240,6 +249,8 @@ int main(int argc, char** argv) {
     return app.exit(e);
   } catch (const CLI::CallForAllHelp& e) {
     return app.exit(e);
+  } catch (const CLI::CallForVersion& e) {
+    return app.exit(e);
   } catch (const CLI::ParseError& e) {
     app.exit(e);
     return 2;
@@ -248,19 +259,30 @@ int main(int argc, char** argv) {
   config::LoadOptions lo;
   lo.overrides = sets;
   if (!calibration.empty()) lo.overrides.push_back("calibration=" + calibration);
+  int rc = 0;
   try {
-    if (run->parsed()) return cmd_run(scenario, lo, json, trace, svg);
-    if (sweep->parsed()) return cmd_sweep(scenario, lo, vary, csv, json);
-    if (plan->parsed()) return tools::cmd_plan(scenario, lo, gpus_list, vary, top, json, rank_by, progress_bar("plan"));
-    if (diag->parsed()) return tools::cmd_diagnose(scenario, lo, json, progress_bar("diagnose"));
-    if (check->parsed()) return cmd_check(scenario, lo);
-    if (cal->parsed()) return cmd_calibrate(probe, out);
-    if (list->parsed()) return cmd_list(what, lo);
+    if (run->parsed()) rc = cmd_run(scenario, lo, json, trace, svg);
+    else if (sweep->parsed()) rc = cmd_sweep(scenario, lo, vary, csv, json);
+    else if (plan->parsed())
+      rc = tools::cmd_plan(scenario, lo, gpus_list, vary, top, json, rank_by, progress_bar("plan"));
+    else if (diag->parsed()) rc = tools::cmd_diagnose(scenario, lo, json, progress_bar("diagnose"));
+    else if (check->parsed()) rc = cmd_check(scenario, lo);
+    else if (cal->parsed()) rc = cmd_calibrate(probe, out);
+    else if (list->parsed()) rc = cmd_list(what, lo);
+    // What was printed must have reached its destination (a full disk, a closed pipe).
+    report::flush_stdout();
   } catch (const config::ConfigError& e) {
     for (const auto& d : e.diagnostics()) std::cerr << d.str() << "\n";
     return 2;
   } catch (const tools::UserError& e) {
     std::cerr << e.what() << "\n";
+    return 2;
+  } catch (const report::OutputError& e) {
+    // An output that cannot be written: exit 2, as for any unusable path the user gave.
+    std::cerr << e.what() << "\n";
+    return 2;
+  } catch (const sim::TimeLimitError& e) {
+    std::cerr << "mfusim: " << e.what() << "\n";
     return 2;
   } catch (const std::runtime_error& e) {
     // Unreadable calibration/probe files and the like carry "file:line:col: error:".
@@ -275,5 +297,5 @@ int main(int argc, char** argv) {
     std::cerr << "mfusim: internal error: " << e.what() << "\n";
     return 1;
   }
-  return 0;
+  return rc;
 }
