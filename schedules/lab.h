@@ -46,7 +46,7 @@ struct LabResult {
 // cannot be played.
 // The lab costs as per-rank costs for a schedule planned from costs (zb-auto): F = f, B = b, W = w
 // (0 when absent), the same on every rank.
-StageCosts stage_costs(const config::ScheduleCosts&, int ranks, int max_inflight = 0);
+StageCosts stage_costs(const config::ScheduleCosts&, int ranks, int max_inflight = 0, double w_memory_fraction = 1.0);
 
 sim::TaskGraph lower_lab(const PipelineSchedule&, const config::ScheduleCosts&, const LabOptions& = {});
 LabResult run_lab(const PipelineSchedule&, const config::ScheduleCosts&, const LabOptions& = {});

@@ -69,9 +69,13 @@ PipelineSchedule v_min(const PipelineShape&);
 struct StageCosts {
   std::vector<double> f, b, w;   // one entry per pipeline rank
   double comm = 0;               // stage-to-stage transfer, as a latency
-  int max_inflight = 0;          // micro-batches per rank between F start and W end; 0 = pp (1F1B's)
+  int max_inflight = 0;          // memory limit per rank in micro-batch activations M_B; 0 = pp (1F1B's)
+  // Share of a micro-batch's activations held from its B to its W (F adds 1, B frees 1 - this, W frees
+  // this). 1: the limit counts micro-batches between F start and W end.
+  double w_memory_fraction = 1.0;
 };
-StageCosts uniform_costs(int ranks, double f, double b, double w, double comm, int max_inflight = 0);
+StageCosts uniform_costs(int ranks, double f, double b, double w, double comm, int max_inflight = 0,
+                         double w_memory_fraction = 1.0);
 // schedules/zb_auto.cpp: the Zero Bubble heuristic scheduler (Qi et al. 2024 §3.1).
 PipelineSchedule zb_auto(const PipelineShape&, const StageCosts& = {});
 

@@ -1,7 +1,8 @@
 // zb-auto: the automatic Zero Bubble scheduler of Qi, Wan, Huang, Lin, "Zero Bubble Pipeline
 // Parallelism", ICLR 2024 (arXiv:2401.10241), §3.1 "heuristic algorithm" (the paper's ILP starts from it;
 // the authors' runtime uses it alone). It plans from per-stage costs T_F, T_B, T_W, T_comm and a memory
-// limit, here counted in micro-batches in flight per rank (F started, W not yet run; M_lim = max_inflight):
+// limit per rank M_lim = max_inflight micro-batch activations (F adds one, B frees the share not kept for
+// W, W the rest; with the whole share kept until W the limit counts micro-batches between F and W):
 //  - warm-up: rank j runs as many forwards before its first B as fit in memory and finish before the
 //    first B arrives from rank j+1 (or, in a second variant, start before it arrives); a rank never runs
 //    more warm-up forwards than the rank before it;
@@ -44,7 +45,9 @@ struct Planner {
     const auto& v = kind == kF ? c.f : kind == kB ? c.b : c.w;
     return v[static_cast<std::size_t>(r)];
   }
-  static double mem_delta(int kind) { return kind == kF ? 1.0 : kind == kB ? 0.0 : -1.0; }
+  double mem_delta(int kind) const {
+    return kind == kF ? 1.0 : kind == kB ? -(1.0 - c.w_memory_fraction) : -c.w_memory_fraction;
+  }
   std::size_t at(int kind, int r, int mb) const {
     return (static_cast<std::size_t>(kind) * static_cast<std::size_t>(p) + static_cast<std::size_t>(r)) *
                static_cast<std::size_t>(m) + static_cast<std::size_t>(mb);
@@ -198,17 +201,18 @@ struct Planner {
 
 }  // namespace
 
-StageCosts uniform_costs(int ranks, double f, double b, double w, double comm, int max_inflight) {
+StageCosts uniform_costs(int ranks, double f, double b, double w, double comm, int max_inflight,
+                         double w_memory_fraction) {
   const auto n = static_cast<std::size_t>(std::max(ranks, 0));
   return StageCosts{.f = std::vector<double>(n, f), .b = std::vector<double>(n, b), .w = std::vector<double>(n, w),
-                    .comm = comm, .max_inflight = max_inflight};
+                    .comm = comm, .max_inflight = max_inflight, .w_memory_fraction = w_memory_fraction};
 }
 
 PipelineSchedule zb_auto(const PipelineShape& shape, const StageCosts& given) {
   check_shape("zb-auto", shape);
   const int p = shape.ranks, m = shape.microbatches;
   const StageCosts costs = given.f.empty() && given.b.empty() && given.w.empty()
-                               ? uniform_costs(p, 1, 1, 1, given.comm, given.max_inflight)
+                               ? uniform_costs(p, 1, 1, 1, given.comm, given.max_inflight, given.w_memory_fraction)
                                : given;
   const auto P = static_cast<std::size_t>(p);
   if (costs.f.size() != P || costs.b.size() != P || costs.w.size() != P)
@@ -220,6 +224,9 @@ PipelineSchedule zb_auto(const PipelineShape& shape, const StageCosts& given) {
         throw std::invalid_argument("zb-auto: op costs must be finite and >= 0 (got " + std::to_string(x) + ")");
   if (!(costs.comm >= 0) || !(costs.comm < std::numeric_limits<double>::infinity()))
     throw std::invalid_argument("zb-auto: comm cost must be finite and >= 0 (got " + std::to_string(costs.comm) + ")");
+  if (!(costs.w_memory_fraction >= 0 && costs.w_memory_fraction <= 1))
+    throw std::invalid_argument("zb-auto: w_memory_fraction must be in [0, 1] (got " +
+                                std::to_string(costs.w_memory_fraction) + ")");
   if (costs.max_inflight < 0)
     throw std::invalid_argument("zb-auto: schedule.max_inflight must be >= 0, 0 meaning pp (got " +
                                 std::to_string(costs.max_inflight) + ")");
