@@ -10,6 +10,8 @@ constexpr ScheduleName kScheduleNames[] = {
     {ScheduleKind::zb_h1, "zb-h1"},       {ScheduleKind::zb_h2, "zb-h2"},
     {ScheduleKind::zb_v, "zb-v"},         {ScheduleKind::dualpipe, "dualpipe"},
     {ScheduleKind::dualpipev, "dualpipev"},
+    {ScheduleKind::zb_auto, "zb-auto"},   {ScheduleKind::v_half, "v-half"},
+    {ScheduleKind::v_min, "v-min"},
 };
 }  // namespace
 

@@ -15,7 +15,8 @@ namespace mfusim::config {
 
 using hardware::Precision;
 
-enum class ScheduleKind { gpipe, one_f_one_b, interleaved_1f1b, zb_h1, zb_h2, zb_v, dualpipe, dualpipev };
+enum class ScheduleKind { gpipe, one_f_one_b, interleaved_1f1b, zb_h1, zb_h2, zb_v, dualpipe, dualpipev,
+                         zb_auto, v_half, v_min };
 enum class Recompute { none, selective, full };
 enum class NcclAlgo { auto_, ring, tree };
 // Where the weights live and what the framework runs (docs/fidelity.md):
@@ -26,7 +27,7 @@ enum class NcclAlgo { auto_, ring, tree };
 //                torch cross entropy on .float() logits, attention without flash is the eager chain.
 enum class MasterWeights { bf16_params, fp32_autocast };
 
-// "gpipe", "1f1b", "interleaved-1f1b", "zb-h1", "zb-h2", "zb-v", "dualpipe", "dualpipev"
+// "gpipe", "1f1b", "interleaved-1f1b", "zb-h1", "zb-h2", "zb-v", "dualpipe", "dualpipev", "zb-auto", "v-half", "v-min"
 const char* to_string(ScheduleKind);
 std::optional<ScheduleKind> schedule_from_string(const std::string&);
 const std::vector<ScheduleKind>& all_schedules();

@@ -16,6 +16,10 @@ void check_shape(const std::string& name, const PipelineShape& shape) {
 }
 
 PipelineSchedule generate(const std::string& name, const PipelineShape& shape) {
+  return generate(name, shape, StageCosts{});
+}
+
+PipelineSchedule generate(const std::string& name, const PipelineShape& shape, const StageCosts& costs) {
   check_shape(name, shape);
   if (name == "gpipe") return gpipe(shape);
   if (name == "1f1b") return one_f_one_b(shape);
@@ -25,6 +29,9 @@ PipelineSchedule generate(const std::string& name, const PipelineShape& shape) {
   if (name == "zb-v") return zb_v(shape);
   if (name == "dualpipe") return dualpipe(shape);
   if (name == "dualpipev") return dualpipev(shape);
+  if (name == "zb-auto") return zb_auto(shape, costs);
+  if (name == "v-half") return v_half(shape);
+  if (name == "v-min") return v_min(shape);
   throw std::invalid_argument("unknown schedule '" + name + "'");
 }
 

@@ -74,6 +74,10 @@ struct Lowering {
 
 }  // namespace
 
+StageCosts stage_costs(const config::ScheduleCosts& c, int ranks, int max_inflight, double w_memory_fraction) {
+  return uniform_costs(ranks, c.f, c.b, c.w.value_or(0.0), c.comm, max_inflight, w_memory_fraction);
+}
+
 sim::TaskGraph lower_lab(const PipelineSchedule& s, const config::ScheduleCosts& c, const LabOptions& o) {
   Lowering L(s);
   L.p = static_cast<int>(s.order.size());

@@ -44,6 +44,10 @@ struct LabResult {
 // Throws std::logic_error when the schedule is not a valid op set (an op
 // missing or repeated, a stage out of range); sim::Deadlock when its order
 // cannot be played.
+// The lab costs as per-rank costs for a schedule planned from costs (zb-auto): F = f, B = b, W = w
+// (0 when absent), the same on every rank.
+StageCosts stage_costs(const config::ScheduleCosts&, int ranks, int max_inflight = 0, double w_memory_fraction = 1.0);
+
 sim::TaskGraph lower_lab(const PipelineSchedule&, const config::ScheduleCosts&, const LabOptions& = {});
 LabResult run_lab(const PipelineSchedule&, const config::ScheduleCosts&, const LabOptions& = {});
 

@@ -61,6 +61,23 @@ PipelineSchedule zb_h2(const PipelineShape&);
 PipelineSchedule zb_v(const PipelineShape&);
 PipelineSchedule dualpipe(const PipelineShape&);
 PipelineSchedule dualpipev(const PipelineShape&);
+PipelineSchedule v_half(const PipelineShape&);   // schedules/v_shape.cpp
+PipelineSchedule v_min(const PipelineShape&);
+
+// Per-rank op costs for the schedules planned from costs (zb-auto); any one time unit. Empty f, b and w
+// mean unit costs (F = B = W = 1).
+struct StageCosts {
+  std::vector<double> f, b, w;   // one entry per pipeline rank
+  double comm = 0;               // stage-to-stage transfer, as a latency
+  int max_inflight = 0;          // memory limit per rank in micro-batch activations M_B; 0 = pp (1F1B's)
+  // Share of a micro-batch's activations held from its B to its W (F adds 1, B frees 1 - this, W frees
+  // this). 1: the limit counts micro-batches between F start and W end.
+  double w_memory_fraction = 1.0;
+};
+StageCosts uniform_costs(int ranks, double f, double b, double w, double comm, int max_inflight = 0,
+                         double w_memory_fraction = 1.0);
+// schedules/zb_auto.cpp: the Zero Bubble heuristic scheduler (Qi et al. 2024 §3.1).
+PipelineSchedule zb_auto(const PipelineShape&, const StageCosts& = {});
 
 // schedules/shape_rules.cpp. Shape rules per schedule (even ranks, enough micro-batches, multiples); empty when fine.
 // `name` is the SPEC name ("zb-h1"); messages carry the values.
@@ -68,9 +85,11 @@ std::vector<std::string> shape_errors(const std::string& name, const PipelineSha
 // schedules/generate.cpp: dispatch by SPEC name; throws std::invalid_argument
 // naming the schedule and the values when shape_errors() is not empty.
 PipelineSchedule generate(const std::string& name, const PipelineShape&);
+// The same, with the costs a cost-planned schedule (zb-auto) plans from; the others ignore them.
+PipelineSchedule generate(const std::string& name, const PipelineShape&, const StageCosts&);
 // Generators call this first: throws std::invalid_argument with every shape error of `name`.
 void check_shape(const std::string& name, const PipelineShape&);
-// Chunks (virtual stages per rank) a schedule uses for a given vpp: interleaved vpp, zb-v/dualpipev 2, others 1.
+// Chunks (virtual stages per rank) a schedule uses for a given vpp: interleaved vpp, zb-v/dualpipev/v-half/v-min 2, others 1.
 int chunks_for(const std::string& name, int vpp);
 // Whether the schedule splits backward into B and W.
 bool splits_w(const std::string& name);

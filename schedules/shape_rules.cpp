@@ -9,18 +9,20 @@ namespace mfusim::schedules {
 
 const std::vector<std::string>& schedule_names() {
   static const std::vector<std::string> names = {"gpipe", "1f1b",  "interleaved-1f1b", "zb-h1",
-                                                 "zb-h2", "zb-v", "dualpipe",         "dualpipev"};
+                                                 "zb-h2", "zb-v", "dualpipe",         "dualpipev",
+                                                 "zb-auto", "v-half", "v-min"};
   return names;
 }
 
 int chunks_for(const std::string& name, int vpp) {
   if (name == "interleaved-1f1b") return vpp;
-  if (name == "zb-v" || name == "dualpipev") return 2;
+  if (name == "zb-v" || name == "dualpipev" || name == "v-half" || name == "v-min") return 2;
   return 1;
 }
 
 bool splits_w(const std::string& name) {
-  return name == "zb-h1" || name == "zb-h2" || name == "zb-v" || name == "dualpipe" || name == "dualpipev";
+  return name == "zb-h1" || name == "zb-h2" || name == "zb-v" || name == "dualpipe" || name == "dualpipev" ||
+         name == "zb-auto" || name == "v-half" || name == "v-min";
 }
 
 std::vector<std::string> shape_errors(const std::string& name, const PipelineShape& s) {
@@ -54,7 +56,9 @@ std::vector<std::string> shape_errors(const std::string& name, const PipelineSha
     // deepseek-ai/DualPipe dualpipev.py: num_chunks >= 2 * num_ranks.
     if (s.microbatches < 2 * s.ranks)
       errors.push_back("dualpipev needs at least 2*pp micro-batches (" + m + ", " + p + ")");
-  } else if (name != "gpipe" && name != "1f1b") {
+  } else if (name != "gpipe" && name != "1f1b" && name != "zb-auto" && name != "v-half" && name != "v-min") {
+    // zb-auto plans any (p, m); v-half / v-min (Qi et al. 2024, arXiv:2405.15362) repeat their building
+    // block for any m >= 1, the warm-up and cool-down shortened by the greedy reordering.
     errors.push_back("unknown schedule '" + name + "'");
   }
   return errors;

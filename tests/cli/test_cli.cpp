@@ -294,12 +294,13 @@ TEST_CASE("cli: list models|hardware|schedules") {
     CAPTURE(h);
     CHECK(std::find(hl.begin(), hl.end(), h) != hl.end());
   }
-  // SPEC §3: gpipe | 1f1b | interleaved-1f1b | zb-h1 | zb-h2 | zb-v | dualpipe | dualpipev
+  // SPEC §3: gpipe | 1f1b | interleaved-1f1b | zb-h1 | zb-h2 | zb-v | dualpipe | dualpipev | zb-auto | v-half | v-min
   const auto sc = run_cli({"list", "schedules"});
   CHECK(sc.code == 0);
   auto sl = lines_of(sc.out);
   std::sort(sl.begin(), sl.end());
-  std::vector<std::string> want = {"gpipe", "1f1b", "interleaved-1f1b", "zb-h1", "zb-h2", "zb-v", "dualpipe", "dualpipev"};
+  std::vector<std::string> want = {"gpipe", "1f1b",     "interleaved-1f1b", "zb-h1",   "zb-h2", "zb-v",
+                                   "dualpipe", "dualpipev", "zb-auto",        "v-half", "v-min"};
   std::sort(want.begin(), want.end());
   CHECK(sl == want);
 }

@@ -95,6 +95,10 @@ TEST_CASE("svg: pictures for docs/pictures (set MFUSIM_WRITE_PICTURES=1)") {
       {"zb-h1", "ZB-H1, p=4, m=8 (lab: F=B=W=1)", schedules::zb_h1({.ranks = 4, .microbatches = 8}), lab_costs(1, 1, 1, 0)},
       {"zb-h2", "ZB-H2, p=4, m=8 (lab: F=B=W=1)", schedules::zb_h2({.ranks = 4, .microbatches = 8}), lab_costs(1, 1, 1, 0)},
       {"zb-v", "ZB-V, p=4, m=8, 2 chunks/rank (lab: F=B=W=1)", schedules::zb_v({.ranks = 4, .microbatches = 8}), lab_costs(1, 1, 1, 0)},
+      {"zb-auto", "zb-auto, p=4, m=8, max_inflight=8 (ZB-2p; lab: F=B=W=1)",
+       schedules::zb_auto({.ranks = 4, .microbatches = 8}, schedules::uniform_costs(4, 1, 1, 1, 0, 8)), lab_costs(1, 1, 1, 0)},
+      {"v-half", "V-Half, p=4, m=8, 2 chunks/rank (lab: F=B=W=1)", schedules::v_half({.ranks = 4, .microbatches = 8}), lab_costs(1, 1, 1, 0)},
+      {"v-min", "V-Min, p=4, m=8, 2 chunks/rank (lab: F=B=W=1)", schedules::v_min({.ranks = 4, .microbatches = 8}), lab_costs(1, 1, 1, 0)},
   };
   for (const auto& l : labs) {
     auto lab = schedules::run_lab(l.sched, l.costs);

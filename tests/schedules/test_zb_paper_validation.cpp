@@ -3,8 +3,12 @@
 // Table 9) re-simulated in schedule-lab mode on the engine.
 //   build/tests/mfusim_tests -tc="ZB24*" -s     prints the table
 // Rate (§5.3) = (cost - m(T_F+T_B+T_W)) / cost, cost = the largest per-rank time from first op start to last
-// op end. ZB-1p / ZB-2p are the paper's auto-searched schedules (not generated here): printed for reference
-// next to the handcrafted schedule with the same memory limit (ZB-H1 ~ p*M_B, ZB-H2 ~ 2p*M_B).
+// op end. ZB-1p / ZB-2p are the paper's automatic schedules, simulated with zb-auto (the §3.1 heuristic;
+// the authors' auto_schedule.py of that time has its ILP disabled, "Disabling ILP for now") at memory
+// limits p and 2p M_B, with the authors' measured memory split: of a micro-batch's activations B frees
+// 2048 and W 1672 of 3720 (sail-sg/zero-bubble-pipeline-parallelism, branch legacy-main,
+// megatron/core/pipeline_parallel/auto_schedule.py, the 8-stage example of its __main__). Counting whole
+// micro-batches in flight instead (W holding all), zb-2p gives 0.1015 for ZB24-T5-06, not 0.0433.
 #include <doctest/doctest.h>
 
 #include <algorithm>
@@ -104,13 +108,15 @@ const Row kRows[] = {
 double simulated_rate(const Row& r) {
   schedules::PipelineShape shape{.ranks = r.p, .microbatches = r.m, .chunks = r.vpp};
   const std::string name = r.schedule;
-  auto sched = schedules::generate(name, shape);
   config::ScheduleCosts c;
   const double per_chunk = name == "interleaved-1f1b" ? r.vpp : 1;   // Table 9 times are per stage
   c.f = r.tf * 1e-3 / per_chunk;
   c.b = r.tb * 1e-3 / per_chunk;
   c.w = r.tw * 1e-3 / per_chunk;
   c.comm = r.tc * 1e-3;
+  const bool autos = name == "zb-1p" || name == "zb-2p";
+  const auto sched = autos ? schedules::zb_auto(shape, schedules::stage_costs(c, r.p, name == "zb-1p" ? r.p : 2 * r.p, 1672.0 / 3720.0))
+                           : schedules::generate(name, shape);
   auto lab = schedules::run_lab(sched, c);
   std::vector<std::int64_t> first(static_cast<std::size_t>(r.p), INT64_MAX), last(static_cast<std::size_t>(r.p), 0);
   for (const auto& iv : lab.timeline.intervals) {
@@ -131,15 +137,12 @@ TEST_CASE("ZB24: Table 5 bubble rates re-simulated from Table 9 profiled times")
   std::printf("| id | model | p | m | schedule | published | simulated | diff |\n|---|---|---|---|---|---|---|---|\n");
   for (const Row& r : kRows) {
     const std::string s = r.schedule;
-    if (s == "zb-1p" || s == "zb-2p") {
-      std::printf("| %s | %s | %d | %d | %s (auto-searched) | %.4f | n/a | |\n", r.id, r.model, r.p, r.m, r.schedule, r.published);
-      continue;
-    }
     const double sim = simulated_rate(r);
+    const bool autos = s == "zb-1p" || s == "zb-2p";
     std::printf("| %s | %s | %d | %d | %s%s | %.4f | %.4f | %+.4f |\n", r.id, r.model, r.p, r.m, r.schedule,
-                s == "interleaved-1f1b" ? " (approx.)" : "", r.published, sim, sim - r.published);
+                s == "interleaved-1f1b" ? " (approx.)" : autos ? " (zb-auto)" : "", r.published, sim, sim - r.published);
     CAPTURE(r.id);
     // Table 5 prints 4 decimals: agreement to half a unit of the last digit (plus ns rounding of the lab times).
-    if (s == "1f1b" || s == "zb-h1" || s == "zb-h2") CHECK(std::abs(sim - r.published) <= 0.00006);
+    if (s == "1f1b" || s == "zb-h1" || s == "zb-h2" || autos) CHECK(std::abs(sim - r.published) <= 0.00006);
   }
 }
