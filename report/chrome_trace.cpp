@@ -29,17 +29,38 @@ void json_string(std::ostream& out, const std::string& s) {
   out << '"';
 }
 
-// Microseconds with ns precision, no locale or float formatting involved.
+// Microseconds with ns precision and no trailing zeros (1.5, 354.224, 12),
+// no locale or float formatting involved.
 void micros(std::ostream& out, std::int64_t ns) {
   if (ns < 0) { out << '-'; ns = -ns; }
   char buf[32];
-  std::snprintf(buf, sizeof buf, "%lld.%03lld", static_cast<long long>(ns / 1000), static_cast<long long>(ns % 1000));
+  int n = std::snprintf(buf, sizeof buf, "%lld", static_cast<long long>(ns / 1000));
+  if (const auto frac = ns % 1000; frac != 0) {
+    n += std::snprintf(buf + n, sizeof buf - static_cast<std::size_t>(n), ".%03lld", static_cast<long long>(frac));
+    while (buf[n - 1] == '0') buf[--n] = 0;
+  }
   out << buf;
+}
+
+// Four significant digits (FLOP counts are model estimates, not exact), the
+// exponent without '+' or leading zeros: 2.242e11, 0.5, 1.5e-05 -> 1.5e-5.
+void sig4(std::ostream& out, double x) {
+  char buf[32];
+  std::snprintf(buf, sizeof buf, "%.4g", x);
+  std::string s = buf;
+  if (const auto e = s.find('e'); e != std::string::npos) {
+    std::size_t i = e + 1;
+    if (s[i] == '+') s.erase(i, 1);
+    else if (s[i] == '-') ++i;
+    while (i + 1 < s.size() && s[i] == '0') s.erase(i, 1);
+  }
+  out << s;
 }
 
 }  // namespace
 
-void write_chrome_trace(std::ostream& out, const sim::TaskGraph& g, const sim::Timeline& tl) {
+void write_chrome_trace(std::ostream& out, const sim::TaskGraph& g, const sim::Timeline& tl,
+                        const std::vector<schedules::TaskInfo>* info) {
   out << "{\"displayTimeUnit\":\"ms\",\"traceEvents\":[";
   bool first = true;
   auto sep = [&] { out << (first ? "\n" : ",\n"); first = false; };
@@ -59,7 +80,11 @@ void write_chrome_trace(std::ostream& out, const sim::TaskGraph& g, const sim::T
     out << "{\"ph\":\"M\",\"name\":\"thread_sort_index\",\"pid\":" << streams[s].rank << ",\"tid\":" << s
         << ",\"args\":{\"sort_index\":" << (streams[s].compute ? 0 : 1 + static_cast<int>(s)) << "}}";
   }
+  // The chunk is worth an argument only where some op runs on a second chunk.
+  bool chunks = false;
+  for (const auto& iv : tl.intervals) chunks = chunks || g.task(iv.task).chunk > 0;
   for (const auto& iv : tl.intervals) {
+    if (iv.end.ns <= iv.start.ns) continue;   // nothing to see: joins and empty pieces
     const sim::TaskSpec& t = g.task(iv.task);
     sep();
     out << "{\"ph\":\"X\",\"name\":";
@@ -74,17 +99,24 @@ void write_chrome_trace(std::ostream& out, const sim::TaskGraph& g, const sim::T
     micros(out, iv.start.ns);
     out << ",\"dur\":";
     micros(out, iv.end.ns - iv.start.ns);
-    out << ",\"args\":{\"task\":" << iv.task;
-    if (t.microbatch >= 0) out << ",\"microbatch\":" << t.microbatch;
-    if (t.chunk >= 0) out << ",\"chunk\":" << t.chunk;
-    out << "}}";
+    char open = '{';
+    auto arg = [&](const char* key) { out << (open == '{' ? ",\"args\":{" : ",") << '"' << key << "\":"; open = ','; };
+    if (t.microbatch >= 0) { arg("mb"); out << t.microbatch; }
+    if (chunks && t.chunk >= 0) { arg("chunk"); out << t.chunk; }
+    if (info && static_cast<std::size_t>(iv.task) < info->size()) {
+      const auto& ti = (*info)[static_cast<std::size_t>(iv.task)];
+      if (ti.flops > 0) { arg("flops"); sig4(out, ti.flops); }
+      if (ti.launch_ns > 0) { arg("launch_us"); micros(out, ti.launch_ns); }
+    }
+    if (open == ',') out << '}';
+    out << '}';
   }
   out << "\n]}\n";
 }
 
-std::string chrome_trace(const sim::TaskGraph& g, const sim::Timeline& tl) {
+std::string chrome_trace(const sim::TaskGraph& g, const sim::Timeline& tl, const std::vector<schedules::TaskInfo>* info) {
   std::ostringstream out;
-  write_chrome_trace(out, g, tl);
+  write_chrome_trace(out, g, tl, info);
   return out.str();
 }
 

@@ -3,7 +3,10 @@
 // DualPipe (DeepSeek-V3) papers: one row per pipeline rank, each compute op a box coloured by kind
 // (F blue, B green, W orange, an overlapped F&B split blue/green; chunk 1 in a darker shade) and labelled with
 // its micro-batch; idle time stays white; pipeline transfers are thin grey bars under their rank's row; a
-// legend and a time axis. Pure function of the task graph and timeline: no I/O.
+// legend (of what is drawn) and a time axis. A full scenario's per-layer pieces of one op are joined into
+// one box; its recompute (R) pieces join the micro-batch's B box, their share drawn as a purple band along
+// the bottom. Boxes narrower than 10 px have no white outline (it would hide their colour).
+// Pure function of the task graph and timeline: no I/O.
 #include <string>
 
 #include "sim/engine.h"

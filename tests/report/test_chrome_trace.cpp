@@ -3,6 +3,8 @@
 #include <doctest/doctest.h>
 
 #include <cctype>
+#include <cstdlib>
+#include <fstream>
 #include <map>
 #include <memory>
 #include <set>
@@ -10,9 +12,11 @@
 #include <variant>
 #include <vector>
 
+#include "config/loader.h"
 #include "report/chrome_trace.h"
 #include "report/timeline_ascii.h"
 #include "schedules/lab.h"
+#include "schedules/lowering.h"
 
 namespace {
 
@@ -162,6 +166,105 @@ TEST_CASE("chrome trace: names are JSON-escaped") {
   Json doc;
   REQUIRE_NOTHROW(doc = Parser{text}.document());
   CHECK(doc["traceEvents"].array().back()["dur"].num() == doctest::Approx(1.5));
+}
+
+namespace {
+
+struct Played {
+  mfusim::schedules::Lowered low;
+  mfusim::sim::Timeline timeline;
+};
+
+Played play(const std::string& file) {
+  using namespace mfusim;
+  const auto s = config::load_scenario(std::string(MFUSIM_SOURCE_DIR) + "/scenarios/" + file).base;
+  Played p{schedules::lower(s), {}};
+  p.timeline = sim::run(p.low.graph);
+  return p;
+}
+
+}  // namespace
+
+TEST_CASE("chrome trace: no zero-duration events; args carry micro-batch, chunk, FLOPs and launch time") {
+  using namespace mfusim;
+  // Interleaved 1F1B (two chunks per rank), whose lowering has tasks of zero duration.
+  const auto p = play("128xh100_llama31_70b.toml");
+  std::size_t zero = 0, nonzero = 0, with_flops = 0;
+  for (const auto& iv : p.timeline.intervals) (iv.end.ns == iv.start.ns ? zero : nonzero) += 1;
+  for (const auto& ti : p.low.info) with_flops += ti.flops > 0;
+  REQUIRE(zero > 0);
+  REQUIRE(with_flops > 0);
+  const auto text = report::chrome_trace(p.low.graph, p.timeline, &p.low.info);
+  Json doc;
+  REQUIRE_NOTHROW(doc = Parser{text}.document());
+  std::size_t complete = 0, flops_args = 0, launch_args = 0, empty = 0, no_args = 0, no_mb = 0, no_chunk = 0,
+              launch_over = 0;
+  double flops_sum = 0, flops_want = 0;
+  for (const auto& ti : p.low.info) flops_want += ti.flops;
+  bool chunk1 = false;
+  for (const auto& e : doc["traceEvents"].array()) {
+    if (e["ph"].str() != "X") continue;
+    ++complete;
+    empty += e["dur"].num() <= 0;
+    const auto& cat = e["cat"].str();
+    if (e.has("args")) {
+      const auto& a = e["args"];
+      if (a.has("flops")) {
+        ++flops_args;
+        flops_sum += a["flops"].num();
+      }
+      if (a.has("launch_us")) {
+        ++launch_args;
+        launch_over += a["launch_us"].num() > e["dur"].num();
+      }
+    }
+    // Ops, their per-layer pieces and their collectives carry args (a GC pause or the optimizer may have none).
+    if (cat != "forward" && cat != "backward" && cat != "recompute" && cat != "tp_comm") continue;
+    if (!e.has("args")) { ++no_args; continue; }
+    no_mb += !e["args"].has("mb");
+    if (cat == "forward" || cat == "backward") {
+      no_chunk += !e["args"].has("chunk");   // two chunks per rank: the chunk is an argument
+      chunk1 = chunk1 || (e["args"].has("chunk") && e["args"]["chunk"].num() == 1);
+    }
+  }
+  CHECK(empty == 0);
+  CHECK(no_args == 0);
+  CHECK(no_mb == 0);
+  CHECK(no_chunk == 0);
+  CHECK(launch_over == 0);
+  CHECK(complete == nonzero);   // every task with a duration, and only those
+  CHECK(chunk1);
+  CHECK(flops_args > 0);
+  CHECK(launch_args > 0);
+  // FLOPs at 4 significant digits: the sum matches the lowering's to 1e-3 (a zero-duration task does no work).
+  CHECK(flops_sum == doctest::Approx(flops_want).epsilon(1e-3));
+}
+
+TEST_CASE("chrome trace: the 128xh100_70b trace stays below 15 MB and 140 bytes an event, FLOPs included") {
+  using namespace mfusim;
+  // About 104,000 events on 4 ranks (per layer: TP collectives, F/B/R pieces). Before
+  // the compact form (no zero-padded decimals, short arg keys, no task ids, no chunk
+  // where every op is chunk 0) this trace was 15.4 MB without FLOPs, 148 bytes an
+  // event; with mb, FLOPs and launch time it is now about 138 bytes an event.
+  const auto p = play("128xh100_70b.toml");
+  const auto text = report::chrome_trace(p.low.graph, p.timeline, &p.low.info);
+  std::size_t events = 0;
+  for (const auto& iv : p.timeline.intervals) events += iv.end.ns > iv.start.ns;
+  MESSAGE("128xh100_70b trace: " << text.size() << " bytes, " << events << " events");
+  CHECK(text.size() < 15'000'000);
+  CHECK(text.size() < 140 * events);
+  CHECK(text.find("\"chunk\"") == std::string::npos);   // one chunk per rank: no chunk argument
+  CHECK(text.find("\"flops\"") != std::string::npos);
+  // No zero-padded decimals (".000", "354.220"): a fraction never ends in 0.
+  std::size_t padded = 0;
+  for (std::size_t i = text.find('.'); i != std::string::npos; i = text.find('.', i + 1)) {
+    std::size_t j = i + 1;
+    while (j < text.size() && std::isdigit(static_cast<unsigned char>(text[j]))) ++j;
+    padded += j > i + 1 && text[j - 1] == '0';
+  }
+  CHECK(padded == 0);
+  CHECK(text.find("e+") == std::string::npos);            // exponents without '+'
+  CHECK(text.find("\"dur\":0,") == std::string::npos);
 }
 
 TEST_CASE("ascii timeline: one row per rank, F/B with micro-batch digits, idle dots") {

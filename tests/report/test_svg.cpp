@@ -113,3 +113,62 @@ TEST_CASE("svg: pictures for docs/pictures (set MFUSIM_WRITE_PICTURES=1)") {
     write("dualpipev", report::render_svg(g, t, {.title = "DualPipeV, p=4 (8 stages), m=10 (list scheduler: F=B=W=1, F&B=2)", .row_height_px = 30}));
   }
 }
+
+TEST_CASE("svg: narrow per-layer boxes keep their colour; recompute banded in B and in the legend") {
+  // One rank, 100 micro-batches of 10 per-layer F pieces, then 10 layers of R (150 us) and
+  // B (200 us) pieces, as a full-scenario lowering with recompute emits them; a TP collective
+  // after every piece on a comm stream. The step is 450 ms on 910 px: a B op is 7 px wide.
+  sim::TaskGraph g;
+  sim::Timeline t;
+  auto cs = g.add_stream(0, "compute", true);
+  auto tp = g.add_stream(0, "tp", false);
+  std::int64_t now = 0;
+  auto piece = [&](char kind, int mb, std::int64_t ns, bool named) {
+    sim::TaskSpec spec;
+    spec.stream = cs;
+    spec.duration_ns = ns;
+    spec.microbatch = mb;
+    spec.chunk = 0;
+    spec.kind = kind;
+    auto id = named ? g.add(spec, std::string(1, kind) + " mb" + std::to_string(mb) + " chunk0") : g.add(spec);
+    t.interval_of.push_back(static_cast<std::int32_t>(t.intervals.size()));
+    t.intervals.push_back({id, {now}, {now + ns}});
+    sim::TaskSpec c;
+    c.stream = tp;
+    c.duration_ns = ns / 2;
+    c.kind = 'C';
+    auto cid = g.add(c, "tp collective");
+    t.interval_of.push_back(static_cast<std::int32_t>(t.intervals.size()));
+    t.intervals.push_back({cid, {now}, {now + ns / 2}});
+    now += ns;
+  };
+  for (int mb = 0; mb < 100; ++mb) {
+    for (int l = 0; l < 10; ++l) piece('F', mb, 100'000, l == 0);
+    for (int l = 0; l < 10; ++l) {
+      piece('R', mb, 150'000, l == 0);
+      piece('B', mb, 200'000, l == 0);
+    }
+  }
+  t.makespan = {now};
+  const auto svg = report::render_svg(g, t, {.title = "per-layer", .width_px = 1000});
+  CHECK(count(svg, "<title>F mb") == 100);   // one box per op
+  CHECK(count(svg, "<title>B mb") == 100);   // R and B pieces of one micro-batch: one B box
+  CHECK(count(svg, "<title>R mb") == 0);
+  CHECK(count(svg, "with recompute (R 42.86% of the busy time)") == 100);   // 150 / (150 + 200)
+  CHECK(count(svg, "fill=\"#c9b3e6\"") == 100 + 1);   // a band per B box, and the legend's swatch
+  CHECK(svg.find("R (recompute") != std::string::npos);
+  CHECK(svg.find(">communication<") != std::string::npos);
+  CHECK(svg.find("W (weight grad)") == std::string::npos);   // nothing drawn, nothing listed
+  CHECK(count(svg, "<title>tp collective") < 10);            // adjacent collectives joined
+  // No box narrower than the outline threshold carries the white outline.
+  int outlined = 0;
+  for (auto at = svg.find("<rect x="); at != std::string::npos; at = svg.find("<rect x=", at + 1)) {
+    const auto end = svg.find("/>", at);
+    const auto rect = svg.substr(at, end - at);
+    if (rect.find("stroke=\"#ffffff\"") == std::string::npos) continue;
+    const auto w = rect.find("width=\"");
+    CHECK(std::stod(rect.substr(w + 7)) >= 10.0);
+    ++outlined;
+  }
+  CHECK(outlined == 0);   // every op here is narrower than 10 px
+}
