@@ -60,6 +60,7 @@ struct ModernRow {
   std::string id, half, source, gpu_type, model, model_file, precision, fp8_recipe, metric_text, stratum;
   int gpus = 0, layers = 0, seq = 0, tp = 1, pp = 1, cp = 1, vpp = 0, dp = 0, fsdp = -1, mbs = 0, gbs = 0;
   double value = 0;
+  double tokens_per_s_per_gpu = 0, model_tflops_per_gpu = 0;   // where the source states them (0: not stated)
 };
 
 enum class Profile { datasheet, calibrated };
@@ -109,7 +110,7 @@ inline std::vector<ModernRow> read_modern(const std::string& rows_path, const st
                     c_file = c("model_file"), c_layers = c("layers"), c_seq = c("seq"), c_tp = c("tp"), c_pp = c("pp"),
                     c_cp = c("cp"), c_vpp = c("vpp"), c_dp = c("dp"), c_fsdp = c("fsdp"), c_mbs = c("mbs"),
                     c_gbs = c("gbs"), c_prec = c("precision"), c_rec = c("fp8_recipe"), c_metric = c("metric"),
-                    c_value = c("value");
+                    c_value = c("value"), c_tok = c("tokens_per_s_per_gpu"), c_tfl = c("model_tflops_per_gpu");
   std::vector<ModernRow> out;
   for (std::size_t i = 1; i < rows.size(); ++i) {
     const auto& f = rows[i];
@@ -139,6 +140,8 @@ inline std::vector<ModernRow> read_modern(const std::string& rows_path, const st
     r.fp8_recipe = f[c_rec];
     r.metric_text = f[c_metric];
     r.value = std::stod(f[c_value]);
+    r.tokens_per_s_per_gpu = f[c_tok].empty() ? 0.0 : std::stod(f[c_tok]);
+    r.model_tflops_per_gpu = f[c_tfl].empty() ? 0.0 : std::stod(f[c_tfl]);
     out.push_back(r);
   }
   if (out.size() != half.size()) throw std::runtime_error(split_path + ": row count differs from " + rows_path);
