@@ -30,6 +30,7 @@ void print_summary_table(const std::vector<vm::ModernComparison>& all, bool mark
       {"precision", [](const vm::ModernRow& r) { return vm::precision_family(r); }},
       {"layout", [](const vm::ModernRow& r) { return vm::layout_family(r); }},
       {"gpu", [](const vm::ModernRow& r) { return r.gpu_type; }},
+      {"gpu x precision", [](const vm::ModernRow& r) { return r.gpu_type + " " + r.precision; }},
   };
   for (const char* half : {"tuning", "heldout"}) {
     std::printf("\n%s%s half\n", markdown ? "#### " : "", half);
