@@ -215,8 +215,11 @@ void check_scenario(const Scenario& s, const Sink& err) {
     const int chunks = schedules::chunks_for(sched, par.vpp);
     const std::int64_t vstages = mul(par.pp, chunks);
     if (!par.stage_layers.empty()) {
-      // Every virtual stage holds at least one layer: the schedules place each stage's
-      // embedding / head and its sends on its layers, and a stage without any never runs.
+      // Every middle virtual stage holds at least one layer: a stage without any never
+      // runs and its sends have nothing to follow. The first and the last may hold none:
+      // they still run the embedding and the LM head + loss (Megatron's
+      // account_for_embedding/loss_in_pipeline_split layouts, e.g. 405B's 126 layers on
+      // 128 virtual stages).
       std::int64_t sum = 0;
       bool neg = false;
       std::size_t empty_stage = par.stage_layers.size();
@@ -224,7 +227,8 @@ void check_scenario(const Scenario& s, const Sink& err) {
         const int x = par.stage_layers[i];
         sum += x;
         neg = neg || x < 0;
-        if (x == 0 && empty_stage == par.stage_layers.size()) empty_stage = i;
+        const bool end_stage = i == 0 || i + 1 == par.stage_layers.size();
+        if (x == 0 && !end_stage && empty_stage == par.stage_layers.size()) empty_stage = i;
       }
       if (par.first_stage_layers || par.last_stage_layers)
         err("parallel.stage_layers", "give either stage_layers or first/last_stage_layers, not both");
@@ -236,7 +240,7 @@ void check_scenario(const Scenario& s, const Sink& err) {
         err("parallel.stage_layers", "stage_layers entries must be >= 0");
       else if (empty_stage < par.stage_layers.size())
         err("parallel.stage_layers", "stage_layers[" + std::to_string(empty_stage) +
-                                         "] = 0: every pipeline stage needs at least one layer");
+                                         "] = 0: every pipeline stage between the first and the last needs at least one layer");
       else if (sum != m.layers)
         err("parallel.stage_layers", "stage_layers sum to " + std::to_string(sum) + ", but " + m.name + " has " +
                                          std::to_string(m.layers) + " layers");

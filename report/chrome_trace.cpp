@@ -60,7 +60,7 @@ void sig4(std::ostream& out, double x) {
 }  // namespace
 
 void write_chrome_trace(std::ostream& out, const sim::TaskGraph& g, const sim::Timeline& tl,
-                        const std::vector<schedules::TaskInfo>* info) {
+                        const std::vector<step::TaskInfo>* info) {
   out << "{\"displayTimeUnit\":\"ms\",\"traceEvents\":[";
   bool first = true;
   auto sep = [&] { out << (first ? "\n" : ",\n"); first = false; };
@@ -114,7 +114,7 @@ void write_chrome_trace(std::ostream& out, const sim::TaskGraph& g, const sim::T
   out << "\n]}\n";
 }
 
-std::string chrome_trace(const sim::TaskGraph& g, const sim::Timeline& tl, const std::vector<schedules::TaskInfo>* info) {
+std::string chrome_trace(const sim::TaskGraph& g, const sim::Timeline& tl, const std::vector<step::TaskInfo>* info) {
   std::ostringstream out;
   write_chrome_trace(out, g, tl, info);
   return out.str();

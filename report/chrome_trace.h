@@ -14,13 +14,13 @@
 #include <string>
 #include <vector>
 
-#include "schedules/lowering.h"
+#include "step/lower.h"
 #include "sim/engine.h"
 
 namespace mfusim::report {
 
 void write_chrome_trace(std::ostream&, const sim::TaskGraph&, const sim::Timeline&,
-                        const std::vector<schedules::TaskInfo>* info = nullptr);
-std::string chrome_trace(const sim::TaskGraph&, const sim::Timeline&, const std::vector<schedules::TaskInfo>* info = nullptr);
+                        const std::vector<step::TaskInfo>* info = nullptr);
+std::string chrome_trace(const sim::TaskGraph&, const sim::Timeline&, const std::vector<step::TaskInfo>* info = nullptr);
 
 }  // namespace mfusim::report

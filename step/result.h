@@ -9,6 +9,7 @@
 
 #include "config/scenario.h"
 #include "sim/engine.h"
+#include "step/lower.h"
 
 namespace mfusim::step {
 
@@ -53,6 +54,8 @@ struct StepResult {
   // The simulated graph and timeline (kept for --trace / --svg / ASCII).
   std::shared_ptr<const sim::TaskGraph> graph;
   std::shared_ptr<const sim::Timeline> timeline;
+  // Per task of the graph: FLOPs and launch time, for the trace's args (full scenarios only).
+  std::shared_ptr<const std::vector<TaskInfo>> task_info;
 };
 
 struct WhatIfResult {

@@ -82,6 +82,7 @@ StepResult simulate(const config::Scenario& s, const SimulateOptions& opt) {
   if (opt.keep_timeline) {
     r.graph = std::shared_ptr<const sim::TaskGraph>(low, &low->graph);
     r.timeline = tl;
+    r.task_info = std::shared_ptr<const std::vector<TaskInfo>>(low, &low->info);
   }
   return r;
 }

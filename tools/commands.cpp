@@ -62,7 +62,7 @@ std::vector<int> parse_gpus(const std::string& list, int fallback) {
 
 }  // namespace
 
-std::string chrome_trace_of(const step::StepResult& r) { return report::chrome_trace(*r.graph, *r.timeline); }
+std::string chrome_trace_of(const step::StepResult& r) { return report::chrome_trace(*r.graph, *r.timeline, r.task_info.get()); }
 
 std::string svg_of(const step::StepResult& r) {
   report::SvgOptions o;

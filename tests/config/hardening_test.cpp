@@ -3,11 +3,14 @@
 // and sizes that a quadratic reader could not load in time.
 #include <doctest/doctest.h>
 
+#include <cmath>
+
 #include <chrono>
 #include <fstream>
 #include <string>
 
 #include "config/loader.h"
+#include "step/simulate.h"
 #include "config_test_helpers.h"
 
 namespace fs = std::filesystem;
@@ -169,14 +172,26 @@ TEST_CASE("loaders are linear: a 3.4 MB config.json of 200k keys and an 80 KB --
         std::string::npos);
 }
 
-TEST_CASE("check refuses a zero-layer stage and physically implausible hardware") {
-  for (const char* layers : {"[0, 10, 12, 10]", "[10, 0, 12, 10]", "[10, 12, 10, 0]"}) {
+TEST_CASE("check refuses a zero-layer middle stage and physically implausible hardware") {
+  for (const char* layers : {"[10, 0, 12, 10]", "[10, 12, 0, 10]", "[0, 0, 22, 10]"}) {
     CAPTURE(layers);
     const std::string text = error_text([&] {
       config::load_scenario_string(kBase + "[parallel]\npp = 4\nstage_layers = " + layers + "\n", "z.toml");
     });
     CHECK(text.find("z.toml:9:1: error: stage_layers[") != std::string::npos);
-    CHECK(text.find("] = 0: every pipeline stage needs at least one layer") != std::string::npos);
+    CHECK(text.find("] = 0: every pipeline stage between the first and the last needs at least one layer") !=
+          std::string::npos);
+  }
+  // The first and the last stage may hold only the embedding / the LM head (Megatron's
+  // account-for-embedding/loss layouts): accepted, and the step simulates.
+  for (const char* layers : {"[0, 10, 12, 10]", "[10, 12, 10, 0]", "[0, 16, 16, 0]"}) {
+    CAPTURE(layers);
+    const auto sc =
+        config::load_scenario_string(kBase + "[parallel]\npp = 4\nstage_layers = " + layers + "\n", "z.toml").base;
+    CHECK(sc.parallel.stage_layers.size() == 4);
+    const auto r = step::simulate(sc);
+    CHECK(r.step_time_s > 0);
+    CHECK(std::isfinite(r.mfu));
   }
   config::LoadOptions o;
   for (const char* set : {"hardware.hbm_bandwidth_gbs=1e-300", "hardware.hbm_bandwidth_gbs=1e300",

@@ -16,7 +16,7 @@
 #include "report/chrome_trace.h"
 #include "report/timeline_ascii.h"
 #include "schedules/lab.h"
-#include "schedules/lowering.h"
+#include "step/lower.h"
 
 namespace {
 
@@ -171,14 +171,14 @@ TEST_CASE("chrome trace: names are JSON-escaped") {
 namespace {
 
 struct Played {
-  mfusim::schedules::Lowered low;
+  mfusim::step::Lowered low;
   mfusim::sim::Timeline timeline;
 };
 
 Played play(const std::string& file) {
   using namespace mfusim;
   const auto s = config::load_scenario(std::string(MFUSIM_SOURCE_DIR) + "/scenarios/" + file).base;
-  Played p{schedules::lower(s), {}};
+  Played p{step::lower(s), {}};
   p.timeline = sim::run(p.low.graph);
   return p;
 }

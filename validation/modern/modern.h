@@ -1,0 +1,359 @@
+#pragma once
+// Modern published training runs (validation/modern/rows.csv, 157 rows: H100,
+// B200, GB200, GB300; bf16 and fp8; context-parallel and interleaved layouts)
+// as Scenarios built in code, simulated, and compared with the published step
+// time. Shared by validate_modern (the full table, docs/validation-modern.md)
+// and tests/validation/test_modern.cpp (the regression guard).
+//
+// Configuration per row = the published layout (rows.csv: model_file, layers,
+// gpu_type, precision, seq, tp, pp, cp, vpp, dp, mbs, gbs) plus these
+// assumptions, each chosen once for the whole set, never per row:
+//  * hardware by gpu_type: H100 -> hardware/h100-sxm.toml, B200 -> b200.toml,
+//    GB200 -> gb200-nvl72.toml, GB300 -> gb300-nvl72.toml (datasheet figures).
+//  * profile "datasheet": no calibration. Profile "calibrated": the H100 rows
+//    use hardware/calibration/h200.toml (same GH100 compute; the cost model
+//    scales its memory bandwidth by the HBM datasheet ratio, docs/case-study.md);
+//    the Blackwell rows have no measured calibration and stay on the datasheet.
+//  * what a NeMo / Megatron-Core performance recipe runs (NeMo 24.x-26.x
+//    llm recipes, Megatron-Bridge scripts/performance): flash attention,
+//    fused kernels, distributed optimizer, overlap_grad_reduce and
+//    overlap_param_gather on; sequence parallel and tp_comm_overlap on when
+//    tp > 1 (NeMo's performance recipes enable userbuffers TP overlap for
+//    every tp > 1 layout); overlap_p2p_comm on when vpp > 1 (Megatron allows it
+//    with interleaving only, and NeMo sets it there); no activation recompute
+//    (none of the tables states one); no CUDA graphs; Python GC off (NeMo's
+//    GarbageCollectionCallback runs a manual collection at a fixed interval).
+//  * schedule: interleaved-1f1b when vpp > 1, else 1f1b.
+//  * Llama 3.1 405B with 126 layers on pp x vpp virtual stages that do not
+//    divide 126: Megatron's --account-for-embedding-in-pipeline-split and
+//    --account-for-loss-in-pipeline-split count the embedding and the loss as
+//    one layer each, so (126 + 2) / (pp*vpp) layers per virtual stage, one
+//    fewer on the first and the last; expressed with parallel.stage_layers.
+//  * mbs not stated (NeMo long-sequence tables): 1.
+//  * fp8 rows: precision fp8 for every recipe (delayed, current scaling and
+//    MXFP8 alike: the simulator has one fp8 path).
+// Not expressible (listed with the reason, never dropped): Megatron-FSDP rows
+// (fsdp > 0), the Llama 3 paper rows (Meta's own stack: micro-batch and
+// virtual stages not stated, FSDP-style data parallelism), and any layout the
+// scenario validator refuses.
+//
+// Error convention (as docs/validation.md for its step-time rows): predicted
+// step / published step - 1, so -20% means the simulator is too fast (optimistic).
+#include <algorithm>
+#include <cmath>
+#include <fstream>
+#include <map>
+#include <optional>
+#include <stdexcept>
+#include <string>
+#include <vector>
+
+#include "config/loader.h"
+#include "config/scenario.h"
+#include "hardware/calibration.h"
+#include "step/simulate.h"
+#include "validation/published/published.h"
+
+namespace mfusim::validation::modern {
+
+struct ModernRow {
+  std::string id, half, source, gpu_type, model, model_file, precision, fp8_recipe, metric_text, stratum;
+  int gpus = 0, layers = 0, seq = 0, tp = 1, pp = 1, cp = 1, vpp = 0, dp = 0, fsdp = -1, mbs = 0, gbs = 0;
+  double value = 0;
+  double tokens_per_s_per_gpu = 0, model_tflops_per_gpu = 0;   // where the source states them (0: not stated)
+};
+
+enum class Profile { datasheet, calibrated };
+inline const char* to_string(Profile p) { return p == Profile::datasheet ? "datasheet" : "calibrated"; }
+
+struct ModernComparison {
+  ModernRow row;
+  bool expressible = true;
+  std::string reason;            // why not expressible, or the configuration simulated
+  double published_step_s = 0, predicted_step_s = 0;
+  double error = 0;              // predicted step / published step - 1 (-: simulator too fast)
+  step::Breakdown breakdown;
+  int microbatches = 0;
+  double peak_gib = 0;
+  bool fits = true;
+  bool calibrated = false;       // a measured calibration was applied
+};
+
+// Rows of rows.csv with their half from split.csv, in file order.
+inline std::vector<ModernRow> read_modern(const std::string& rows_path, const std::string& split_path) {
+  auto read_table = [](const std::string& path) {
+    std::ifstream in(path);
+    if (!in) throw std::runtime_error(path + ": cannot open");
+    std::vector<std::vector<std::string>> t;
+    std::string line;
+    while (std::getline(in, line))
+      if (!line.empty()) t.push_back(split_csv_line(line));   // quoted fields never span lines here
+    if (t.empty()) throw std::runtime_error(path + ": empty");
+    return t;
+  };
+  const auto rows = read_table(rows_path);
+  const auto split = read_table(split_path);
+  auto col = [](const std::vector<std::string>& head, const std::string& path, const std::string& name) {
+    const auto it = std::find(head.begin(), head.end(), name);
+    if (it == head.end()) throw std::runtime_error(path + ": no column '" + name + "'");
+    return static_cast<std::size_t>(it - head.begin());
+  };
+  std::map<std::string, std::pair<std::string, std::string>> half;   // id -> (half, stratum)
+  {
+    const auto& h = split[0];
+    const std::size_t ci = col(h, split_path, "id"), ch = col(h, split_path, "half"), cs = col(h, split_path, "stratum");
+    for (std::size_t i = 1; i < split.size(); ++i) half[split[i][ci]] = {split[i][ch], split[i][cs]};
+  }
+  const auto& h = rows[0];
+  auto c = [&](const char* name) { return col(h, rows_path, name); };
+  const std::size_t c_id = c("id"), c_src = c("source"), c_gpu = c("gpu_type"), c_gpus = c("gpus"), c_model = c("model"),
+                    c_file = c("model_file"), c_layers = c("layers"), c_seq = c("seq"), c_tp = c("tp"), c_pp = c("pp"),
+                    c_cp = c("cp"), c_vpp = c("vpp"), c_dp = c("dp"), c_fsdp = c("fsdp"), c_mbs = c("mbs"),
+                    c_gbs = c("gbs"), c_prec = c("precision"), c_rec = c("fp8_recipe"), c_metric = c("metric"),
+                    c_value = c("value"), c_tok = c("tokens_per_s_per_gpu"), c_tfl = c("model_tflops_per_gpu");
+  std::vector<ModernRow> out;
+  for (std::size_t i = 1; i < rows.size(); ++i) {
+    const auto& f = rows[i];
+    if (f.size() < h.size()) throw std::runtime_error(rows_path + ": short row " + f[0]);
+    ModernRow r;
+    r.id = f[c_id];
+    const auto it = half.find(r.id);
+    if (it == half.end()) throw std::runtime_error(split_path + ": no half for " + r.id);
+    r.half = it->second.first;
+    r.stratum = it->second.second;
+    r.source = f[c_src];
+    r.gpu_type = f[c_gpu];
+    r.model = f[c_model];
+    r.model_file = f[c_file].empty() ? f[c_model] : f[c_file];
+    r.gpus = to_int(f[c_gpus]);
+    r.layers = to_int(f[c_layers]);
+    r.seq = to_int(f[c_seq]);
+    r.tp = std::max(1, to_int(f[c_tp]));
+    r.pp = std::max(1, to_int(f[c_pp]));
+    r.cp = std::max(1, to_int(f[c_cp]));
+    r.vpp = to_int(f[c_vpp]);
+    r.dp = to_int(f[c_dp]);
+    r.fsdp = f[c_fsdp].empty() ? -1 : to_int(f[c_fsdp]);
+    r.mbs = to_int(f[c_mbs]);
+    r.gbs = to_int(f[c_gbs]);
+    r.precision = f[c_prec];
+    r.fp8_recipe = f[c_rec];
+    r.metric_text = f[c_metric];
+    r.value = std::stod(f[c_value]);
+    r.tokens_per_s_per_gpu = f[c_tok].empty() ? 0.0 : std::stod(f[c_tok]);
+    r.model_tflops_per_gpu = f[c_tfl].empty() ? 0.0 : std::stod(f[c_tfl]);
+    out.push_back(r);
+  }
+  if (out.size() != half.size()) throw std::runtime_error(split_path + ": row count differs from " + rows_path);
+  return out;
+}
+
+// Megatron-LM's num_floating_point_operations (training.py) per sequence,
+// the formula behind NeMo's "model TFLOP/s/GPU": 12 * s * L * h^2 *
+// ((1 + kv/heads + s/h) + ffn/h * gated + V / (2 L h)), gated = 1.5 for
+// SwiGLU. Checked in test_modern.cpp against the NeMo 24.07 rows that state
+// both tokens/s/GPU and model TFLOP/s/GPU.
+inline double megatron_flops_per_sequence(const models::ModelSpec& m, double seq) {
+  const double h = static_cast<double>(m.hidden), L = m.layers;
+  const double q_ratio = static_cast<double>(m.heads) * static_cast<double>(m.head_dim) / h;
+  const double gated = m.activation == models::Activation::swiglu ? 1.5 : 1.0;
+  return 12.0 * seq * L * h * h *
+         ((1.0 + static_cast<double>(m.kv_heads) / m.heads + seq / h) * q_ratio +
+          static_cast<double>(m.ffn_hidden) / h * gated + static_cast<double>(m.vocab) / (2.0 * L * h));
+}
+
+// Loaded once: hardware profiles, model files, the H200 calibration.
+class Inputs {
+ public:
+  const hardware::HardwareSpec& hardware(const std::string& gpu_type) {
+    static const std::map<std::string, std::string> file = {
+        {"H100", "h100-sxm"}, {"B200", "b200"}, {"GB200", "gb200-nvl72"}, {"GB300", "gb300-nvl72"}};
+    const auto f = file.find(gpu_type);
+    if (f == file.end()) throw std::runtime_error("no hardware profile for gpu_type " + gpu_type);
+    auto it = hw_.find(f->second);
+    if (it == hw_.end())
+      it = hw_.emplace(f->second, config::load_hardware(source_path("hardware/" + f->second + ".toml"))).first;
+    return it->second;
+  }
+  const models::ModelSpec& model(const std::string& name) {
+    auto it = models_.find(name);
+    if (it == models_.end())
+      it = models_.emplace(name, config::load_model(source_path("models/" + name + ".toml"))).first;
+    return it->second;
+  }
+  const hardware::Calibration& h200_calibration() {
+    if (!cal_) cal_ = hardware::read_calibration(source_path(kCalibration));
+    return *cal_;
+  }
+  static constexpr const char* kCalibration = "hardware/calibration/h200.toml";
+
+ private:
+  std::map<std::string, hardware::HardwareSpec> hw_;
+  std::map<std::string, models::ModelSpec> models_;
+  std::optional<hardware::Calibration> cal_;
+};
+
+inline std::string layout_text(const config::Scenario& s) {
+  const auto& p = s.parallel;
+  std::string t = "tp" + std::to_string(p.tp) + " pp" + std::to_string(p.pp) + " cp" + std::to_string(p.cp) +
+                  (p.vpp > 1 ? " vpp" + std::to_string(p.vpp) : std::string()) + " dp" + std::to_string(p.dp) +
+                  " mbs" + std::to_string(s.training.micro_batch) + " gbs" + std::to_string(s.training.global_batch) +
+                  " " + config::to_string(s.training.precision);
+  if (s.features.tp_comm_overlap) t += " tp-overlap";
+  if (!p.stage_layers.empty()) t += " split(emb+loss)";
+  return t;
+}
+
+// The Scenario of a row, or nullopt with `why` set when it is not expressible.
+inline std::optional<config::Scenario> row_scenario(const ModernRow& r, Profile profile, Inputs& in, std::string& why) {
+  if (r.id.rfind("LLAMA3-", 0) == 0) {
+    why = "Meta's 4D-parallel stack: micro-batch and virtual stages not stated, FSDP-style data parallelism "
+          "(parameters sharded, not resharded after forward)";
+    return std::nullopt;
+  }
+  if (r.fsdp > 0) {
+    why = "Megatron-FSDP (sharding group " + std::to_string(r.fsdp) +
+          "): per-layer parameter all-gather and gradient reduce-scatter are not modelled";
+    return std::nullopt;
+  }
+  config::Scenario s;
+  s.name = r.id;
+  s.model_ref = r.model_file;
+  s.model = in.model(r.model_file);
+  if (r.layers > 0) {
+    s.model.layers = r.layers;
+    s.model.name += " (" + std::to_string(r.layers) + "-layer proxy)";
+  }
+  static const std::map<std::string, std::string> hw_name = {
+      {"H100", "h100-sxm"}, {"B200", "b200"}, {"GB200", "gb200-nvl72"}, {"GB300", "gb300-nvl72"}};
+  s.hardware = in.hardware(r.gpu_type);
+  s.hardware_ref = hw_name.at(r.gpu_type);
+  if (profile == Profile::calibrated && r.gpu_type == "H100") {
+    s.calibration = in.h200_calibration();
+    s.calibration_path = source_path(Inputs::kCalibration);
+  }
+  s.gpus = r.gpus;
+  s.training.seq_len = r.seq;
+  s.training.global_batch = r.gbs;
+  s.training.micro_batch = r.mbs > 0 ? r.mbs : 1;
+  if (r.precision == "fp8") s.training.precision = hardware::Precision::fp8;
+  else if (r.precision == "bf16") s.training.precision = hardware::Precision::bf16;
+  else {
+    why = "precision " + r.precision + " not modelled";
+    return std::nullopt;
+  }
+  auto& p = s.parallel;
+  p.tp = r.tp;
+  p.pp = r.pp;
+  p.cp = r.cp;
+  p.vpp = r.vpp > 1 ? r.vpp : 1;
+  p.dp = r.dp > 0 ? r.dp : r.gpus / (r.tp * r.pp * r.cp);
+  p.sequence_parallel = r.tp > 1;
+  p.distributed_optimizer = true;
+  s.schedule.name = p.vpp > 1 ? config::ScheduleKind::interleaved_1f1b : config::ScheduleKind::one_f_one_b;
+  const int vstages = p.pp * p.vpp;
+  if (vstages > 1 && s.model.layers % vstages != 0) {
+    // Megatron's account-for-embedding / account-for-loss pipeline split.
+    const int total = s.model.layers + 2;
+    if (total % vstages != 0) {
+      why = std::to_string(s.model.layers) + " layers on pp*vpp = " + std::to_string(vstages) +
+            " virtual stages divide neither evenly nor with the embedding and loss counted as layers";
+      return std::nullopt;
+    }
+    p.stage_layers.assign(vstages, total / vstages);
+    p.stage_layers.front() -= 1;
+    p.stage_layers.back() -= 1;
+  }
+  auto& f = s.features;
+  f.flash_attention = true;
+  f.fused_kernels = true;
+  f.overlap_grad_reduce = true;
+  f.overlap_param_gather = true;
+  f.tp_comm_overlap = r.tp > 1;
+  f.overlap_p2p_comm = p.vpp > 1;
+  f.recompute = config::Recompute::none;
+  f.cuda_graphs = false;
+  f.python_gc = false;
+  f.dataloader_workers = 8;
+  const auto diags = config::validate(s);
+  if (!diags.empty()) {
+    why = "scenario refused:";
+    for (const auto& d : diags) why += " " + d.message + ";";
+    return std::nullopt;
+  }
+  return s;
+}
+
+// The published step time of a row (seconds), from its primary metric.
+inline double published_step_s(const ModernRow& r, Inputs& in) {
+  const std::string& m = r.metric_text;
+  if (m.rfind("training step time", 0) == 0) return r.value;
+  if (m == "tokens/s/GPU") return static_cast<double>(r.gbs) * r.seq / (r.value * r.gpus);
+  if (m.find("TFLOP/s/GPU") != std::string::npos) {
+    models::ModelSpec model = in.model(r.model_file);
+    if (r.layers > 0) model.layers = r.layers;
+    return megatron_flops_per_sequence(model, r.seq) * r.gbs / (r.value * 1e12 * r.gpus);
+  }
+  throw std::runtime_error(r.id + ": unknown metric '" + m + "'");
+}
+
+inline ModernComparison compare(const ModernRow& r, Profile profile, Inputs& in, bool per_layer = true) {
+  ModernComparison out;
+  out.row = r;
+  std::string why;
+  const auto s = row_scenario(r, profile, in, why);
+  if (!s) {
+    out.expressible = false;
+    out.reason = why;
+    return out;
+  }
+  step::SimulateOptions o;
+  o.keep_timeline = false;
+  o.per_layer = per_layer;
+  const auto res = step::simulate(*s, o);
+  out.reason = layout_text(*s);
+  out.published_step_s = published_step_s(r, in);
+  out.predicted_step_s = res.step_time_s;
+  out.error = res.step_time_s / out.published_step_s - 1.0;
+  out.breakdown = res.breakdown;
+  out.microbatches = res.microbatches;
+  out.peak_gib = res.memory.peak_gib;
+  out.fits = res.memory.fits;
+  out.calibrated = s->calibration.has_value();
+  return out;
+}
+
+// Family keys of a row, as in docs/validation-modern.md.
+inline std::string precision_family(const ModernRow& r) {
+  return r.precision == "bf16" ? "bf16" : (r.fp8_recipe.find("MXFP8") != std::string::npos ? "fp8 (MXFP8)" : "fp8");
+}
+inline std::string layout_family(const ModernRow& r) { return r.cp > 1 ? "CP" : "dense (cp 1)"; }
+
+struct Summary {
+  std::size_t n = 0, not_expressible = 0;
+  double median_abs = 0, max_abs = 0, mean_signed = 0;
+};
+
+inline Summary summarize(const std::vector<ModernComparison>& v) {
+  Summary s;
+  std::vector<double> a;
+  double sum = 0;
+  for (const auto& c : v) {
+    if (!c.expressible) {
+      ++s.not_expressible;
+      continue;
+    }
+    a.push_back(std::fabs(c.error));
+    sum += c.error;
+    s.max_abs = std::max(s.max_abs, std::fabs(c.error));
+  }
+  s.n = a.size();
+  s.median_abs = median(a);
+  s.mean_signed = s.n ? sum / static_cast<double>(s.n) : 0.0;
+  return s;
+}
+
+inline std::string rows_path() { return source_path("validation/modern/rows.csv"); }
+inline std::string split_path() { return source_path("validation/modern/split.csv"); }
+
+}  // namespace mfusim::validation::modern

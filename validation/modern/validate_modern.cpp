@@ -1,0 +1,163 @@
+// Modern published training runs against the simulator: every row of
+// validation/modern/rows.csv, predicted vs published step time, with the
+// summary per half (tuning / heldout) and per family.
+//   build/validation/modern/validate_modern [--profile datasheet|calibrated|both] [--markdown]
+//                                           [--coarse] [--csv FILE] [--half tuning|heldout]
+// --coarse: the planner's per-op lowering (LowerOptions per_layer = false).
+// --csv: one line per row and profile with the breakdown (for the diagnosis).
+// Configuration and assumptions: validation/modern/modern.h; results:
+// docs/validation-modern.md.
+#include <cmath>
+#include <cstdio>
+#include <exception>
+#include <fstream>
+#include <functional>
+#include <map>
+#include <string>
+#include <vector>
+
+#include "validation/modern/modern.h"
+
+using namespace mfusim;
+namespace vm = mfusim::validation::modern;
+
+namespace {
+
+void print_summary_table(const std::vector<vm::ModernComparison>& all, bool markdown) {
+  using Key = std::function<std::string(const vm::ModernRow&)>;
+  const std::vector<std::pair<std::string, Key>> groupings = {
+      {"all", [](const vm::ModernRow&) { return std::string("all rows"); }},
+      {"precision", [](const vm::ModernRow& r) { return vm::precision_family(r); }},
+      {"layout", [](const vm::ModernRow& r) { return vm::layout_family(r); }},
+      {"gpu", [](const vm::ModernRow& r) { return r.gpu_type; }},
+      {"gpu x precision", [](const vm::ModernRow& r) { return r.gpu_type + " " + r.precision; }},
+  };
+  for (const char* half : {"tuning", "heldout"}) {
+    std::printf("\n%s%s half\n", markdown ? "#### " : "", half);
+    if (markdown) {
+      std::printf("\n| family | rows | not expressible | median abs error | max abs error | mean signed error |\n");
+      std::printf("|---|---:|---:|---:|---:|---:|\n");
+    } else {
+      std::printf("%-22s %5s %6s %8s %8s %8s\n", "family", "rows", "n/e", "median", "max", "mean");
+    }
+    for (const auto& [gname, key] : groupings) {
+      std::map<std::string, std::vector<vm::ModernComparison>> groups;
+      for (const auto& c : all)
+        if (c.row.half == half) groups[key(c.row)].push_back(c);
+      for (const auto& [name, v] : groups) {
+        const auto s = vm::summarize(v);
+        if (markdown)
+          std::printf("| %s | %zu | %zu | %.1f%% | %.1f%% | %+.1f%% |\n", name.c_str(), s.n, s.not_expressible,
+                      100 * s.median_abs, 100 * s.max_abs, 100 * s.mean_signed);
+        else
+          std::printf("%-22s %5zu %6zu %7.1f%% %7.1f%% %+7.1f%%\n", name.c_str(), s.n, s.not_expressible,
+                      100 * s.median_abs, 100 * s.max_abs, 100 * s.mean_signed);
+      }
+    }
+  }
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  bool markdown = false, coarse = false;
+  std::string profile_arg = "both", csv_out, only_half;
+  for (int i = 1; i < argc; ++i) {
+    const std::string a = argv[i];
+    auto next = [&]() -> std::string {
+      if (i + 1 >= argc) {
+        std::fprintf(stderr, "validate_modern: error: %s needs a value\n", a.c_str());
+        std::exit(2);
+      }
+      return argv[++i];
+    };
+    if (a == "--markdown") markdown = true;
+    else if (a == "--coarse") coarse = true;
+    else if (a == "--profile") profile_arg = next();
+    else if (a == "--csv") csv_out = next();
+    else if (a == "--half") only_half = next();
+    else {
+      std::fprintf(stderr, "validate_modern: error: unknown argument '%s'\n", a.c_str());
+      return 2;
+    }
+  }
+  std::vector<vm::Profile> profiles;
+  if (profile_arg == "datasheet" || profile_arg == "both") profiles.push_back(vm::Profile::datasheet);
+  if (profile_arg == "calibrated" || profile_arg == "both") profiles.push_back(vm::Profile::calibrated);
+  if (profiles.empty()) {
+    std::fprintf(stderr, "validate_modern: error: --profile must be datasheet, calibrated or both\n");
+    return 2;
+  }
+  if (!only_half.empty() && only_half != "tuning" && only_half != "heldout") {
+    std::fprintf(stderr, "validate_modern: error: --half must be tuning or heldout\n");
+    return 2;
+  }
+  try {
+    vm::Inputs in;
+    const auto rows = vm::read_modern(vm::rows_path(), vm::split_path());
+    std::FILE* csv = nullptr;
+    if (!csv_out.empty()) {
+      csv = std::fopen(csv_out.c_str(), "w");
+      if (!csv) {
+        std::fprintf(stderr, "validate_modern: error: cannot write %s\n", csv_out.c_str());
+        return 2;
+      }
+      std::fprintf(csv,
+                   "id,half,profile,gpu_type,model,precision,fp8_recipe,gpus,layers,seq,tp,pp,cp,vpp,dp,mbs,gbs,"
+                   "microbatches,expressible,published_step_s,predicted_step_s,error,forward,backward,recompute,"
+                   "optimizer,tp_comm_exposed,pp_comm_exposed,dp_comm_exposed,cp_comm_exposed,bubble,dataloader,gc,"
+                   "launch_overhead,peak_gib,fits,calibrated\n");
+    }
+    for (const auto profile : profiles) {
+      std::printf("%s== profile: %s%s ==\n\n", markdown ? "### " : "", vm::to_string(profile),
+                  profile == vm::Profile::calibrated
+                      ? " (H100 rows: hardware/calibration/h200.toml, HBM-scaled; Blackwell rows: datasheet)"
+                      : " (no calibration)");
+      if (markdown) {
+        std::printf("| row | half | published step s | predicted step s | error | configuration simulated |\n");
+        std::printf("|---|---|---:|---:|---:|---|\n");
+      } else {
+        std::printf("%-40s %-7s %9s %9s %8s  %s\n", "row", "half", "pub s", "pred s", "error", "configuration");
+      }
+      std::vector<vm::ModernComparison> all;
+      for (const auto& r : rows) {
+        if (!only_half.empty() && r.half != only_half) continue;
+        const auto c = vm::compare(r, profile, in, !coarse);
+        all.push_back(c);
+        if (!c.expressible) {
+          if (markdown) std::printf("| %s | %s | | | | not expressible: %s |\n", r.id.c_str(), r.half.c_str(), c.reason.c_str());
+          else std::printf("%-40s %-7s %9s %9s %8s  not expressible: %s\n", r.id.c_str(), r.half.c_str(), "-", "-", "-", c.reason.c_str());
+        } else if (markdown) {
+          std::printf("| %s | %s | %.3f | %.3f | %+.1f%% | %s |\n", r.id.c_str(), r.half.c_str(), c.published_step_s,
+                      c.predicted_step_s, 100 * c.error, c.reason.c_str());
+        } else {
+          std::printf("%-40s %-7s %9.3f %9.3f %+7.1f%%  %s\n", r.id.c_str(), r.half.c_str(), c.published_step_s,
+                      c.predicted_step_s, 100 * c.error, c.reason.c_str());
+        }
+        std::fflush(stdout);
+        if (csv) {
+          const auto& b = c.breakdown;
+          std::fprintf(csv,
+                       "%s,%s,%s,%s,%s,%s,\"%s\",%d,%d,%d,%d,%d,%d,%d,%d,%d,%d,%d,%d,%.6g,%.6g,%.6g,%.6g,%.6g,%.6g,"
+                       "%.6g,%.6g,%.6g,%.6g,%.6g,%.6g,%.6g,%.6g,%.6g,%.4g,%d,%d\n",
+                       r.id.c_str(), r.half.c_str(), vm::to_string(profile), r.gpu_type.c_str(), r.model_file.c_str(),
+                       r.precision.c_str(), r.fp8_recipe.c_str(), r.gpus, r.layers, r.seq, r.tp, r.pp, r.cp, r.vpp,
+                       r.dp, r.mbs, r.gbs, c.microbatches, c.expressible ? 1 : 0, c.published_step_s,
+                       c.predicted_step_s, c.error, b.forward, b.backward, b.recompute, b.optimizer, b.tp_comm_exposed,
+                       b.pp_comm_exposed, b.dp_comm_exposed, b.cp_comm_exposed, b.bubble, b.dataloader, b.gc,
+                       b.launch_overhead, c.peak_gib, c.fits ? 1 : 0, c.calibrated ? 1 : 0);
+        }
+      }
+      print_summary_table(all, markdown);
+      std::printf("\n");
+    }
+    if (csv) std::fclose(csv);
+  } catch (const config::ConfigError& e) {
+    for (const auto& d : e.diagnostics()) std::fprintf(stderr, "%s\n", d.str().c_str());
+    return 2;
+  } catch (const std::exception& e) {
+    std::fprintf(stderr, "validate_modern: error: %s\n", e.what());
+    return 1;
+  }
+  return 0;
+}
