@@ -3,7 +3,7 @@
 // models fitted.
 #include "hardware/calibration.h"
 #include "hardware/cost_model.h"
-#include "report/output_file.h"
+#include "io/output_file.h"
 
 #include <Eigen/Dense>
 #include <toml++/toml.h>
@@ -657,7 +657,7 @@ void write_calibration(const Calibration& c, const std::string& path) {
         << "\n";
     }
   }
-  report::write_file(path, f.str(), "the calibration file");   // atomically: a failed write leaves the old file
+  io::write_file(path, f.str(), "the calibration file");   // atomically: a failed write leaves the old file
 }
 
 Calibration read_calibration(const std::string& path) {

@@ -7,7 +7,7 @@
 #include <string>
 
 #include "hardware/calibration.h"
-#include "report/output_file.h"
+#include "io/output_file.h"
 
 int main(int argc, char** argv) {
   // mfusim_calibrate PROBE.toml --out CAL.toml [--fused-attention flash|cudnn_fused]
@@ -23,7 +23,7 @@ int main(int argc, char** argv) {
     std::fprintf(stderr, "usage: mfusim_calibrate PROBE_OUTPUT.toml --out CALIBRATION.toml [--fused-attention flash|cudnn_fused]\n");
     return 2;
   }
-  if (out == in || mfusim::report::same_file(in, out)) {
+  if (out == in || mfusim::io::same_file(in, out)) {
     std::fprintf(stderr, "%s: error: --out names the probe file itself; write the calibration to another file\n",
                  out.c_str());
     return 2;
@@ -33,7 +33,7 @@ int main(int argc, char** argv) {
     auto cal = mfusim::hardware::fit_probe(in, &report, fused);
     mfusim::hardware::write_calibration(cal, out);
     std::printf("%swrote %s\n", report.c_str(), out.c_str());
-    mfusim::report::flush_stdout();
+    mfusim::io::flush_stdout();
   } catch (const std::exception& e) {
     std::fprintf(stderr, "%s\n", e.what());
     return 2;

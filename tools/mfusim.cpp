@@ -10,7 +10,7 @@
 #include "config/loader.h"
 #include "hardware/calibration.h"
 #include "report/json.h"
-#include "report/output_file.h"
+#include "io/output_file.h"
 #include "step/simulate.h"
 #include "report/text.h"
 #include "schedules/schedule.h"
@@ -43,7 +43,7 @@ study::Progress progress_bar(const char* what) {
 
 // An output path that names an input file (the scenario) would destroy it.
 void refuse_overwrite(const std::string& out, const char* flag, const std::string& input) {
-  if (!out.empty() && (out == input || report::same_file(out, input)))
+  if (!out.empty() && (out == input || io::same_file(out, input)))
     throw tools::UserError(out + ": error: " + flag + " names the scenario file itself; write to another file");
 }
 
@@ -63,10 +63,10 @@ int cmd_run(const std::string& path, const config::LoadOptions& lo, bool json, c
     prev_mfu = r.mfu;
   }
   // Every output file complete before any replaces its old version.
-  std::vector<report::OutputFile> files;
+  std::vector<io::OutputFile> files;
   if (!trace.empty()) files.push_back({trace, tools::chrome_trace_of(base), "the trace file"});
   if (!svg.empty()) files.push_back({svg, tools::svg_of(base), "the SVG file"});
-  report::write_files(files);
+  io::write_files(files);
   std::cout << (json ? report::to_json(base, ladder) : report::text_report(base, ladder));
   return 0;
 }
@@ -128,7 +128,7 @@ int cmd_sweep(const std::string& path, const config::LoadOptions& lo, const std:
     }
     rows.push_back(row);
   }
-  if (!csv.empty()) report::write_file(csv, csvs.str(), "the CSV file");
+  if (!csv.empty()) io::write_file(csv, csvs.str(), "the CSV file");
   if (json) {
     report::JsonWriter w;
     w.begin_array();
@@ -177,7 +177,7 @@ int cmd_list(const std::string& what, const config::LoadOptions& lo) {
 }
 
 int cmd_calibrate(const std::string& probe, const std::string& out) {
-  if (out == probe || report::same_file(probe, out))
+  if (out == probe || io::same_file(probe, out))
     return bad_input(out + ": error: --out names the probe file itself; write the calibration to another file");
   std::string report;
   const auto cal = hardware::fit_probe(probe, &report);
@@ -270,14 +270,14 @@ int main(int argc, char** argv) {
     else if (cal->parsed()) rc = cmd_calibrate(probe, out);
     else if (list->parsed()) rc = cmd_list(what, lo);
     // What was printed must have reached its destination (a full disk, a closed pipe).
-    report::flush_stdout();
+    io::flush_stdout();
   } catch (const config::ConfigError& e) {
     for (const auto& d : e.diagnostics()) std::cerr << d.str() << "\n";
     return 2;
   } catch (const tools::UserError& e) {
     std::cerr << e.what() << "\n";
     return 2;
-  } catch (const report::OutputError& e) {
+  } catch (const io::OutputError& e) {
     // An output that cannot be written: exit 2, as for any unusable path the user gave.
     std::cerr << e.what() << "\n";
     return 2;

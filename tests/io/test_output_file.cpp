@@ -9,7 +9,7 @@
 #include <sstream>
 #include <string>
 
-#include "report/output_file.h"
+#include "io/output_file.h"
 
 namespace fs = std::filesystem;
 using namespace mfusim;
@@ -42,7 +42,7 @@ TEST_CASE("write_files replaces the targets with the new text and leaves no temp
   const fs::path d = scratch() / "ok";
   fs::create_directories(d);
   std::ofstream(d / "a.json") << "old a";
-  report::write_files({{(d / "a.json").string(), "new a", "the trace file"}, {(d / "b.svg").string(), "new b", "the SVG file"}});
+  io::write_files({{(d / "a.json").string(), "new a", "the trace file"}, {(d / "b.svg").string(), "new b", "the SVG file"}});
   CHECK(slurp(d / "a.json") == "new a");
   CHECK(slurp(d / "b.svg") == "new b");
   CHECK(entries(d) == 2);
@@ -60,28 +60,28 @@ TEST_CASE("a failed write leaves every old file as it was: all or nothing") {
   std::ofstream(d / "trace.json") << "old trace";
   // The second target's directory does not exist: the first must not be replaced either.
   try {
-    report::write_files({{(d / "trace.json").string(), "new trace", "the trace file"},
+    io::write_files({{(d / "trace.json").string(), "new trace", "the trace file"},
                          {(d / "missing" / "x.svg").string(), "svg", "the SVG file"}});
     FAIL("expected an OutputError");
-  } catch (const report::OutputError& e) {
+  } catch (const io::OutputError& e) {
     CHECK(std::string(e.what()) ==
           (d / "missing" / "x.svg").string() + ": error: cannot write the SVG file: No such file or directory");
   }
   CHECK(slurp(d / "trace.json") == "old trace");
   CHECK(entries(d) == 1);   // no temporary file left behind
   // A directory as the target.
-  CHECK_THROWS_AS(report::write_file(d.string(), "x", "the CSV file"), report::OutputError);
+  CHECK_THROWS_AS(io::write_file(d.string(), "x", "the CSV file"), io::OutputError);
   CHECK(fs::is_directory(d));
 }
 
 TEST_CASE("a device is written in place, not renamed over") {
   if (!fs::exists("/dev/null")) return;
-  report::write_file("/dev/null", "discarded");
+  io::write_file("/dev/null", "discarded");
   CHECK(fs::is_character_file("/dev/null"));
   if (fs::exists("/dev/full")) {
     // ENOSPC on every write: the error names the file and the reason.
-    CHECK_THROWS_WITH_AS(report::write_file("/dev/full", std::string(1 << 16, 'x'), "the trace file"),
-                         "/dev/full: error: cannot write the trace file: No space left on device", report::OutputError);
+    CHECK_THROWS_WITH_AS(io::write_file("/dev/full", std::string(1 << 16, 'x'), "the trace file"),
+                         "/dev/full: error: cannot write the trace file: No space left on device", io::OutputError);
   }
 }
 
@@ -90,9 +90,9 @@ TEST_CASE("same_file sees one file through two spellings and a link") {
   fs::create_directories(d / "sub");
   std::ofstream(d / "p.toml") << "x";
   fs::create_symlink(d / "p.toml", d / "link.toml");
-  CHECK(report::same_file((d / "p.toml").string(), (d / "sub" / ".." / "p.toml").string()));
-  CHECK(report::same_file((d / "p.toml").string(), (d / "link.toml").string()));
+  CHECK(io::same_file((d / "p.toml").string(), (d / "sub" / ".." / "p.toml").string()));
+  CHECK(io::same_file((d / "p.toml").string(), (d / "link.toml").string()));
   std::ofstream(d / "q.toml") << "x";
-  CHECK_FALSE(report::same_file((d / "p.toml").string(), (d / "q.toml").string()));
-  CHECK_FALSE(report::same_file((d / "p.toml").string(), (d / "none.toml").string()));
+  CHECK_FALSE(io::same_file((d / "p.toml").string(), (d / "q.toml").string()));
+  CHECK_FALSE(io::same_file((d / "p.toml").string(), (d / "none.toml").string()));
 }

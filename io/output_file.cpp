@@ -1,4 +1,4 @@
-#include "report/output_file.h"
+#include "io/output_file.h"
 
 #include <fcntl.h>
 #include <sys/stat.h>
@@ -9,7 +9,7 @@
 #include <cstring>
 #include <iostream>
 
-namespace mfusim::report {
+namespace mfusim::io {
 namespace {
 
 [[noreturn]] void fail(const OutputFile& f, int err) {
@@ -123,4 +123,4 @@ void flush_stdout() {
   }
 }
 
-}  // namespace mfusim::report
+}  // namespace mfusim::io

@@ -13,7 +13,7 @@
 #include <string>
 #include <vector>
 
-namespace mfusim::report {
+namespace mfusim::io {
 
 struct OutputError : std::runtime_error {
   using std::runtime_error::runtime_error;
@@ -39,4 +39,4 @@ bool same_file(const std::string& a, const std::string& b);
 // its destination (a full disk, a closed pipe); throws OutputError if not.
 void flush_stdout();
 
-}  // namespace mfusim::report
+}  // namespace mfusim::io
