@@ -251,6 +251,8 @@ std::string layout_label(const config::Scenario& s) {
   if (p.ep > 1) l += " ep" + std::to_string(p.ep);
   if (p.vpp > 1) l += " vpp" + std::to_string(p.vpp);
   l += " mb" + std::to_string(s.training.micro_batch);
+  if (p.zero() >= 2) l += " zero" + std::to_string(p.zero());   // ZeRO-2/3 (docs/fsdp.md)
+  if (p.shard_degree > 0 && p.shard_degree != p.dp) l += " shard" + std::to_string(p.shard_degree);
   if (p.first_stage_layers > 0 || p.last_stage_layers > 0)
     l += " (first/last " + std::to_string(p.first_stage_layers) + "/" + std::to_string(p.last_stage_layers) + ")";
   return l;

@@ -5,12 +5,15 @@
 #include <doctest/doctest.h>
 
 #include <filesystem>
+#include <fstream>
 #include <string>
 #include <vector>
 
 #include "config/loader.h"
 #include "models/params.h"
 #include "step/simulate.h"
+#include "study/diagnose.h"
+#include "study/plan.h"
 
 using namespace mfusim;
 
@@ -170,4 +173,53 @@ TEST_CASE("Offload: the optimizer's state leaves the GPU and the step gains the 
   CHECK(on.memory.optimizer_gib == 0);
   CHECK(count(on, "offload grads to host") == 1);
   CHECK(on.step_time_s > off.step_time_s);   // 6 bytes per local parameter over 64 GB/s PCIe vs a 4 ms GPU Adam
+}
+
+TEST_CASE("plan: a ZeRO scenario's search covers zero_stage 1-3 and HSDP; the memory lower bound holds under ZeRO-3") {
+  const auto base = scenario();
+  const auto all = study::enumerate_layouts(base, 16);
+  int z[4] = {0, 0, 0, 0}, hsdp = 0;
+  for (const auto& s : all) {
+    z[s.parallel.zero()] += 1;
+    if (s.parallel.shard_degree > 0) ++hsdp;
+  }
+  CHECK(z[1] > 0);
+  CHECK(z[2] == z[1]);
+  CHECK(z[3] == z[1]);
+  CHECK(hsdp > 0);
+  // A Megatron scenario's search is unchanged: ZeRO-1 only.
+  const auto megatron = study::enumerate_layouts(scenario({"parallel.zero_stage=1"}), 16);
+  for (const auto& s : megatron) CHECK(s.parallel.zero() == 1);
+  CHECK(megatron.size() * 6 >= all.size());
+  // The lower bound (sharded states + activations) never exceeds the simulated peak.
+  const auto r = run(base);
+  CHECK(study::memory_lower_bound(base) <= r.memory.peak_gib * 1024.0 * 1024.0 * 1024.0 * 1.0001);
+  CHECK(study::memory_lower_bound(base) < study::memory_lower_bound(scenario({"parallel.zero_stage=1"})));
+}
+
+TEST_CASE("diagnose: proposes ZeRO-2, ZeRO-3 and offload when the step does not fit") {
+  // Llama-2-70B on 32 GPUs with pure data parallelism and ZeRO-1: the replicated bf16 weights and
+  // fp32 gradients alone (6 bytes x 69B) exceed 80 GB; ZeRO-3 holds 18 bytes x 69B / 32 = 36 GiB.
+  const auto path = (std::filesystem::temp_directory_path() / "mfusim_fsdp_diagnose.toml").string();
+  {
+    std::string text = kFsdp;
+    text.replace(text.find("llama2-7b"), 9, "llama2-70b");
+    text.replace(text.find("zero_stage = 3"), 14, "zero_stage = 1");
+    text.replace(text.find("gpus = 16"), 9, "gpus = 32");
+    text.replace(text.find("global_batch = 16"), 17, "global_batch = 32");
+    std::ofstream(path) << text;
+  }
+  const auto d = study::diagnose(path, {});
+  std::filesystem::remove(path);
+  CHECK_FALSE(d.base.memory.fits);
+  bool z2 = false, z3 = false, off = false, z3_fits = false;
+  for (const auto& l : d.levers) {
+    z2 = z2 || l.lever.rfind("ZeRO-2", 0) == 0;
+    if (l.lever.rfind("ZeRO-3", 0) == 0) { z3 = true; z3_fits = l.fits; }
+    off = off || l.lever.rfind("offload", 0) == 0;
+  }
+  CHECK(z2);
+  CHECK(z3);
+  CHECK(off);
+  CHECK(z3_fits);
 }
