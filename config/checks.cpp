@@ -118,6 +118,23 @@ void check_scenario(const Scenario& s, const Sink& err) {
   ok &= range("parallel.first_stage_layers", par.first_stage_layers, 0, 100000);
   ok &= range("parallel.last_stage_layers", par.last_stage_layers, 0, 100000);
   range("features.dataloader_workers", s.features.dataloader_workers, 0, 4096);
+  // ZeRO / FSDP (docs/fsdp.md).
+  range("parallel.zero_stage", par.zero_stage, 0, 3);
+  range("features.fsdp_prefetch", s.features.fsdp_prefetch, 0, 64);
+  if (range("parallel.shard_degree", par.shard_degree, 0, kMaxGpus) && par.shard_degree > 0 && par.dp > 0 &&
+      par.dp % par.shard_degree != 0)
+    err("parallel.shard_degree", "shard_degree=" + std::to_string(par.shard_degree) + " does not divide dp=" +
+                                     std::to_string(par.dp) + " (HSDP shards within groups of shard_degree ranks)");
+  if (par.zero() == 0 && s.features.offload != Offload::none)
+    err("features.offload", "'features.offload' = \"" + std::string(to_string(s.features.offload)) +
+                                "\" needs a sharded optimizer (parallel.zero_stage >= 1)");
+  if (s.features.offload != Offload::none && !(s.hardware.pcie_bandwidth > 0))
+    err("features.offload", "'features.offload' needs the hardware's 'pcie_bandwidth_gbs' (host<->GPU transfers)");
+  if (par.zero() == 3 && (s.schedule.name == ScheduleKind::dualpipe || s.schedule.name == ScheduleKind::dualpipev))
+    err("parallel.zero_stage", "zero_stage = 3 with schedule '" + std::string(to_string(s.schedule.name)) +
+                                   "' is not modelled (its F&B pairs interleave two chains' units)");
+  if (par.zero() < 3 && s.features.offload == Offload::params)
+    err("features.offload", "'features.offload' = \"params\" needs parallel.zero_stage = 3 (sharded parameters)");
   if (!(s.features.dataloader_ms_per_sample >= 0 || s.features.dataloader_ms_per_sample == -1))
     err("features.dataloader_ms_per_sample", "'features.dataloader_ms_per_sample' must be >= 0 ms (got " +
                                                  fmt(s.features.dataloader_ms_per_sample) + ")");

@@ -52,6 +52,8 @@ std::string describe(const Scenario& s) {
      << ", ep " << par.ep << ", vpp " << par.vpp << "\n"
      << "  sequence_parallel " << yn(par.sequence_parallel) << ", distributed_optimizer "
      << yn(par.distributed_optimizer);
+  if (par.zero() >= 2 || par.shard_degree > 0)
+    os << ", zero_stage " << par.zero() << ", shard_degree " << par.shard();
   os << "\n";
   if (par.first_stage_layers || par.last_stage_layers)
     os << "  first_stage_layers " << par.first_stage_layers << ", last_stage_layers " << par.last_stage_layers << "\n";
@@ -77,6 +79,10 @@ std::string describe(const Scenario& s) {
      << "  tp_comm_overlap " << yn(f.tp_comm_overlap) << ", overlap_p2p_comm " << yn(f.overlap_p2p_comm) << ", recompute " << to_string(f.recompute) << ", cuda_graphs "
      << yn(f.cuda_graphs) << ", python_gc " << yn(f.python_gc) << ", dataloader_workers " << f.dataloader_workers
      << ", nccl_algo " << to_string(f.nccl_algo) << "\n";
+  if (par.zero() >= 2 || f.offload != Offload::none)
+    os << "  reshard_after_forward " << yn(f.reshard_after_forward) << ", fsdp_prefetch " << f.fsdp_prefetch
+       << ", offload " << to_string(f.offload) << ", fp8_all_gather " << yn(f.fp8_all_gather) << ", reduce_dtype "
+       << (f.reduce_fp32 ? "fp32" : "bf16") << "\n";
   if (s.cost.price_per_gpu_hour > 0) os << "cost: " << s.cost.price_per_gpu_hour << " USD per GPU-hour\n";
   os << "seed: " << s.seed << "\n";
   return os.str();

@@ -60,4 +60,8 @@ const char* to_string(MasterWeights w) {
   return w == MasterWeights::fp32_autocast ? "fp32-autocast" : "bf16-params";
 }
 
+const char* to_string(Offload o) {
+  return o == Offload::optimizer ? "optimizer" : o == Offload::params ? "params" : "none";
+}
+
 }  // namespace mfusim::config

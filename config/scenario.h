@@ -26,6 +26,8 @@ enum class NcclAlgo { auto_, ring, tree };
 //                weight to bf16, the bf16 weight gradients are cast to fp32 .grad, the loss is
 //                torch cross entropy on .float() logits, attention without flash is the eager chain.
 enum class MasterWeights { bf16_params, fp32_autocast };
+// ZeRO-Offload (docs/fsdp.md): none, the optimizer state and step on the host, or also the parameters.
+enum class Offload { none, optimizer, params };
 
 // "gpipe", "1f1b", "interleaved-1f1b", "zb-h1", "zb-h2", "zb-v", "dualpipe", "dualpipev", "zb-auto", "v-half", "v-min"
 const char* to_string(ScheduleKind);
@@ -35,6 +37,7 @@ const char* to_string(Recompute);
 const char* to_string(NcclAlgo);
 const char* to_string(Precision);
 const char* to_string(MasterWeights);   // "bf16-params", "fp32-autocast"
+const char* to_string(Offload);         // "none", "optimizer", "params"
 
 struct Training {
   int seq_len = 4096;
@@ -56,6 +59,16 @@ struct Parallel {
   int first_stage_layers = 0;
   int last_stage_layers = 0;
   std::vector<int> stage_layers;
+  // ZeRO / FSDP (docs/fsdp.md). zero_stage: 0 none, 1 optimizer state sharded (the same as
+  // distributed_optimizer = true), 2 + gradients reduce-scattered and sharded, 3 + parameters
+  // sharded and gathered per unit (FSDP FULL_SHARD). Derived from distributed_optimizer unless given.
+  int zero_stage = 1;
+  // HSDP: shard within groups of this many data-parallel ranks, replicate across groups; 0 = all of dp.
+  int shard_degree = 0;
+  // The effective ZeRO stage: stages 2 and 3 as given, else 1 with the distributed optimizer, else 0.
+  int zero() const { return zero_stage >= 2 ? zero_stage : (distributed_optimizer ? 1 : 0); }
+  // The ranks one state is sharded over: shard_degree (HSDP) or all of dp.
+  int shard() const { return shard_degree > 0 ? shard_degree : dp; }
 };
 
 // Schedule-lab mode: fixed op times (seconds) per micro-batch per stage chunk.
@@ -93,6 +106,14 @@ struct Features {
   // average every gc_interval_s of training, per process.
   double gc_pause_ms = 100;
   double gc_interval_s = 3400;
+  // FSDP (zero_stage 3, docs/fsdp.md): free the gathered parameters after each unit's forward
+  // (FSDP2's default) and gather them again for its backward; units gathered ahead of compute;
+  // parameters gathered in fp8 (torchao float8 all-gather); the gradient reduction's precision.
+  bool reshard_after_forward = true;
+  int fsdp_prefetch = 1;
+  Offload offload = Offload::none;
+  bool fp8_all_gather = false;
+  bool reduce_fp32 = true;          // features.reduce_dtype = "fp32" (FSDP2 MixedPrecisionPolicy) | "bf16"
 };
 
 struct Cost {

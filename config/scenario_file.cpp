@@ -30,14 +30,15 @@ const std::vector<std::string> kTrainingKeys = {"seq_len", "global_batch", "micr
                                                 "master_weights", "tokens_to_train"};
 const std::vector<std::string> kParallelKeys = {"tp",  "pp", "cp", "ep", "vpp", "dp", "sequence_parallel",
                                                 "distributed_optimizer", "first_stage_layers", "last_stage_layers",
-                                                "stage_layers"};
+                                                "stage_layers", "zero_stage", "shard_degree"};
 const std::vector<std::string> kScheduleKeys = {"name", "costs"};
 const std::vector<std::string> kCostsKeys = {"f", "b", "w", "comm", "fb"};
 const std::vector<std::string> kFeatureKeys = {"flash_attention", "fused_kernels", "overlap_grad_reduce",
                                                "overlap_param_gather", "tp_comm_overlap", "recompute",
                                                "cuda_graphs", "python_gc", "dataloader_workers", "nccl_algo",
                                                "dataloader_ms_per_sample", "gc_pause_ms", "gc_interval_s",
-                                               "overlap_p2p_comm"};
+                                               "overlap_p2p_comm", "reshard_after_forward", "fsdp_prefetch", "offload",
+                                               "fp8_all_gather", "reduce_dtype"};
 const std::vector<std::string> kCostKeys = {"price_per_gpu_hour"};
 
 struct Resolved {
@@ -184,7 +185,21 @@ void read_scenario(Ctx& ctx, Scenario& s, const Value& root, const std::string& 
     ctx.read_int(*t, "vpp", p, par.vpp);
     ctx.read_int(*t, "dp", p, par.dp);
     ctx.read_bool(*t, "sequence_parallel", p, par.sequence_parallel);
-    ctx.read_bool(*t, "distributed_optimizer", p, par.distributed_optimizer);
+    const bool dopt_given = ctx.read_bool(*t, "distributed_optimizer", p, par.distributed_optimizer);
+    // zero_stage: 1 is distributed_optimizer = true, 0 is false; 2 and 3 shard the optimizer too.
+    if (ctx.read_int(*t, "zero_stage", p, par.zero_stage)) {
+      const bool sharded = par.zero_stage >= 1;
+      if (dopt_given && sharded != par.distributed_optimizer)
+        ctx.error(t->find("zero_stage")->pos, "'parallel.zero_stage' = " + std::to_string(par.zero_stage) +
+                                                  " contradicts 'parallel.distributed_optimizer' = " +
+                                                  (par.distributed_optimizer ? "true" : "false") +
+                                                  " (zero_stage >= 1 shards the optimizer state)");
+      else if (par.zero_stage >= 0 && par.zero_stage <= 3)
+        par.distributed_optimizer = sharded;
+    } else {
+      par.zero_stage = par.distributed_optimizer ? 1 : 0;
+    }
+    ctx.read_int(*t, "shard_degree", p, par.shard_degree);
     ctx.read_int(*t, "first_stage_layers", p, par.first_stage_layers);
     ctx.read_int(*t, "last_stage_layers", p, par.last_stage_layers);
     if (const Value* a = ctx.get(*t, "stage_layers", p)) {
@@ -252,6 +267,13 @@ void read_scenario(Ctx& ctx, Scenario& s, const Value& root, const std::string& 
     ctx.read_number(*t, "dataloader_ms_per_sample", p, f.dataloader_ms_per_sample);
     ctx.read_number(*t, "gc_pause_ms", p, f.gc_pause_ms);
     ctx.read_number(*t, "gc_interval_s", p, f.gc_interval_s);
+    ctx.read_bool(*t, "reshard_after_forward", p, f.reshard_after_forward);
+    ctx.read_int(*t, "fsdp_prefetch", p, f.fsdp_prefetch);
+    int o = ctx.read_enum(*t, "offload", p, {"none", "optimizer", "params"});
+    if (o >= 0) f.offload = static_cast<Offload>(o);
+    ctx.read_bool(*t, "fp8_all_gather", p, f.fp8_all_gather);
+    int rd = ctx.read_enum(*t, "reduce_dtype", p, {"fp32", "bf16"});
+    if (rd >= 0) f.reduce_fp32 = rd == 0;
   }
 
   if (const Value* t = ctx.read_table(root, "cost", "")) {

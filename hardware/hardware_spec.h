@@ -19,6 +19,7 @@ struct HardwareSpec {
   double nvlink_latency = 0;       // seconds                   (nvlink_latency_us)
   double nic_bandwidth = 0;        // bytes/s per GPU, one direction (nic_bandwidth_gbs)
   double nic_latency = 0;          // seconds                   (nic_latency_us)
+  double pcie_bandwidth = 0;       // bytes/s host<->GPU, one direction; 0 = not given (pcie_bandwidth_gbs)
   double launch_overhead = 0;      // seconds per kernel        (launch_overhead_us)
   // Host (CPU) time to issue one eager op (framework dispatch + launch call), running
   // ahead of the GPU asynchronously; 0 = never host bound (host_overhead_us; docs/fidelity.md).

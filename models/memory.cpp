@@ -36,6 +36,27 @@ StaticMemory static_memory(const ModelSpec& m, const std::vector<int>& layers, b
   return s;
 }
 
+StaticMemory sharded_static_memory(const ModelSpec& m, const std::vector<int>& layers, bool has_embedding,
+                                   bool has_head, int tp, int ep, const ZeroLayout& z, bool fp32_autocast) {
+  const int shard = std::max(1, z.shard);
+  StaticMemory s = static_memory(m, layers, has_embedding, has_head, tp, ep, shard, z.stage >= 1, fp32_autocast);
+  if (z.stage >= 2) {
+    // The unsharded split of the rank's states into dense and expert parts (the same sums as static_memory).
+    const StaticMemory dense_only = static_memory(m, layers, has_embedding, has_head, tp, ep, 1, false, fp32_autocast);
+    double expert = 0;
+    for (int i : layers) expert += layer_parts(m, i).experts / (static_cast<double>(tp) * ep);
+    const double total = dense_only.grads / 4;          // parameters held, dense + expert
+    const double dense = total - expert;
+    const double expert_shard = std::max(1.0, static_cast<double>(shard) / ep);
+    const double held = dense / shard + expert / expert_shard;
+    s.grads = 4 * held;                                 // fp32 gradient shard
+    if (z.stage >= 3) s.params = param_bytes(fp32_autocast) * held;
+  }
+  if (z.offload_optimizer || z.offload_params) s.optimizer = 0;
+  if (z.offload_params) s.params = s.grads = 0;
+  return s;
+}
+
 double activation_bytes(const ModelSpec& m, int layer, const RankShape& r) {
   const double t = r.tp;
   const double e = r.bytes_per_element;

@@ -18,6 +18,15 @@ struct StaticMemory { double params = 0, grads = 0, optimizer = 0; };
 // optimizer state); no separate master copy.
 StaticMemory static_memory(const ModelSpec&, const std::vector<int>& layers, bool has_embedding, bool has_head,
                            int tp, int ep, int dp, bool distributed_optimizer, bool fp32_autocast = false);
+// ZeRO stages 2 and 3 (docs/fsdp.md): the states of static_memory with the gradients (stage 2) and
+// the parameters too (stage 3) divided over the `shard` ranks of a shard group (all of dp, or
+// HSDP's shard_degree); the optimizer state over the shard group (stages >= 1). Experts are
+// sharded over shard / ep ranks (at least 1). offload_optimizer: the optimizer state lives on the
+// host; offload_params: parameters and gradients too (FSDP CPUOffload). Stage <= 1 without offload
+// is static_memory with dp = shard.
+struct ZeroLayout { int stage = 1; int shard = 1; bool offload_optimizer = false, offload_params = false; };
+StaticMemory sharded_static_memory(const ModelSpec&, const std::vector<int>& layers, bool has_embedding,
+                                   bool has_head, int tp, int ep, const ZeroLayout&, bool fp32_autocast = false);
 // Bytes of one stored parameter: 2 (bf16 params) or 4 (fp32 under autocast).
 constexpr double param_bytes(bool fp32_autocast) { return fp32_autocast ? 4.0 : 2.0; }
 // Activations one layer keeps from F until its B, per micro-batch (Korthikanti

@@ -133,13 +133,14 @@ void Builder::add_static_memory() {
       emb = emb || st == 0;
       head = head || st == S_ - 1;
     }
-    const auto sm = models::static_memory(s_.model, layers, emb, head, P.tp, P.ep, P.dp, P.distributed_optimizer,
-                                          shape.fp32_autocast);
+    auto sm = models::static_memory(s_.model, layers, emb, head, P.tp, P.ep, P.dp, P.distributed_optimizer,
+                                    shape.fp32_autocast);
+    rank_params_[r] = sm.params / models::param_bytes(shape.fp32_autocast);
+    if (zero_sharded()) sm = sharded_memory(layers, emb, head);   // step/fsdp.cpp: ZeRO-2/3, HSDP, offload
     out_.params_bytes[r] = sm.params;
     out_.grads_bytes[r] = sm.grads;
     out_.optimizer_bytes[r] = sm.optimizer;
     out_.static_bytes[r] = sm.params + sm.grads + sm.optimizer;
-    rank_params_[r] = sm.params / models::param_bytes(shape.fp32_autocast);
   }
 }
 

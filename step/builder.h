@@ -10,6 +10,8 @@
 #include <vector>
 
 #include "config/scenario.h"
+#include "hardware/collectives.h"
+#include "models/memory.h"
 #include "layer/pass_cost.h"
 #include "schedules/schedule.h"
 #include "sim/engine.h"
@@ -88,6 +90,18 @@ class Builder {
   void flush_bucket(int rank, TaskId after);
   void add_grad_reduce_and_optimizer();
 
+  // ---- fsdp.cpp: ZeRO-2/3, FSDP units, HSDP, offload (docs/fsdp.md) ----
+  bool zero_sharded() const;   // zero stage >= 2, HSDP or offload: fsdp.cpp takes the DP work over
+  bool fsdp_active() const;    // zero stage 3 over more than one rank: per-unit gathers and reduce-scatters
+  models::StaticMemory sharded_memory(const std::vector<int>& layers, bool emb, bool head) const;
+  void add_sharded_param_gathers();
+  void sharded_grad_final(int rank, int layer, TaskId t);
+  void add_sharded_reduce_and_optimizer();
+  void fsdp_emit(int rank, Chain& ch, const std::vector<Item>& items, const Name& name, const Op& op);
+  TaskId fsdp_reduce(int rank, double params, TaskId after, std::int64_t grad_buffer);
+  hardware::Group fsdp_shard_group() const;
+  hardware::Group fsdp_replica_group() const;
+
   // ---- host_events.cpp: data loading and Python GC ----
   void add_data_loading();
   void add_gc_pauses(int rank, std::vector<std::int64_t>& pause_before_op);
@@ -133,6 +147,13 @@ class Builder {
   std::vector<std::map<int, int>> grad_remaining_;   // per rank: stage -> backward ops still to come
   std::vector<std::map<int, int>> stage_of_layer_rank_;
   std::vector<std::map<int, TaskId>> param_gather_;   // overlap_param_gather: per rank, layer -> task
+
+  // ---- ZeRO-2/3 and FSDP (fsdp.cpp) ----
+  std::vector<sim::StreamId> fsdp_ag_stream_, fsdp_rs_stream_;
+  std::vector<std::map<int, std::int64_t>> unit_gathered_;   // per rank: unit -> gathered bytes held (absent: sharded)
+  std::vector<std::map<int, std::int64_t>> unit_grad_;       // per rank: unit -> unsharded gradient bytes held
+  std::vector<std::map<int, int>> unit_backwards_;           // per rank: unit -> backward passes seen this step
+  double fsdp_emb_params_ = 0, fsdp_head_params_ = 0;        // parameters of the embedding and the head unit, per rank
 
   // ---- host events (host_events.cpp) ----
   std::vector<TaskId> data_task_;          // per microbatch

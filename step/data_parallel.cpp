@@ -14,6 +14,7 @@ using hardware::Collective;
 // Distributed optimizer with overlapped parameter all-gather: the gather of
 // each bucket runs at the start of the step; a layer's first forward waits for it.
 void Builder::add_param_gathers() {
+  if (zero_sharded()) return add_sharded_param_gathers();   // ZeRO-2/3, HSDP, offload: step/fsdp.cpp
   const auto& P = s_.parallel;
   const int dp_group = P.dp * P.cp;
   if (P.distributed_optimizer && s_.features.overlap_param_gather && dp_group > 1) {
@@ -43,6 +44,7 @@ void Builder::add_param_gathers() {
 }
 
 void Builder::on_grad_final(int rank, int layer, TaskId t) {
+  if (zero_sharded()) return sharded_grad_final(rank, layer, t);   // step/fsdp.cpp
   // Called once per (rank, stage, layer, backward op); the layer's gradient is
   // final when the stage's last backward op on this rank runs.
   auto& stages = stage_of_layer_rank_[rank];
@@ -70,6 +72,7 @@ void Builder::flush_bucket(int rank, TaskId after) {
 
 // Gradient reduction and the optimizer step.
 void Builder::add_grad_reduce_and_optimizer() {
+  if (zero_sharded()) return add_sharded_reduce_and_optimizer();   // step/fsdp.cpp
   const auto& P = s_.parallel;
   const int dp_group = P.dp * P.cp;
   auto& g = out_.graph;

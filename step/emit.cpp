@@ -141,7 +141,9 @@ void Builder::emit_op(int rank, const Op& op) {
     }
     const auto& items = items_of(rank, op, true);
     if (op.kind == OpKind::F) param_deps(items, ch);
-    if (opt_.per_layer) {
+    if (fsdp_active()) {
+      fsdp_emit(rank, ch, items, name, op);   // ZeRO-3: per-unit gathers and reduce-scatters (step/fsdp.cpp)
+    } else if (opt_.per_layer) {
       if (!gathers.empty()) {
         bool first = true;
         for (const Item& it : items) {

@@ -41,6 +41,7 @@ std::vector<std::string> targets(const std::string& lever) {
   if (lever == "CUDA graphs") return {"launch_overhead"};
   if (lever == "larger micro-batch") return {"forward", "backward"};
   if (lever == "selective recompute" || lever == "no recompute") return {"recompute"};
+  if (lever.rfind("ZeRO", 0) == 0 || lever.rfind("offload", 0) == 0) return {"dp_comm_exposed", "optimizer"};
   if (lever.rfind("NCCL", 0) == 0) return {"tp_comm_exposed", "dp_comm_exposed", "pp_comm_exposed", "ep_comm_exposed"};
   return {"bubble"};   // schedules and vpp
 }
@@ -95,7 +96,15 @@ Diagnosis diagnose(const std::string& path, const config::LoadOptions& lo, const
   step::SimulateOptions so;
   so.keep_timeline = false;
   d.base = step::simulate(loaded.base, so);
-  const auto cands = lever_candidates(loaded.base);
+  auto cands = lever_candidates(loaded.base);
+  // Memory is the limit: shard more of the states (docs/fsdp.md).
+  const auto& bp = loaded.base.parallel;
+  if (!d.base.memory.fits && bp.dp * bp.cp > 1) {
+    if (bp.zero() < 2) cands.push_back({"ZeRO-2 (shard gradients)", {"parallel.zero_stage=2"}});
+    if (bp.zero() < 3) cands.push_back({"ZeRO-3 / FSDP (shard parameters)", {"parallel.zero_stage=3"}});
+    if (bp.zero() >= 1 && loaded.base.features.offload == config::Offload::none && loaded.base.hardware.pcie_bandwidth > 0)
+      cands.push_back({"offload the optimizer", {"features.offload=optimizer"}});
+  }
   std::vector<LeverResult> res(cands.size());
   std::vector<bool> valid(cands.size(), false);
   parallel_for(

@@ -86,6 +86,23 @@ std::vector<config::Scenario> enumerate_layouts(const config::Scenario& base, in
                   s.schedule.name = kind;
                   s.schedule.costs.reset();
                   s.features.recompute = rc;
+                  if (base.parallel.zero() >= 2) {
+                    // An FSDP/ZeRO scenario (docs/fsdp.md): the ZeRO stage and the HSDP shard degree
+                    // too: full sharding, or shard within one NVLink domain and replicate across.
+                    std::vector<int> shards = {0};
+                    const int in_node = base.hardware.gpus_per_node / std::max(1, tp * cp);
+                    if (in_node > 1 && in_node < dp && dp % in_node == 0) shards.push_back(in_node);
+                    for (int zs : {1, 2, 3})
+                      for (int sd : shards) {
+                        config::Scenario z = s;
+                        z.parallel.zero_stage = zs;
+                        z.parallel.distributed_optimizer = true;
+                        z.parallel.shard_degree = sd;
+                        if (zs < 3 && z.features.offload == config::Offload::params) z.features.offload = config::Offload::none;
+                        out.push_back(std::move(z));
+                      }
+                    continue;
+                  }
                   out.push_back(std::move(s));
                 }
             }
@@ -158,8 +175,17 @@ double memory_lower_bound(const config::Scenario& s) {
       }
     }
     std::sort(held_layers.begin(), held_layers.end());
-    const auto st = models::static_memory(s.model, held_layers, emb, head, s.parallel.tp, s.parallel.ep, s.parallel.dp,
-                                          s.parallel.distributed_optimizer, autocast);
+    auto st = models::static_memory(s.model, held_layers, emb, head, s.parallel.tp, s.parallel.ep, s.parallel.dp,
+                                    s.parallel.distributed_optimizer, autocast);
+    if (s.parallel.zero() >= 2 || (s.parallel.shard_degree > 0 && s.parallel.shard_degree != s.parallel.dp) ||
+        s.features.offload != config::Offload::none) {   // ZeRO-2/3, HSDP, offload (docs/fsdp.md)
+      models::ZeroLayout z;
+      z.stage = s.parallel.zero();
+      z.shard = s.parallel.shard() * s.parallel.cp;
+      z.offload_optimizer = s.features.offload != config::Offload::none;
+      z.offload_params = s.features.offload == config::Offload::params;
+      st = models::sharded_static_memory(s.model, held_layers, emb, head, s.parallel.tp, s.parallel.ep, z, autocast);
+    }
     best = std::max(best, st.params + st.grads + st.optimizer + static_cast<double>(peak) + step::kRuntimeReserveBytes);
   }
   return best;
@@ -225,6 +251,8 @@ std::string layout_label(const config::Scenario& s) {
   if (p.ep > 1) l += " ep" + std::to_string(p.ep);
   if (p.vpp > 1) l += " vpp" + std::to_string(p.vpp);
   l += " mb" + std::to_string(s.training.micro_batch);
+  if (p.zero() >= 2) l += " zero" + std::to_string(p.zero());   // ZeRO-2/3 (docs/fsdp.md)
+  if (p.shard_degree > 0 && p.shard_degree != p.dp) l += " shard" + std::to_string(p.shard_degree);
   if (p.first_stage_layers > 0 || p.last_stage_layers > 0)
     l += " (first/last " + std::to_string(p.first_stage_layers) + "/" + std::to_string(p.last_stage_layers) + ")";
   return l;

@@ -45,8 +45,17 @@ TEST_CASE("published: KOR22 Table 5 175B and NAR21 Table 1 18.4B within 15%") {
   }
 }
 
-TEST_CASE("published: ZeRO-3 rows of NAR21 Table 2 are out of scope, not faked") {
-  const auto c = validation::compare(row("NAR21-T2-07"), a100());
-  CHECK_FALSE(c.in_scope);
-  CHECK(c.reason.find("ZeRO-3") != std::string::npos);
+TEST_CASE("published: ZeRO-3 rows of NAR21 Table 2 are simulated as ZeRO-3 (docs/fsdp.md)") {
+  // Formerly out of scope; now the per-unit gathers and reduce-scatters of step/fsdp.cpp. Each row
+  // is simulated and named ZeRO-3; TFLOP/s fall as the GPUs grow at a fixed batch (144, 88, 44 published).
+  double prev = 1e30;
+  for (const char* id : {"NAR21-T2-07", "NAR21-T2-08", "NAR21-T2-09"}) {
+    const auto c = validation::compare(row(id), a100());
+    CAPTURE(id);
+    CHECK(c.in_scope);
+    CHECK(c.reason.find("ZeRO-3") != std::string::npos);
+    CHECK(c.predicted > 0);
+    CHECK(c.predicted < prev);
+    prev = c.predicted;
+  }
 }

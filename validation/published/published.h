@@ -24,8 +24,9 @@
 //    pp = model-parallel size / 8, mbs 1 as published, full recompute,
 //    DDP=local, interleaved with the 530B script's 1 layer per virtual stage
 //    for 530B (vpp 3) and vpp 2 for 175B (96 layers / pp 12 = 8 per rank;
-//    not published). ZeRO-3 rows are out of scope (we do not model ZeRO-3
-//    parameter gathering per layer).
+//    not published). ZeRO-3 rows: tp 1, pp 1, dp = gpus, the published mbs,
+//    zero_stage 3 (per-layer gathers and reduce-scatters, docs/fsdp.md), full
+//    recompute, gradient reduction overlapped.
 //  * KOR22: configuration as in Table 3/5 (tp, pp, vpp, mbs, gbs), gradient
 //    all-reduce not overlapped (stated in §6.3 of the paper); 1T: 1F1B (vpp
 //    not stated). Appendix C's micro-batch-level recompute is out of scope.
@@ -156,6 +157,7 @@ struct RowConfig {
   int tp = 1, pp = 1, dp = 1, vpp = 1, mbs = 1, gbs = 1;
   bool sequence_parallel = false, overlap_grad = false;
   config::Recompute recompute = config::Recompute::full;
+  int zero_stage = 0;   // 3: ZeRO-3 (the NAR21 Table 2 DeepSpeed rows, docs/fsdp.md)
 };
 
 inline config::Scenario row_scenario(const PublishedRow& r, const RowConfig& c, int layers,
@@ -176,7 +178,8 @@ inline config::Scenario row_scenario(const PublishedRow& r, const RowConfig& c, 
   s.parallel.dp = c.dp;
   s.parallel.vpp = c.vpp;
   s.parallel.sequence_parallel = c.sequence_parallel;
-  s.parallel.distributed_optimizer = false;
+  s.parallel.distributed_optimizer = c.zero_stage >= 1;
+  s.parallel.zero_stage = c.zero_stage;
   s.schedule.name = c.vpp > 1 ? config::ScheduleKind::interleaved_1f1b : config::ScheduleKind::one_f_one_b;
   s.features.flash_attention = false;
   s.features.fused_kernels = true;
@@ -259,10 +262,17 @@ inline Comparison compare(const PublishedRow& r, const hardware::HardwareSpec& a
   if (id.rfind("NAR21-T2-", 0) == 0) {
     out.metric = Metric::tflops_eq3;
     if (r.schedule_text.find("ZeRO-3") != std::string::npos) {
-      out.in_scope = false;
-      out.reason = "ZeRO-3 (DeepSpeed): per-layer parameter all-gather in forward and backward and gradient "
-                   "reduce-scatter without model parallelism; mfusim models ZeRO-1 (distributed optimizer) only";
-      return out;
+      // DeepSpeed ZeRO-3 without model parallelism (docs/fsdp.md): every layer's parameters
+      // all-gathered before its forward and its backward, gradients reduce-scattered after it;
+      // the paper's micro-batch, full recompute (§3.5), gradient reduction overlapped.
+      c.tp = 1; c.pp = 1; c.dp = r.gpus;
+      c.mbs = r.mbs > 0 ? r.mbs : 1;
+      c.zero_stage = 3;
+      c.overlap_grad = true;
+      c.recompute = config::Recompute::full;
+      const auto res = simulate(row_scenario(r, c, r.layers, a100));
+      out.reason = sched() + " ZeRO-3";
+      return finish(nar21_eq3(c.gbs, r.seq, r.layers, r.hidden, r.vocab) / res.step_time_s / r.gpus / 1e12);
     }
     const int mp = r.layers == 96 ? 96 : 280;   // model-parallel size printed in Table 2
     c.tp = 8; c.pp = mp / 8; c.dp = r.gpus / mp;

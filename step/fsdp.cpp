@@ -1,0 +1,311 @@
+// ZeRO-2/3, FSDP and HSDP in the step (docs/fsdp.md).
+//
+// ZeRO-3 (FSDP FULL_SHARD): the model is cut into units (each transformer
+// block, the embedding, the LM head with the final norm). Before a unit's
+// forward, and again before its backward unless it stayed gathered
+// (reshard_after_forward = false, or FSDP2's root and torchtitan's last
+// block), its parameters are all-gathered over the shard group on the rank's
+// all-gather stream; the gather of unit j is issued when unit j - prefetch
+// starts (the end of unit j - prefetch - 1), the first ones when the op
+// starts. The unit's first compute segment waits for its gather. The gathered
+// buffer is allocated when the gather starts and freed after the unit's
+// compute (reshard). After the unit's weight gradients (B, or W when split)
+// its unsharded gradient is reduce-scattered over the shard group on the
+// rank's reduce-scatter stream (every micro-batch with pp = 1, FSDP2's
+// default; once per step with pp > 1, torch.distributed.pipelining's no-sync
+// on all but the last backward), then, with HSDP, all-reduced across the
+// replica groups (1/shard of the bytes). Collectives use the NVLink or NIC
+// resource of the rank, shared with everything else.
+//
+// ZeRO-2 (and HSDP or offload at stages 1-2): gradient buckets as in
+// data_parallel.cpp, reduce-scattered over the shard group (+ the replica
+// all-reduce), parameters replicated and gathered after the optimizer.
+//
+// Offload: the optimizer step runs on the host; the GPU's part is the
+// gradient shard over PCIe to the host and the updated bf16 parameter shard
+// back (the host's Adam itself is not modelled, docs/fsdp.md).
+#include <algorithm>
+
+#include "hardware/cost_model.h"
+#include "models/memory.h"
+#include "sim/time.h"
+#include "step/builder.h"
+
+namespace mfusim::step {
+
+using hardware::Collective;
+using hardware::Group;
+
+namespace {
+constexpr int kEmbUnit = -2, kHeadUnit = -3;
+
+// A group of k consecutive members of g (HSDP's shard group).
+Group first_of(const Group& g, int k) {
+  if (k >= g.size) return g;
+  if (g.per_domain >= k) return Group{k, 1, k};
+  return Group{k, (k + g.per_domain - 1) / g.per_domain, g.per_domain};
+}
+}  // namespace
+
+bool Builder::zero_sharded() const {
+  const auto& P = s_.parallel;
+  return P.zero() >= 2 || (P.shard_degree > 0 && P.shard_degree != P.dp) ||
+         s_.features.offload != config::Offload::none;
+}
+
+bool Builder::fsdp_active() const { return s_.parallel.zero() == 3 && s_.parallel.dp * s_.parallel.cp > 1; }
+
+// The shard group: shard_degree data-parallel ranks times the context-parallel ranks inside them
+// (torchtitan's dp_shard_cp mesh).
+Group Builder::fsdp_shard_group() const {
+  const auto& pl = layers_.placement();
+  const Group d = first_of(pl.dp, s_.parallel.shard());
+  const Group c = pl.cp;
+  Group g;
+  g.size = c.size * d.size;
+  g.per_domain = c.domains > 1 ? c.per_domain : c.size * d.per_domain;
+  g.domains = std::max(1, (g.size + g.per_domain - 1) / g.per_domain);
+  return g;
+}
+
+// The replica group: one rank of each shard group (HSDP's all-reduce).
+Group Builder::fsdp_replica_group() const {
+  const auto& dp = layers_.placement().dp;
+  const int k = s_.parallel.shard();
+  Group g;
+  g.size = std::max(1, s_.parallel.dp / std::max(1, k));
+  g.per_domain = dp.per_domain >= k ? std::max(1, dp.per_domain / k) : 1;
+  g.per_domain = std::min(g.per_domain, g.size);
+  g.domains = std::max(1, (g.size + g.per_domain - 1) / g.per_domain);
+  return g;
+}
+
+models::StaticMemory Builder::sharded_memory(const std::vector<int>& layers, bool emb, bool head) const {
+  const auto& P = s_.parallel;
+  models::ZeroLayout z;
+  z.stage = P.zero();
+  z.shard = P.shard() * P.cp;
+  z.offload_optimizer = s_.features.offload != config::Offload::none;
+  z.offload_params = s_.features.offload == config::Offload::params;
+  return models::sharded_static_memory(s_.model, layers, emb, head, P.tp, P.ep, z, layers_.shape().fp32_autocast);
+}
+
+// Reduce `params` parameters' gradients after `after`: reduce-scatter over the shard group, then
+// (HSDP) all-reduce of the shard across replicas; frees `grad_buffer` bytes at the end.
+TaskId Builder::fsdp_reduce(int rank, double params, TaskId after, std::int64_t grad_buffer) {
+  auto& g = out_.graph;
+  const sim::StreamId st = fsdp_active() ? fsdp_rs_stream_[rank] : dp_stream_[rank];
+  const double bytes = params * (s_.features.reduce_fp32 ? 4.0 : 2.0);
+  const Group sg = fsdp_shard_group();
+  const Group rg = fsdp_replica_group();
+  TaskId last = add_task(rank, st, sim::checked_ns(layers_.coll(Collective::reduce_scatter, bytes, sg), "the FSDP reduce-scatter"),
+                         Category::dp_comm, "fsdp reduce-scatter", -1, -1, 'C', 0, 0, 0,
+                         {sg.crosses_domains() ? nic_[rank] : nvl_[rank]}, true);
+  if (after >= 0) g.depend(after, last);
+  if (rg.size > 1) {
+    TaskId ar = add_task(rank, st, sim::checked_ns(layers_.coll(Collective::all_reduce, bytes / sg.size, rg), "the HSDP all-reduce"),
+                         Category::dp_comm, "hsdp all-reduce", -1, -1, 'C', 0, 0, 0,
+                         {rg.crosses_domains() ? nic_[rank] : nvl_[rank]}, true);
+    g.depend(last, ar);
+    last = ar;
+  }
+  if (grad_buffer > 0) {
+    TaskId fr = add_task(rank, st, 0, Category::dp_comm, Name(), -1, -1, 'M', 0, 0, -grad_buffer);
+    g.depend(last, fr);
+  }
+  dp_tasks_[rank].push_back(last);
+  return last;
+}
+
+void Builder::add_sharded_param_gathers() {
+  const auto& P = s_.parallel;
+  unit_gathered_.assign(p_, {});
+  unit_grad_.assign(p_, {});
+  unit_backwards_.assign(p_, {});
+  const auto& shape = layers_.shape();
+  fsdp_emb_params_ = models::static_memory(s_.model, {}, true, false, P.tp, P.ep, 1, false, shape.fp32_autocast).grads / 4;
+  fsdp_head_params_ = models::static_memory(s_.model, {}, false, true, P.tp, P.ep, 1, false, shape.fp32_autocast).grads / 4;
+  if (fsdp_active()) {
+    fsdp_ag_stream_.resize(p_);
+    fsdp_rs_stream_.resize(p_);
+    for (int r = 0; r < p_; ++r) {
+      fsdp_ag_stream_[r] = out_.graph.add_stream(r, "fsdp all-gather", false);
+      fsdp_rs_stream_[r] = out_.graph.add_stream(r, "fsdp reduce-scatter", false);
+    }
+    return;
+  }
+  // ZeRO-1/2 with the overlapped parameter gather: the bucketed gathers of data_parallel.cpp over the shard group.
+  const Group sg = fsdp_shard_group();
+  if (!(P.distributed_optimizer && s_.features.overlap_param_gather && sg.size > 1)) return;
+  for (int r = 0; r < p_; ++r) {
+    std::vector<int> layers;
+    for (int st : rank_stages_[r]) layers.insert(layers.end(), out_.stage_layers[st].begin(), out_.stage_layers[st].end());
+    std::sort(layers.begin(), layers.end());
+    double fill = 0;
+    std::vector<int> members;
+    auto flush = [&] {
+      if (members.empty()) return;
+      const double t = layers_.coll(Collective::all_gather, fill * 2.0, sg);
+      TaskId ag = add_task(r, dp_stream_[r], sim::checked_ns(t, "the DP parameter gather"), Category::dp_comm, "dp param gather", -1, -1, 'C', 0, 0, 0,
+                           {sg.crosses_domains() ? nic_[r] : nvl_[r]}, true);
+      for (int l : members) param_gather_[r][l] = ag;
+      members.clear();
+      fill = 0;
+    };
+    for (int l : layers) {
+      fill += layers_.layer_cost(l).params;
+      members.push_back(l);
+      if (fill >= bucket_params(P.dp)) flush();
+    }
+    flush();
+  }
+}
+
+void Builder::sharded_grad_final(int rank, int layer, TaskId t) {
+  if (fsdp_active()) return;   // ZeRO-3: fsdp_emit reduces per unit
+  auto& stages = stage_of_layer_rank_[rank];
+  if (stages.find(layer) == stages.end()) return;
+  auto& rem = grad_remaining_[rank][layer];
+  if (--rem > 0) return;
+  if (!s_.features.overlap_grad_reduce || s_.parallel.dp * s_.parallel.cp <= 1) return;
+  bucket_fill_[rank] += layers_.layer_cost(layer).params;
+  if (bucket_fill_[rank] >= bucket_params(s_.parallel.dp)) {
+    fsdp_reduce(rank, bucket_fill_[rank], t, 0);
+    bucket_fill_[rank] = 0;
+  }
+}
+
+void Builder::fsdp_emit(int rank, Chain& ch, const std::vector<Item>& items, const Name& name, const Op& op) {
+  const auto& F = s_.features;
+  auto& g = out_.graph;
+  const bool fwd = op.kind == OpKind::F;
+  const bool wgrad = (op.kind == OpKind::B && !op.split_w) || op.kind == OpKind::W;
+  const bool needs_params = op.kind != OpKind::W;   // dW = x^T dy needs no weight
+  // Units in order of the items.
+  struct Unit { int key; std::size_t begin, end; double params; };
+  std::vector<Unit> units;
+  bool seen_layer = false;
+  for (std::size_t i = 0; i < items.size(); ++i) {
+    const int l = items[i].layer;
+    int key = l;
+    if (l < 0) {
+      const bool lead = !seen_layer;
+      if (fwd) key = lead && op.stage == 0 ? kEmbUnit : kHeadUnit;
+      else key = lead && op.stage == S_ - 1 ? kHeadUnit : kEmbUnit;
+    } else {
+      seen_layer = true;
+    }
+    if (units.empty() || units.back().key != key) {
+      const double params = key >= 0 ? layers_.layer_cost(key).params : key == kEmbUnit ? fsdp_emb_params_ : fsdp_head_params_;
+      units.push_back(Unit{key, i, i + 1, params});
+    } else {
+      units.back().end = i + 1;
+    }
+  }
+  const Group sg = fsdp_shard_group();
+  const sim::ResourceId res = sg.crosses_domains() ? nic_[rank] : nvl_[rank];
+  const TaskId start = last_compute_[rank];
+  const int ahead = std::max(0, F.fsdp_prefetch);
+  std::vector<TaskId> unit_last(units.size(), -1);
+  auto& gathered = unit_gathered_[rank];
+  auto& grads = unit_grad_[rank];
+  bool first = true;
+  for (std::size_t j = 0; j < units.size(); ++j) {
+    const Unit& u = units[j];
+    if (needs_params && gathered.find(u.key) == gathered.end()) {
+      const double bytes = u.params * (F.fp8_all_gather ? 1.0 : 2.0);
+      const auto mem = static_cast<std::int64_t>(bytes);
+      TaskId ag = add_task(rank, fsdp_ag_stream_[rank], sim::checked_ns(layers_.coll(Collective::all_gather, bytes, sg), "the FSDP all-gather"),
+                           Category::dp_comm, "fsdp all-gather", op.microbatch, op.chunk, 'C', 0, 0, mem, {res}, true);
+      // Issued when unit j - ahead starts: after unit j - ahead - 1, or at the op's start.
+      const std::ptrdiff_t trig = static_cast<std::ptrdiff_t>(j) - ahead - 1;
+      const TaskId after = trig >= 0 ? unit_last[static_cast<std::size_t>(trig)] : start;
+      if (after >= 0) g.depend(after, ag);
+      ch.pending.push_back(ag);
+      gathered[u.key] = mem;
+    }
+    std::int64_t grad_bytes = 0;
+    if (wgrad) {
+      auto gi = grads.find(u.key);
+      if (gi == grads.end()) {   // the unit's unsharded gradient, until its reduce-scatter
+        grad_bytes = static_cast<std::int64_t>(u.params * (F.reduce_fp32 ? 4.0 : 2.0));
+        add_task(rank, out_.compute_stream[rank], 0, Category::dp_comm, Name(), op.microbatch, op.chunk, 'M', 0, 0, grad_bytes);
+        grads[u.key] = grad_bytes;
+      } else {
+        grad_bytes = gi->second;
+      }
+    }
+    for (std::size_t i = u.begin; i < u.end; ++i) {
+      const Item& it = items[i];
+      emit_seg(rank, ch, *it.seg, it.cat, first ? name : Name(), op.microbatch, op.chunk, it.kind, it.mem);
+      first = false;
+    }
+    unit_last[j] = ch.last;
+    // Reshard: after the backward always; after the forward unless kept (the option, FSDP2's root
+    // units, torchtitan's last transformer block).
+    const bool keep = fwd && (!F.reshard_after_forward || u.key < 0 || u.key == s_.model.layers - 1);
+    auto gi = gathered.find(u.key);
+    if (needs_params && !keep && gi != gathered.end()) {
+      add_task(rank, out_.compute_stream[rank], 0, Category::dp_comm, Name(), op.microbatch, op.chunk, 'M', 0, 0, -gi->second);
+      gathered.erase(gi);
+    }
+    if (wgrad) {
+      const int done = ++unit_backwards_[rank][u.key];
+      if (s_.parallel.pp == 1 || done >= m_) {
+        fsdp_reduce(rank, u.params, ch.last, grad_bytes);
+        grads.erase(u.key);
+        if (done >= m_) unit_backwards_[rank][u.key] = 0;
+      }
+    }
+  }
+}
+
+void Builder::add_sharded_reduce_and_optimizer() {
+  const auto& P = s_.parallel;
+  const int dp_group = P.dp * P.cp;
+  const int shard = P.shard() * P.cp;
+  auto& g = out_.graph;
+  const bool offload = s_.features.offload != config::Offload::none;
+  for (int r = 0; r < p_; ++r) {
+    if (dp_group > 1 && !fsdp_active()) {
+      if (!s_.features.overlap_grad_reduce) bucket_fill_[r] = rank_params_[r];
+      if (bucket_fill_[r] > 0) fsdp_reduce(r, bucket_fill_[r], last_compute_[r], 0);
+      bucket_fill_[r] = 0;
+    }
+    const double local = rank_params_[r] / (P.distributed_optimizer ? shard : 1);
+    TaskId optim = -1;
+    if (!offload) {
+      // The Adam step of data_parallel.cpp over the rank's shard.
+      hardware::Kernel k;
+      k.kind = hardware::KernelKind::memory;
+      k.name = "adam";
+      k.bytes = (layers_.shape().fp32_autocast ? 28.0 : 30.0) * local;
+      if (layers_.shape().fp32_autocast) k.family = hardware::MemFamily::adamw;
+      k.flops = 12.0 * local;
+      k.count = 1;
+      const layer::Seg opt_seg = layers_.seg_of({&k});
+      optim = add_task(r, out_.compute_stream[r], opt_seg.ns, Category::optimizer, "optimizer step", -1, -1, 'O',
+                       opt_seg.launch_ns, 0, 0, {}, false, opt_seg.host_ns);
+      for (TaskId d : dp_tasks_[r]) g.depend(d, optim);
+    } else {
+      // ZeRO-Offload: fp32 gradient shard to the host, bf16 parameter shard back, over PCIe.
+      const double bw = s_.hardware.pcie_bandwidth;
+      TaskId down = add_task(r, dp_stream_[r], sim::checked_ns(4.0 * local / bw, "the offload gradient copy"), Category::optimizer,
+                             "offload grads to host", -1, -1, 'O');
+      for (TaskId d : dp_tasks_[r]) g.depend(d, down);
+      if (last_compute_[r] >= 0) g.depend(last_compute_[r], down);
+      optim = add_task(r, dp_stream_[r], sim::checked_ns(2.0 * local / bw, "the offload parameter copy"), Category::optimizer,
+                       "offload params to gpu", -1, -1, 'O');
+      g.depend(down, optim);
+    }
+    const Group sg = fsdp_shard_group();
+    if (P.zero() < 3 && P.distributed_optimizer && sg.size > 1 && !s_.features.overlap_param_gather) {
+      const double t = layers_.coll(Collective::all_gather, rank_params_[r] * 2.0, sg);
+      TaskId ag = add_task(r, dp_stream_[r], sim::checked_ns(t, "the DP parameter gather"), Category::dp_comm, "dp param gather", -1, -1, 'C', 0, 0, 0,
+                           {sg.crosses_domains() ? nic_[r] : nvl_[r]});
+      g.depend(optim, ag);
+    }
+  }
+}
+
+}  // namespace mfusim::step

@@ -1,0 +1,225 @@
+// ZeRO-2/3, FSDP units and HSDP on the simulated timeline (docs/fsdp.md): the
+// collectives per unit per pass, the two-level HSDP reduction, the sharded
+// states, and ZeRO-1 spelled two ways. Every number is read off a simulated
+// step; closed forms are the oracles.
+#include <doctest/doctest.h>
+
+#include <filesystem>
+#include <fstream>
+#include <string>
+#include <vector>
+
+#include "config/loader.h"
+#include "models/params.h"
+#include "step/simulate.h"
+#include "study/diagnose.h"
+#include "study/plan.h"
+
+using namespace mfusim;
+
+namespace {
+
+const std::string kTests = MFUSIM_TEST_DIR;
+
+// Llama-2-7B on 16 H100 (2 NVLink domains), pure data parallelism, one micro-batch per rank.
+const char* kFsdp = R"(
+name = "fsdp fixture"
+model = "llama2-7b"
+hardware = "h100-sxm"
+[cluster]
+gpus = 16
+[training]
+seq_len = 4096
+global_batch = 16
+micro_batch = 1
+[parallel]
+tp = 1
+pp = 1
+zero_stage = 3
+[features]
+recompute = "full"
+)";
+
+config::Scenario scenario(const std::vector<std::string>& sets = {}) {
+  config::LoadOptions o;
+  o.overrides = sets;
+  return config::load_scenario_string(kFsdp, kTests + "/config/fsdp_fixture.toml", o).base;
+}
+
+step::StepResult run(const config::Scenario& s) {
+  step::SimulateOptions o;
+  o.keep_timeline = true;
+  return step::simulate(s, o);
+}
+
+int count(const step::StepResult& r, const std::string& name) {
+  int n = 0;
+  for (std::size_t i = 0; i < r.graph->size(); ++i)
+    if (r.graph->name(static_cast<sim::TaskId>(i)) == name) ++n;
+  return n;
+}
+
+std::string error_of(const std::vector<std::string>& sets) {
+  try {
+    scenario(sets);
+  } catch (const config::ConfigError& e) {
+    return e.what();
+  }
+  return "(no error)";
+}
+
+}  // namespace
+
+TEST_CASE("FSDP: one all-gather per unit per pass with reshard_after_forward, one per unit without") {
+  // Units: 32 transformer blocks + embedding + head = 34. With reshard_after_forward every unit is gathered
+  // for its forward and again for its backward, except FSDP2's root units (embedding, head) and torchtitan's
+  // last block, which stay gathered from their forward to their backward: 34 + 31 per micro-batch.
+  const auto s = scenario();
+  REQUIRE(s.parallel.zero() == 3);
+  const auto r = run(s);
+  CHECK(count(r, "fsdp all-gather") == 65);
+  CHECK(count(r, "fsdp reduce-scatter") == 34);   // one per unit after its backward
+  CHECK(count(r, "hsdp all-reduce") == 0);
+  const auto kept = run(scenario({"features.reshard_after_forward=false"}));
+  CHECK(count(kept, "fsdp all-gather") == 34);
+  CHECK(count(kept, "fsdp reduce-scatter") == 34);
+  // Two micro-batches (pp = 1: FSDP2 gathers and reduce-scatters every micro-batch).
+  const auto two = run(scenario({"training.global_batch=32"}));
+  CHECK(count(two, "fsdp all-gather") == 130);
+  CHECK(count(two, "fsdp reduce-scatter") == 68);
+}
+
+TEST_CASE("FSDP: the gathers cost time and a fp8 all-gather halves their bytes") {
+  const auto bf16 = run(scenario());
+  const auto fp8 = run(scenario({"features.fp8_all_gather=true"}));
+  double ag16 = 0, ag8 = 0;
+  for (std::size_t i = 0; i < bf16.graph->size(); ++i)
+    if (bf16.graph->name(static_cast<sim::TaskId>(i)) == "fsdp all-gather") ag16 += static_cast<double>(bf16.graph->task(static_cast<sim::TaskId>(i)).duration_ns);
+  for (std::size_t i = 0; i < fp8.graph->size(); ++i)
+    if (fp8.graph->name(static_cast<sim::TaskId>(i)) == "fsdp all-gather") ag8 += static_cast<double>(fp8.graph->task(static_cast<sim::TaskId>(i)).duration_ns);
+  CHECK(ag16 > 0);
+  CHECK(ag8 < 0.75 * ag16);
+  CHECK(ag8 > 0.4 * ag16);
+}
+
+TEST_CASE("HSDP: reduce-scatter within the shard group, then all-reduce across replicas") {
+  const auto r = run(scenario({"parallel.shard_degree=8"}));
+  const int rs = count(r, "fsdp reduce-scatter");
+  CHECK(rs == 34);
+  CHECK(count(r, "hsdp all-reduce") == rs);
+  // The states are sharded over 8 ranks, not 16: twice the per-GPU states of full sharding.
+  const auto full = run(scenario());
+  const double st8 = r.memory.params_gib + r.memory.grads_gib + r.memory.optimizer_gib;
+  const double st16 = full.memory.params_gib + full.memory.grads_gib + full.memory.optimizer_gib;
+  CHECK(st8 == doctest::Approx(2 * st16).epsilon(0.01));
+}
+
+TEST_CASE("ZeRO-3 memory per GPU: (params + grads + optimizer) / dp, plus the gathered units at the peak") {
+  const auto s = scenario();
+  const auto r = run(s);
+  const double P = models::count_params(s.model).total;
+  const double gib = 1024.0 * 1024.0 * 1024.0;
+  // bf16 params (2), fp32 gradients (4), fp32 master + Adam m, v (12): 18 bytes per parameter over 16 ranks.
+  const double oracle = 18.0 * P / 16 / gib;
+  const double states = r.memory.params_gib + r.memory.grads_gib + r.memory.optimizer_gib;
+  CHECK(states == doctest::Approx(oracle).epsilon(0.01));
+  // The peak holds at least one gathered block (2 bytes per parameter of a block) above the states.
+  const double block = 2.0 * (P - 2.0 * 32000 * 4096) / 32 / gib;
+  CHECK(r.memory.peak_gib > states + block);
+  // ZeRO-2: parameters replicated (2 bytes each), gradients and optimizer sharded.
+  const auto z2 = run(scenario({"parallel.zero_stage=2"}));
+  CHECK(z2.memory.params_gib == doctest::Approx(2.0 * P / gib).epsilon(0.01));
+  CHECK(z2.memory.grads_gib == doctest::Approx(r.memory.grads_gib).epsilon(0.001));
+  CHECK(count(z2, "fsdp all-gather") == 0);
+}
+
+TEST_CASE("zero_stage = 1 is distributed_optimizer = true; zero_stage = 0 is false") {
+  const auto a = run(scenario({"parallel.zero_stage=1"}));
+  auto sb = scenario({"parallel.zero_stage=1"});
+  const auto plain = config::load_scenario_string(std::string(kFsdp).replace(std::string(kFsdp).find("zero_stage = 3"), 14, "distributed_optimizer = true"),
+                                                  kTests + "/config/fsdp_fixture.toml", {}).base;
+  REQUIRE(plain.parallel.zero() == 1);
+  const auto b = run(plain);
+  CHECK(a.step_time_s == b.step_time_s);
+  CHECK(a.memory.peak_gib == b.memory.peak_gib);
+  CHECK(a.tasks == b.tasks);
+  const auto z0 = scenario({"parallel.zero_stage=0"});
+  CHECK_FALSE(z0.parallel.distributed_optimizer);
+  CHECK(sb.parallel.distributed_optimizer);
+}
+
+TEST_CASE("FSDP keys: contradictions and bad shard degrees are errors with a position") {
+  const std::string e = error_of({"parallel.zero_stage=1", "parallel.distributed_optimizer=false"});
+  CHECK(e.find("contradicts") != std::string::npos);
+  // In the file: the error points at the zero_stage key (its value: line 14, column 14 of the fixture text).
+  std::string text = kFsdp;
+  text.replace(text.find("zero_stage = 3"), 14, "zero_stage = 2\ndistributed_optimizer = false");
+  std::string in_file = "(no error)";
+  try {
+    config::load_scenario_string(text, kTests + "/config/fsdp_fixture.toml", {});
+  } catch (const config::ConfigError& x) {
+    in_file = x.what();
+  }
+  CAPTURE(in_file);
+  CHECK(in_file.find("fsdp_fixture.toml:14:14: error: 'parallel.zero_stage' = 2 contradicts") != std::string::npos);
+  CHECK(error_of({"parallel.shard_degree=3"}).find("does not divide dp=16") != std::string::npos);
+  CHECK(error_of({"parallel.zero_stage=4"}).find("out of range") != std::string::npos);
+  CHECK(error_of({"features.offload=\"params\"", "parallel.zero_stage=2"}).find("zero_stage = 3") != std::string::npos);
+}
+
+TEST_CASE("Offload: the optimizer's state leaves the GPU and the step gains the PCIe copies") {
+  const auto on = run(scenario({"features.offload=\"optimizer\""}));
+  const auto off = run(scenario());
+  CHECK(on.memory.optimizer_gib == 0);
+  CHECK(count(on, "offload grads to host") == 1);
+  CHECK(on.step_time_s > off.step_time_s);   // 6 bytes per local parameter over 64 GB/s PCIe vs a 4 ms GPU Adam
+}
+
+TEST_CASE("plan: a ZeRO scenario's search covers zero_stage 1-3 and HSDP; the memory lower bound holds under ZeRO-3") {
+  const auto base = scenario();
+  const auto all = study::enumerate_layouts(base, 16);
+  int z[4] = {0, 0, 0, 0}, hsdp = 0;
+  for (const auto& s : all) {
+    z[s.parallel.zero()] += 1;
+    if (s.parallel.shard_degree > 0) ++hsdp;
+  }
+  CHECK(z[1] > 0);
+  CHECK(z[2] == z[1]);
+  CHECK(z[3] == z[1]);
+  CHECK(hsdp > 0);
+  // A Megatron scenario's search is unchanged: ZeRO-1 only.
+  const auto megatron = study::enumerate_layouts(scenario({"parallel.zero_stage=1"}), 16);
+  for (const auto& s : megatron) CHECK(s.parallel.zero() == 1);
+  CHECK(megatron.size() * 6 >= all.size());
+  // The lower bound (sharded states + activations) never exceeds the simulated peak.
+  const auto r = run(base);
+  CHECK(study::memory_lower_bound(base) <= r.memory.peak_gib * 1024.0 * 1024.0 * 1024.0 * 1.0001);
+  CHECK(study::memory_lower_bound(base) < study::memory_lower_bound(scenario({"parallel.zero_stage=1"})));
+}
+
+TEST_CASE("diagnose: proposes ZeRO-2, ZeRO-3 and offload when the step does not fit") {
+  // Llama-2-70B on 32 GPUs with pure data parallelism and ZeRO-1: the replicated bf16 weights and
+  // fp32 gradients alone (6 bytes x 69B) exceed 80 GB; ZeRO-3 holds 18 bytes x 69B / 32 = 36 GiB.
+  const auto path = (std::filesystem::temp_directory_path() / "mfusim_fsdp_diagnose.toml").string();
+  {
+    std::string text = kFsdp;
+    text.replace(text.find("llama2-7b"), 9, "llama2-70b");
+    text.replace(text.find("zero_stage = 3"), 14, "zero_stage = 1");
+    text.replace(text.find("gpus = 16"), 9, "gpus = 32");
+    text.replace(text.find("global_batch = 16"), 17, "global_batch = 32");
+    std::ofstream(path) << text;
+  }
+  const auto d = study::diagnose(path, {});
+  std::filesystem::remove(path);
+  CHECK_FALSE(d.base.memory.fits);
+  bool z2 = false, z3 = false, off = false, z3_fits = false;
+  for (const auto& l : d.levers) {
+    z2 = z2 || l.lever.rfind("ZeRO-2", 0) == 0;
+    if (l.lever.rfind("ZeRO-3", 0) == 0) { z3 = true; z3_fits = l.fits; }
+    off = off || l.lever.rfind("offload", 0) == 0;
+  }
+  CHECK(z2);
+  CHECK(z3);
+  CHECK(off);
+  CHECK(z3_fits);
+}

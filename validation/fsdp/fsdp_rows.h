@@ -1,0 +1,185 @@
+#pragma once
+// Published FSDP runs (validation/fsdp/rows.csv: torchtitan, llm-foundry, IBM
+// fms-fsdp) as scenarios, and their comparison with the simulator: tokens/s
+// per GPU and, where published, peak memory (docs/fsdp.md).
+//
+// Row -> scenario (the rules, the same for every row; no per-row factor):
+//  * hardware: "A100" a100-sxm-80gb (40 GB rows: 40 GiB), "H200" h200, "H100"
+//    h100-sxm (the 94-96 GB HBM2e parts: 94 GiB capacity, the 80 GB part's
+//    bandwidth and peak otherwise).
+//  * model: inline from the row (layers, hidden, ffn, heads, kv heads, vocab);
+//    MPT: GELU MLP, tied embeddings; Llama: SwiGLU, untied.
+//  * layout: tp, pp, cp as published, dp = gpus / (tp pp cp); HSDP rows
+//    (dp_replicate > 1) shard within dp_shard ranks; micro-batch = the local
+//    batch, global batch as published.
+//  * FSDP: zero_stage 3; SHARD_GRAD_OP ("zero_stage 2" rows of llm-foundry) is
+//    zero_stage 3 with reshard_after_forward = false (FSDP's semantics:
+//    parameters sharded at rest, kept gathered from forward to backward);
+//    rows whose reshard column says no/False: reshard_after_forward = false.
+//  * activation checkpointing: full / selective / none as published; float8
+//    rows: precision fp8; torch.compile on: fused_kernels; async TP:
+//    tp_comm_overlap. Everything else: the simulator's defaults.
+#include <algorithm>
+#include <cmath>
+#include <fstream>
+#include <map>
+#include <stdexcept>
+#include <string>
+#include <vector>
+
+#include "config/loader.h"
+#include "step/simulate.h"
+#include "validation/published/published.h"
+
+namespace mfusim::validation::fsdp {
+
+struct Row {
+  std::map<std::string, std::string> f;
+  std::string half;
+  const std::string& at(const std::string& k) const {
+    auto i = f.find(k);
+    if (i == f.end()) throw std::runtime_error("rows.csv: no column " + k);
+    return i->second;
+  }
+  int num(const std::string& k) const { return to_int(at(k)); }
+  double real(const std::string& k) const { return at(k).empty() ? 0.0 : std::stod(at(k)); }
+  bool has(const std::string& k, const std::string& text) const { return at(k).find(text) != std::string::npos; }
+};
+
+inline std::vector<Row> read_rows(const std::string& csv, const std::string& split) {
+  std::map<std::string, std::string> halves;
+  {
+    std::ifstream in(split);
+    if (!in) throw std::runtime_error("cannot read " + split);
+    std::string line;
+    std::getline(in, line);
+    while (std::getline(in, line)) {
+      const auto f = split_csv_line(line);
+      if (f.size() >= 2) halves[f[0]] = f[1];
+    }
+  }
+  std::ifstream in(csv);
+  if (!in) throw std::runtime_error("cannot read " + csv);
+  std::string line;
+  std::getline(in, line);
+  const auto head = split_csv_line(line);
+  std::vector<Row> rows;
+  while (std::getline(in, line)) {
+    if (line.empty()) continue;
+    const auto f = split_csv_line(line);
+    if (f.size() != head.size()) throw std::runtime_error(csv + ": a row with " + std::to_string(f.size()) + " fields");
+    Row r;
+    for (std::size_t i = 0; i < head.size(); ++i) r.f[head[i]] = f[i];
+    r.half = halves.count(r.at("id")) ? halves[r.at("id")] : "";
+    rows.push_back(std::move(r));
+  }
+  return rows;
+}
+
+inline config::Scenario row_scenario(const Row& r) {
+  config::Scenario s;
+  s.name = r.at("id");
+  s.model_ref = "(inline)";
+  const std::string gpu = r.at("gpu");
+  std::string hw = gpu.find("A100") != std::string::npos ? "a100-sxm-80gb" : gpu.find("H200") != std::string::npos ? "h200" : "h100-sxm";
+  s.hardware_ref = hw;
+  s.hardware = config::load_hardware(source_path("hardware/" + hw + ".toml"));
+  const double gib = 1024.0 * 1024.0 * 1024.0;
+  if (gpu.find("A100 40GB") != std::string::npos) s.hardware.hbm_bytes = 40 * gib;
+  if (gpu.find("96GB") != std::string::npos || gpu.find("94/95GB") != std::string::npos) s.hardware.hbm_bytes = 94 * gib;
+  models::ModelSpec m;
+  const bool mpt = r.has("model", "MPT");
+  m.name = r.at("model");
+  m.layers = r.num("layers");
+  m.hidden = r.num("hidden");
+  m.ffn_hidden = r.num("ffn_hidden");
+  m.heads = r.num("heads");
+  m.kv_heads = r.num("kv_heads");
+  m.head_dim = m.hidden / m.heads;
+  m.vocab = r.num("vocab");
+  m.activation = mpt ? models::Activation::gelu : models::Activation::swiglu;
+  m.tied_embeddings = mpt;
+  s.model = m;
+  s.gpus = r.num("gpus");
+  s.training.seq_len = r.num("seq_len");
+  s.training.micro_batch = r.num("local_batch");
+  // With a pipeline, torchtitan splits the local batch into pp micro-batches (its default
+  // pipeline_parallel_microbatches = pp; the rows say so where it is not stated).
+  if (r.num("pp") > 1 && s.training.micro_batch % r.num("pp") == 0) s.training.micro_batch /= r.num("pp");
+  s.training.global_batch = r.num("global_batch");
+  s.training.precision = r.at("float8") == "none" ? hardware::Precision::bf16 : hardware::Precision::fp8;
+  auto& P = s.parallel;
+  P.tp = r.num("tp");
+  P.pp = r.num("pp");
+  P.cp = r.num("cp");
+  P.dp = s.gpus / (P.tp * P.pp * P.cp);
+  P.sequence_parallel = P.tp > 1;
+  P.distributed_optimizer = true;
+  P.zero_stage = 3;
+  if (r.num("dp_replicate") > 1) P.shard_degree = r.num("dp_shard");
+  const std::string sched = r.at("pp_schedule");
+  s.schedule.name = sched.find("Interleaved") != std::string::npos ? config::ScheduleKind::interleaved_1f1b
+                                                                   : config::ScheduleKind::one_f_one_b;
+  if (s.schedule.name == config::ScheduleKind::interleaved_1f1b) P.vpp = 2;
+  // Layers that do not split evenly: one fewer on the first and the last stage when that evens
+  // the rest (the rule of `plan`; Llama 3 paper §3.3.2).
+  const int vstages = P.pp * P.vpp;
+  if (P.pp > 1 && m.layers % vstages != 0 && (m.layers + 2) % vstages == 0) {
+    P.first_stage_layers = (m.layers + 2) / vstages - 1;
+    P.last_stage_layers = P.first_stage_layers;
+  }
+  auto& F = s.features;
+  F.flash_attention = true;
+  F.fused_kernels = r.at("torch_compile").rfind("on", 0) == 0;
+  F.overlap_grad_reduce = true;
+  F.overlap_param_gather = true;
+  F.tp_comm_overlap = r.at("async_tp").rfind("yes", 0) == 0;
+  const std::string ac = r.at("activation_checkpointing");
+  F.recompute = ac.rfind("full", 0) == 0 ? config::Recompute::full
+                : ac.rfind("selective", 0) == 0 ? config::Recompute::selective : config::Recompute::none;
+  const std::string rs = r.at("reshard_after_forward");
+  F.reshard_after_forward = !(rs.rfind("no", 0) == 0 || rs.rfind("False", 0) == 0);
+  F.python_gc = false;
+  F.dataloader_workers = 2;
+  return s;
+}
+
+struct Comparison {
+  std::string id, half;
+  double published_tps = 0, predicted_tps = 0, tps_error = 0;
+  double published_mem = 0, predicted_mem = 0, mem_error = 0;   // published_mem 0: not reported
+  std::string note;
+  bool expressible = true;   // false: the row cannot be a valid scenario (note says why)
+};
+
+inline Comparison compare(const Row& r) {
+  Comparison c;
+  c.id = r.at("id");
+  c.half = r.half;
+  c.published_tps = r.real("tokens_per_s_per_gpu");
+  c.published_mem = r.real("peak_mem_gib");
+  const auto s = row_scenario(r);
+  const auto diags = config::validate(s);
+  if (!diags.empty()) {
+    c.expressible = false;
+    c.note = "not expressible:";
+    for (const auto& d : diags) c.note += " " + d.message + ";";
+    return c;
+  }
+  step::SimulateOptions o;
+  o.keep_timeline = false;
+  const auto res = step::simulate(s, o);
+  c.predicted_tps = res.tokens_per_s_per_gpu;
+  c.tps_error = c.predicted_tps / c.published_tps - 1.0;
+  c.predicted_mem = res.memory.peak_gib;
+  if (c.published_mem > 0) c.mem_error = c.predicted_mem / c.published_mem - 1.0;
+  const auto& P = s.parallel;
+  c.note = "tp " + std::to_string(P.tp) + " pp " + std::to_string(P.pp) + " cp " + std::to_string(P.cp) + " dp " +
+           std::to_string(P.dp) + (P.shard_degree > 0 ? " shard " + std::to_string(P.shard_degree) : "") + " mbs " +
+           std::to_string(s.training.micro_batch) + " " + config::to_string(s.features.recompute) +
+           (s.training.precision == hardware::Precision::fp8 ? " fp8" : "") +
+           (s.features.fused_kernels ? " compile" : "") + (s.features.reshard_after_forward ? "" : " no-reshard");
+  return c;
+}
+
+}  // namespace mfusim::validation::fsdp

@@ -1,0 +1,79 @@
+// Published FSDP runs against the simulator: every row of validation/fsdp/rows.csv
+// as a scenario (validation/fsdp/fsdp_rows.h), tokens/s per GPU and peak memory
+// vs published, with the median |error| per half of validation/fsdp/split.csv.
+//   build/validation/validate_fsdp [--half tuning|heldout|all] [--markdown]
+// Results and the mapping: docs/fsdp.md.
+#include <cmath>
+#include <cstdio>
+#include <exception>
+#include <string>
+#include <vector>
+
+#include "validation/fsdp/fsdp_rows.h"
+
+using namespace mfusim;
+
+int main(int argc, char** argv) {
+  std::string half = "all";
+  bool markdown = false;
+  for (int i = 1; i < argc; ++i) {
+    const std::string a = argv[i];
+    if (a == "--markdown") markdown = true;
+    else if (a == "--half" && i + 1 < argc) half = argv[++i];
+    else {
+      std::fprintf(stderr, "validate_fsdp: error: unknown argument '%s' (--half tuning|heldout|all, --markdown)\n", a.c_str());
+      return 2;
+    }
+  }
+  if (half != "all" && half != "tuning" && half != "heldout") {
+    std::fprintf(stderr, "validate_fsdp: error: --half must be tuning, heldout or all (got '%s')\n", half.c_str());
+    return 2;
+  }
+  try {
+    const auto rows = validation::fsdp::read_rows(validation::source_path("validation/fsdp/rows.csv"),
+                                                  validation::source_path("validation/fsdp/split.csv"));
+    std::map<std::string, std::vector<double>> tps, mem;
+    std::map<std::string, int> skipped;
+    if (markdown) {
+      std::printf("| row | half | tokens/s/GPU published | simulated | error | peak GiB published | simulated | error | configuration |\n");
+      std::printf("|---|---|---:|---:|---:|---:|---:|---:|---|\n");
+    } else {
+      std::printf("%-28s %-8s %9s %9s %8s %7s %7s %8s  %s\n", "row", "half", "tps pub", "tps sim", "error", "mem pub", "mem sim",
+                  "error", "configuration");
+    }
+    for (const auto& r : rows) {
+      if (half != "all" && r.half != half) continue;
+      const auto c = validation::fsdp::compare(r);
+      if (!c.expressible) {
+        ++skipped[c.half];
+        if (markdown) std::printf("| %s | %s | %g | | | | | | %s |\n", c.id.c_str(), c.half.c_str(), c.published_tps, c.note.c_str());
+        else std::printf("%-28s %-8s %9g %9s %8s %7s %7s %8s  %s\n", c.id.c_str(), c.half.c_str(), c.published_tps, "-", "-", "-", "-", "-", c.note.c_str());
+        continue;
+      }
+      tps[c.half].push_back(std::fabs(c.tps_error));
+      if (c.published_mem > 0) mem[c.half].push_back(std::fabs(c.mem_error));
+      char memtxt[64] = "";
+      if (c.published_mem > 0) std::snprintf(memtxt, sizeof memtxt, "%+.1f%%", 100 * c.mem_error);
+      if (markdown)
+        std::printf("| %s | %s | %g | %.0f | %+.1f%% | %s | %.1f | %s | %s |\n", c.id.c_str(), c.half.c_str(), c.published_tps,
+                    c.predicted_tps, 100 * c.tps_error, c.published_mem > 0 ? std::to_string(c.published_mem).substr(0, 5).c_str() : "",
+                    c.predicted_mem, memtxt, c.note.c_str());
+      else
+        std::printf("%-28s %-8s %9g %9.0f %+7.1f%% %7s %7.1f %8s  %s\n", c.id.c_str(), c.half.c_str(), c.published_tps,
+                    c.predicted_tps, 100 * c.tps_error, c.published_mem > 0 ? std::to_string(c.published_mem).substr(0, 5).c_str() : "-",
+                    c.predicted_mem, memtxt, c.note.c_str());
+      std::fflush(stdout);
+    }
+    std::printf("\n");
+    for (const auto& [h, v] : tps)
+      std::printf("%s: %zu rows simulated (%d not expressible): tokens/s per GPU median |error| %.1f%%; peak memory median |error| %.1f%% over %zu rows\n",
+                  h.c_str(), v.size(), skipped[h], 100 * validation::median(v), 100 * validation::median(mem[h]), mem[h].size());
+  } catch (const config::ConfigError& e) {
+    for (const auto& d : e.diagnostics()) std::fprintf(stderr, "%s\n", d.str().c_str());
+    return 2;
+  } catch (const std::exception& e) {
+    std::fprintf(stderr, "validate_fsdp: error: %s\n", e.what());
+    return 1;
+  }
+  return 0;
+}
