@@ -27,7 +27,8 @@ void Builder::add_param_gathers() {
         if (members.empty()) return;
         const double t = layers_.coll(Collective::all_gather, fill * 2.0, layers_.placement().dp);
         TaskId ag = add_task(r, dp_stream_[r], sim::checked_ns(t, "the DP parameter gather"), Category::dp_comm, "dp param gather", -1, -1, 'C', 0, 0, 0,
-                             {layers_.placement().dp.crosses_domains() ? nic_[r] : nvl_[r]}, true);
+                             {layers_.placement().dp.crosses_domains() ? nic_[r] : nvl_[r]},
+                             interference_class(layers_.comm_slowdown(Collective::all_gather, layers_.placement().dp)));
         for (int l : members) param_gather_[r][l] = ag;
         members.clear();
         fill = 0;
@@ -62,7 +63,7 @@ void Builder::flush_bucket(int rank, TaskId after) {
   const Collective c = s_.parallel.distributed_optimizer ? Collective::reduce_scatter : Collective::all_reduce;
   const double t = layers_.coll(c, bytes, g);
   TaskId d = add_task(rank, dp_stream_[rank], sim::checked_ns(t, "the DP gradient reduction"), Category::dp_comm, "dp grad reduce", -1, -1, 'C', 0, 0, 0,
-                      {g.crosses_domains() ? nic_[rank] : nvl_[rank]}, true);
+                      {g.crosses_domains() ? nic_[rank] : nvl_[rank]}, interference_class(layers_.comm_slowdown(c, g)));
   if (after >= 0) out_.graph.depend(after, d);
   dp_tasks_[rank].push_back(d);
   bucket_fill_[rank] = 0;
