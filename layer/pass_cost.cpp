@@ -50,6 +50,15 @@ double LayerCosts::coll(Collective c, double bytes, const hardware::Group& g) co
   return hardware::collective_time(c, bytes, g, s_.hardware, algo(), cal()).seconds;
 }
 
+double cp_ring_extra(double core, double step_comm, int cp, double slowdown) {
+  if (cp <= 1 || !(step_comm > 0)) return 0;
+  const double c = core / cp;
+  double ring = c;   // the last step: no transfer left
+  for (int i = 0; i < cp - 1; ++i)
+    ring += c * slowdown <= step_comm ? step_comm : step_comm + (c - step_comm / slowdown);
+  return std::max(0.0, ring - core);
+}
+
 double LayerCosts::comm_slowdown(Collective c, const hardware::Group& g) const {
   if (g.size <= 1) return 1.0;
   return hardware::compute_slowdown(hardware::nccl_footprint(c, g, s_.hardware, cal()), s_.hardware);
@@ -115,12 +124,26 @@ PassCost LayerCosts::pass_cost(const std::vector<Kernel>& ks, bool backward, boo
     if (a2a_s > 0) sg.comm_slowdown = comm_slowdown(Collective::all_to_all, place_.ep);
     return sg;
   };
-  // Context parallelism: ring attention passes K/V cp-1 times, overlapped with attention compute;
-  // what exceeds the attention block's compute is exposed.
-  const double cp_s = s_.parallel.cp > 1 ? (s_.parallel.cp - 1) * coll(Collective::send_recv, lc.cp_bytes, place_.cp) : 0;
+  // Context parallelism as Transformer Engine runs it (ring attention, P2P): the rank's queries
+  // meet the K/V chunks of the cp ranks in cp steps; in each of the first cp-1 steps the next
+  // chunk's send/recv runs beside the step's attention (in the backward K/V and their gradients
+  // travel: twice the bytes). With load-balanced causal chunks (each rank holds chunks i and
+  // 2cp-1-i) every step carries the same attention work, core / cp. A step lasts as long as its
+  // transfer or its compute, the compute slowed by the NCCL kernels beside it
+  // (hardware::compute_slowdown of the P2P footprint) while the transfer runs. What the ring adds
+  // to the attention core is exposed in the attention segment.
+  const int cp = s_.parallel.cp;
+  const double cp_step_s = cp > 1 ? coll(Collective::send_recv, lc.cp_bytes * (backward ? 2.0 : 1.0), place_.cp) : 0;
+  const double cp_slow = cp > 1 ? comm_slowdown(Collective::send_recv, place_.cp) : 1.0;
   auto attn_seg = [&](const std::vector<const Kernel*>& v) {
     Seg sg = with_tp(seg(v), backward ? TpOverlapSite::backward_attention : TpOverlapSite::forward_attention);
-    if (cp_s > 0) sg.ns += std::max<std::int64_t>(0, sim::checked_ns(cp_s, "the CP ring exchange") - sg.ns);
+    if (cp_step_s > 0) {
+      double core = 0;
+      for (const Kernel* k : v)
+        if (k->kind == hardware::KernelKind::attention_fwd || k->kind == hardware::KernelKind::attention_bwd)
+          core += cost_.time(*k) - cost_.launch_time(*k);
+      sg.ns += sim::checked_ns(cp_ring_extra(core, cp_step_s, cp, cp_slow), "the CP ring exchange");
+    }
     return sg;
   };
   const std::size_t n = ks.size();

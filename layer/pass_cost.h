@@ -52,6 +52,11 @@ struct Seg {
 // the part beside it (tail), with the launch gaps, host issue and FLOPs shared in proportion.
 std::pair<Seg, Seg> split_overlap(const Seg& sg);
 
+// The time ring attention (context parallelism, P2P) adds to an attention core of `core`
+// seconds: cp steps of core / cp each, the first cp-1 beside a K/V transfer of `step_comm`
+// seconds during which compute runs `slowdown` times slower (see pass_cost).
+double cp_ring_extra(double core, double step_comm, int cp, double slowdown);
+
 struct PassCost {
   std::vector<Seg> segs;
 };

@@ -1,6 +1,9 @@
 // Data parallelism in the step: the gradient buckets reduced as the backward
 // finishes each layer's gradient (overlap_grad_reduce), the parameter
-// all-gather of the distributed optimizer, and the optimizer step.
+// all-gather of the distributed optimizer, and the optimizer step. With context
+// parallelism the cp ranks of a data-parallel rank hold the same weights: the
+// gradients are reduced, and the optimizer sharded, over dp x cp
+// (Placement::dp_cp, Megatron's data-parallel-with-context-parallel group).
 #include <algorithm>
 
 #include "hardware/cost_model.h"
@@ -25,10 +28,10 @@ void Builder::add_param_gathers() {
       std::vector<int> members;
       auto flush = [&] {
         if (members.empty()) return;
-        const double t = layers_.coll(Collective::all_gather, fill * 2.0, layers_.placement().dp);
+        const double t = layers_.coll(Collective::all_gather, fill * 2.0, layers_.placement().dp_cp);
         TaskId ag = add_task(r, dp_stream_[r], sim::checked_ns(t, "the DP parameter gather"), Category::dp_comm, "dp param gather", -1, -1, 'C', 0, 0, 0,
-                             {layers_.placement().dp.crosses_domains() ? nic_[r] : nvl_[r]},
-                             interference_class(layers_.comm_slowdown(Collective::all_gather, layers_.placement().dp)));
+                             {layers_.placement().dp_cp.crosses_domains() ? nic_[r] : nvl_[r]},
+                             interference_class(layers_.comm_slowdown(Collective::all_gather, layers_.placement().dp_cp)));
         for (int l : members) param_gather_[r][l] = ag;
         members.clear();
         fill = 0;
@@ -58,7 +61,7 @@ void Builder::on_grad_final(int rank, int layer, TaskId t) {
 
 void Builder::flush_bucket(int rank, TaskId after) {
   if (bucket_fill_[rank] <= 0) return;
-  hardware::Group g = layers_.placement().dp;
+  hardware::Group g = layers_.placement().dp_cp;
   const double bytes = bucket_fill_[rank] * 4.0;   // fp32 main gradients (Megatron default)
   const Collective c = s_.parallel.distributed_optimizer ? Collective::reduce_scatter : Collective::all_reduce;
   const double t = layers_.coll(c, bytes, g);
@@ -99,9 +102,9 @@ void Builder::add_grad_reduce_and_optimizer() {
                             -1, -1, 'O', opt_seg.launch_ns, 0, 0, {}, false, opt_seg.host_ns);
     for (TaskId d : dp_tasks_[r]) g.depend(d, optim);
     if (P.distributed_optimizer && dp_group > 1 && !s_.features.overlap_param_gather) {
-      const double t = layers_.coll(Collective::all_gather, rank_params_[r] * 2.0, layers_.placement().dp);
+      const double t = layers_.coll(Collective::all_gather, rank_params_[r] * 2.0, layers_.placement().dp_cp);
       TaskId ag = add_task(r, dp_stream_[r], sim::checked_ns(t, "the DP parameter gather"), Category::dp_comm, "dp param gather", -1, -1, 'C', 0, 0, 0,
-                           {layers_.placement().dp.crosses_domains() ? nic_[r] : nvl_[r]});
+                           {layers_.placement().dp_cp.crosses_domains() ? nic_[r] : nvl_[r]});
       g.depend(optim, ag);
     }
   }
