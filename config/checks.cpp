@@ -231,7 +231,26 @@ void check_scenario(const Scenario& s, const Sink& err) {
     const std::string sched = to_string(s.schedule.name);
     const int chunks = schedules::chunks_for(sched, par.vpp);
     const std::int64_t vstages = mul(par.pp, chunks);
-    if (!par.stage_layers.empty()) {
+    const bool account_emb = par.account_for_embedding_in_pipeline_split;
+    const bool account_loss = par.account_for_loss_in_pipeline_split;
+    const std::string account_key = account_emb ? "parallel.account_for_embedding_in_pipeline_split"
+                                                : "parallel.account_for_loss_in_pipeline_split";
+    if ((account_emb || account_loss) && (!par.stage_layers.empty() || par.first_stage_layers || par.last_stage_layers)) {
+      err(account_key, "account_for_embedding/loss_in_pipeline_split cannot be given with stage_layers or "
+                       "first/last_stage_layers (as in Megatron-LM)");
+    } else if (account_emb || account_loss) {
+      // Megatron-LM (transformer_block.get_num_layers_to_build): layers + 1 per accounted end
+      // divide evenly over pp, then over the chunks of each rank; the first (last) virtual stage
+      // builds one transformer layer fewer.
+      const std::int64_t slots = static_cast<std::int64_t>(m.layers) + (account_emb ? 1 : 0) + (account_loss ? 1 : 0);
+      const std::string what = std::to_string(m.layers) + " layers of " + m.name + (account_emb ? " + the embedding" : "") +
+                               (account_loss ? " + the loss" : "") + " = " + std::to_string(slots);
+      if (slots % par.pp != 0)
+        err(account_key, what + " do not divide evenly over pp=" + std::to_string(par.pp) + " pipeline stages");
+      else if ((slots / par.pp) % chunks != 0)
+        err(account_key, what + ": the " + std::to_string(slots / par.pp) + " per pipeline stage do not divide over " +
+                             std::to_string(chunks) + " chunks");
+    } else if (!par.stage_layers.empty()) {
       // Every middle virtual stage holds at least one layer: a stage without any never
       // runs and its sends have nothing to follow. The first and the last may hold none:
       // they still run the embedding and the LM head + loss (Megatron's

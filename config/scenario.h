@@ -69,6 +69,13 @@ struct Parallel {
   int zero() const { return zero_stage >= 2 ? zero_stage : (distributed_optimizer ? 1 : 0); }
   // The ranks one state is sharded over: shard_degree (HSDP) or all of dp.
   int shard() const { return shard_degree > 0 ? shard_degree : dp; }
+  // Megatron-LM's --account-for-embedding-in-pipeline-split / --account-for-loss-in-pipeline-split:
+  // the embedding / the loss count as one layer each in the even split over pp x chunks virtual
+  // stages (layers + 1 [+ 1] must divide evenly); the first / last virtual stage then holds one
+  // transformer layer fewer (126 layers on pp 8 x vpp 8: 128 slots, the first stage the embedding
+  // only, the last the loss only). Not with first/last_stage_layers or stage_layers.
+  bool account_for_embedding_in_pipeline_split = false;
+  bool account_for_loss_in_pipeline_split = false;
 };
 
 // Schedule-lab mode: fixed op times (seconds) per micro-batch per stage chunk.

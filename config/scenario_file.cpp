@@ -30,7 +30,9 @@ const std::vector<std::string> kTrainingKeys = {"seq_len", "global_batch", "micr
                                                 "master_weights", "tokens_to_train"};
 const std::vector<std::string> kParallelKeys = {"tp",  "pp", "cp", "ep", "vpp", "dp", "sequence_parallel",
                                                 "distributed_optimizer", "first_stage_layers", "last_stage_layers",
-                                                "stage_layers", "zero_stage", "shard_degree"};
+                                                "stage_layers", "zero_stage", "shard_degree",
+                                                "account_for_embedding_in_pipeline_split",
+                                                "account_for_loss_in_pipeline_split"};
 const std::vector<std::string> kScheduleKeys = {"name", "costs"};
 const std::vector<std::string> kCostsKeys = {"f", "b", "w", "comm", "fb"};
 const std::vector<std::string> kFeatureKeys = {"flash_attention", "fused_kernels", "overlap_grad_reduce",
@@ -202,6 +204,8 @@ void read_scenario(Ctx& ctx, Scenario& s, const Value& root, const std::string& 
     ctx.read_int(*t, "shard_degree", p, par.shard_degree);
     ctx.read_int(*t, "first_stage_layers", p, par.first_stage_layers);
     ctx.read_int(*t, "last_stage_layers", p, par.last_stage_layers);
+    ctx.read_bool(*t, "account_for_embedding_in_pipeline_split", p, par.account_for_embedding_in_pipeline_split);
+    ctx.read_bool(*t, "account_for_loss_in_pipeline_split", p, par.account_for_loss_in_pipeline_split);
     if (const Value* a = ctx.get(*t, "stage_layers", p)) {
       if (a->kind != Kind::array) {
         ctx.type_error(*a, "parallel.stage_layers", "an array of integers");

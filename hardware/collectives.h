@@ -40,6 +40,10 @@ struct Layout { int tp = 1, cp = 1, ep = 1, dp = 1, pp = 1; };
 // domains spanned, and per_domain the fewest of its ranks in any one domain.
 struct Placement {
   Group tp, cp, ep, dp, pp_link;   // pp_link: the two ranks of a stage-to-stage hop
+  // The data-parallel group with context parallelism folded in (dp x cp ranks, stride tp): the
+  // ranks that hold the same weights, over which Megatron reduces gradients and shards the
+  // distributed optimizer (its data-parallel-with-context-parallel group).
+  Group dp_cp;
   std::vector<std::string> warnings;
 };
 Placement place(const Layout&, const HardwareSpec&);

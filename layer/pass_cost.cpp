@@ -24,6 +24,7 @@ std::pair<Seg, Seg> split_overlap(const Seg& sg) {
   tail.launch_ns = sg.launch_ns - head.launch_ns;
   tail.host_ns = sg.host_ns - head.host_ns;
   tail.flops = sg.flops * (1 - share);
+  head.comm_slowdown = tail.comm_slowdown = sg.comm_slowdown;
   return {head, tail};
 }
 
@@ -47,6 +48,20 @@ hardware::AlgoChoice LayerCosts::algo() const {
 double LayerCosts::coll(Collective c, double bytes, const hardware::Group& g) const {
   if (g.size <= 1 || bytes <= 0) return 0;
   return hardware::collective_time(c, bytes, g, s_.hardware, algo(), cal()).seconds;
+}
+
+double cp_ring_extra(double core, double step_comm, int cp, double slowdown) {
+  if (cp <= 1 || !(step_comm > 0)) return 0;
+  const double c = core / cp;
+  double ring = c;   // the last step: no transfer left
+  for (int i = 0; i < cp - 1; ++i)
+    ring += c * slowdown <= step_comm ? step_comm : step_comm + (c - step_comm / slowdown);
+  return std::max(0.0, ring - core);
+}
+
+double LayerCosts::comm_slowdown(Collective c, const hardware::Group& g) const {
+  if (g.size <= 1) return 1.0;
+  return hardware::compute_slowdown(hardware::nccl_footprint(c, g, s_.hardware, cal()), s_.hardware);
 }
 
 Seg LayerCosts::seg_of(const std::vector<const Kernel*>& ks, double extra_host) const {
@@ -88,25 +103,47 @@ PassCost LayerCosts::pass_cost(const std::vector<Kernel>& ks, bool backward, boo
               : coll(Collective::all_reduce, lc.tp_bytes, place_.tp);
   }
   const double a2a_s = moe_layer && s_.parallel.ep > 1 ? coll(Collective::all_to_all, lc.ep_all_to_all_bytes, place_.ep) : 0;
-  auto with_tp = [&](Seg sg) {
+  // The userbuffers kernels of an overlapped TP collective hold SMs and stream HBM beside the
+  // chunked GEMMs (hardware::userbuffers_footprint); without sequence parallelism the overlapped
+  // all-reduce is NCCL's.
+  using hardware::TpOverlapSite;
+  auto with_tp = [&](Seg sg, TpOverlapSite site) {
     sg.comm_ns = sim::checked_ns(tp_s, "a TP collective");
     sg.comm_cat = Category::tp_comm;
     sg.comm_nic = place_.tp.crosses_domains();
     sg.comm_overlappable = true;
+    if (tp_s > 0)
+      sg.comm_slowdown = sp ? hardware::compute_slowdown(hardware::userbuffers_footprint(site, s_.hardware, cal()), s_.hardware)
+                            : comm_slowdown(Collective::all_reduce, place_.tp);
     return sg;
   };
   auto with_a2a = [&](Seg sg) {
     sg.comm_ns = sim::checked_ns(a2a_s, "an EP all-to-all");
     sg.comm_cat = Category::ep_comm;
     sg.comm_nic = place_.ep.crosses_domains();
+    if (a2a_s > 0) sg.comm_slowdown = comm_slowdown(Collective::all_to_all, place_.ep);
     return sg;
   };
-  // Context parallelism: ring attention passes K/V cp-1 times, overlapped with attention compute;
-  // what exceeds the attention block's compute is exposed.
-  const double cp_s = s_.parallel.cp > 1 ? (s_.parallel.cp - 1) * coll(Collective::send_recv, lc.cp_bytes, place_.cp) : 0;
+  // Context parallelism as Transformer Engine runs it (ring attention, P2P): the rank's queries
+  // meet the K/V chunks of the cp ranks in cp steps; in each of the first cp-1 steps the next
+  // chunk's send/recv runs beside the step's attention (in the backward K/V and their gradients
+  // travel: twice the bytes). With load-balanced causal chunks (each rank holds chunks i and
+  // 2cp-1-i) every step carries the same attention work, core / cp. A step lasts as long as its
+  // transfer or its compute, the compute slowed by the NCCL kernels beside it
+  // (hardware::compute_slowdown of the P2P footprint) while the transfer runs. What the ring adds
+  // to the attention core is exposed in the attention segment.
+  const int cp = s_.parallel.cp;
+  const double cp_step_s = cp > 1 ? coll(Collective::send_recv, lc.cp_bytes * (backward ? 2.0 : 1.0), place_.cp) : 0;
+  const double cp_slow = cp > 1 ? comm_slowdown(Collective::send_recv, place_.cp) : 1.0;
   auto attn_seg = [&](const std::vector<const Kernel*>& v) {
-    Seg sg = with_tp(seg(v));
-    if (cp_s > 0) sg.ns += std::max<std::int64_t>(0, sim::checked_ns(cp_s, "the CP ring exchange") - sg.ns);
+    Seg sg = with_tp(seg(v), backward ? TpOverlapSite::backward_attention : TpOverlapSite::forward_attention);
+    if (cp_step_s > 0) {
+      double core = 0;
+      for (const Kernel* k : v)
+        if (k->kind == hardware::KernelKind::attention_fwd || k->kind == hardware::KernelKind::attention_bwd)
+          core += cost_.time(*k) - cost_.launch_time(*k);
+      sg.ns += sim::checked_ns(cp_ring_extra(core, cp_step_s, cp, cp_slow), "the CP ring exchange");
+    }
     return sg;
   };
   const std::size_t n = ks.size();
@@ -118,7 +155,7 @@ PassCost LayerCosts::pass_cost(const std::vector<Kernel>& ks, bool backward, boo
   if (!backward) {
     add(attn_seg(range(0, bd.mlp)), 0, bd.mlp);
     if (!moe_layer) {
-      add(with_tp(seg(range(bd.mlp, n))), bd.mlp, n);
+      add(with_tp(seg(range(bd.mlp, n)), TpOverlapSite::forward_mlp), bd.mlp, n);
     } else {
       add(with_a2a(seg(range(bd.mlp, bd.ex0))), bd.mlp, bd.ex0);
       add(with_a2a(seg(range(bd.ex0, bd.ex1))), bd.ex0, bd.ex1);
@@ -126,7 +163,7 @@ PassCost LayerCosts::pass_cost(const std::vector<Kernel>& ks, bool backward, boo
     }
   } else {
     if (!moe_layer) {
-      add(with_tp(seg(range(0, bd.attn))), 0, bd.attn);
+      add(with_tp(seg(range(0, bd.attn)), TpOverlapSite::backward_mlp), 0, bd.attn);
     } else {
       add(with_a2a(seg(range(0, bd.ex0))), 0, bd.ex0);
       add(with_a2a(seg(range(bd.ex0, bd.ex1))), bd.ex0, bd.ex1);
@@ -154,8 +191,8 @@ PassCost LayerCosts::pass_cost(const std::vector<Kernel>& ks, bool backward, boo
 //    RoPE or attention core around them; what is left is exposed;
 //  * the chunked GEMMs run slower than whole ones (tp GEMMs of m/tp rows), a cost
 //    paid whether or not there was communication to hide;
-//  * while the collective runs the GEMM shares SMs and HBM with it (the engine's
-//    contention factor, kDefaultContention).
+//  * while the collective runs the GEMM shares SMs and HBM with it (Seg::comm_slowdown,
+//    the userbuffers kernels' footprint, hardware/interference.h).
 // The next segment's first GEMM is this layer's own (the next layer's is the same
 // shape); the window runs at the end of segment i on the timeline, so its length,
 // not its position, is what the model keeps.

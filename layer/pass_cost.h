@@ -15,17 +15,18 @@
 #include "config/scenario.h"
 #include "hardware/collectives.h"
 #include "hardware/cost_model.h"
+#include "hardware/interference.h"
 #include "models/accounting.h"
 #include "sim/engine.h"
 
 namespace mfusim::layer {
 
-// Contention: compute kernels slow down while a collective runs on the same
-// GPU (SMs and HBM shared with NCCL kernels). 10% is the order reported for
-// NCCL-kernel interference on H100 in Megatron's TP-comm-overlap work
-// (Wang et al. 2023, "Overlap communication with dependent computation via
-// decomposition", reports 5–15%); documented in docs/cost-model.md.
-constexpr double kDefaultContention = 0.10;
+// Contention: compute kernels slow down while a collective runs beside them on
+// the same GPU (the SMs its kernels hold, the HBM bandwidth they stream): the
+// factor of each kind of communication comes from its kernels' footprint
+// (hardware/interference.h, measured on the H200), carried by the segment
+// whose collective it is (Seg::comm_slowdown) and by the DP collectives
+// (LayerCosts::comm_slowdown).
 
 struct Seg {
   std::int64_t ns = 0;          // compute time on the GPU (execution + per-kernel gaps)
@@ -40,12 +41,21 @@ struct Seg {
   // tp_comm_overlap: compute the collective can run beside (the chunks of the GEMMs it is
   // pipelined with, see pass_cost); 0 = none.
   std::int64_t overlap_ns = 0;
+  // Time multiplier of compute while this collective runs beside it (its kernels' footprint,
+  // hardware::compute_slowdown); 1 = none. Used where the collective overlaps compute
+  // (tp_comm_overlap windows, EP all-to-all under another chain's compute).
+  double comm_slowdown = 1.0;
 };
 
 // A segment whose collective runs beside the chunked GEMMs it is pipelined with (tp_comm_overlap,
 // overlap_ns, see tp_overlap_windows), placed at the end: its part before the collective (head) and
 // the part beside it (tail), with the launch gaps, host issue and FLOPs shared in proportion.
 std::pair<Seg, Seg> split_overlap(const Seg& sg);
+
+// The time ring attention (context parallelism, P2P) adds to an attention core of `core`
+// seconds: cp steps of core / cp each, the first cp-1 beside a K/V transfer of `step_comm`
+// seconds during which compute runs `slowdown` times slower (see pass_cost).
+double cp_ring_extra(double core, double step_comm, int cp, double slowdown);
 
 struct PassCost {
   std::vector<Seg> segs;
@@ -70,6 +80,8 @@ class LayerCosts {
 
   // One collective over a group (0 for a group of one or no bytes).
   double coll(hardware::Collective c, double bytes, const hardware::Group& g) const;
+  // Time multiplier of compute while NCCL runs this collective over g beside it (1 for a group of one).
+  double comm_slowdown(hardware::Collective c, const hardware::Group& g) const;
   // A segment's kernels run back to back on the GPU while the host issues them
   // asynchronously (host_time per launch, docs/fidelity.md): the segment's task carries its
   // GPU time (execution + per-kernel gaps) and its host issue time; the engine lets the host

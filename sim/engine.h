@@ -10,7 +10,11 @@
 // the set of active tasks on the resource changes), so two transfers on one
 // NIC each go at half rate. A task on a compute stream is slowed by
 // `contention` (duration x (1 + contention)) while any task flagged
-// `interferes` runs on a non-compute stream of the same rank.
+// `interferes` runs on a non-compute stream of the same rank. A task's
+// `interferes` names its contention class (1..kContentionClasses-1, each with
+// its own factor: the footprint of its kind of communication kernel,
+// hardware/interference.h); while tasks of several classes run, compute runs at
+// the slowest class's rate.
 //
 // Memory: a task's positive memory_delta is allocated at its start, a negative
 // one freed at its end; memory_release (>= 0) is freed at its end as well (a
@@ -105,7 +109,7 @@ struct TaskSpec {
   ResourceList resources;
   Category category = Category::other;
   char kind = 0;                    // 'F','B','W','R','S' (send), 'C' (collective), 'O' (optimizer)...
-  bool interferes = false;          // slows the rank's compute stream while running
+  std::uint8_t interferes = 0;      // contention class (0 = none): slows the rank's compute stream while running
   Label label = Label::text;        // the name ("F mb3 chunk1"; may be empty for inner tasks): see Label
   std::uint16_t text = 0;           // Label::text: the graph's text number
   // Host (CPU) time to issue the task's kernels. The host issues a stream's tasks in queue
@@ -182,7 +186,10 @@ class TaskGraph {
   };
   Block check_block(const TaskSpec* specs, std::size_t n) const;
   TaskId add_block(const TaskSpec* specs, Block& block);
-  void set_contention(double factor);           // compute slowdown while interfering comm runs (e.g. 0.1 = 10%)
+  void set_contention(double factor);           // class 1's compute slowdown while interfering comm runs (e.g. 0.1 = 10%)
+  // The class whose factor is `factor` (added when none has it; at most kContentionClasses - 1 classes).
+  std::uint8_t contention_class(double factor);
+  static constexpr int kContentionClasses = 16;
   void reserve(std::size_t tasks);
   std::size_t size() const { return tasks_.size(); }
   std::size_t dependencies() const { return edges_.size(); }
@@ -201,7 +208,9 @@ class TaskGraph {
   const std::vector<StreamSpec>& streams() const;
   const std::vector<ResourceSpec>& resources() const;
   const std::vector<TaskId>& stream_tasks(StreamId) const;   // queue order
-  double contention() const { return contention_; }
+  double contention() const { return contention_[1]; }                 // class 1
+  double contention(int cls) const { return contention_[static_cast<std::size_t>(cls)]; }
+  double max_contention() const;                                          // the largest factor of any class
   // The dependency graph (vertex == TaskId), built on first use; thread-safe.
   const Graph& graph() const;
 
@@ -226,7 +235,8 @@ class TaskGraph {
   std::vector<std::vector<TaskId>> stream_tasks_;
   static constexpr StreamId kSharedByStreams = -2;
   std::vector<StreamId> resource_stream_;   // per resource: -1 unused, the one stream using it, or kSharedByStreams
-  double contention_ = 0.0;
+  std::array<double, kContentionClasses> contention_{};   // per class; [0] = none (0)
+  int classes_ = 1;                                          // classes in use (1 + the highest)
   int ranks_ = 0;
   bool any_resources_ = false, any_interferes_ = false, any_memory_ = false;
   mutable std::unique_ptr<Lazy> lazy_;

@@ -17,6 +17,7 @@
 // order), so no predecessor lists are built; the deadlock report, which needs
 // them, scans the edge list.
 #include <algorithm>
+#include <array>
 #include <cmath>
 #include <memory>
 #include <sstream>
@@ -78,7 +79,10 @@ class Executor {
   };
 
   const TaskSpec& spec(TaskId t) const { return tasks_[static_cast<std::size_t>(t)]; }
-  bool interferes(const TaskSpec& s, const Stream& st) const { return s.interferes && !st.compute; }
+  bool interferes(const TaskSpec& s, const Stream& st) const { return s.interferes != 0 && !st.compute; }
+  // A task of class c started (+1) or ended (-1) on the rank: its compute's slowdown is that of
+  // the slowest class running.
+  void count_interferer(int rank, std::uint8_t c, int delta);
   // try_start is the check made for every finished predecessor (cheap, inlined);
   // start the work done once per task (one call, out of line).
   [[gnu::always_inline]] inline void try_start(StreamId s, std::int64_t now);
@@ -119,12 +123,14 @@ class Executor {
   // per rank
   std::vector<std::int64_t> memory_;
   std::vector<std::int32_t> interferers_;
+  std::vector<std::array<std::int32_t, TaskGraph::kContentionClasses>> class_count_;   // per rank, per class
+  std::vector<double> rank_slowdown_;                                                  // per rank
+  std::array<double, TaskGraph::kContentionClasses> class_slowdown_{};
   std::vector<std::vector<StreamId>> compute_streams_;
   // per resource
   std::vector<std::vector<TaskId>> active_;        // running tasks (resources used by several streams only)
   std::vector<char> shared_;
   std::vector<double> capacity_;
-  double slowdown_ = 1.0;
   std::size_t finished_ = 0;
 };
 
@@ -145,8 +151,18 @@ inline double Executor::rate_of(const Stream& st, const TaskSpec& t) const {
     const double active = shared_[i] ? static_cast<double>(active_[i].size()) : 1.0;
     r = std::min(r, capacity_[i] / active);
   }
-  if (st.compute && interferers_[static_cast<std::size_t>(st.rank)] > 0) r /= slowdown_;
+  if (st.compute && interferers_[static_cast<std::size_t>(st.rank)] > 0) r /= rank_slowdown_[static_cast<std::size_t>(st.rank)];
   return r;
+}
+
+void Executor::count_interferer(int rank, std::uint8_t c, int delta) {
+  const auto r = static_cast<std::size_t>(rank);
+  interferers_[r] += delta;
+  class_count_[r][c] += delta;
+  double s = 1.0;
+  for (int k = 1; k < TaskGraph::kContentionClasses; ++k)
+    if (class_count_[r][static_cast<std::size_t>(k)] > 0) s = std::max(s, class_slowdown_[static_cast<std::size_t>(k)]);
+  rank_slowdown_[r] = s;
 }
 
 void Executor::retime(StreamId s, std::int64_t now, bool force) {
@@ -206,14 +222,14 @@ void Executor::start(Stream& st, StreamId s, TaskId t, std::int64_t now) {
   if (shared || interfering) {
     for (ResourceId res : sp.resources)
       if (shared_[static_cast<std::size_t>(res)]) active_[static_cast<std::size_t>(res)].push_back(t);
-    if (interfering) ++interferers_[static_cast<std::size_t>(st.rank)];
+    if (interfering) count_interferer(st.rank, sp.interferes, +1);
     st.neighbours = true;
     st.remaining = static_cast<double>(sp.duration_ns);
     retime(s, now, true);
     retime_neighbours(st, sp, t, now);
     return;
   }
-  if (st.compute && interferers_[static_cast<std::size_t>(st.rank)] > 0) r /= slowdown_;
+  if (st.compute && interferers_[static_cast<std::size_t>(st.rank)] > 0) r /= rank_slowdown_[static_cast<std::size_t>(st.rank)];
   st.neighbours = false;
   st.remaining = static_cast<double>(sp.duration_ns);
   st.last_update = now;
@@ -257,7 +273,7 @@ void Executor::finish(StreamId s, std::int64_t now) {
       *it = a.back();
       a.pop_back();
     }
-    if (interferes(sp, st)) --interferers_[static_cast<std::size_t>(st.rank)];
+    if (interferes(sp, st)) count_interferer(st.rank, sp.interferes, -1);
     retime_neighbours(st, sp, t, now);
   }
   try_start(s, now);
@@ -301,8 +317,9 @@ Timeline Executor::play() {
   succ_begin_.pop_back();
 
   track_memory_ = g_.any_memory();
-  dynamic_ = g_.any_resources() || (g_.any_interferes() && g_.contention() > 0);
-  slowdown_ = 1.0 + g_.contention();
+  dynamic_ = g_.any_resources() || (g_.any_interferes() && g_.max_contention() > 0);
+  for (int c = 0; c < TaskGraph::kContentionClasses; ++c)
+    class_slowdown_[static_cast<std::size_t>(c)] = c == 0 ? 1.0 : 1.0 + g_.contention(c);
 
   streams_.resize(S);
   compute_streams_.assign(R, {});
@@ -317,6 +334,8 @@ Timeline Executor::play() {
   }
   memory_.assign(R, 0);
   interferers_.assign(R, 0);
+  class_count_.assign(R, {});
+  rank_slowdown_.assign(R, 1.0);
   if (dynamic_) {
     const std::size_t nres = g_.resources().size();
     active_.assign(nres, {});

@@ -1,9 +1,12 @@
 #include <algorithm>
 #include <cassert>
 #include <charconv>
+#include <cmath>
 #include <string>
 
 #include "sim/engine.h"
+
+#include <cmath>
 #include "sim/process_memory.h"
 #include "sim/time.h"
 
@@ -33,7 +36,7 @@ const char* to_string(Category c) {
 TaskGraph::TaskGraph() : texts_{std::string()}, lazy_(std::make_unique<Lazy>()) {}
 TaskGraph::TaskGraph(const TaskGraph& o)
     : tasks_(o.tasks_), texts_(o.texts_), names_(o.names_), edges_(o.edges_), streams_(o.streams_), resources_(o.resources_),
-      stream_tasks_(o.stream_tasks_), resource_stream_(o.resource_stream_), contention_(o.contention_), ranks_(o.ranks_),
+      stream_tasks_(o.stream_tasks_), resource_stream_(o.resource_stream_), contention_(o.contention_), classes_(o.classes_), ranks_(o.ranks_),
       any_resources_(o.any_resources_), any_interferes_(o.any_interferes_), any_memory_(o.any_memory_),
       lazy_(std::make_unique<Lazy>()) {}
 TaskGraph& TaskGraph::operator=(const TaskGraph& o) {
@@ -75,7 +78,8 @@ TaskId TaskGraph::add(TaskSpec spec, std::string name) {
 bool TaskGraph::valid(const TaskSpec& spec) const {
   bool bad = static_cast<std::size_t>(static_cast<std::uint32_t>(spec.stream)) >= streams_.size() ||
              (spec.duration_ns | spec.memory_release | spec.host_ns) < 0 || spec.duration_ns > kMaxStepNs ||
-             spec.host_ns > kMaxStepNs || (spec.label == Label::text && spec.text >= texts_.size());
+             spec.host_ns > kMaxStepNs || (spec.label == Label::text && spec.text >= texts_.size()) ||
+             spec.interferes >= kContentionClasses;
   for (ResourceId r : spec.resources) bad |= static_cast<std::size_t>(static_cast<std::uint32_t>(r)) >= resources_.size();
   return !bad;
 }
@@ -99,6 +103,8 @@ void TaskGraph::check(const TaskSpec& spec, const std::string& name) const {
   }
   if (spec.memory_release < 0) [[unlikely]]
     throw std::logic_error("add: negative memory_release for task '" + label() + "'");
+  if (spec.interferes >= kContentionClasses) [[unlikely]]
+    throw std::logic_error("add: task '" + label() + "' has unknown contention class " + std::to_string(spec.interferes));
   for (ResourceId r : spec.resources)
     if (r < 0 || static_cast<std::size_t>(r) >= resources_.size()) [[unlikely]]
       throw std::logic_error("add: task '" + label() + "' uses unknown resource " + std::to_string(r));
@@ -266,7 +272,23 @@ void TaskGraph::depend_all(const std::pair<TaskId, TaskId>* edges, std::size_t n
 
 void TaskGraph::set_contention(double factor) {
   if (!(factor >= 0)) throw std::logic_error("set_contention: factor must be >= 0");
-  contention_ = factor;
+  contention_[1] = factor;
+  classes_ = std::max(classes_, 2);
+}
+
+std::uint8_t TaskGraph::contention_class(double factor) {
+  if (!(factor >= 0) || !std::isfinite(factor)) throw std::logic_error("contention_class: factor must be finite and >= 0");
+  for (int c = 1; c < classes_; ++c)
+    if (contention_[static_cast<std::size_t>(c)] == factor) return static_cast<std::uint8_t>(c);
+  if (classes_ >= kContentionClasses) throw std::logic_error("contention_class: more than 15 contention classes");
+  contention_[static_cast<std::size_t>(classes_)] = factor;
+  return static_cast<std::uint8_t>(classes_++);
+}
+
+double TaskGraph::max_contention() const {
+  double m = 0;
+  for (int c = 1; c < classes_; ++c) m = std::max(m, contention_[static_cast<std::size_t>(c)]);
+  return m;
 }
 
 void TaskGraph::reserve(std::size_t tasks) {

@@ -55,7 +55,6 @@ void Builder::plan() {
 void Builder::add_streams() {
   const auto& P = s_.parallel;
   auto& g = out_.graph;
-  g.set_contention(layer::kDefaultContention);
   tp_text_ = g.text("tp collective");
   a2a_text_ = g.text("all-to-all");
   tp_stream_.resize(p_); ep_stream_.resize(p_); pp_fwd_stream_.resize(p_); pp_bwd_stream_.resize(p_);

@@ -40,9 +40,11 @@ class Builder {
   void assign_ranks();         // which stages each rank runs, gradient-finishing passes per layer
   void add_static_memory();    // params, grads and optimizer state per rank
   void emit_ops(const std::vector<std::vector<std::int64_t>>& gc_before);
+  // The graph's contention class for compute slowed by `slowdown` (a time multiplier) beside a collective.
+  std::uint8_t interference_class(double slowdown);
   TaskId add_task(int rank, sim::StreamId stream, std::int64_t ns, sim::Category cat, Name name, int mb, int chunk,
                   char kind, std::int64_t launch_ns = 0, double flops = 0, std::int64_t mem = 0,
-                  sim::ResourceList res = {}, bool interferes = false, std::int64_t host_ns = 0);
+                  sim::ResourceList res = {}, std::uint8_t interferes = 0, std::int64_t host_ns = 0);
 
   // ---- op_items.cpp: an op's items (segments of its layers' passes) ----
   std::vector<Item> op_items(int rank, const Op& op, bool forward_half);

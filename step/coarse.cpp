@@ -8,14 +8,13 @@
 
 namespace mfusim::step {
 
-using layer::kDefaultContention;
 using layer::Seg;
 
 Builder::Merged Builder::play_merged(const std::vector<Item>* const* chains, std::size_t n) const {
   // The same rules as the per-layer lowering, played on one GPU without
   // other traffic: segments run in order on the compute stream; a segment
   // waits for its chain's previous collective; overlapped TP collectives start
-  // after the first GEMM chunk and slow the rest by the contention factor;
+  // after the first GEMM chunk and slow the rest by their footprint (comm_slowdown);
   // the two chains of F&B alternate segment by segment.
   if (n > 2) throw std::logic_error("emit_merged: one or two chains");
   Merged m;
@@ -26,7 +25,6 @@ Builder::Merged Builder::play_merged(const std::vector<Item>* const* chains, std
   Category ready_cat[2] = {Category::other, Category::other};
   std::size_t pos[2] = {0, 0};
   std::int64_t comm_free[2] = {0, 0};   // tp, ep streams
-  const double k = kDefaultContention;
   const bool tp_overlap = s_.features.tp_comm_overlap;
   bool more = true;
   while (more) {
@@ -53,6 +51,7 @@ Builder::Merged Builder::play_merged(const std::vector<Item>* const* chains, std
       const bool overlap = sg.comm_overlappable && tp_overlap && sg.ns > 0;
       const int stream = sg.comm_cat == Category::ep_comm ? 1 : 0;
       if (overlap) {
+        const double k = std::max(0.0, sg.comm_slowdown - 1.0);
         const std::int64_t head = sg.ns - std::min(sg.ns, sg.overlap_ns), tail = sg.ns - head;
         const std::int64_t cs = std::max(t + head, comm_free[stream]), ce = cs + sg.comm_ns;
         // Tail from t+head; slowed by (1+k) while the collective runs.

@@ -1,6 +1,9 @@
 // Data parallelism in the step: the gradient buckets reduced as the backward
 // finishes each layer's gradient (overlap_grad_reduce), the parameter
-// all-gather of the distributed optimizer, and the optimizer step.
+// all-gather of the distributed optimizer, and the optimizer step. With context
+// parallelism the cp ranks of a data-parallel rank hold the same weights: the
+// gradients are reduced, and the optimizer sharded, over dp x cp
+// (Placement::dp_cp, Megatron's data-parallel-with-context-parallel group).
 #include <algorithm>
 
 #include "hardware/cost_model.h"
@@ -26,9 +29,10 @@ void Builder::add_param_gathers() {
       std::vector<int> members;
       auto flush = [&] {
         if (members.empty()) return;
-        const double t = layers_.coll(Collective::all_gather, fill * 2.0, layers_.placement().dp);
+        const double t = layers_.coll(Collective::all_gather, fill * 2.0, layers_.placement().dp_cp);
         TaskId ag = add_task(r, dp_stream_[r], sim::checked_ns(t, "the DP parameter gather"), Category::dp_comm, "dp param gather", -1, -1, 'C', 0, 0, 0,
-                             {layers_.placement().dp.crosses_domains() ? nic_[r] : nvl_[r]}, true);
+                             {layers_.placement().dp_cp.crosses_domains() ? nic_[r] : nvl_[r]},
+                             interference_class(layers_.comm_slowdown(Collective::all_gather, layers_.placement().dp_cp)));
         for (int l : members) param_gather_[r][l] = ag;
         members.clear();
         fill = 0;
@@ -59,23 +63,41 @@ void Builder::on_grad_final(int rank, int layer, TaskId t) {
 
 void Builder::flush_bucket(int rank, TaskId after) {
   if (bucket_fill_[rank] <= 0) return;
-  hardware::Group g = layers_.placement().dp;
+  hardware::Group g = layers_.placement().dp_cp;
   const double bytes = bucket_fill_[rank] * 4.0;   // fp32 main gradients (Megatron default)
   const Collective c = s_.parallel.distributed_optimizer ? Collective::reduce_scatter : Collective::all_reduce;
   const double t = layers_.coll(c, bytes, g);
   TaskId d = add_task(rank, dp_stream_[rank], sim::checked_ns(t, "the DP gradient reduction"), Category::dp_comm, "dp grad reduce", -1, -1, 'C', 0, 0, 0,
-                      {g.crosses_domains() ? nic_[rank] : nvl_[rank]}, true);
+                      {g.crosses_domains() ? nic_[rank] : nvl_[rank]}, interference_class(layers_.comm_slowdown(c, g)));
   if (after >= 0) out_.graph.depend(after, d);
   dp_tasks_[rank].push_back(d);
   bucket_fill_[rank] = 0;
 }
 
-// Gradient reduction and the optimizer step.
+// Gradient reduction and the optimizer step. Between them, Megatron's per-step synchronisation
+// of all ranks: the loss averaged over the data-parallel ranks on the last stage
+// (average_losses_across_data_parallel_group: one small all-reduce over dp x cp), and the
+// gradient norm for clipping (get_grad_norm_fp32: each rank's squared norm of the gradients it
+// holds, a multi-tensor L2-norm over its fp32 gradient shard, then one all-reduce of the scalar
+// over every rank, all pipeline stages included). Every rank's optimizer step waits for that
+// all-reduce, and so for the slowest rank's gradients. Modelled for steps on more than one GPU
+// (Megatron-LM's default clip_grad = 1.0); a one-GPU step has neither (the single-GPU
+// measurements in validation/ ran without clipping).
 void Builder::add_grad_reduce_and_optimizer() {
   if (zero_sharded()) return add_sharded_reduce_and_optimizer();   // step/fsdp.cpp
   const auto& P = s_.parallel;
   const int dp_group = P.dp * P.cp;
   auto& g = out_.graph;
+  const std::int64_t world = static_cast<std::int64_t>(P.tp) * P.cp * P.dp * P.pp;
+  hardware::Group all;
+  all.size = static_cast<int>(world);
+  const int domain = std::max(1, s_.hardware.gpus_per_node);
+  all.domains = static_cast<int>((world + domain - 1) / domain);
+  all.per_domain = static_cast<int>(std::min<std::int64_t>(world, domain));
+  const double norm_allreduce_s = layers_.coll(Collective::all_reduce, 4.0, all);
+  const double loss_allreduce_s = layers_.coll(Collective::all_reduce, 8.0, layers_.placement().dp_cp);
+  const bool sync = world > 1;
+  std::vector<TaskId> norm_task(p_, -1);
   for (int r = 0; r < p_; ++r) {
     if (dp_group > 1) {
       if (s_.features.overlap_grad_reduce) {
@@ -85,6 +107,34 @@ void Builder::add_grad_reduce_and_optimizer() {
         flush_bucket(r, last_compute_[r]);
       }
     }
+    if (r == p_ - 1 && loss_allreduce_s > 0) {
+      TaskId l = add_task(r, dp_stream_[r], sim::checked_ns(loss_allreduce_s, "the loss all-reduce"), Category::dp_comm,
+                          "loss all-reduce", -1, -1, 'C', 0, 0, 0, {nvl_[r]});
+      if (last_compute_[r] >= 0) g.depend(last_compute_[r], l);
+      dp_tasks_[r].push_back(l);
+    }
+    if (!sync) continue;
+    // The squared norm of the rank's gradient shard: read the fp32 gradients once.
+    const double shard = rank_params_[r] / (P.distributed_optimizer ? dp_group : 1);
+    hardware::Kernel nk;
+    nk.kind = hardware::KernelKind::memory;
+    nk.name = "grad_norm";
+    nk.bytes = 4.0 * shard;
+    nk.flops = 2.0 * shard;
+    nk.count = 1;
+    const layer::Seg ns = layers_.seg_of({&nk});
+    norm_task[r] = add_task(r, out_.compute_stream[r], ns.ns, Category::optimizer, "grad norm", -1, -1, 'O',
+                            ns.launch_ns, 0, 0, {}, 0, ns.host_ns);
+    for (TaskId d : dp_tasks_[r]) g.depend(d, norm_task[r]);
+  }
+  std::vector<TaskId> norm_ar(p_, -1);
+  for (int r = 0; r < p_ && sync; ++r) {
+    norm_ar[r] = add_task(r, dp_stream_[r], sim::checked_ns(norm_allreduce_s, "the gradient-norm all-reduce"),
+                          Category::dp_comm, "grad-norm all-reduce", -1, -1, 'C', 0, 0, 0,
+                          {all.crosses_domains() ? nic_[r] : nvl_[r]});
+    for (int q = 0; q < p_; ++q) g.depend(norm_task[q], norm_ar[r]);
+  }
+  for (int r = 0; r < p_; ++r) {
     // Adam step over the local shard: read fp32 grad, master, m, v; write master, m, v and the bf16
     // weight: 30 bytes per parameter, memory-bound (multi-tensor apply, a handful of launches).
     // fp32-autocast (torch AdamW fused over fp32 params): read p, g, m, v; write p, m, v: 28 bytes.
@@ -100,10 +150,11 @@ void Builder::add_grad_reduce_and_optimizer() {
     TaskId optim = add_task(r, out_.compute_stream[r], opt_seg.ns, Category::optimizer, "optimizer step",
                             -1, -1, 'O', opt_seg.launch_ns, 0, 0, {}, false, opt_seg.host_ns);
     for (TaskId d : dp_tasks_[r]) g.depend(d, optim);
+    if (norm_ar[r] >= 0) g.depend(norm_ar[r], optim);
     if (P.distributed_optimizer && dp_group > 1 && !s_.features.overlap_param_gather) {
-      const double t = layers_.coll(Collective::all_gather, rank_params_[r] * 2.0, layers_.placement().dp);
+      const double t = layers_.coll(Collective::all_gather, rank_params_[r] * 2.0, layers_.placement().dp_cp);
       TaskId ag = add_task(r, dp_stream_[r], sim::checked_ns(t, "the DP parameter gather"), Category::dp_comm, "dp param gather", -1, -1, 'C', 0, 0, 0,
-                           {layers_.placement().dp.crosses_domains() ? nic_[r] : nvl_[r]});
+                           {layers_.placement().dp_cp.crosses_domains() ? nic_[r] : nvl_[r]});
       g.depend(optim, ag);
     }
   }

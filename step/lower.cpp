@@ -3,6 +3,8 @@
 // concern over step/ (builder.h lists which file owns what).
 #include "step/lower.h"
 
+#include <algorithm>
+
 #include "step/builder.h"
 
 namespace mfusim::step {
@@ -11,8 +13,19 @@ std::vector<std::vector<int>> split_layers(const config::Scenario& s, int stages
   const int L = s.model.layers;
   std::vector<int> counts(stages, 0);
   const auto& P = s.parallel;
+  const int emb = P.account_for_embedding_in_pipeline_split ? 1 : 0;
+  const int loss = P.account_for_loss_in_pipeline_split ? 1 : 0;
   if (!P.stage_layers.empty() && static_cast<int>(P.stage_layers.size()) == stages) {
     counts = P.stage_layers;
+  } else if ((emb || loss) && stages > 0) {
+    // Megatron-LM's account_for_embedding/loss_in_pipeline_split: the embedding and the loss
+    // take one layer slot each in the even split over the virtual stages (config checks that
+    // it divides); the first (last) virtual stage builds one transformer layer fewer.
+    const int per = (L + emb + loss) / stages;
+    for (int& c : counts) c = per;
+    counts[0] -= emb;
+    counts[stages - 1] -= loss;
+    for (int& c : counts) c = std::max(0, c);
   } else {
     int first = P.first_stage_layers, last = P.last_stage_layers;
     int rest = L, lo = 0, hi = stages;

@@ -130,6 +130,32 @@ TEST_CASE("engine: compute runs slower by `contention` while an interfering task
   CHECK(tl.of(k).end == Time{1080});
 }
 
+TEST_CASE("engine: contention classes: compute runs at the slowest running class's rate") {
+  // Class a (factor 0.25) runs 0-400 ns, class b (factor 1.0) 200-300 ns on a second comm stream.
+  // Compute of 1000 ns: 0-200 at 1/1.25 (160 done), 200-300 at 1/2 (50), 300-400 at 1/1.25 (80):
+  // 290 done at 400, 710 left at full rate: ends at 1110.
+  TaskGraph g;
+  const std::uint8_t a = g.contention_class(0.25), b = g.contention_class(1.0);
+  CHECK(a != b);
+  CHECK(g.contention_class(0.25) == a);   // the same factor, the same class
+  CHECK(g.max_contention() == 1.0);
+  auto c = g.add_stream(0, "compute", true), m = g.add_stream(0, "comm", false), n = g.add_stream(0, "comm2", false);
+  auto k = g.add(task(c, 1000));
+  TaskSpec x = task(m, 400);
+  x.interferes = a;
+  g.add(x);
+  auto w = g.add(task(n, 200));   // a wait on the second comm stream
+  TaskSpec y = task(n, 100);
+  y.interferes = b;
+  auto yi = g.add(y);
+  g.depend(w, yi);
+  auto tl = run(g);
+  CHECK(tl.of(k).end == Time{1110});
+  TaskSpec bad = task(m, 1);
+  bad.interferes = TaskGraph::kContentionClasses;
+  CHECK_THROWS_AS(g.add(bad), std::logic_error);
+}
+
 TEST_CASE("engine: memory allocates at start, frees at end; peak per rank") {
   TaskGraph g;
   auto c = g.add_stream(0, "compute", true), c1 = g.add_stream(1, "compute", true);

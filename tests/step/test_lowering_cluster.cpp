@@ -135,10 +135,15 @@ TEST_CASE("tp_comm_overlap reduces exposed TP communication") {
 TEST_CASE("nccl_algo: tree vs ring changes all-reduces only") {
   // NCCL implements tree for all-reduce only; reduce-scatter and all-gather are always rings.
   // (a) Sequence parallelism + distributed optimizer: every TP and DP collective is a reduce-scatter or
-  //     an all-gather, so ring and tree give the same step.
+  //     an all-gather, so ring and tree give the same compute and TP time; the only all-reduces are the
+  //     step's synchronisations of a few bytes (gradient norm over all ranks, loss over dp), whose ring
+  //     and tree differ by their latency terms only: a ring's 2(n-1) steps against the tree's
+  //     2 log2 n, 0.6 ms at the 64 ranks here (5 us per NIC step).
   const auto sp_ring = run(scenario(kDense, {"parallel.tp=8", "features.nccl_algo=ring"}));
   const auto sp_tree = run(scenario(kDense, {"parallel.tp=8", "features.nccl_algo=tree"}));
-  CHECK(sp_ring.step_time_s == doctest::Approx(sp_tree.step_time_s).epsilon(1e-9));
+  CHECK(sp_ring.breakdown.tp_comm_exposed == doctest::Approx(sp_tree.breakdown.tp_comm_exposed).epsilon(1e-9));
+  CHECK(sp_ring.breakdown.forward == doctest::Approx(sp_tree.breakdown.forward).epsilon(1e-9));
+  CHECK(std::abs(sp_ring.step_time_s - sp_tree.step_time_s) < 1e-3);
   // (b) Without SP the TP collectives are all-reduces inside one NVLink domain of 8: ring moves
   //     2(n-1)/n S per rank, the double binary tree 2 S (nccl-tests PERFORMANCE.md), so for large
   //     activations the tree is slower.

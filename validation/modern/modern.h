@@ -28,7 +28,9 @@
 //    divide 126: Megatron's --account-for-embedding-in-pipeline-split and
 //    --account-for-loss-in-pipeline-split count the embedding and the loss as
 //    one layer each, so (126 + 2) / (pp*vpp) layers per virtual stage, one
-//    fewer on the first and the last; expressed with parallel.stage_layers.
+//    fewer on the first and the last; expressed with
+//    parallel.account_for_embedding_in_pipeline_split and
+//    parallel.account_for_loss_in_pipeline_split.
 //  * mbs not stated (NeMo long-sequence tables): 1.
 //  * fp8 rows: precision fp8 for every recipe (delayed, current scaling and
 //    MXFP8 alike: the simulator has one fp8 path).
@@ -200,7 +202,7 @@ inline std::string layout_text(const config::Scenario& s) {
                   " mbs" + std::to_string(s.training.micro_batch) + " gbs" + std::to_string(s.training.global_batch) +
                   " " + config::to_string(s.training.precision);
   if (s.features.tp_comm_overlap) t += " tp-overlap";
-  if (!p.stage_layers.empty()) t += " split(emb+loss)";
+  if (p.account_for_embedding_in_pipeline_split || p.account_for_loss_in_pipeline_split) t += " split(emb+loss)";
   return t;
 }
 
@@ -260,9 +262,8 @@ inline std::optional<config::Scenario> row_scenario(const ModernRow& r, Profile 
             " virtual stages divide neither evenly nor with the embedding and loss counted as layers";
       return std::nullopt;
     }
-    p.stage_layers.assign(vstages, total / vstages);
-    p.stage_layers.front() -= 1;
-    p.stage_layers.back() -= 1;
+    p.account_for_embedding_in_pipeline_split = true;
+    p.account_for_loss_in_pipeline_split = true;
   }
   auto& f = s.features;
   f.flash_attention = true;

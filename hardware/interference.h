@@ -1,0 +1,71 @@
+#pragma once
+// Communication-computation interference: what a communication kernel takes
+// from the compute running beside it on the same GPU. A communication kernel
+// holds SMs for its whole run (NCCL: one CTA per channel; Transformer
+// Engine's userbuffers: the num_sm of the overlapped op) and streams HBM
+// (its reads and writes of the buffers it moves). A GEMM beside it runs on
+// the SMs left and shares the HBM bandwidth.
+//
+// The slowdown is measured on one H200 (132 SMs), validation/runs/
+// run14-interference (results-14b): large multi-wave GEMMs (Llama-70B TP8
+// shapes, fc1/fc2/proj) beside a kernel that holds k SMs ran 1.06-1.11x
+// (k = 2), 1.18-1.19x (4), 1.19-1.20x (8), 1.22-1.28x (16), 1.23-1.26x (24),
+// 1.32-1.34x (32); with the held SMs also streaming HBM, a further
+// 1.00-1.05x up to 0.55 TB/s, 1.08-1.13x at 1.1-1.6 TB/s and 1.20-1.22x at
+// 2.0 TB/s. The curves (docs/cost-model.md, "Communication-computation
+// interference"):
+//   SM term  S(k) = max(1 + a ln(1 + k), 132 / (132 - k)),  a = 0.094
+//            (a saturating staircase: the tile schedule of the whole GPU is
+//            broken by the first held SMs, then the loss grows slowly, partly
+//            hidden by the power-capped clock rising as fewer SMs draw power;
+//            never less than the SM share);
+//   HBM term H(f) = 1 + 1.2 f^2, f = the side kernel's HBM traffic over the
+//            GPU's HBM bandwidth (queueing on a shared memory system);
+//   slowdown = S(k) x H(f).
+// k is counted on the measured 132-SM part (H100 / H200 SXM); other GPUs use
+// the same curve (no measurement of theirs here).
+#include "hardware/collectives.h"
+#include "hardware/hardware_spec.h"
+
+namespace mfusim::hardware {
+
+// What a communication kernel holds while it runs.
+struct CommFootprint {
+  int sms = 0;                  // SMs held (CTAs resident for the whole collective)
+  double hbm_bytes_per_s = 0;   // HBM traffic it streams (reads + writes)
+};
+
+// The SMs of the measured part (H100 / H200 SXM).
+constexpr int kMeasuredSms = 132;
+
+// Time multiplier (>= 1) of compute beside a communication kernel (the product
+// of the SM and HBM terms above). 1 when the kernel holds nothing.
+double compute_slowdown(const CommFootprint&, const HardwareSpec&);
+double sm_slowdown(int held_sms);               // S(k)
+double hbm_slowdown(double hbm_fraction);       // H(f)
+
+// NCCL's footprint of one collective or point-to-point exchange over `g`:
+// one CTA per channel. Collectives over NVLink run NCCL's Hopper default of 32
+// channels (16 searched ring channels x 2 execution channels; NCCL's "32 coll
+// channels" at init on H100/H200 nodes; NVIDIA/nccl issues #1041, #1429).
+// Over the NIC (a group with one rank per NVLink domain) 2 channels per NIC
+// peer (NCCL_NCHANNELS_PER_NET_PEER, typically 2: NVIDIA/nccl #1424, #438).
+// Point-to-point (send/recv, all-to-all) over NVLink: 16 CTAs (the grid of
+// ncclDevKernel_SendRecv for all_to_all_single, NVIDIA/nccl #1598).
+// HBM: a reducing collective reads its own chunk and the received one and
+// writes the result (3 accesses per byte on the link); a gather or send/recv
+// reads and writes once (2); the rate is the link's achieved bandwidth.
+CommFootprint nccl_footprint(Collective, const Group&, const HardwareSpec&, const Calibration* = nullptr);
+
+// Transformer Engine userbuffers (tp_comm_overlap with sequence parallelism),
+// NeMo's H100 configuration userbuffers_bf16_h100_h8192_tp4_mbs1_seqlen8192
+// (nemo/collections/llm/recipes/tp_overlap_configs/userbuffers.py): forward
+// reduce-scatters pipelined on num_sm = 24 (attention proj) and 16 (fc2); the
+// backward bulk overlaps on 24 (qkv wgrad beside the qkv dgrad reduce-scatter)
+// and 4 (fc1 wgrad); the all-gathers are ring exchanges on the copy engines
+// (no SM). HBM: the reduce-scatter's traffic (3 accesses per byte) at the
+// NVLink rate.
+enum class TpOverlapSite { forward_attention, forward_mlp, backward_attention, backward_mlp };
+CommFootprint userbuffers_footprint(TpOverlapSite, const HardwareSpec&, const Calibration* = nullptr);
+
+}  // namespace mfusim::hardware

@@ -1,0 +1,103 @@
+// Communication-computation interference (hardware/interference.h) against
+// the measurements it was fitted to: validation/runs/run14-interference,
+// results-14b (one H200, 132 SMs, HBM 4.8 TB/s): the slowdown of the large
+// Llama-70B TP8 GEMMs (fc1, fc2, proj; medians of 3 passes) beside a kernel
+// holding k SMs (`hold`), and holding them while streaming HBM (`copy`, with
+// the side's measured bandwidth beside fc1).
+#include <doctest/doctest.h>
+
+#include <cmath>
+#include <vector>
+
+#include "hardware/interference.h"
+#include "tests/hardware/test_helpers.h"
+
+using namespace mfusim::hardware;
+
+namespace {
+struct Row { int k; double fc1, fc2, proj; double side_gbs; };
+// results-14b/interference_summary.txt (README table "Interference").
+const std::vector<Row> kHold = {
+    {2, 1.105, 1.085, 1.056, 0}, {4, 1.186, 1.186, 1.181, 0}, {8, 1.200, 1.190, 1.202, 0},
+    {16, 1.280, 1.224, 1.223, 0}, {24, 1.260, 1.233, 1.237, 0}, {32, 1.342, 1.317, 1.332, 0}};
+const std::vector<Row> kCopy = {
+    {2, 1.112, 1.088, 1.085, 137}, {4, 1.209, 1.181, 1.187, 283}, {8, 1.236, 1.243, 1.244, 550},
+    {16, 1.379, 1.345, 1.381, 1075}, {24, 1.419, 1.360, 1.384, 1554}, {32, 1.615, 1.575, 1.630, 2000}};
+
+HardwareSpec h200() {
+  HardwareSpec hw = testing::h100();
+  hw.name = "H200";
+  hw.hbm_bandwidth = 4.8e12;
+  return hw;
+}
+
+// Relative errors of the model over a table; returns {max |err|, mean err}.
+std::pair<double, double> errors(const std::vector<Row>& rows, const HardwareSpec& hw) {
+  double worst = 0, sum = 0;
+  int n = 0;
+  for (const Row& r : rows) {
+    const double model = compute_slowdown(CommFootprint{r.k, r.side_gbs * 1e9}, hw);
+    for (double m : {r.fc1, r.fc2, r.proj}) {
+      const double e = (model - m) / m;
+      worst = std::max(worst, std::abs(e));
+      sum += e;
+      ++n;
+    }
+  }
+  return {worst, sum / n};
+}
+}  // namespace
+
+TEST_CASE("interference: the SM curve reproduces the measured GEMM slowdown beside held SMs") {
+  const auto [worst, mean] = errors(kHold, h200());
+  CHECK(worst < 0.06);               // every one of the 18 measurements within 6%
+  CHECK(std::abs(mean) < 0.02);      // and no bias
+  // A staircase, not the SM share: 4 held SMs already cost > 14% (132/128 would be 3%).
+  CHECK(sm_slowdown(4) > 1.14);
+  CHECK(sm_slowdown(4) > 1.0 + 4.0 * (132.0 / 128.0 - 1.0));
+  CHECK(sm_slowdown(0) == 1.0);
+}
+
+TEST_CASE("interference: SMs held while streaming HBM add the measured bandwidth share") {
+  const auto [worst, mean] = errors(kCopy, h200());
+  CHECK(worst < 0.08);
+  CHECK(std::abs(mean) < 0.02);
+  // Below ~0.5 TB/s the HBM term is within 2% (copy / hold 1.00-1.05 measured).
+  CHECK(hbm_slowdown(0.55e12 / 4.8e12) < 1.02);
+  // 2 TB/s beside the GEMM: 1.20-1.22 measured (copy / hold at k = 32).
+  CHECK(hbm_slowdown(2.0e12 / 4.8e12) == doctest::Approx(1.21).epsilon(0.02));
+}
+
+TEST_CASE("interference: monotone in SMs and bandwidth; never faster than the SM share") {
+  double prev = 1.0;
+  for (int k = 0; k <= 131; ++k) {
+    const double s = sm_slowdown(k);
+    CHECK(s >= prev);
+    CHECK(s >= 132.0 / (132.0 - k) - 1e-12);
+    prev = s;
+  }
+  CHECK(hbm_slowdown(0.5) > hbm_slowdown(0.25));
+  CHECK(hbm_slowdown(-1.0) == 1.0);
+}
+
+TEST_CASE("interference: NCCL and userbuffers footprints") {
+  const HardwareSpec hw = testing::h100();
+  const Group node8{8, 1, 8}, rail{16, 16, 1}, cross{64, 8, 8}, one{1, 1, 1};
+  // NVLink collectives: 32 channels; over the NIC alone: 2 per NIC peer; send/recv: 16.
+  CHECK(nccl_footprint(Collective::reduce_scatter, node8, hw).sms == 32);
+  CHECK(nccl_footprint(Collective::reduce_scatter, cross, hw).sms == 32);
+  CHECK(nccl_footprint(Collective::reduce_scatter, rail, hw).sms == 2);
+  CHECK(nccl_footprint(Collective::send_recv, node8, hw).sms == 16);
+  CHECK(nccl_footprint(Collective::all_reduce, one, hw).sms == 0);
+  // HBM: 3 accesses per link byte for a reduction, 2 for a gather.
+  const double nv = nvlink_link(hw).bandwidth;
+  CHECK(nccl_footprint(Collective::reduce_scatter, node8, hw).hbm_bytes_per_s == doctest::Approx(3 * nv));
+  CHECK(nccl_footprint(Collective::all_gather, node8, hw).hbm_bytes_per_s == doctest::Approx(2 * nv));
+  // NeMo's H100 userbuffers: forward reduce-scatters on 24 (proj) and 16 (fc2) SMs.
+  CHECK(userbuffers_footprint(TpOverlapSite::forward_attention, hw).sms == 24);
+  CHECK(userbuffers_footprint(TpOverlapSite::forward_mlp, hw).sms == 16);
+  // A DP reduce-scatter over the rails slows compute far less than one over NVLink.
+  CHECK(compute_slowdown(nccl_footprint(Collective::reduce_scatter, rail, hw), hw) <
+        compute_slowdown(nccl_footprint(Collective::reduce_scatter, node8, hw), hw));
+  CHECK(compute_slowdown(nccl_footprint(Collective::reduce_scatter, node8, hw), hw) > 1.3);
+}
