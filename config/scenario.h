@@ -93,6 +93,9 @@ struct Features {
   // average every gc_interval_s of training, per process.
   double gc_pause_ms = 100;
   double gc_interval_s = 3400;
+  // fp8 recipes: attention (Transformer Engine's DotProductAttention) in fp8 too (TE's
+  // recipe fp8_dpa; default False there): false prices it at the bf16 peak.
+  bool fp8_attention = false;
 };
 
 struct Cost {

@@ -37,7 +37,7 @@ const std::vector<std::string> kFeatureKeys = {"flash_attention", "fused_kernels
                                                "overlap_param_gather", "tp_comm_overlap", "recompute",
                                                "cuda_graphs", "python_gc", "dataloader_workers", "nccl_algo",
                                                "dataloader_ms_per_sample", "gc_pause_ms", "gc_interval_s",
-                                               "overlap_p2p_comm"};
+                                               "overlap_p2p_comm", "fp8_attention"};
 const std::vector<std::string> kCostKeys = {"price_per_gpu_hour"};
 
 struct Resolved {
@@ -252,6 +252,7 @@ void read_scenario(Ctx& ctx, Scenario& s, const Value& root, const std::string& 
     ctx.read_number(*t, "dataloader_ms_per_sample", p, f.dataloader_ms_per_sample);
     ctx.read_number(*t, "gc_pause_ms", p, f.gc_pause_ms);
     ctx.read_number(*t, "gc_interval_s", p, f.gc_interval_s);
+    ctx.read_bool(*t, "fp8_attention", p, f.fp8_attention);
   }
 
   if (const Value* t = ctx.read_table(root, "cost", "")) {

@@ -218,6 +218,7 @@ void write_resolved(JsonWriter& w, const config::Scenario& s) {
   w.key("dataloader_ms_per_sample").value(f.dataloader_ms_per_sample);   // -1: derived from seq_len
   w.key("gc_pause_ms").value(f.gc_pause_ms);
   w.key("gc_interval_s").value(f.gc_interval_s);
+  w.key("fp8_attention").value(f.fp8_attention);
   w.end_object();
   w.key("cost").begin_object().key("price_per_gpu_hour").value(s.cost.price_per_gpu_hour).end_object();
   w.key("seed").value(static_cast<long long>(s.seed));
