@@ -111,6 +111,10 @@ struct Scenario {
   hardware::HardwareSpec hardware;
   std::optional<hardware::Calibration> calibration;
   std::string calibration_path;     // `calibration = "..."` resolved to an existing file ("" = none); not read by config/
+  // How the calibration was chosen: "file" (named by the scenario or --calibration), "default"
+  // (the shipped file for the GPU's architecture, hardware::default_calibration_file), "none"
+  // (`calibration = "none"`: the datasheet roofline), "" (no measured file for this GPU).
+  std::string calibration_choice;
   int gpus = 0;
   Training training;
   Parallel parallel;

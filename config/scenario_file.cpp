@@ -116,7 +116,27 @@ void read_scenario(Ctx& ctx, Scenario& s, const Value& root, const std::string& 
       [&] { return list_names("hardware", opts, path); });
 
   std::string calib;
-  if (ctx.read_string(root, "calibration", "", calib)) {
+  const bool named = ctx.read_string(root, "calibration", "", calib);
+  if (named && calib == "none") {
+    s.calibration_choice = "none";   // the datasheet roofline, by request
+  } else if (!named && !root.find("calibration")) {
+    // No calibration line: the shipped measured file of the GPU's architecture, if any.
+    const std::string def = hardware::default_calibration_file(s.hardware);
+    std::error_code ec;
+    for (const auto& r : def.empty() ? std::vector<fs::path>{} : data_roots(path, opts))
+      if (fs::is_regular_file(r / def, ec)) {
+        try {
+          s.calibration = hardware::read_calibration((r / def).lexically_normal().string());
+          s.calibration->source = def;
+          s.calibration_path = def;
+          s.calibration_choice = "default";
+        } catch (const std::exception& e) {
+          ctx.error(root.pos, std::string("cannot use the default calibration: ") + e.what());
+        }
+        break;
+      }
+  } else if (named) {
+    s.calibration_choice = "file";
     const Value* v = root.find("calibration");
     std::error_code ec;
     fs::path p(calib);
