@@ -64,6 +64,9 @@ namespace {
 std::string calibration_text(const config::Scenario& s) {
   if (s.calibration) {
     std::string t = !s.calibration_path.empty() ? s.calibration_path : s.calibration->source;
+    // A shipped file is named from the data root (hardware/calibration/...), not by this machine's path.
+    const auto shipped = t.rfind("hardware/calibration/");
+    if (shipped != std::string::npos && shipped > 0) t = t.substr(shipped);
     if (s.calibration_choice == "default") t += " (the shipped measured calibration for this GPU's architecture)";
     if (!s.calibration->gpu_name.empty()) t += ", measured on " + s.calibration->gpu_name;
     return t;
