@@ -121,6 +121,9 @@ struct Features {
   Offload offload = Offload::none;
   bool fp8_all_gather = false;
   bool reduce_fp32 = true;          // features.reduce_dtype = "fp32" (FSDP2 MixedPrecisionPolicy) | "bf16"
+  // fp8 recipes: attention (Transformer Engine's DotProductAttention) in fp8 too (TE's
+  // recipe fp8_dpa; default False there): false prices it at the bf16 peak.
+  bool fp8_attention = false;
 };
 
 struct Cost {
@@ -136,6 +139,10 @@ struct Scenario {
   hardware::HardwareSpec hardware;
   std::optional<hardware::Calibration> calibration;
   std::string calibration_path;     // `calibration = "..."` resolved to an existing file ("" = none); not read by config/
+  // How the calibration was chosen: "file" (named by the scenario or --calibration), "default"
+  // (the shipped file for the GPU's architecture, hardware::default_calibration_file), "none"
+  // (`calibration = "none"`: the datasheet roofline), "" (no measured file for this GPU).
+  std::string calibration_choice;
   int gpus = 0;
   Training training;
   Parallel parallel;

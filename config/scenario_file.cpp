@@ -40,7 +40,7 @@ const std::vector<std::string> kFeatureKeys = {"flash_attention", "fused_kernels
                                                "cuda_graphs", "python_gc", "dataloader_workers", "nccl_algo",
                                                "dataloader_ms_per_sample", "gc_pause_ms", "gc_interval_s",
                                                "overlap_p2p_comm", "reshard_after_forward", "fsdp_prefetch", "offload",
-                                               "fp8_all_gather", "reduce_dtype"};
+                                               "fp8_all_gather", "reduce_dtype", "fp8_attention"};
 const std::vector<std::string> kCostKeys = {"price_per_gpu_hour"};
 
 struct Resolved {
@@ -119,7 +119,27 @@ void read_scenario(Ctx& ctx, Scenario& s, const Value& root, const std::string& 
       [&] { return list_names("hardware", opts, path); });
 
   std::string calib;
-  if (ctx.read_string(root, "calibration", "", calib)) {
+  const bool named = ctx.read_string(root, "calibration", "", calib);
+  if (named && calib == "none") {
+    s.calibration_choice = "none";   // the datasheet roofline, by request
+  } else if (!named && !root.find("calibration")) {
+    // No calibration line: the shipped measured file of the GPU's architecture, if any.
+    const std::string def = hardware::default_calibration_file(s.hardware);
+    std::error_code ec;
+    for (const auto& r : def.empty() ? std::vector<fs::path>{} : data_roots(path, opts))
+      if (fs::is_regular_file(r / def, ec)) {
+        try {
+          s.calibration = hardware::read_calibration((r / def).lexically_normal().string());
+          s.calibration->source = def;
+          s.calibration_path = def;
+          s.calibration_choice = "default";
+        } catch (const std::exception& e) {
+          ctx.error(root.pos, std::string("cannot use the default calibration: ") + e.what());
+        }
+        break;
+      }
+  } else if (named) {
+    s.calibration_choice = "file";
     const Value* v = root.find("calibration");
     std::error_code ec;
     fs::path p(calib);
@@ -278,6 +298,7 @@ void read_scenario(Ctx& ctx, Scenario& s, const Value& root, const std::string& 
     ctx.read_bool(*t, "fp8_all_gather", p, f.fp8_all_gather);
     int rd = ctx.read_enum(*t, "reduce_dtype", p, {"fp32", "bf16"});
     if (rd >= 0) f.reduce_fp32 = rd == 0;
+    ctx.read_bool(*t, "fp8_attention", p, f.fp8_attention);
   }
 
   if (const Value* t = ctx.read_table(root, "cost", "")) {

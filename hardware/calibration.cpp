@@ -9,6 +9,7 @@
 #include <toml++/toml.h>
 
 #include <algorithm>
+#include <cctype>
 #include <cmath>
 #include <cstdint>
 #include <cstdio>
@@ -770,6 +771,45 @@ Calibration read_calibration(const std::string& path) {
     c.has_collectives = true;
   }
   return c;
+}
+
+namespace {
+std::string lower(std::string s) {
+  for (char& c : s) c = static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
+  return s;
+}
+bool has(const std::string& s, const char* w) { return s.find(w) != std::string::npos; }
+// The GPU model in a name ("h100", "h200", "h800", "h20", ...): the first token that names one.
+std::string gpu_model(const std::string& name) {
+  const std::string n = lower(name);
+  for (const char* m : {"gb300", "gb200", "b300", "b200", "b100", "h100", "h200", "h800", "h20", "a100", "a800",
+                        "mi300x", "mi325x", "mi355x"})
+    if (has(n, m)) return m;
+  return n;
+}
+}  // namespace
+
+std::string gpu_family(const std::string& gpu_name) {
+  const std::string m = gpu_model(gpu_name);
+  if (m == "h100" || m == "h200" || m == "h800" || m == "h20") return "hopper";
+  if (m == "a100" || m == "a800") return "ampere";
+  if (m == "b100" || m == "b200" || m == "b300" || m == "gb200" || m == "gb300") return "blackwell";
+  if (m == "mi300x" || m == "mi325x" || m == "mi355x") return "cdna3";
+  return "";
+}
+
+std::string default_calibration_file(const HardwareSpec& hw) {
+  return gpu_family(hw.name) == "hopper" ? "hardware/calibration/h200.toml" : "";
+}
+
+std::string calibration_transfer_note(const Calibration& cal, const HardwareSpec& hw) {
+  if (cal.gpu_name.empty() || gpu_model(cal.gpu_name) == gpu_model(hw.name)) return "";
+  const std::string from = gpu_family(cal.gpu_name), to = gpu_family(hw.name);
+  if (!from.empty() && from == to)
+    return "calibration measured on " + cal.gpu_name + ", applied to " + hw.name +
+           " as fractions of its own peaks and HBM bandwidth";
+  return "calibration measured on " + cal.gpu_name + " (another architecture than " + hw.name +
+         "): its efficiencies are applied to this GPU's peaks unverified";
 }
 
 }  // namespace mfusim::hardware

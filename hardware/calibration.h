@@ -6,6 +6,7 @@
 #include <string>
 #include <vector>
 
+#include "hardware/hardware_spec.h"
 #include "hardware/kernel.h"
 
 namespace mfusim::hardware {
@@ -137,6 +138,22 @@ void write_calibration(const Calibration&, const std::string& path);
 // when measured, else "flash". Calibrate the one the modelled runs use.
 Calibration fit_probe(const std::string& probe_path, std::string* report = nullptr,
                       const std::string& fused_attention = "");
+
+// Which calibration a scenario uses when it names none (docs/cost-model.md, "Which
+// calibration"): the shipped measured file for the GPU's architecture, relative to the data
+// roots, or "" for the datasheet roofline. Hopper (GH100: H100 SXM, H200, H800 SXM, H20) uses
+// hardware/calibration/h200.toml, measured on an H200; the cost model applies it to another
+// Hopper GPU as fractions of that GPU's own peaks and HBM bandwidth (CostModel: GEMM, attention
+// and table times rescaled by the ratio of peaks, memory kernels by the ratio of datasheet HBM
+// bandwidths). Other architectures (A100, B200, GB200, MI300X, ...) have no measured file.
+std::string default_calibration_file(const HardwareSpec&);
+// The GPU architecture family a name belongs to ("hopper", "ampere", "blackwell", "cdna3"), ""
+// when not recognised: calibrations transfer within a family only.
+std::string gpu_family(const std::string& gpu_name);
+// "" when `cal` was measured on the GPU `hw` describes; otherwise one line saying how it is
+// applied (same family: efficiencies transferred, scaled to this GPU's peaks and bandwidth) or
+// that it comes from another architecture (its efficiencies are then a guess).
+std::string calibration_transfer_note(const Calibration&, const HardwareSpec&);
 
 // The model's GEMM time for one call (seconds), for tests and the cost model.
 double gemm_fit_seconds(const GemmFit&, double m, double n, double k);

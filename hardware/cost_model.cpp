@@ -65,6 +65,7 @@ int sm_count_for(const HardwareSpec& hw) {
 CostModel::CostModel(const HardwareSpec& hw, Precision precision, const Calibration* cal, bool cuda_graphs)
     : hw_(hw), precision_(precision), cal_(cal), cuda_graphs_(cuda_graphs) {
   const bool fp8 = precision == Precision::fp8 && hw.peak_flops_fp8 > 0;
+  fp8_ = fp8;
   peak_ = fp8 ? hw.peak_flops_fp8 : hw.peak_flops_bf16;   // no fp8 units: runs at bf16
   gemm_eff_max_ = fp8 ? CostDefaults::gemm_eff_max_fp8 : CostDefaults::gemm_eff_max_bf16;
   if (!(peak_ > 0) || !(hw.hbm_bandwidth > 0))
@@ -99,14 +100,16 @@ CostModel::CostModel(const HardwareSpec& hw, Precision precision, const Calibrat
   host_recompute_ = hw.host_recompute_overhead;
   if (cuda_graphs_) launch_ = host_ = host_compiled_ = host_backward_ = host_checkpoint_ = host_recompute_ = 0;
   sms_ = sm_count_for(hw);
-  if (cal_ && cal_->has_gemm) {
-    table_.reserve(cal_->gemm_table.size());
-    for (const GemmSample& s : cal_->gemm_table)
-      if (s.seconds > 0) table_.push_back({s.m, s.n, s.k, s.seconds});
-    std::sort(table_.begin(), table_.end(), [](const TableEntry& a, const TableEntry& b) {
+  auto load = [](const std::vector<GemmSample>& src, std::vector<TableEntry>& dst) {
+    dst.reserve(src.size());
+    for (const GemmSample& s : src)
+      if (s.seconds > 0) dst.push_back({s.m, s.n, s.k, s.seconds});
+    std::sort(dst.begin(), dst.end(), [](const TableEntry& a, const TableEntry& b) {
       return std::tie(a.m, a.n, a.k) < std::tie(b.m, b.n, b.k);
     });
-  }
+  };
+  if (cal_ && cal_->has_gemm) load(cal_->gemm_table, table_);
+  if (cal_ && cal_->has_gemm_fp8) load(cal_->gemm_fp8_table, table_fp8_);
 }
 
 double CostModel::peak_flops() const { return peak_; }
@@ -114,17 +117,29 @@ double CostModel::memory_bandwidth() const { return bandwidth_; }
 double CostModel::launch_overhead() const { return launch_; }
 
 double CostModel::gemm_efficiency(std::int64_t m, std::int64_t n, std::int64_t k) const {
-  if (cal_ && cal_->has_gemm && cal_->gemm.eff_max > 0) {
-    const double eff_max = std::min(cal_->gemm.eff_max, 1.0);
-    if (m <= 0 || n <= 0 || k <= 0 || !(cal_->gemm.knee > 0)) return eff_max;
+  return gemm_eff(fp8_, m, n, k);
+}
+
+// The calibration's fit of the kernel's precision ([gemm] for bf16, [gemm_fp8] for fp8);
+// an fp8 GEMM with no measured fp8 fit takes the datasheet fp8 curve, not the bf16 fit
+// (eff_max 0.733 bf16 vs 0.656 fp8 measured on the H200: cuBLASLt's fp8 kernels reach a
+// smaller fraction of their doubled peak).
+double CostModel::gemm_eff(bool fp8, std::int64_t m, std::int64_t n, std::int64_t k) const {
+  const GemmFit* fit = nullptr;
+  if (cal_ && fp8 && cal_->has_gemm_fp8) fit = &cal_->gemm_fp8;
+  if (cal_ && !fp8 && cal_->has_gemm) fit = &cal_->gemm;
+  if (fit && fit->eff_max > 0) {
+    const double eff_max = std::min(fit->eff_max, 1.0);
+    if (m <= 0 || n <= 0 || k <= 0 || !(fit->knee > 0)) return eff_max;
     const double size = std::cbrt(static_cast<double>(m) * static_cast<double>(n) * static_cast<double>(k));
-    return std::clamp(eff_max * saturate(size, cal_->gemm.knee), 1e-6, 1.0);
+    return std::clamp(eff_max * saturate(size, fit->knee), 1e-6, 1.0);
   }
-  if (m <= 0 || n <= 0 || k <= 0) return gemm_eff_max_;
+  const double top = fp8 ? CostDefaults::gemm_eff_max_fp8 : CostDefaults::gemm_eff_max_bf16;
+  if (m <= 0 || n <= 0 || k <= 0) return top;
   const double size = std::cbrt(static_cast<double>(m) * static_cast<double>(n) * static_cast<double>(k));
   // Small m and n are paid for by tile padding and idle SMs (quantisation);
   // a short k by the tile's fixed prologue/epilogue, k / (k + k_knee).
-  const double eff = gemm_eff_max_ * saturate(size, CostDefaults::gemm_size_knee) *
+  const double eff = top * saturate(size, CostDefaults::gemm_size_knee) *
                      static_cast<double>(k) / (static_cast<double>(k) + CostDefaults::gemm_k_knee) * quantisation(m, n, k, sms_);
   return std::clamp(eff, 1e-6, 1.0);
 }
@@ -136,32 +151,53 @@ double CostModel::gemm_efficiency(std::int64_t m, std::int64_t n, std::int64_t k
 // kernel's bytes already charge at HBM bandwidth; counting it twice made these
 // pieces run at ~190 TFLOP/s on H100 where the H200 here measured them
 // memory-bound (32 heads, s = 4096: 0.69 ms for both bmm, ~3.1 TB/s).
-double CostModel::batched_gemm_efficiency(std::int64_t m, std::int64_t n, std::int64_t k) const {
-  if (m <= 0 || n <= 0 || k <= 0) return gemm_eff_max_;
+double CostModel::batched_gemm_efficiency(std::int64_t m, std::int64_t n, std::int64_t k, bool fp8) const {
+  const double top = fp8 ? CostDefaults::gemm_eff_max_fp8 : CostDefaults::gemm_eff_max_bf16;
+  if (m <= 0 || n <= 0 || k <= 0) return top;
   const double size = std::cbrt(static_cast<double>(m) * static_cast<double>(n) * static_cast<double>(k));
-  if (cal_ && cal_->has_gemm && cal_->gemm.eff_max > 0 && cal_->gemm.knee > 0)
-    return std::clamp(std::min(cal_->gemm.eff_max, 1.0) * saturate(size, cal_->gemm.knee), 1e-6, 1.0);
-  return std::clamp(gemm_eff_max_ * saturate(size, CostDefaults::gemm_size_knee) * quantisation(m, n, k, sms_), 1e-6, 1.0);
+  const GemmFit* fit = nullptr;
+  if (cal_ && fp8 && cal_->has_gemm_fp8) fit = &cal_->gemm_fp8;
+  if (cal_ && !fp8 && cal_->has_gemm) fit = &cal_->gemm;
+  if (fit && fit->eff_max > 0 && fit->knee > 0)
+    return std::clamp(std::min(fit->eff_max, 1.0) * saturate(size, fit->knee), 1e-6, 1.0);
+  return std::clamp(top * saturate(size, CostDefaults::gemm_size_knee) * quantisation(m, n, k, sms_), 1e-6, 1.0);
+}
+
+// A measured exact shape's seconds on this GPU. The table was measured on the calibration's
+// GPU at fit.peak_flops; what transfers to another GPU of the same architecture is the
+// fraction of peak the kernel reached, not its seconds: the time above the fit's fixed
+// per-call overhead scales by the ratio of peaks (1 on H100 / H200 / H800 bf16 and fp8,
+// 6.7 on the H20). A table used on the GPU it was measured on is returned as measured.
+static double table_seconds(double measured, const GemmFit& fit, double peak) {
+  if (!(fit.peak_flops > 0) || !(peak > 0) || std::abs(fit.peak_flops / peak - 1.0) < 1e-3) return measured;
+  const double fixed = std::clamp(fit.overhead_s, 0.0, measured);
+  return fixed + (measured - fixed) * fit.peak_flops / peak;
 }
 
 double CostModel::gemm_seconds(const Kernel& kn) const {
   const double flops = kn.flops > 0 ? kn.flops : 2.0 * static_cast<double>(kn.m) * kn.n * kn.k;
+  const bool fp8 = runs_fp8(kn);
   const double bytes = kn.bytes > 0 ? kn.bytes : 2.0 * (static_cast<double>(kn.m) * kn.k +
                                                         static_cast<double>(kn.k) * kn.n +
                                                         static_cast<double>(kn.m) * kn.n);
   const double memory = bytes / bandwidth_;
-  if (cal_ && cal_->has_gemm) {
-    if (!table_.empty()) {
+  const double peak = peak_of(kn);
+  const bool measured = cal_ && (fp8 ? cal_->has_gemm_fp8 : cal_->has_gemm);
+  if (measured) {
+    const GemmFit& fit = fp8 ? cal_->gemm_fp8 : cal_->gemm;
+    const std::vector<TableEntry>& table = fp8 ? table_fp8_ : table_;
+    if (!table.empty()) {
       const TableEntry key{kn.m, kn.n, kn.k, 0};
-      auto it = std::lower_bound(table_.begin(), table_.end(), key, [](const TableEntry& a, const TableEntry& b) {
+      auto it = std::lower_bound(table.begin(), table.end(), key, [](const TableEntry& a, const TableEntry& b) {
         return std::tie(a.m, a.n, a.k) < std::tie(b.m, b.n, b.k);
       });
-      if (it != table_.end() && it->m == kn.m && it->n == kn.n && it->k == kn.k) return it->seconds;
+      if (it != table.end() && it->m == kn.m && it->n == kn.n && it->k == kn.k)
+        return std::max(table_seconds(it->seconds, fit, peak), memory);
     }
-    const double compute = cal_->gemm.overhead_s + flops / (peak_ * gemm_efficiency(kn.m, kn.n, kn.k));
+    const double compute = fit.overhead_s + flops / (peak * gemm_eff(fp8, kn.m, kn.n, kn.k));
     return std::max(compute, memory);
   }
-  return std::max(flops / (peak_ * gemm_efficiency(kn.m, kn.n, kn.k)), memory);
+  return std::max(flops / (peak * gemm_eff(fp8, kn.m, kn.n, kn.k)), memory);
 }
 
 double CostModel::attention_seconds(const Kernel& kn) const {
@@ -171,6 +207,9 @@ double CostModel::attention_seconds(const Kernel& kn) const {
   const double full_fwd = has_shape ? 4.0 * static_cast<double>(kn.batch) * kn.heads * kn.seq_q * kn.seq_kv * kn.head_dim
                                     : 0.0;
   const bool cal = cal_ && cal_->has_attention;
+  // bf16 unless the kernel runs in fp8 (features.fp8_attention; models/ marks the others keep_bf16).
+  const double peak = peak_of(kn);
+  const bool fp8 = runs_fp8(kn);
   const double overhead = cal ? cal_->attention.overhead_s : 0.0;
 
   if (kn.flash) {
@@ -191,7 +230,7 @@ double CostModel::attention_seconds(const Kernel& kn) const {
       const double s = kn.seq_kv > 0 ? static_cast<double>(kn.seq_kv) : 1e9;
       eff = (bwd ? CostDefaults::flash_bwd_eff : CostDefaults::flash_fwd_eff) * s / (s + CostDefaults::flash_seq_knee);
     }
-    return overhead + std::max(flops / (peak_ * std::min(eff, 1.0)), kn.bytes / bandwidth_);
+    return overhead + std::max(flops / (peak * std::min(eff, 1.0)), kn.bytes / bandwidth_);
   }
 
   // One piece of the materialised path (models/ emits QK^T, attn*V and their
@@ -202,14 +241,15 @@ double CostModel::attention_seconds(const Kernel& kn) const {
     if (cal && cal_->attention.materialized_bw_eff > 0) bw = hw_.hbm_bandwidth * cal_->attention.materialized_bw_eff;
     // The piece's own m, n, k (QK^T: s_q x s_kv x d; attn*V: s_q x d x s_kv; ...) are not
     // carried; the s x s side sets the tile count, d the reduction or the output width.
-    const double eff = has_shape ? batched_gemm_efficiency(kn.seq_q, kn.seq_kv, kn.head_dim) : gemm_eff_max_;
-    return std::max(kn.flops / (peak_ * eff), kn.bytes / bw);
+    const double eff = has_shape ? batched_gemm_efficiency(kn.seq_q, kn.seq_kv, kn.head_dim, fp8)
+                                 : (fp8 ? CostDefaults::gemm_eff_max_fp8 : CostDefaults::gemm_eff_max_bf16);
+    return std::max(kn.flops / (peak * eff), kn.bytes / bw);
   }
   // The whole materialised attention given by its shape only: batched matmuls
   // on the full s x s (the mask is applied, not skipped) plus softmax/dropout
   // passes over the scores in HBM.
   const double matmul_flops = has_shape ? full_fwd * (bwd ? 2.0 : 1.0) : kn.flops;
-  const double matmul = matmul_flops / (peak_ * batched_gemm_efficiency(kn.seq_q, kn.seq_kv, kn.head_dim));
+  const double matmul = matmul_flops / (peak * batched_gemm_efficiency(kn.seq_q, kn.seq_kv, kn.head_dim, fp8));
   const double per_score = bwd ? CostDefaults::materialized_bwd_bytes_per_score
                                : CostDefaults::materialized_fwd_bytes_per_score;
   const double scores = has_shape ? static_cast<double>(kn.batch) * kn.heads * kn.seq_q * kn.seq_kv * per_score : 0.0;

@@ -75,7 +75,9 @@ class CostModel {
   // 0 under CUDA graphs).
   double checkpoint_host() const { return host_checkpoint_; }
   double recompute_host() const { return host_recompute_; }
-  double gemm_efficiency(std::int64_t m, std::int64_t n, std::int64_t k) const;   // fraction of peak
+  // Fraction of the scenario precision's peak: for an fp8 recipe the calibration's [gemm_fp8]
+  // fit when measured, else the datasheet fp8 curve (never the bf16 fit).
+  double gemm_efficiency(std::int64_t m, std::int64_t n, std::int64_t k) const;
   double memory_bandwidth() const;      // achieved bytes/s for memory-bound kernels
   double launch_overhead() const;       // seconds per kernel (0 under CUDA graphs)
   double peak_flops() const;
@@ -84,7 +86,10 @@ class CostModel {
 
  private:
   double gemm_seconds(const Kernel&) const;        // one kernel, no launch overhead
-  double batched_gemm_efficiency(std::int64_t m, std::int64_t n, std::int64_t k) const;
+  double gemm_eff(bool fp8, std::int64_t m, std::int64_t n, std::int64_t k) const;
+  double batched_gemm_efficiency(std::int64_t m, std::int64_t n, std::int64_t k, bool fp8) const;
+  bool runs_fp8(const Kernel& kn) const { return fp8_ && !kn.keep_bf16; }
+  double peak_of(const Kernel& kn) const { return runs_fp8(kn) ? peak_ : hw_.peak_flops_bf16; }
   double attention_seconds(const Kernel&) const;
   double memory_seconds(const Kernel&) const;
   int launches_per_kernel(const Kernel&) const;
@@ -95,6 +100,7 @@ class CostModel {
   const Calibration* cal_;
   bool cuda_graphs_;
   double peak_ = 0;          // FLOP/s of the precision (bf16 when the GPU has no fp8)
+  bool fp8_ = false;         // fp8 recipe on a GPU with fp8 tensor cores
   double bandwidth_ = 0;     // achieved HBM bytes/s
   double launch_ = 0;        // seconds per kernel launch (0 under CUDA graphs)
   double gap_ = CostDefaults::kernel_gap_s;
@@ -105,7 +111,9 @@ class CostModel {
   double family_bw_[kMemFamilies] = {};   // achieved bytes/s per MemFamily (0: use bandwidth_)
   double gemm_eff_max_ = 0;
   int sms_ = 132;
-  std::vector<TableEntry> table_;   // calibration exact shapes, sorted by (m, n, k)
+  // Calibration exact shapes, sorted by (m, n, k): bf16 and fp8 (the fp8 one only from the
+  // calibration's [gemm_fp8]). Seconds as measured, rescaled to this GPU's peak (gemm_seconds).
+  std::vector<TableEntry> table_, table_fp8_;
 };
 
 // Streaming multiprocessors of the GPU named in the hardware spec (H100/H200: 132,

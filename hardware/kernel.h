@@ -61,6 +61,11 @@ struct Kernel {
   bool compiled = false;        // issued by one torch.compile'd call (host cost host_compiled_overhead)
   bool autograd = false;        // issued by autograd's backward engine (host cost host_backward_overhead)
   MemFamily family = MemFamily::generic;   // memory kernels: achieved-bandwidth family
+  // Tensor-core math kept in bf16 in an fp8 recipe: Transformer Engine's DotProductAttention
+  // without fp8_dpa (its default) and the LM head (Megatron/NeMo keep the output layer in
+  // bf16). The cost model prices such a kernel at the bf16 peak and with the bf16 fit
+  // whatever the scenario's precision.
+  bool keep_bf16 = false;
   // totals used by the roofline (every kind fills them)
   double flops = 0;             // floating-point operations of one kernel
   double bytes = 0;             // minimum HBM bytes read + written by one kernel

@@ -177,11 +177,28 @@ void rope_kernels(double n, double width, int e, bool fused, const char* tag, co
 }
 
 // Adds the F GEMM, its dgrad (B) and wgrad (W). Forward y[m, out] = x[m, in] W.
+Kernel fp8_cast_transpose(const char* name, double rows, double cols, int count) {
+  const double x = rows * cols;
+  // bf16 in (2 B), fp8 out row-major and transposed (1 + 1 B); amax and scale: 2 op/element.
+  return memk(name, 2 * x, 2 * x, 2 * x, count);
+}
+
+// fp8 (Transformer Engine): the forward quantises the input x [tokens, in] before the GEMM,
+// the backward the output gradient dy [tokens, out] before the dgrad; the wgrad reads both
+// transposed copies. GEMM operands are 1-byte fp8, outputs bf16.
 void linear(const char* name, const char* dname, const char* wname, double tokens, double in, double out, int e,
-            LayerKernels& lk, int count) {
+            LayerKernels& lk, int count, bool fp8) {
+  if (fp8) lk.f.push_back(fp8_cast_transpose("fp8_cast_x", tokens, in, count));
   lk.f.push_back(gemm(name, tokens, out, in, e, count));
   lk.b.push_back(gemm(dname, tokens, in, out, e, count));
+  if (fp8) lk.b.push_back(fp8_cast_transpose("fp8_cast_dy", tokens, out, count));   // runs before the dgrad (b is reversed)
   lk.w.push_back(gemm(wname, in, out, tokens, e, count));
+  if (fp8) {
+    auto fp8_bytes = [](Kernel& g) { g.bytes = static_cast<double>(g.m) * g.k + static_cast<double>(g.k) * g.n + 2.0 * g.m * g.n; };
+    fp8_bytes(lk.f.back());
+    fp8_bytes(lk.b[lk.b.size() - 2]);
+    fp8_bytes(lk.w.back());
+  }
 }
 
 }  // namespace mfusim::models::detail

@@ -39,7 +39,13 @@ void activation_kernels(const ModelSpec& m, double n, double f_width, int e, boo
 void rope_kernels(double n, double width, int e, bool fused, const char* tag, const char* tag_bwd,
                   std::vector<hardware::Kernel>& f, std::vector<hardware::Kernel>& b);
 void linear(const char* name, const char* dname, const char* wname, double tokens, double in, double out, int e,
-            LayerKernels& lk, int count = 1);
+            LayerKernels& lk, int count = 1, bool fp8 = false);
+// The kernels an fp8 linear layer adds under Transformer Engine (docs/cost-model.md, "fp8 as
+// it is run"), per micro-batch, for `rows` x `cols` bf16 elements: one fused cast-transpose
+// that reads the bf16 tensor once (the scale's amax taken in the same pass) and writes the
+// fp8 copy twice, row-major for the GEMM that consumes it and transposed for the weight
+// gradient (Hopper's fp8 GEMMs take TN operands only).
+hardware::Kernel fp8_cast_transpose(const char* name, double rows, double cols, int count = 1);
 
 // ---- attention_kernels.cpp ----
 struct AttnShape {

@@ -44,20 +44,20 @@ LayerKernels layer_kernels(const ModelSpec& m, int layer, const RankShape& r) {
     const double rope = static_cast<double>(l.qk_rope_head_dim);
     if (l.q_lora_rank > 0) {
       const double ql = static_cast<double>(l.q_lora_rank);
-      linear("q_down", "q_down_dgrad", "q_down_wgrad", T, h, ql, e, lk);   // duplicated over tp
+      linear("q_down", "q_down_dgrad", "q_down_wgrad", T, h, ql, e, lk, 1, r.fp8);   // duplicated over tp
       norm_kernels(m, T, ql, e, fused, "q_norm", "q_norm_bwd", lk.f, lk.b);
-      linear("q_up", "q_up_dgrad", "q_up_wgrad", T, ql, heads * dqk, e, lk);
+      linear("q_up", "q_up_dgrad", "q_up_wgrad", T, ql, heads * dqk, e, lk, 1, r.fp8);
     } else {
-      linear("q_proj", "q_proj_dgrad", "q_proj_wgrad", T, h, heads * dqk, e, lk);
+      linear("q_proj", "q_proj_dgrad", "q_proj_wgrad", T, h, heads * dqk, e, lk, 1, r.fp8);
     }
     const double kvl = static_cast<double>(l.kv_lora_rank);
-    linear("kv_down", "kv_down_dgrad", "kv_down_wgrad", T, h, kvl + rope, e, lk);   // duplicated over tp
+    linear("kv_down", "kv_down_dgrad", "kv_down_wgrad", T, h, kvl + rope, e, lk, 1, r.fp8);   // duplicated over tp
     norm_kernels(m, T, kvl, e, fused, "kv_norm", "kv_norm_bwd", lk.f, lk.b);
-    linear("kv_up", "kv_up_dgrad", "kv_up_wgrad", T, kvl, heads * (l.qk_nope_head_dim + l.v_head_dim), e, lk);
+    linear("kv_up", "kv_up_dgrad", "kv_up_wgrad", T, kvl, heads * (l.qk_nope_head_dim + l.v_head_dim), e, lk, 1, r.fp8);
     rope_kernels(T, heads * rope, e, fused, "rope_q", "rope_q_bwd", lk.f, lk.b);
     rope_kernels(T, rope, e, fused, "rope_k", "rope_k_bwd", lk.f, lk.b);
   } else {
-    linear("qkv", "qkv_dgrad", "qkv_wgrad", T, h, (heads + 2 * kv) * dqk, e, lk);
+    linear("qkv", "qkv_dgrad", "qkv_wgrad", T, h, (heads + 2 * kv) * dqk, e, lk, 1, r.fp8);
     // Plain PyTorch splits the one QKV output into q, k, v views; autograd's SplitBackward
     // concatenates dq, dk, dv into one gradient before the dgrad (run 8 trace: one
     // CatArrayBatchedCopy per layer, 15-16 us at s1.3b seq 4096, fused 0 and 1).
@@ -68,11 +68,18 @@ LayerKernels layer_kernels(const ModelSpec& m, int layer, const RankShape& r) {
     }
   }
   std::size_t core_begin = lk.f.size();
+  const std::size_t core_b_begin = lk.b.size();
   const AttnShape as{static_cast<double>(r.micro_batch), heads, kv, static_cast<double>(r.seq_len) / r.cp,
                      static_cast<double>(r.seq_len), dqk, dv};
   attention_kernels(m, as, e, r.flash_attention, fused, lk.f, lk.b, r.fp32_autocast);
   std::size_t core_end = lk.f.size();
-  linear("attn_out", "attn_out_dgrad", "attn_out_wgrad", T, heads * dv, h, e, lk);
+  // Transformer Engine keeps DotProductAttention in bf16 unless the recipe's fp8_dpa is on
+  // (features.fp8_attention; TE's default is off).
+  if (r.fp8 && !r.fp8_attention) {
+    for (std::size_t i = core_begin; i < core_end; ++i) lk.f[i].keep_bf16 = true;
+    for (std::size_t i = core_b_begin; i < lk.b.size(); ++i) lk.b[i].keep_bf16 = true;
+  }
+  linear("attn_out", "attn_out_dgrad", "attn_out_wgrad", T, heads * dv, h, e, lk, 1, r.fp8);
   block_residual(lk.f, lk.b);
 
   // --- MLP block ---
@@ -86,6 +93,7 @@ LayerKernels layer_kernels(const ModelSpec& m, int layer, const RankShape& r) {
     const double per_rank = E / r.ep;
     // Router on the rank's own tokens; top-k; permutation into expert order.
     linear("router", "router_dgrad", "router_wgrad", Tn, h, E, e, lk);
+    lk.f.back().keep_bf16 = lk.b.back().keep_bf16 = lk.w.back().keep_bf16 = true;   // a torch linear, not TE fp8
     push(lk.f, lk.b, {"router_topk", "router_topk_bwd", 4 * Tn * E, 12 * Tn * k, Tn * E});
     push(lk.f, lk.b, {"moe_permute", "moe_unpermute_grad", e * Tn * h, e * Tn * k * h, 0});
     // Tokens one expert sees on this rank: the tp group's T tokens of each of
@@ -94,28 +102,28 @@ LayerKernels layer_kernels(const ModelSpec& m, int layer, const RankShape& r) {
     const int groups = std::max(1, static_cast<int>(std::lround(per_rank)));
     lk.f_experts = lk.f.size();
     bx0 = lk.b.size();
-    linear("expert_fc1", "expert_fc1_dgrad", "expert_fc1_wgrad", m_e, h, 2 * fe / tp, e, lk, groups);
+    linear("expert_fc1", "expert_fc1_dgrad", "expert_fc1_wgrad", m_e, h, 2 * fe / tp, e, lk, groups, r.fp8);
     activation_kernels(m, m_e * groups, fe / tp, e, fused, lk.f, lk.b);
-    linear("expert_fc2", "expert_fc2_dgrad", "expert_fc2_wgrad", m_e, fe / tp, h, e, lk, groups);
+    linear("expert_fc2", "expert_fc2_dgrad", "expert_fc2_wgrad", m_e, fe / tp, h, e, lk, groups, r.fp8);
     lk.f_experts_end = lk.f.size();
     bx1 = lk.b.size();
     push(lk.f, lk.b, {"moe_unpermute", "moe_permute_grad", e * Tn * k * h + 4 * Tn * k, e * Tn * h, Tn * k * h});
     if (mo.shared_experts > 0) {
       const double fs = mo.shared_experts * fe / tp;
-      linear("shared_fc1", "shared_fc1_dgrad", "shared_fc1_wgrad", T, h, 2 * fs, e, lk);
+      linear("shared_fc1", "shared_fc1_dgrad", "shared_fc1_wgrad", T, h, 2 * fs, e, lk, 1, r.fp8);
       activation_kernels(m, T, fs, e, fused, lk.f, lk.b);
-      linear("shared_fc2", "shared_fc2_dgrad", "shared_fc2_wgrad", T, fs, h, e, lk);
+      linear("shared_fc2", "shared_fc2_dgrad", "shared_fc2_wgrad", T, fs, h, e, lk, 1, r.fp8);
     }
   } else {
     const double f = static_cast<double>(m.ffn_hidden) / tp;
     const double up = m.activation == Activation::swiglu ? 2 * f : f;
-    linear("mlp_up", "mlp_up_dgrad", "mlp_up_wgrad", T, h, up, e, lk);
+    linear("mlp_up", "mlp_up_dgrad", "mlp_up_wgrad", T, h, up, e, lk, 1, r.fp8);
     // Gate and up are chunks of one GEMM output: ChunkBackward concatenates their gradients
     // (run 8 trace: 43-45 us per layer at s1.3b seq 4096).
     if (r.fp32_autocast && m.activation == Activation::swiglu)
       lk.b.push_back(memk("mlp_up_chunk_bwd", e * T * up, e * T * up, 0));
     activation_kernels(m, T, f, e, fused, lk.f, lk.b);
-    linear("mlp_down", "mlp_down_dgrad", "mlp_down_wgrad", T, f, h, e, lk);
+    linear("mlp_down", "mlp_down_dgrad", "mlp_down_wgrad", T, f, h, e, lk, 1, r.fp8);
   }
   block_residual(lk.f, lk.b);
 
@@ -177,6 +185,9 @@ LayerKernels head_kernels(const ModelSpec& m, const RankShape& r) {
     norm_kernels(m, Tn, h, e, r.fused_kernels, gpt_style(m) ? "final_layernorm" : "final_rmsnorm",
                  gpt_style(m) ? "final_layernorm_bwd" : "final_rmsnorm_bwd", lk.f, lk.b);
   linear("lm_head", "lm_head_dgrad", "lm_head_wgrad", T, h, v, e, lk);
+  // The output layer stays bf16 in Megatron/NeMo fp8 recipes (it is not a TE fp8 module):
+  // priced at the bf16 peak and fit, no quantise kernels.
+  lk.f.back().keep_bf16 = lk.b.back().keep_bf16 = lk.w.back().keep_bf16 = true;
   if (r.fp32_autocast) {
     // torch: F.cross_entropy(logits.float(), targets) over the full [T, V] logits
     // (validation/train_step.py Model.forward): the .float() copy, log_softmax in fp32

@@ -13,12 +13,13 @@ namespace mfusim::models {
 using namespace detail;
 
 StaticMemory static_memory(const ModelSpec& m, const std::vector<int>& layers, bool has_embedding, bool has_head,
-                           int tp, int ep, int dp, bool distributed_optimizer, bool fp32_autocast) {
-  double dense = 0, expert = 0;
+                           int tp, int ep, int dp, bool distributed_optimizer, bool fp32_autocast, bool fp8) {
+  double dense = 0, expert = 0, fp8_linear = 0;
   for (int i : layers) {
     const ParamParts p = layer_parts(m, i);
     dense += p.tp_sharded / tp + p.replicated;
     expert += p.experts / (static_cast<double>(tp) * ep);
+    fp8_linear += p.tp_sharded / tp + p.experts / (static_cast<double>(tp) * ep);
   }
   const ParamCount c = count_params(m);
   if (has_embedding) dense += c.embedding / tp;
@@ -28,7 +29,7 @@ StaticMemory static_memory(const ModelSpec& m, const std::vector<int>& layers, b
     else if (!has_embedding) dense += c.embedding / tp;   // Megatron keeps a tied copy on the last stage
   }
   StaticMemory s;
-  s.params = param_bytes(fp32_autocast) * (dense + expert);
+  s.params = param_bytes(fp32_autocast) * (dense + expert) + (fp8 ? 2.0 * fp8_linear : 0.0);
   s.grads = 4 * (dense + expert);
   const double expert_dp = std::max(1.0, static_cast<double>(dp) / ep);
   const double state = fp32_autocast ? 8 : 12;   // m, v (+ fp32 master copy for bf16 params)

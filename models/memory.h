@@ -16,8 +16,13 @@ struct StaticMemory { double params = 0, grads = 0, optimizer = 0; };
 // sharded over dp when distributed_optimizer.
 // fp32_autocast: fp32 params (4 bytes), fp32 grads (4), Adam m and v (8, sharded like the
 // optimizer state); no separate master copy.
+// fp8 (Transformer Engine on Hopper/Blackwell): each fp8 linear layer's weight is also held
+// as fp8, row-major and transposed (the cached quantised weight TE keeps across the step's
+// micro-batches), 2 bytes per layer weight parameter in `params`; the embedding, the LM head
+// and the norms have none.
 StaticMemory static_memory(const ModelSpec&, const std::vector<int>& layers, bool has_embedding, bool has_head,
-                           int tp, int ep, int dp, bool distributed_optimizer, bool fp32_autocast = false);
+                           int tp, int ep, int dp, bool distributed_optimizer, bool fp32_autocast = false,
+                           bool fp8 = false);
 // ZeRO stages 2 and 3 (docs/fsdp.md): the states of static_memory with the gradients (stage 2) and
 // the parameters too (stage 3) divided over the `shard` ranks of a shard group (all of dp, or
 // HSDP's shard_degree); the optimizer state over the shard group (stages >= 1). Experts are

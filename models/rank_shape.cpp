@@ -17,6 +17,8 @@ RankShape rank_shape(const config::Scenario& s) {
   sh.recompute = s.features.recompute;
   sh.bytes_per_element = 2;
   sh.fp32_autocast = s.training.master_weights == config::MasterWeights::fp32_autocast;
+  sh.fp8 = s.training.precision == hardware::Precision::fp8 && s.hardware.peak_flops_fp8 > 0;
+  sh.fp8_attention = s.features.fp8_attention;
   return sh;
 }
 

@@ -23,6 +23,10 @@ struct RankShape {
   // parameters cast to bf16 by every forward (and recompute), bf16 weight gradients cast to
   // fp32 .grad, torch cross entropy on .float() logits, eager attention chain without flash.
   bool fp32_autocast = false;
+  // fp8 recipe (training.precision = "fp8", Transformer Engine): the linear layers' GEMMs in
+  // fp8 with their quantise kernels; attention in fp8 only with fp8_attention; the LM head bf16.
+  bool fp8 = false;
+  bool fp8_attention = false;
 };
 // The per-rank shape of a scenario (its parallel layout, micro-batch, features
 // and weights recipe): the one place that maps a Scenario to a RankShape.

@@ -9,6 +9,8 @@
 #include <cuda_fp8.h>
 
 #include <algorithm>
+#include <chrono>
+#include <cstdio>
 #include <ctime>
 #include <fstream>
 #include <vector>
@@ -61,6 +63,15 @@ void write_output(const std::string& out_path, const Provenance& pv, double t_ge
   f << "sm_clock_max_mhz = " << clock_khz / 1000 << "\n";
   f << "mem_clock_mhz = " << mem_clock_khz / 1000 << "\n";
   f << "nvidia_smi_clocks = \"" << esc(smi) << "\"  # sm, max sm, mem, power limit, temp at end of run\n";
+  if (!pv.gemm_sm_mhz.empty()) {
+    auto stats = [](std::vector<double> v) {
+      std::sort(v.begin(), v.end());
+      return "[" + num(v.front()) + ", " + num(v[v.size() / 2]) + ", " + num(v.back()) + "]";
+    };
+    f << "sm_clock_gemm_mhz = " << stats(pv.gemm_sm_mhz) << "  # min, median, max while the GEMMs ran ("
+      << pv.gemm_sm_mhz.size() << " nvidia-smi samples)\n";
+    if (!pv.gemm_power_w.empty()) f << "power_gemm_w = " << stats(pv.gemm_power_w) << "  # min, median, max\n";
+  }
   f << "driver = \"" << esc(drv_s) << "\"\n";
   f << "cuda_driver_api = " << drv << "\n";
   f << "cuda_runtime = " << rt << "\n";
@@ -247,6 +258,27 @@ std::string kernel_names(const std::function<void()>& fn, cudaStream_t st) {
   }
   CUDA_CHECK(cudaGraphDestroy(g));
   return out;
+}
+
+void ClockSampler::start() {
+  stop_ = false;
+  th_ = std::thread([this] {
+    while (!stop_) {
+      const std::string line =
+          shell("nvidia-smi -i 0 --query-gpu=clocks.sm,power.draw --format=csv,noheader,nounits 2>/dev/null");
+      double c = 0, w = 0;
+      if (std::sscanf(line.c_str(), "%lf, %lf", &c, &w) >= 1 && c > 0) {
+        mhz.push_back(c);
+        if (w > 0) watts.push_back(w);
+      }
+      for (int i = 0; i < 4 && !stop_; ++i) std::this_thread::sleep_for(std::chrono::milliseconds(50));
+    }
+  });
+}
+
+void ClockSampler::stop() {
+  stop_ = true;
+  if (th_.joinable()) th_.join();
 }
 
 }  // namespace mfusim::probe

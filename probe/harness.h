@@ -16,6 +16,9 @@
 #include <functional>
 #include <sstream>
 #include <string>
+#include <thread>
+#include <vector>
+#include <atomic>
 
 namespace mfusim::probe {
 
@@ -56,6 +59,20 @@ struct Provenance {
   cudaDeviceProp prop;
   int ngpu = 0, drv = 0, rt = 0, clock_khz = 0, mem_clock_khz = 0;
   std::string cmdline;
+  // SM clock (MHz) and board power (W) sampled while the GEMMs ran (ClockSampler): the clock
+  // state the GEMM fit is measured at (a power-capped H200 runs 1450-1750 MHz, not its 1980 max).
+  std::vector<double> gemm_sm_mhz, gemm_power_w;
+};
+// Samples GPU 0's SM clock and board power through nvidia-smi every ~200 ms on a background
+// thread between start() and stop(); no samples where nvidia-smi is missing.
+class ClockSampler {
+ public:
+  void start();
+  void stop();
+  std::vector<double> mhz, watts;
+ private:
+  std::thread th_;
+  std::atomic<bool> stop_{false};
 };
 // Writes the probe's TOML file: format, [provenance] (with nvidia-smi's clocks and driver at
 // the end of the run, the date, the phases' seconds, the timing and GEMM conventions), then

@@ -151,6 +151,8 @@ int main(int argc, char** argv) {
     return 0;
   }
   auto t0 = std::chrono::steady_clock::now();
+  ClockSampler clocks;
+  clocks.start();
   std::vector<Shape> g = grid ? gemm_grid(quick) : std::vector<Shape>{};
   for (const auto& s : g) gemm_sample(c, s, false);
   for (const auto& s : shapes) gemm_sample(c, s, false);
@@ -159,6 +161,7 @@ int main(int argc, char** argv) {
     for (const auto& s : shapes) if (s.m % 16 == 0 && s.n % 16 == 0 && s.k % 16 == 0) gemm_sample(c, s, true);
   }
   double t_gemm = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+  clocks.stop();
   if (attn) {
     std::vector<AttnCfg> cfgs;
     for (long long s : quick ? std::vector<long long>{1024, 4096} : std::vector<long long>{1024, 2048, 4096, 8192, 16384})
@@ -175,7 +178,8 @@ int main(int argc, char** argv) {
   if (nccl) collectives(c, ngpu, quick);
   double t_all = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
 
-  write_output(out_path, {prop, ngpu, drv, rt, clock_khz, mem_clock_khz, cmdline}, t_gemm, t_attn, t_all, c.out);
+  write_output(out_path, {prop, ngpu, drv, rt, clock_khz, mem_clock_khz, cmdline, clocks.mhz, clocks.watts}, t_gemm,
+               t_attn, t_all, c.out);
   CUDA_CHECK(cudaStreamDestroy(c.st));
   std::printf("probe: wrote %s (%d GEMM samples, %.1f s)\n", out_path.c_str(), c.gemm_count, t_all);
   return 0;

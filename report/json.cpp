@@ -1,4 +1,5 @@
 #include "report/json.h"
+#include "hardware/calibration.h"
 
 #include <cmath>
 #include <cstdio>
@@ -167,6 +168,9 @@ void write_resolved(JsonWriter& w, const config::Scenario& s) {
   w.key("calibration").value(!s.calibration_path.empty() ? s.calibration_path
                              : s.calibration             ? s.calibration->source
                                                          : std::string());
+  w.key("calibration_choice").value(s.calibration_choice);
+  w.key("calibration_note").value(s.calibration ? hardware::calibration_transfer_note(*s.calibration, s.hardware)
+                                                : std::string());
   w.key("cluster").begin_object().key("gpus").value(s.gpus).end_object();
   w.key("training").begin_object();
   w.key("seq_len").value(s.training.seq_len);
@@ -218,6 +222,7 @@ void write_resolved(JsonWriter& w, const config::Scenario& s) {
   w.key("dataloader_ms_per_sample").value(f.dataloader_ms_per_sample);   // -1: derived from seq_len
   w.key("gc_pause_ms").value(f.gc_pause_ms);
   w.key("gc_interval_s").value(f.gc_interval_s);
+  w.key("fp8_attention").value(f.fp8_attention);
   w.end_object();
   w.key("cost").begin_object().key("price_per_gpu_hour").value(s.cost.price_per_gpu_hour).end_object();
   w.key("seed").value(static_cast<long long>(s.seed));

@@ -6,6 +6,7 @@
 #include <sstream>
 
 #include "report/timeline_ascii.h"
+#include "hardware/calibration.h"
 
 namespace mfusim::report {
 
@@ -58,6 +59,24 @@ std::string format_count(double n) {
   return thousands(n);
 }
 
+namespace {
+// Which calibration the cost model used (config::Scenario::calibration_choice).
+std::string calibration_text(const config::Scenario& s) {
+  if (s.calibration) {
+    std::string t = !s.calibration_path.empty() ? s.calibration_path : s.calibration->source;
+    // A shipped file is named from the data root (hardware/calibration/...), not by this machine's path.
+    const auto shipped = t.rfind("hardware/calibration/");
+    if (shipped != std::string::npos && shipped > 0) t = t.substr(shipped);
+    if (s.calibration_choice == "default") t += " (the shipped measured calibration for this GPU's architecture)";
+    if (!s.calibration->gpu_name.empty()) t += ", measured on " + s.calibration->gpu_name;
+    return t;
+  }
+  if (s.calibration_choice == "none") return "none: datasheet roofline (calibration = \"none\")";
+  if (!hardware::default_calibration_file(s.hardware).empty()) return "none: datasheet roofline";
+  return "none: datasheet roofline (no measured calibration for this GPU's architecture)";
+}
+}  // namespace
+
 std::string text_report(const step::StepResult& r, const std::vector<step::WhatIfResult>& whatifs) {
   const auto& s = r.scenario;
   const auto& p = s.parallel;
@@ -83,6 +102,9 @@ std::string text_report(const step::StepResult& r, const std::vector<step::WhatI
   o << "  layout    tp " << p.tp << "  pp " << p.pp << "  dp " << p.dp << "  cp " << p.cp << "  ep " << p.ep << "  vpp "
     << p.vpp << "  |  " << config::to_string(s.schedule.name) << ", " << r.microbatches << " micro-batches of "
     << s.training.micro_batch << " x " << s.training.seq_len << " tokens\n";
+  if (!lab) o << "  calib     " << calibration_text(s) << "\n";
+  const std::string cal_note = s.calibration ? hardware::calibration_transfer_note(*s.calibration, s.hardware) : "";
+  if (!lab && !cal_note.empty()) o << "  warning   " << cal_note << "\n";
   for (const auto& w : r.warnings) o << "  warning   " << w << "\n";
   o << "\nStep\n";
   o << "  step time        " << format_seconds(r.step_time_s) << "\n";

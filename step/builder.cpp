@@ -136,6 +136,13 @@ void Builder::add_static_memory() {
                                     shape.fp32_autocast);
     rank_params_[r] = sm.params / models::param_bytes(shape.fp32_autocast);
     if (zero_sharded()) sm = sharded_memory(layers, emb, head);   // step/fsdp.cpp: ZeRO-2/3, HSDP, offload
+    // fp8: Transformer Engine's cached fp8 weight copies (models::static_memory, fp8 = true), on the
+    // ranks that hold whole layers (not under ZeRO-3, where parameters are gathered per unit).
+    if (s_.training.precision == config::Precision::fp8 && P.zero() < 3)
+      sm.params += models::static_memory(s_.model, layers, emb, head, P.tp, P.ep, P.dp, P.distributed_optimizer,
+                                         shape.fp32_autocast, true).params -
+                   models::static_memory(s_.model, layers, emb, head, P.tp, P.ep, P.dp, P.distributed_optimizer,
+                                         shape.fp32_autocast).params;
     out_.params_bytes[r] = sm.params;
     out_.grads_bytes[r] = sm.grads;
     out_.optimizer_bytes[r] = sm.optimizer;

@@ -186,6 +186,11 @@ double memory_lower_bound(const config::Scenario& s) {
       z.offload_params = s.features.offload == config::Offload::params;
       st = models::sharded_static_memory(s.model, held_layers, emb, head, s.parallel.tp, s.parallel.ep, z, autocast);
     }
+    if (s.training.precision == config::Precision::fp8 && s.parallel.zero() < 3)   // fp8 weight copies (step/builder.cpp)
+      st.params += models::static_memory(s.model, held_layers, emb, head, s.parallel.tp, s.parallel.ep, s.parallel.dp,
+                                         s.parallel.distributed_optimizer, autocast, true).params -
+                   models::static_memory(s.model, held_layers, emb, head, s.parallel.tp, s.parallel.ep, s.parallel.dp,
+                                         s.parallel.distributed_optimizer, autocast).params;
     best = std::max(best, st.params + st.grads + st.optimizer + static_cast<double>(peak) + step::kRuntimeReserveBytes);
   }
   return best;

@@ -197,7 +197,13 @@ TEST_CASE("cli: resolved holds the scenario after defaults, --set and --calibrat
   CHECK(d["features"]["gc_pause_ms"].num() == 100);
   CHECK(d["features"]["gc_interval_s"].num() == 3400);
   CHECK(d["features"]["dataloader_ms_per_sample"].num() == -1);
-  CHECK(d["calibration"].str().empty());
+  // A Hopper GPU without a calibration line uses the shipped measured calibration (docs/cost-model.md,
+  // "Which calibration"); `--calibration none` the datasheet roofline.
+  CHECK(d["calibration"].str() == "hardware/calibration/h200.toml");
+  CHECK(d["calibration_choice"].str() == "default");
+  const Json n = parse_json(run_cli({"run", s, "--json", "--calibration", "none"}).out)["resolved"];
+  CHECK(n["calibration"].str().empty());
+  CHECK(n["calibration_choice"].str() == "none");
 }
 
 TEST_CASE("cli: the bad-input corpus exits 2 with FILE:LINE:COL: error: (check and run)") {

@@ -197,3 +197,74 @@ TEST_CASE("fp8 uses the fp8 peak, and bf16 when the GPU has none") {
   hw.peak_flops_fp8 = 0;
   CHECK(CostModel(hw, Precision::fp8).peak_flops() == 989e12);
 }
+
+TEST_CASE("fp8: attention marked keep_bf16 runs at the bf16 peak, the rest at the fp8 peak") {
+  // Transformer Engine keeps DotProductAttention in bf16 unless fp8_dpa (docs/cost-model.md).
+  const CostModel fp8(h100(), Precision::fp8);
+  const CostModel bf16(h100(), Precision::bf16);
+  Kernel a = attention(KernelKind::attention_fwd, 8192, true);
+  const double fast = fp8.time(a);
+  a.keep_bf16 = true;
+  CHECK(fp8.time(a) == doctest::Approx(bf16.time(a)));
+  CHECK(fp8.time(a) == doctest::Approx(2 * fast).epsilon(0.02));   // 1979 vs 989 TFLOP/s, compute-bound
+  Kernel g = gemm(8192, 8192, 8192);
+  g.keep_bf16 = true;   // the LM head
+  CHECK(fp8.time(g) == doctest::Approx(bf16.time(g)));
+  g.keep_bf16 = false;
+  CHECK(fp8.time(g) < 0.65 * bf16.time(g));   // 0.70 x 1979 vs 0.84 x 989 TFLOP/s
+}
+
+TEST_CASE("calibrated fp8 GEMMs read [gemm_fp8] and its table, never the bf16 fit or table") {
+  Calibration cal;
+  cal.has_gemm = true;
+  cal.gemm.peak_flops = 989e12;
+  cal.gemm.eff_max = 0.73;
+  cal.gemm.knee = 225;
+  cal.gemm.overhead_s = 7e-6;
+  cal.gemm_table = {{4096, 4096, 4096, 1.0e-3}};
+  const CostModel no_fp8_fit(h100(), Precision::fp8, &cal, true);
+  // The bf16 table's shape is not an fp8 time: an fp8 GEMM with no fp8 measurement takes the
+  // datasheet fp8 curve.
+  const CostModel ds8(h100(), Precision::fp8, nullptr, true);
+  CHECK(no_fp8_fit.time(gemm(4096, 4096, 4096)) == doctest::Approx(ds8.time(gemm(4096, 4096, 4096))));
+  CHECK(no_fp8_fit.gemm_efficiency(8192, 8192, 8192) == doctest::Approx(ds8.gemm_efficiency(8192, 8192, 8192)));
+
+  cal.has_gemm_fp8 = true;
+  cal.gemm_fp8.peak_flops = 1979e12;
+  cal.gemm_fp8.eff_max = 0.656;
+  cal.gemm_fp8.knee = 297;
+  cal.gemm_fp8.overhead_s = 9e-6;
+  cal.gemm_fp8_table = {{4096, 4096, 4096, 0.25e-3}};
+  const CostModel cm(h100(), Precision::fp8, &cal, true);
+  CHECK(cm.time(gemm(4096, 4096, 4096)) == doctest::Approx(0.25e-3));
+  const double eff = 0.656 * (1 - std::exp(-std::cbrt(2048.0 * 8192 * 1024) / 297));
+  CHECK(cm.gemm_efficiency(2048, 8192, 1024) == doctest::Approx(eff));
+  const Kernel g = gemm(2048, 8192, 1024);
+  CHECK(cm.time(g) == doctest::Approx(9e-6 + g.flops / (1979e12 * eff)));
+  // A bf16-kept GEMM in the same fp8 model reads the bf16 table and fit.
+  Kernel h = gemm(4096, 4096, 4096);
+  h.keep_bf16 = true;
+  CHECK(cm.time(h) == doctest::Approx(1.0e-3));
+  Kernel h2 = gemm(2048, 8192, 1024);
+  h2.keep_bf16 = true;
+  const double eff16 = 0.73 * (1 - std::exp(-std::cbrt(2048.0 * 8192 * 1024) / 225));
+  CHECK(cm.time(h2) == doctest::Approx(7e-6 + h2.flops / (989e12 * eff16)));
+}
+
+TEST_CASE("a measured GEMM table transfers to a GPU of another peak as efficiency, not seconds") {
+  Calibration cal;
+  cal.has_gemm = true;
+  cal.gemm.peak_flops = 989e12;
+  cal.gemm.eff_max = 0.73;
+  cal.gemm.knee = 225;
+  cal.gemm.overhead_s = 7e-6;
+  cal.gemm_table = {{4096, 4096, 4096, 207e-6}};
+  HardwareSpec slow = h100();
+  slow.peak_flops_bf16 = 148e12;   // H20
+  const CostModel same(h100(), Precision::bf16, &cal, true);
+  const CostModel other(slow, Precision::bf16, &cal, true);
+  CHECK(same.time(gemm(4096, 4096, 4096)) == doctest::Approx(207e-6));
+  CHECK(other.time(gemm(4096, 4096, 4096)) == doctest::Approx(7e-6 + 200e-6 * 989.0 / 148.0));
+  // Never faster than the peak allows.
+  CHECK(gemm(4096, 4096, 4096).flops / other.time(gemm(4096, 4096, 4096)) < 148e12);
+}

@@ -207,3 +207,44 @@ TEST_CASE("layer_comm: TP, EP, CP, PP bytes") {
   re.ep = 8;
   CHECK(layer_comm(fx::mixtral_8x7b(), 0, re).ep_all_to_all_bytes == 4096.0 * 2 * 4096 * 2);
 }
+
+TEST_CASE("fp8 recipe: a cast-transpose per fp8 linear (x forward, dy backward), attention and LM head bf16") {
+  const ModelSpec m = fx::llama3_8b();
+  RankShape r = shape(1, 1, 8192);
+  const LayerKernels b16 = layer_kernels(m, 0, r);
+  r.fp8 = true;
+  const LayerKernels f8 = layer_kernels(m, 0, r);
+  // Four fp8 linears (qkv, attn_out, mlp_up, mlp_down): four quantise kernels each way.
+  int fx_n = 0, fdy_n = 0;
+  double fx_bytes = 0, fdy_bytes = 0;
+  for (const Kernel& k : f8.f)
+    if (std::string(k.name) == "fp8_cast_x") ++fx_n, fx_bytes += k.bytes;
+  for (const Kernel& k : f8.b)
+    if (std::string(k.name) == "fp8_cast_dy") ++fdy_n, fdy_bytes += k.bytes;
+  CHECK(fx_n == 4);
+  CHECK(fdy_n == 4);
+  const double T = 8192, h = 4096, qkv = (32 + 2 * 8) * 128.0, up = 2 * 14336.0, ffn = 14336;
+  // Read bf16 once (2 B), write fp8 twice (1 + 1 B): 4 B per element of the quantised input.
+  CHECK(fx_bytes == doctest::Approx(4 * T * (h + h + h + ffn)));   // inputs of qkv, attn_out, mlp_up, mlp_down
+  CHECK(fdy_bytes == doctest::Approx(4 * T * (qkv + h + up + h)));  // output gradients
+  // The quantise kernel runs right before the GEMM that consumes it.
+  for (std::size_t i = 0; i + 1 < f8.f.size(); ++i)
+    if (std::string(f8.f[i].name) == "fp8_cast_x") CHECK(f8.f[i + 1].kind == KernelKind::gemm);
+  for (std::size_t i = 0; i + 1 < f8.b.size(); ++i)
+    if (std::string(f8.b[i].name) == "fp8_cast_dy") CHECK(std::string(f8.b[i + 1].name).find("_dgrad") != std::string::npos);
+  // Same FLOPs; fp8 GEMM operands are 1 byte.
+  CHECK(compute_flops(f8.f) == doctest::Approx(compute_flops(b16.f)));
+  CHECK(find(f8.f, "mlp_up").bytes == doctest::Approx(T * h + h * up + 2 * T * up));
+  // Attention stays bf16 unless fp8_attention; the linears are fp8.
+  CHECK(find(f8.f, "flash_attn_fwd").keep_bf16);
+  CHECK(find(f8.b, "flash_attn_bwd").keep_bf16);
+  CHECK_FALSE(find(f8.f, "qkv").keep_bf16);
+  r.fp8_attention = true;
+  CHECK_FALSE(find(layer_kernels(m, 0, r).f, "flash_attn_fwd").keep_bf16);
+  const LayerKernels head = head_kernels(m, r);
+  CHECK(find(head.f, "lm_head").keep_bf16);
+  CHECK(find(head.w, "lm_head_wgrad").keep_bf16);
+  for (const Kernel& k : head.f) CHECK(std::string(k.name) != "fp8_cast_x");
+  // bf16 scenario: unchanged list, nothing marked.
+  for (const Kernel& k : b16.f) CHECK(std::string(k.name).rfind("fp8_", 0) != 0);
+}

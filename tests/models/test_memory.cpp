@@ -142,3 +142,19 @@ TEST_CASE("static memory: 18 bytes/param, or 6 + 12/dp with the distributed opti
   const StaticMemory e64 = static_memory(d, {3}, false, false, 1, 64, 64, false);
   CHECK(e1.params - e64.params == doctest::Approx(2 * 256 * 3.0 * 7168 * 2048 * 63 / 64).epsilon(1e-12));
 }
+
+TEST_CASE("fp8: the layer weights' fp8 copies (row-major and transposed) add 2 bytes per linear parameter") {
+  const ModelSpec m = fx::llama3_8b();
+  // One decoder layer: q, k, v, o and gate, up, down matrices (4096 x (4096 + 2 x 1024 + 4096)
+  // and 3 x 4096 x 14336), tp 2.
+  const double linear = 4096.0 * (4096 + 2 * 1024 + 4096) + 3 * 4096.0 * 14336;
+  const StaticMemory b16 = static_memory(m, {1}, false, false, 2, 1, 8, true);
+  const StaticMemory f8 = static_memory(m, {1}, false, false, 2, 1, 8, true, false, true);
+  CHECK(f8.params - b16.params == doctest::Approx(2 * linear / 2).epsilon(1e-12));
+  CHECK(f8.grads == b16.grads);
+  CHECK(f8.optimizer == b16.optimizer);
+  // The embedding and LM head have no fp8 copy.
+  const StaticMemory e16 = static_memory(m, {}, true, true, 1, 1, 1, false);
+  const StaticMemory e8 = static_memory(m, {}, true, true, 1, 1, 1, false, false, true);
+  CHECK(e8.params == e16.params);
+}

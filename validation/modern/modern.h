@@ -230,7 +230,9 @@ inline std::optional<config::Scenario> row_scenario(const ModernRow& r, Profile 
       {"H100", "h100-sxm"}, {"B200", "b200"}, {"GB200", "gb200-nvl72"}, {"GB300", "gb300-nvl72"}};
   s.hardware = in.hardware(r.gpu_type);
   s.hardware_ref = hw_name.at(r.gpu_type);
-  if (profile == Profile::calibrated && r.gpu_type == "H100") {
+  // The same choice `run` makes for a scenario without a calibration line
+  // (hardware::default_calibration_file): the shipped H200 file on Hopper, none elsewhere.
+  if (profile == Profile::calibrated && !hardware::default_calibration_file(s.hardware).empty()) {
     s.calibration = in.h200_calibration();
     s.calibration_path = source_path(Inputs::kCalibration);
   }
