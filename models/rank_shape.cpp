@@ -17,6 +17,8 @@ RankShape rank_shape(const config::Scenario& s) {
   sh.recompute = s.features.recompute;
   sh.bytes_per_element = 2;
   sh.fp32_autocast = s.training.master_weights == config::MasterWeights::fp32_autocast;
+  sh.recompute_norm_up_proj = s.moe.recompute_norm_up_proj;
+  sh.fp8_activation_cache = s.moe.fp8_activation_cache;
   return sh;
 }
 

@@ -23,6 +23,11 @@ struct RankShape {
   // parameters cast to bf16 by every forward (and recompute), bf16 weight gradients cast to
   // fp32 .grad, torch cross entropy on .float() logits, eager attention chain without flash.
   bool fp32_autocast = false;
+  // DeepSeek-V3's memory measures (moe.recompute_norm_up_proj, moe.fp8_activation_cache;
+  // arXiv 2412.19437 §3.2.3, §3.3.2): RMSNorm outputs and MLA up-projection outputs are not
+  // kept (recomputed in backward); Linear inputs are cached in fp8 with one fp32 scale per 128.
+  bool recompute_norm_up_proj = false;
+  bool fp8_activation_cache = false;
 };
 // The per-rank shape of a scenario (its parallel layout, micro-batch, features
 // and weights recipe): the one place that maps a Scenario to a RankShape.

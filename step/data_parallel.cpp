@@ -4,6 +4,7 @@
 #include <algorithm>
 
 #include "hardware/cost_model.h"
+#include "layer/moe_dispatch.h"
 #include "sim/time.h"
 #include "step/builder.h"
 
@@ -51,8 +52,31 @@ void Builder::on_grad_final(int rank, int layer, TaskId t) {
   auto& rem = grad_remaining_[rank][layer];
   if (--rem > 0) return;
   if (!s_.features.overlap_grad_reduce || s_.parallel.dp * s_.parallel.cp <= 1) return;
-  bucket_fill_[rank] += layers_.layer_cost(layer).params;
+  const auto& lc = layers_.layer_cost(layer);
+  if (s_.parallel.ep > 1) {   // routed experts: their own buckets over the expert-DP group (Megatron)
+    bucket_fill_[rank] += lc.params - lc.expert_params;
+    expert_fill_[rank] += lc.expert_params;
+    if (expert_fill_[rank] >= bucket_params(s_.parallel.dp)) flush_expert_bucket(rank, t);
+  } else {
+    bucket_fill_[rank] += lc.params;
+  }
   if (bucket_fill_[rank] >= bucket_params(s_.parallel.dp)) flush_bucket(rank, t);
+}
+
+// Megatron-LM reduces the routed experts' gradients over the expert-data-parallel group
+// (dp * cp * tp / (ep * etp) ranks with the same expert shard), not the whole DP group.
+void Builder::flush_expert_bucket(int rank, TaskId after) {
+  if (expert_fill_[rank] <= 0) return;
+  const hardware::Group g = layer::expert_dp_group(s_);
+  const double bytes = expert_fill_[rank] * 4.0;   // fp32 main gradients
+  expert_fill_[rank] = 0;
+  if (g.size <= 1) return;
+  const Collective c = s_.parallel.distributed_optimizer ? Collective::reduce_scatter : Collective::all_reduce;
+  const double t = layers_.coll(c, bytes, g);
+  TaskId d = add_task(rank, dp_stream_[rank], sim::checked_ns(t, "the expert-DP gradient reduction"), Category::dp_comm,
+                      "expert dp grad reduce", -1, -1, 'C', 0, 0, 0, {g.crosses_domains() ? nic_[rank] : nvl_[rank]}, true);
+  if (after >= 0) out_.graph.depend(after, d);
+  dp_tasks_[rank].push_back(d);
 }
 
 void Builder::flush_bucket(int rank, TaskId after) {
@@ -77,8 +101,17 @@ void Builder::add_grad_reduce_and_optimizer() {
     if (dp_group > 1) {
       if (s_.features.overlap_grad_reduce) {
         flush_bucket(r, last_compute_[r]);
+        flush_expert_bucket(r, last_compute_[r]);
       } else {
         bucket_fill_[r] = rank_params_[r];
+        if (P.ep > 1) {
+          double ex = 0;
+          for (int st : rank_stages_[r])
+            for (int l : out_.stage_layers[st]) ex += layers_.layer_cost(l).expert_params;
+          bucket_fill_[r] -= ex;
+          expert_fill_[r] = ex;
+          flush_expert_bucket(r, last_compute_[r]);
+        }
         flush_bucket(r, last_compute_[r]);
       }
     }
