@@ -126,6 +126,9 @@ void check_scenario(const Scenario& s, const Sink& err) {
     err("features.gc_pause_ms", "'features.gc_pause_ms' must be in [0, 1e6] ms (got " + fmt(s.features.gc_pause_ms) + ")");
   range("moe.max_nodes_per_token", s.moe.max_nodes_per_token, 1, kMaxGpus);
   range("moe.comm_sms", s.moe.comm_sms, 0, 1024);
+  if (s.moe.dispatcher == MoeDispatcher::deepep && s.hardware.sms > 0 && s.moe.comm_sms >= s.hardware.sms)
+    err("moe.comm_sms", "'moe.comm_sms' = " + std::to_string(s.moe.comm_sms) + " leaves no SM for compute on " +
+                            s.hardware.name + " (" + std::to_string(s.hardware.sms) + " SMs)");
   if (!(s.moe.imbalance >= 1 && s.moe.imbalance <= 1e3))
     err("moe.imbalance", "'moe.imbalance' (max over mean tokens per EP rank) must be in [1, 1000] (got " +
                              fmt(s.moe.imbalance) + ")");
