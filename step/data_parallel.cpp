@@ -22,21 +22,35 @@ void Builder::add_param_gathers() {
       std::vector<int> layers;
       for (int st : rank_stages_[r]) layers.insert(layers.end(), out_.stage_layers[st].begin(), out_.stage_layers[st].end());
       std::sort(layers.begin(), layers.end());
-      double fill = 0;
+      double fill = 0, expert_fill = 0;
       std::vector<int> members;
+      // Routed experts (ep > 1) are sharded over the expert-DP group, so their parameters are
+      // gathered over it (Megatron's expert-data-parallel distributed optimizer).
+      const bool split = P.ep > 1;
+      const hardware::Group eg = layer::expert_dp_group(s_);
       auto flush = [&] {
         if (members.empty()) return;
         const double t = layers_.coll(Collective::all_gather, fill * 2.0, layers_.placement().dp);
         TaskId ag = add_task(r, dp_stream_[r], sim::checked_ns(t, "the DP parameter gather"), Category::dp_comm, "dp param gather", -1, -1, 'C', 0, 0, 0,
                              {layers_.placement().dp.crosses_domains() ? nic_[r] : nvl_[r]}, true);
+        if (split && expert_fill > 0 && eg.size > 1) {
+          const double te = layers_.coll(Collective::all_gather, expert_fill * 2.0, eg);
+          TaskId eag = add_task(r, dp_stream_[r], sim::checked_ns(te, "the expert-DP parameter gather"), Category::dp_comm,
+                                "expert dp param gather", -1, -1, 'C', 0, 0, 0, {eg.crosses_domains() ? nic_[r] : nvl_[r]}, true);
+          out_.graph.depend(ag, eag);   // the layers wait for the later of the two (same in-order stream)
+          ag = eag;
+        }
         for (int l : members) param_gather_[r][l] = ag;
         members.clear();
         fill = 0;
+        expert_fill = 0;
       };
       for (int l : layers) {
-        fill += layers_.layer_cost(l).params;
+        const auto& lc = layers_.layer_cost(l);
+        fill += split ? lc.params - lc.expert_params : lc.params;
+        if (split) expert_fill += lc.expert_params;
         members.push_back(l);
-        if (fill >= bucket_params(P.dp)) flush();
+        if (fill + expert_fill >= bucket_params(P.dp)) flush();
       }
       flush();
     }
@@ -118,7 +132,13 @@ void Builder::add_grad_reduce_and_optimizer() {
     // Adam step over the local shard: read fp32 grad, master, m, v; write master, m, v and the bf16
     // weight: 30 bytes per parameter, memory-bound (multi-tensor apply, a handful of launches).
     // fp32-autocast (torch AdamW fused over fp32 params): read p, g, m, v; write p, m, v: 28 bytes.
-    const double local = rank_params_[r] / (P.distributed_optimizer ? dp_group : 1);
+    double local = rank_params_[r] / (P.distributed_optimizer ? dp_group : 1);
+    double rank_experts = 0;   // routed-expert parameters of the rank (ep > 1)
+    if (P.ep > 1)
+      for (int st : rank_stages_[r])
+        for (int l : out_.stage_layers[st]) rank_experts += layers_.layer_cost(l).expert_params;
+    if (P.ep > 1 && P.distributed_optimizer)   // expert shards over the expert-DP group
+      local = (rank_params_[r] - rank_experts) / dp_group + rank_experts / std::max(1, layer::expert_dp_group(s_).size);
     hardware::Kernel k;
     k.kind = hardware::KernelKind::memory;
     k.name = "adam";
@@ -131,10 +151,17 @@ void Builder::add_grad_reduce_and_optimizer() {
                             -1, -1, 'O', opt_seg.launch_ns, 0, 0, {}, false, opt_seg.host_ns);
     for (TaskId d : dp_tasks_[r]) g.depend(d, optim);
     if (P.distributed_optimizer && dp_group > 1 && !s_.features.overlap_param_gather) {
-      const double t = layers_.coll(Collective::all_gather, rank_params_[r] * 2.0, layers_.placement().dp);
+      const double t = layers_.coll(Collective::all_gather, (rank_params_[r] - rank_experts) * 2.0, layers_.placement().dp);
       TaskId ag = add_task(r, dp_stream_[r], sim::checked_ns(t, "the DP parameter gather"), Category::dp_comm, "dp param gather", -1, -1, 'C', 0, 0, 0,
                            {layers_.placement().dp.crosses_domains() ? nic_[r] : nvl_[r]});
       g.depend(optim, ag);
+      const hardware::Group eg = layer::expert_dp_group(s_);
+      if (rank_experts > 0 && eg.size > 1) {
+        const double te = layers_.coll(Collective::all_gather, rank_experts * 2.0, eg);
+        TaskId eag = add_task(r, dp_stream_[r], sim::checked_ns(te, "the expert-DP parameter gather"), Category::dp_comm,
+                              "expert dp param gather", -1, -1, 'C', 0, 0, 0, {eg.crosses_domains() ? nic_[r] : nvl_[r]});
+        g.depend(optim, eag);
+      }
     }
   }
 }
