@@ -62,6 +62,7 @@ void check_hardware(const hardware::HardwareSpec& h, const Sink& err) {
     if (!(v > 0)) err(key, "'" + key + "' must be > 0 (got " + fmt(v / scale) + ")");
     else bounded(key, v, scale, lo, hi);
   };
+  bounded("hardware.sms", h.sms, 1, 0, 100000);
   auto nonneg = [&](const std::string& key, double v, double scale, double hi = 1e6) {
     if (!(v >= 0)) err(key, "'" + key + "' must be >= 0 (got " + fmt(v / scale) + ")");
     else bounded(key, v, scale, 0, hi);
@@ -140,6 +141,18 @@ void check_scenario(const Scenario& s, const Sink& err) {
                                                  fmt(s.features.dataloader_ms_per_sample) + ")");
   if (!(s.features.gc_pause_ms >= 0 && s.features.gc_pause_ms <= 1e6))
     err("features.gc_pause_ms", "'features.gc_pause_ms' must be in [0, 1e6] ms (got " + fmt(s.features.gc_pause_ms) + ")");
+  range("moe.max_nodes_per_token", s.moe.max_nodes_per_token, 1, kMaxGpus);
+  range("moe.comm_sms", s.moe.comm_sms, 0, 1024);
+  if (s.moe.dispatcher == MoeDispatcher::deepep && s.hardware.sms > 0 && s.moe.comm_sms >= s.hardware.sms)
+    err("moe.comm_sms", "'moe.comm_sms' = " + std::to_string(s.moe.comm_sms) + " leaves no SM for compute on " +
+                            s.hardware.name + " (" + std::to_string(s.hardware.sms) + " SMs)");
+  if (!(s.moe.imbalance >= 1 && s.moe.imbalance <= 1e3))
+    err("moe.imbalance", "'moe.imbalance' (max over mean tokens per EP rank) must be in [1, 1000] (got " +
+                             fmt(s.moe.imbalance) + ")");
+  if (!(s.moe.nvlink_gbs >= 0 && s.moe.nvlink_gbs <= 1e6))
+    err("moe.nvlink_gbs", "'moe.nvlink_gbs' must be in [0, 1e6] GB/s (got " + fmt(s.moe.nvlink_gbs) + ")");
+  if (!(s.moe.rdma_gbs >= 0 && s.moe.rdma_gbs <= 1e6))
+    err("moe.rdma_gbs", "'moe.rdma_gbs' must be in [0, 1e6] GB/s (got " + fmt(s.moe.rdma_gbs) + ")");
   if (!(s.features.gc_interval_s > 0 && s.features.gc_interval_s <= 1e9))
     err("features.gc_interval_s", "'features.gc_interval_s' must be in (0, 1e9] s (got " + fmt(s.features.gc_interval_s) + ")");
   if (!(tr.tokens_to_train >= 0))

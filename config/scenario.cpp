@@ -45,6 +45,10 @@ const char* to_string(Recompute r) {
   return "?";
 }
 
+const char* to_string(MoeDispatcher d) {
+  return d == MoeDispatcher::deepep ? "deepep" : "alltoall";
+}
+
 const char* to_string(NcclAlgo a) {
   switch (a) {
     case NcclAlgo::auto_: return "auto";

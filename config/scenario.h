@@ -126,6 +126,30 @@ struct Features {
   bool fp8_attention = false;
 };
 
+// Mixture-of-experts dispatch and memory measures ([moe], docs/moe-dualpipe.md).
+enum class MoeDispatcher { alltoall, deepep };
+const char* to_string(MoeDispatcher);   // "alltoall", "deepep"
+struct Moe {
+  // alltoall: Megatron's all-to-all token dispatcher (each token sent once per selected
+  // expert, bf16, NCCL all-to-all). deepep: DeepEP's normal kernels (node-limited routing,
+  // one IB transfer per destination node then NVLink fan-out, fp8 dispatch, bf16 combine,
+  // comm_sms SMs held by the communication kernels).
+  MoeDispatcher dispatcher = MoeDispatcher::alltoall;
+  int max_nodes_per_token = 4;      // deepep: nodes one token is sent to at most (DeepSeek-V3 §2.1.2: M = 4)
+  int comm_sms = 20;                // deepep: SMs given to dispatch/combine (DeepSeek-V3 §3.2.2: 20 of 132)
+  bool fp8_dispatch = true;         // deepep: dispatch in fp8 (1 byte + one fp32 scale per 128), combine in bf16
+  double imbalance = 1.0;           // max over mean tokens per EP rank; the slowest rank gates a2a and expert GEMMs
+  // Achieved bandwidths (GB/s, logical, per GPU); 0 = DeepEP's published H800 figures as
+  // fractions of the hardware's datasheet links (layer/moe_dispatch.cpp).
+  double nvlink_gbs = 0;
+  double rdma_gbs = 0;
+  // DeepSeek-V3's memory measures (§3.2.3, §3.3.2).
+  bool recompute_norm_up_proj = false;   // recompute RMSNorm and MLA up-projections in backward
+  bool fp8_activation_cache = false;     // Linear inputs cached in fp8 (1 byte + fp32 scale per 128)
+  bool ema_on_cpu = true;                // EMA of the weights kept in CPU memory (false: fp32 copy in HBM)
+  bool ema = false;                      // keep an EMA of the weights at all
+};
+
 struct Cost {
   double price_per_gpu_hour = 0;   // optional, USD (0 = not given)
 };
@@ -149,6 +173,7 @@ struct Scenario {
   Schedule schedule;
   Features features;
   Cost cost;
+  Moe moe;
   std::uint64_t seed = 1;           // for seeded stochastic effects (GC pauses)
 
   int microbatches() const {        // per pipeline per step

@@ -24,7 +24,8 @@ using namespace detail;
 namespace {
 
 const std::vector<std::string> kRootKeys = {"name",     "model",    "hardware", "calibration", "seed",   "cluster",
-                                            "training", "parallel", "schedule", "features",    "cost",   "whatif"};
+                                            "training", "parallel", "schedule", "features",    "cost",   "whatif",
+                                            "moe"};
 const std::vector<std::string> kClusterKeys = {"gpus"};
 const std::vector<std::string> kTrainingKeys = {"seq_len", "global_batch", "micro_batch", "precision",
                                                 "master_weights", "tokens_to_train"};
@@ -42,6 +43,9 @@ const std::vector<std::string> kFeatureKeys = {"flash_attention", "fused_kernels
                                                "overlap_p2p_comm", "reshard_after_forward", "fsdp_prefetch", "offload",
                                                "fp8_all_gather", "reduce_dtype", "fp8_attention"};
 const std::vector<std::string> kCostKeys = {"price_per_gpu_hour"};
+const std::vector<std::string> kMoeKeys = {"dispatcher", "max_nodes_per_token", "comm_sms", "fp8_dispatch",
+                                           "imbalance", "nvlink_gbs", "rdma_gbs", "recompute_norm_up_proj",
+                                           "fp8_activation_cache", "ema", "ema_on_cpu"};
 
 struct Resolved {
   Scenario scenario;
@@ -304,6 +308,24 @@ void read_scenario(Ctx& ctx, Scenario& s, const Value& root, const std::string& 
   if (const Value* t = ctx.read_table(root, "cost", "")) {
     ctx.check_keys(*t, kCostKeys, "cost.");
     ctx.read_number(*t, "price_per_gpu_hour", "cost.", s.cost.price_per_gpu_hour);
+  }
+
+  if (const Value* t = ctx.read_table(root, "moe", "")) {
+    const std::string p = "moe.";
+    auto& mo = s.moe;
+    ctx.check_keys(*t, kMoeKeys, p);
+    int d = ctx.read_enum(*t, "dispatcher", p, {"alltoall", "deepep"});
+    if (d >= 0) mo.dispatcher = static_cast<MoeDispatcher>(d);
+    ctx.read_int(*t, "max_nodes_per_token", p, mo.max_nodes_per_token);
+    ctx.read_int(*t, "comm_sms", p, mo.comm_sms);
+    ctx.read_bool(*t, "fp8_dispatch", p, mo.fp8_dispatch);
+    ctx.read_number(*t, "imbalance", p, mo.imbalance);
+    ctx.read_number(*t, "nvlink_gbs", p, mo.nvlink_gbs);
+    ctx.read_number(*t, "rdma_gbs", p, mo.rdma_gbs);
+    ctx.read_bool(*t, "recompute_norm_up_proj", p, mo.recompute_norm_up_proj);
+    ctx.read_bool(*t, "fp8_activation_cache", p, mo.fp8_activation_cache);
+    ctx.read_bool(*t, "ema", p, mo.ema);
+    ctx.read_bool(*t, "ema_on_cpu", p, mo.ema_on_cpu);
   }
 
   // dp: derived unless given (the check phase compares a given one).

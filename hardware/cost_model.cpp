@@ -52,6 +52,7 @@ double saturate(double x, double knee) { return 1.0 - std::exp(-x / knee); }
 }  // namespace
 
 int sm_count_for(const HardwareSpec& hw) {
+  if (hw.sms > 0) return hw.sms;   // the hardware file's own figure (sms)
   std::string name = hw.name;
   std::transform(name.begin(), name.end(), name.begin(),
                  [](unsigned char c) { return static_cast<char>(std::tolower(c)); });

@@ -38,6 +38,9 @@ struct HardwareSpec {
   // cost host_overhead each (host_recompute_overhead_us). 0 = none (docs/fidelity.md).
   double host_checkpoint_overhead = 0;
   double host_recompute_overhead = 0;
+  // Streaming multiprocessors (sms); 0 = not given. Used for the share of SMs that
+  // communication kernels hold (DeepEP's dispatch/combine, moe.comm_sms).
+  int sms = 0;
 
   double peak_flops(Precision p) const { return p == Precision::fp8 ? peak_flops_fp8 : peak_flops_bf16; }
 };

@@ -4,6 +4,8 @@
 #include <algorithm>
 #include <cmath>
 
+#include "layer/moe_dispatch.h"
+#include "models/params.h"
 #include "sim/time.h"
 
 namespace mfusim::layer {
@@ -102,7 +104,10 @@ PassCost LayerCosts::pass_cost(const std::vector<Kernel>& ks, bool backward, boo
     tp_s = sp ? coll(Collective::reduce_scatter, lc.tp_bytes, place_.tp) + coll(Collective::all_gather, lc.tp_bytes, place_.tp)
               : coll(Collective::all_reduce, lc.tp_bytes, place_.tp);
   }
-  const double a2a_s = moe_layer && s_.parallel.ep > 1 ? coll(Collective::all_to_all, lc.ep_all_to_all_bytes, place_.ep) : 0;
+  // EP dispatch (after the router segment) and combine (after the experts), layer/moe_dispatch.h.
+  const EpTimes ep = moe_layer ? ep_times(s_, lc, shape_, place_.ep, [&](double bytes) {
+    return coll(Collective::all_to_all, bytes, place_.ep);
+  }) : EpTimes{};
   // The userbuffers kernels of an overlapped TP collective hold SMs and stream HBM beside the
   // chunked GEMMs (hardware::userbuffers_footprint); without sequence parallelism the overlapped
   // all-reduce is NCCL's.
@@ -117,11 +122,19 @@ PassCost LayerCosts::pass_cost(const std::vector<Kernel>& ks, bool backward, boo
                             : comm_slowdown(Collective::all_reduce, place_.tp);
     return sg;
   };
-  auto with_a2a = [&](Seg sg) {
-    sg.comm_ns = sim::checked_ns(a2a_s, "an EP all-to-all");
+  // The backward runs the combine's gradient first (token home -> experts, the dispatch's
+  // direction; DeepSeek-V3 §3.3.4 sends these gradients in fp8 too) and the dispatch's gradient
+  // second (experts -> token home, the combine's direction, bf16): each priced as the forward
+  // transfer of its direction.
+  auto with_a2a = [&](Seg sg, bool dispatch) {
+    sg.comm_ns = sim::checked_ns(dispatch ? ep.dispatch_s : ep.combine_s, "an EP all-to-all");
     sg.comm_cat = Category::ep_comm;
-    sg.comm_nic = place_.ep.crosses_domains();
-    if (a2a_s > 0) sg.comm_slowdown = comm_slowdown(Collective::all_to_all, place_.ep);
+    sg.comm_nic = ep.nic;
+    // Beside compute the dispatch kernels hold SMs: DeepEP its fixed moe.comm_sms (the measured
+    // held-SM curve, hardware::compute_slowdown), Megatron's all-to-all NCCL's P2P footprint.
+    if (sg.comm_ns > 0)
+      sg.comm_slowdown = deepep_sms(s_) > 0 ? hardware::compute_slowdown({deepep_sms(s_), 0.0}, s_.hardware)
+                                            : comm_slowdown(Collective::all_to_all, place_.ep);
     return sg;
   };
   // Context parallelism as Transformer Engine runs it (ring attention, P2P): the rank's queries
@@ -157,16 +170,16 @@ PassCost LayerCosts::pass_cost(const std::vector<Kernel>& ks, bool backward, boo
     if (!moe_layer) {
       add(with_tp(seg(range(bd.mlp, n)), TpOverlapSite::forward_mlp), bd.mlp, n);
     } else {
-      add(with_a2a(seg(range(bd.mlp, bd.ex0))), bd.mlp, bd.ex0);
-      add(with_a2a(seg(range(bd.ex0, bd.ex1))), bd.ex0, bd.ex1);
+      add(with_a2a(seg(range(bd.mlp, bd.ex0)), true), bd.mlp, bd.ex0);
+      add(with_a2a(seg(range(bd.ex0, bd.ex1)), false), bd.ex0, bd.ex1);
       add(seg(range(bd.ex1, n)), bd.ex1, n);
     }
   } else {
     if (!moe_layer) {
       add(with_tp(seg(range(0, bd.attn)), TpOverlapSite::backward_mlp), 0, bd.attn);
     } else {
-      add(with_a2a(seg(range(0, bd.ex0))), 0, bd.ex0);
-      add(with_a2a(seg(range(bd.ex0, bd.ex1))), bd.ex0, bd.ex1);
+      add(with_a2a(seg(range(0, bd.ex0)), true), 0, bd.ex0);
+      add(with_a2a(seg(range(bd.ex0, bd.ex1)), false), bd.ex0, bd.ex1);
       add(seg(range(bd.ex1, bd.attn)), bd.ex1, bd.attn);
     }
     add(attn_seg(range(bd.attn, n)), bd.attn, n);
@@ -248,7 +261,13 @@ const LayerCost& LayerCosts::layer_cost(int layer) {
   auto it = layer_cache_.find(key);
   if (it != layer_cache_.end()) return it->second;
   LayerCost lc;
-  const auto ks = models::layer_kernels(s_.model, layer, shape_);
+  auto ks = models::layer_kernels(s_.model, layer, shape_);
+  if (moe) {   // the slowest EP rank's expert GEMMs (moe.imbalance; unchanged at 1.0)
+    scale_expert_kernels(s_, ks.f, ks.f_experts, ks.f_experts_end);
+    scale_expert_kernels(s_, ks.b, ks.b_experts, ks.b_experts_end);
+    scale_expert_wgrads(s_, ks.w);
+  }
+  if (s_.moe.recompute_norm_up_proj) add_norm_up_proj_recompute(ks.f, ks.b);
   const auto comm = models::layer_comm(s_.model, layer, shape_);
   const Bounds fb{ks.f_mlp, 0, ks.f_experts, ks.f_experts_end};
   // A checkpointed layer (recompute on) costs the host its wrapper in the forward and the
@@ -280,6 +299,7 @@ const LayerCost& LayerCosts::layer_cost(int layer) {
   const auto& P = s_.parallel;
   const auto sm = models::static_memory(s_.model, {layer}, false, false, P.tp, P.ep, P.dp, P.distributed_optimizer);
   lc.params = sm.params / models::param_bytes(false);   // bf16 static_memory: 2 bytes per parameter
+  lc.expert_params = models::detail::layer_parts(s_.model, layer).experts / (static_cast<double>(P.tp) * P.ep);
   return layer_cache_.emplace(key, std::move(lc)).first->second;
 }
 

@@ -65,6 +65,7 @@ struct LayerCost {
   PassCost f, b, w, r;
   double act_bytes = 0, stash_bytes = 0, recompute_bytes = 0;
   double params = 0;            // parameters held by this rank for the layer
+  double expert_params = 0;     // of which routed-expert parameters (reduced over the expert-DP group)
 };
 
 // The costs of one scenario's layers, memoised per layer kind (dense, MoE).

@@ -73,16 +73,22 @@ double activation_bytes(const ModelSpec& m, int layer, const RankShape& r) {
   const double drop = has_dropout(m) ? 1.0 : 0.0;
   double per_token = 0;
   // attention block (Korthikanti: 11sbh + 5as^2b for GPT)
+  // DeepSeek-V3's measures: norm outputs and MLA up-projection outputs recomputed in backward
+  // (rn), Linear inputs cached in fp8 with one fp32 scale per 128 elements (el).
+  const bool rn = r.recompute_norm_up_proj;
+  const double el = r.fp8_activation_cache ? 1.0 + 4.0 / 128.0 : e;
   per_token += e * h * rep;                                   // norm input
-  per_token += e * h * rep;                                   // QKV GEMM input (norm output)
+  if (!rn) per_token += el * h * rep;                         // QKV GEMM input (norm output)
   if (m.mla) {
     const auto& l = *m.mla;
     // latents are duplicated over tp: q down output (norm input) and q norm output, same for kv
-    per_token += 2 * e * (l.q_lora_rank + l.kv_lora_rank) + e * l.qk_rope_head_dim;
+    per_token += (rn ? 1 : 2) * e * (l.q_lora_rank + l.kv_lora_rank) + e * l.qk_rope_head_dim;
   }
-  per_token += e * (heads * dqk + kvh * dqk) * shard;         // Q and K for QK^T
-  per_token += e * kvh * dv * shard;                          // V
-  per_token += e * heads * dv * shard;                        // attention output = out-projection input
+  if (!(rn && m.mla)) {
+    per_token += e * (heads * dqk + kvh * dqk) * shard;       // Q and K for QK^T
+    per_token += e * kvh * dv * shard;                        // V
+  }
+  per_token += el * heads * dv * shard;                       // attention output = out-projection input
   if (r.recompute == Recompute::none) {
     if (r.flash_attention) {
       per_token += 4 * heads * shard;                         // softmax log-sum-exp (fp32)
@@ -100,16 +106,22 @@ double activation_bytes(const ModelSpec& m, int layer, const RankShape& r) {
     return m.activation == Activation::swiglu ? e * 3 * width * shard   // gate+up output, SwiGLU output
                                               : e * 2 * width * shard;  // GELU input, GELU output
   };
+  // fp8 cache (DeepSeek-V3 §3.3.2): the SwiGLU input (gate+up output) cached in fp8, its
+  // output recomputed in backward; the expert/shared-expert inputs in fp8.
+  auto mlp_cached = [&](double width) {
+    if (!r.fp8_activation_cache || m.activation != Activation::swiglu) return mlp(width);
+    return el * 2 * width * shard;
+  };
   if (m.is_moe_layer(layer)) {
     const auto& mo = *m.moe;
     const double fe = static_cast<double>(mo.expert_ffn_hidden);
-    per_token += e * h * rep;                                 // router input
+    if (!rn) per_token += el * h * rep;                       // router input (norm output)
     per_token += 4 * mo.experts * rep;                        // router probabilities (fp32)
-    per_token += mo.top_k * (e * h * rep + mlp(fe));          // permuted expert inputs and expert internals
-    per_token += mo.shared_experts * mlp(fe);
+    per_token += mo.top_k * (el * h * rep + mlp_cached(fe));  // permuted expert inputs and expert internals
+    per_token += mo.shared_experts * mlp_cached(fe);
   } else {
-    per_token += e * h * rep;                                 // fc1 input
-    per_token += mlp(static_cast<double>(m.ffn_hidden));
+    if (!rn) per_token += el * h * rep;                       // fc1 input (norm output)
+    per_token += mlp_cached(static_cast<double>(m.ffn_hidden));
   }
   per_token += drop * h * rep;                                // dropout mask after MLP
   // fp32-autocast: each GEMM saves its bf16 weight copy (the autocast cast) for its input

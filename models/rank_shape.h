@@ -27,6 +27,11 @@ struct RankShape {
   // fp8 with their quantise kernels; attention in fp8 only with fp8_attention; the LM head bf16.
   bool fp8 = false;
   bool fp8_attention = false;
+  // DeepSeek-V3's memory measures (moe.recompute_norm_up_proj, moe.fp8_activation_cache;
+  // arXiv 2412.19437 §3.2.3, §3.3.2): RMSNorm outputs and MLA up-projection outputs are not
+  // kept (recomputed in backward); Linear inputs are cached in fp8 with one fp32 scale per 128.
+  bool recompute_norm_up_proj = false;
+  bool fp8_activation_cache = false;
 };
 // The per-rank shape of a scenario (its parallel layout, micro-batch, features
 // and weights recipe): the one place that maps a Scenario to a RankShape.

@@ -3,6 +3,8 @@
 // all ranks are emitted (see builder.h for who owns the rest).
 #include "step/builder.h"
 
+#include "layer/moe_dispatch.h"
+
 #include <algorithm>
 #include <string>
 
@@ -78,6 +80,7 @@ void Builder::add_streams() {
   f_runner_.assign(static_cast<std::size_t>(m_) * S_, -1);
   b_runner_.assign(static_cast<std::size_t>(m_) * S_, -1);
   bucket_fill_.assign(p_, 0);
+  expert_fill_.assign(p_, 0);
   dp_tasks_.assign(p_, {});
   grad_remaining_.assign(p_, {});
   stage_of_layer_rank_.assign(p_, {});
@@ -147,6 +150,9 @@ void Builder::add_static_memory() {
     out_.grads_bytes[r] = sm.grads;
     out_.optimizer_bytes[r] = sm.optimizer;
     out_.static_bytes[r] = sm.params + sm.grads + sm.optimizer;
+    // An EMA of the weights (moe.ema): an fp32 copy in HBM, or none with moe.ema_on_cpu
+    // (DeepSeek-V3 §3.2.3: kept in CPU memory and updated asynchronously after each step).
+    if (s_.moe.ema && !s_.moe.ema_on_cpu) out_.static_bytes[r] += 4.0 * rank_params_[r];
   }
 }
 

@@ -90,6 +90,7 @@ class Builder {
   void add_param_gathers();
   void on_grad_final(int rank, int layer, TaskId t);
   void flush_bucket(int rank, TaskId after);
+  void flush_expert_bucket(int rank, TaskId after);   // routed-expert gradients over the expert-DP group
   void add_grad_reduce_and_optimizer();
 
   // ---- fsdp.cpp: ZeRO-2/3, FSDP units, HSDP, offload (docs/fsdp.md) ----
@@ -145,6 +146,7 @@ class Builder {
 
   // ---- data parallelism (data_parallel.cpp) ----
   std::vector<double> bucket_fill_;        // per rank, parameters in the open bucket
+  std::vector<double> expert_fill_;        // per rank, routed-expert parameters in the open expert bucket (ep > 1)
   std::vector<std::vector<TaskId>> dp_tasks_;   // per rank
   std::vector<std::map<int, int>> grad_remaining_;   // per rank: stage -> backward ops still to come
   std::vector<std::map<int, int>> stage_of_layer_rank_;

@@ -7,6 +7,7 @@
 #include <algorithm>
 
 #include "hardware/cost_model.h"
+#include "layer/moe_dispatch.h"
 #include "sim/time.h"
 #include "step/builder.h"
 
@@ -25,22 +26,37 @@ void Builder::add_param_gathers() {
       std::vector<int> layers;
       for (int st : rank_stages_[r]) layers.insert(layers.end(), out_.stage_layers[st].begin(), out_.stage_layers[st].end());
       std::sort(layers.begin(), layers.end());
-      double fill = 0;
+      double fill = 0, expert_fill = 0;
       std::vector<int> members;
+      // Routed experts (ep > 1) are sharded over the expert-DP group, so their parameters are
+      // gathered over it (Megatron's expert-data-parallel distributed optimizer).
+      const bool split = P.ep > 1;
+      const hardware::Group eg = layer::expert_dp_group(s_);
       auto flush = [&] {
         if (members.empty()) return;
         const double t = layers_.coll(Collective::all_gather, fill * 2.0, layers_.placement().dp_cp);
         TaskId ag = add_task(r, dp_stream_[r], sim::checked_ns(t, "the DP parameter gather"), Category::dp_comm, "dp param gather", -1, -1, 'C', 0, 0, 0,
                              {layers_.placement().dp_cp.crosses_domains() ? nic_[r] : nvl_[r]},
                              interference_class(layers_.comm_slowdown(Collective::all_gather, layers_.placement().dp_cp)));
+        if (split && expert_fill > 0 && eg.size > 1) {
+          const double te = layers_.coll(Collective::all_gather, expert_fill * 2.0, eg);
+          TaskId eag = add_task(r, dp_stream_[r], sim::checked_ns(te, "the expert-DP parameter gather"), Category::dp_comm,
+                                "expert dp param gather", -1, -1, 'C', 0, 0, 0, {eg.crosses_domains() ? nic_[r] : nvl_[r]},
+                                interference_class(layers_.comm_slowdown(Collective::all_gather, eg)));
+          out_.graph.depend(ag, eag);   // the layers wait for the later of the two (same in-order stream)
+          ag = eag;
+        }
         for (int l : members) param_gather_[r][l] = ag;
         members.clear();
         fill = 0;
+        expert_fill = 0;
       };
       for (int l : layers) {
-        fill += layers_.layer_cost(l).params;
+        const auto& lc = layers_.layer_cost(l);
+        fill += split ? lc.params - lc.expert_params : lc.params;
+        if (split) expert_fill += lc.expert_params;
         members.push_back(l);
-        if (fill >= bucket_params(P.dp)) flush();
+        if (fill + expert_fill >= bucket_params(P.dp)) flush();
       }
       flush();
     }
@@ -57,8 +73,32 @@ void Builder::on_grad_final(int rank, int layer, TaskId t) {
   auto& rem = grad_remaining_[rank][layer];
   if (--rem > 0) return;
   if (!s_.features.overlap_grad_reduce || s_.parallel.dp * s_.parallel.cp <= 1) return;
-  bucket_fill_[rank] += layers_.layer_cost(layer).params;
+  const auto& lc = layers_.layer_cost(layer);
+  if (s_.parallel.ep > 1) {   // routed experts: their own buckets over the expert-DP group (Megatron)
+    bucket_fill_[rank] += lc.params - lc.expert_params;
+    expert_fill_[rank] += lc.expert_params;
+    if (expert_fill_[rank] >= bucket_params(s_.parallel.dp)) flush_expert_bucket(rank, t);
+  } else {
+    bucket_fill_[rank] += lc.params;
+  }
   if (bucket_fill_[rank] >= bucket_params(s_.parallel.dp)) flush_bucket(rank, t);
+}
+
+// Megatron-LM reduces the routed experts' gradients over the expert-data-parallel group
+// (dp * cp * tp / (ep * etp) ranks with the same expert shard), not the whole DP group.
+void Builder::flush_expert_bucket(int rank, TaskId after) {
+  if (expert_fill_[rank] <= 0) return;
+  const hardware::Group g = layer::expert_dp_group(s_);
+  const double bytes = expert_fill_[rank] * 4.0;   // fp32 main gradients
+  expert_fill_[rank] = 0;
+  if (g.size <= 1) return;
+  const Collective c = s_.parallel.distributed_optimizer ? Collective::reduce_scatter : Collective::all_reduce;
+  const double t = layers_.coll(c, bytes, g);
+  TaskId d = add_task(rank, dp_stream_[rank], sim::checked_ns(t, "the expert-DP gradient reduction"), Category::dp_comm,
+                      "expert dp grad reduce", -1, -1, 'C', 0, 0, 0, {g.crosses_domains() ? nic_[rank] : nvl_[rank]},
+                      interference_class(layers_.comm_slowdown(c, g)));
+  if (after >= 0) out_.graph.depend(after, d);
+  dp_tasks_[rank].push_back(d);
 }
 
 void Builder::flush_bucket(int rank, TaskId after) {
@@ -102,8 +142,17 @@ void Builder::add_grad_reduce_and_optimizer() {
     if (dp_group > 1) {
       if (s_.features.overlap_grad_reduce) {
         flush_bucket(r, last_compute_[r]);
+        flush_expert_bucket(r, last_compute_[r]);
       } else {
         bucket_fill_[r] = rank_params_[r];
+        if (P.ep > 1) {
+          double ex = 0;
+          for (int st : rank_stages_[r])
+            for (int l : out_.stage_layers[st]) ex += layers_.layer_cost(l).expert_params;
+          bucket_fill_[r] -= ex;
+          expert_fill_[r] = ex;
+          flush_expert_bucket(r, last_compute_[r]);
+        }
         flush_bucket(r, last_compute_[r]);
       }
     }
@@ -138,7 +187,13 @@ void Builder::add_grad_reduce_and_optimizer() {
     // Adam step over the local shard: read fp32 grad, master, m, v; write master, m, v and the bf16
     // weight: 30 bytes per parameter, memory-bound (multi-tensor apply, a handful of launches).
     // fp32-autocast (torch AdamW fused over fp32 params): read p, g, m, v; write p, m, v: 28 bytes.
-    const double local = rank_params_[r] / (P.distributed_optimizer ? dp_group : 1);
+    double local = rank_params_[r] / (P.distributed_optimizer ? dp_group : 1);
+    double rank_experts = 0;   // routed-expert parameters of the rank (ep > 1)
+    if (P.ep > 1)
+      for (int st : rank_stages_[r])
+        for (int l : out_.stage_layers[st]) rank_experts += layers_.layer_cost(l).expert_params;
+    if (P.ep > 1 && P.distributed_optimizer)   // expert shards over the expert-DP group
+      local = (rank_params_[r] - rank_experts) / dp_group + rank_experts / std::max(1, layer::expert_dp_group(s_).size);
     hardware::Kernel k;
     k.kind = hardware::KernelKind::memory;
     k.name = "adam";
@@ -152,10 +207,17 @@ void Builder::add_grad_reduce_and_optimizer() {
     for (TaskId d : dp_tasks_[r]) g.depend(d, optim);
     if (norm_ar[r] >= 0) g.depend(norm_ar[r], optim);
     if (P.distributed_optimizer && dp_group > 1 && !s_.features.overlap_param_gather) {
-      const double t = layers_.coll(Collective::all_gather, rank_params_[r] * 2.0, layers_.placement().dp_cp);
+      const double t = layers_.coll(Collective::all_gather, (rank_params_[r] - rank_experts) * 2.0, layers_.placement().dp_cp);
       TaskId ag = add_task(r, dp_stream_[r], sim::checked_ns(t, "the DP parameter gather"), Category::dp_comm, "dp param gather", -1, -1, 'C', 0, 0, 0,
                            {layers_.placement().dp_cp.crosses_domains() ? nic_[r] : nvl_[r]});
       g.depend(optim, ag);
+      const hardware::Group eg = layer::expert_dp_group(s_);
+      if (rank_experts > 0 && eg.size > 1) {
+        const double te = layers_.coll(Collective::all_gather, rank_experts * 2.0, eg);
+        TaskId eag = add_task(r, dp_stream_[r], sim::checked_ns(te, "the expert-DP parameter gather"), Category::dp_comm,
+                              "expert dp param gather", -1, -1, 'C', 0, 0, 0, {eg.crosses_domains() ? nic_[r] : nvl_[r]});
+        g.depend(optim, eag);
+      }
     }
   }
 }

@@ -42,6 +42,7 @@ std::vector<std::string> targets(const std::string& lever) {
   if (lever == "larger micro-batch") return {"forward", "backward"};
   if (lever == "selective recompute" || lever == "no recompute") return {"recompute"};
   if (lever.rfind("ZeRO", 0) == 0 || lever.rfind("offload", 0) == 0) return {"dp_comm_exposed", "optimizer"};
+  if (lever == "DeepEP dispatcher" || lever == "EP degree") return {"ep_comm_exposed"};
   if (lever.rfind("NCCL", 0) == 0) return {"tp_comm_exposed", "dp_comm_exposed", "pp_comm_exposed", "ep_comm_exposed"};
   return {"bubble"};   // schedules and vpp
 }
@@ -87,6 +88,17 @@ std::vector<std::pair<std::string, std::vector<std::string>>> lever_candidates(c
   }
   for (const char* a : {"ring", "tree"})
     if (std::string(config::to_string(f.nccl_algo)) != a) c.push_back({std::string("NCCL ") + a, {std::string("features.nccl_algo=") + a}});
+  // MoE (docs/moe-dualpipe.md): DeepEP-style dispatch, DualPipe, the EP degree, DeepSeek's memory measures.
+  if (s.model.is_moe() && p.ep > 1) {
+    if (s.moe.dispatcher != config::MoeDispatcher::deepep) c.push_back({"DeepEP dispatcher", {"moe.dispatcher=deepep"}});
+    if (p.pp > 1 && s.schedule.name != config::ScheduleKind::dualpipe)
+      c.push_back({"schedule dualpipe", {"schedule.name=dualpipe", "parallel.vpp=1"}});
+    for (int ep : {p.ep / 2, p.ep * 2})
+      if (ep >= 1 && s.model.moe->experts % ep == 0 && (p.dp * p.cp * p.tp) % ep == 0)
+        c.push_back({"EP degree", {"parallel.ep=" + std::to_string(ep)}});
+    flag("recompute norm + MLA up-proj", "moe.recompute_norm_up_proj", s.moe.recompute_norm_up_proj, true);
+    flag("fp8 activation cache", "moe.fp8_activation_cache", s.moe.fp8_activation_cache, true);
+  }
   return c;
 }
 

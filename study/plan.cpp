@@ -103,6 +103,24 @@ std::vector<config::Scenario> enumerate_layouts(const config::Scenario& base, in
                       }
                     continue;
                   }
+                  // MoE with EP (docs/moe-dualpipe.md): also Megatron's all-to-all vs DeepEP's
+                  // dispatch, and DeepSeek-V3's memory measures with no full recompute.
+                  if (m.is_moe() && ep > 1) {
+                    std::vector<config::Scenario> vs2{s};
+                    config::Scenario d = s;
+                    d.moe.dispatcher = s.moe.dispatcher == config::MoeDispatcher::deepep ? config::MoeDispatcher::alltoall
+                                                                                          : config::MoeDispatcher::deepep;
+                    vs2.push_back(d);
+                    if (rc == config::Recompute::none && !(s.moe.recompute_norm_up_proj && s.moe.fp8_activation_cache))
+                      for (std::size_t i = 0, n0 = vs2.size(); i < n0; ++i) {
+                        config::Scenario mm = vs2[i];
+                        mm.moe.recompute_norm_up_proj = true;
+                        mm.moe.fp8_activation_cache = true;
+                        vs2.push_back(mm);
+                      }
+                    for (auto& x : vs2) out.push_back(std::move(x));
+                    continue;
+                  }
                   out.push_back(std::move(s));
                 }
             }
@@ -254,6 +272,8 @@ std::string layout_label(const config::Scenario& s) {
   std::string l = "tp" + std::to_string(p.tp) + " pp" + std::to_string(p.pp) + " dp" + std::to_string(p.dp);
   if (p.cp > 1) l += " cp" + std::to_string(p.cp);
   if (p.ep > 1) l += " ep" + std::to_string(p.ep);
+  if (p.ep > 1 && s.moe.dispatcher == config::MoeDispatcher::deepep) l += " deepep";
+  if (s.moe.recompute_norm_up_proj && s.moe.fp8_activation_cache) l += " ds-mem";
   if (p.vpp > 1) l += " vpp" + std::to_string(p.vpp);
   l += " mb" + std::to_string(s.training.micro_batch);
   if (p.zero() >= 2) l += " zero" + std::to_string(p.zero());   // ZeRO-2/3 (docs/fsdp.md)

@@ -1,0 +1,146 @@
+// Expert-parallel dispatch and combine (see moe_dispatch.h for the contract).
+#include "layer/moe_dispatch.h"
+
+#include <cmath>
+#include <string_view>
+
+#include "hardware/cost_model.h"
+
+namespace mfusim::layer {
+
+namespace {
+
+// DeepEP's published achieved bandwidths of its normal (training) kernels, measured on H800
+// (github.com/deepseek-ai/DeepEP, docs/legacy.md, "Normal kernels with NVLink and RDMA
+// forwarding": H800, CX7 InfiniBand 400 Gb/s, 4096 tokens per batch, 7168 hidden, top-4
+// groups, top-8 experts, fp8 dispatch, bf16 combine; bandwidths are logical, per GPU):
+//   intranode EP 8:  dispatch 153 GB/s, combine 158 GB/s (NVLink)
+//   internode EP 16: dispatch  43 GB/s, combine  43 GB/s (RDMA)
+//   internode EP 32: dispatch  58 GB/s, combine  57 GB/s (RDMA)
+//   internode EP 64: dispatch  51 GB/s, combine  50 GB/s (RDMA)
+// They are applied as fractions of the H800's datasheet links (hardware/h800-sxm.toml:
+// NVLink 200 GB/s per direction; NIC 50 GB/s, CX7 400 Gb/s) to the scenario's hardware.
+constexpr double kDeepEpH800Nvlink = 200e9;
+constexpr double kDeepEpH800Nic = 50e9;
+constexpr double kDeepEpNvlinkDispatch = 153e9, kDeepEpNvlinkCombine = 158e9;
+struct RdmaRow { int ep; double dispatch, combine; };
+constexpr RdmaRow kDeepEpRdma[] = {{16, 43e9, 43e9}, {32, 58e9, 57e9}, {64, 51e9, 50e9}};
+
+// Probability that a group holding `held` of `experts` experts gets none of a token's `k`
+// distinct experts, chosen uniformly (hypergeometric); k may be fractional (an average
+// number of experts per node), then the power form of the same probability.
+double none_of(double experts, double held, double k) {
+  if (held >= experts) return 0;
+  if (std::floor(k) == k) {
+    double p = 1;
+    for (int i = 0; i < static_cast<int>(k); ++i) p *= std::max(0.0, (experts - held - i) / (experts - i));
+    return p;
+  }
+  return std::pow(1.0 - held / experts, k);
+}
+
+}  // namespace
+
+double tokens_per_rank(const models::RankShape& r) {
+  const double T = static_cast<double>(r.micro_batch) * static_cast<double>(r.seq_len) / r.cp;
+  return r.sequence_parallel ? T / r.tp : T;
+}
+
+double deepep_nvlink_bandwidth(const config::Scenario& s, bool combine) {
+  if (s.moe.nvlink_gbs > 0) return s.moe.nvlink_gbs * 1e9;
+  return (combine ? kDeepEpNvlinkCombine : kDeepEpNvlinkDispatch) / kDeepEpH800Nvlink * s.hardware.nvlink_bandwidth;
+}
+
+double deepep_rdma_bandwidth(const config::Scenario& s, int ep, bool combine) {
+  if (s.moe.rdma_gbs > 0) return s.moe.rdma_gbs * 1e9;
+  // The row of the largest measured EP size not above this one (EP 16 below 16).
+  const RdmaRow* row = &kDeepEpRdma[0];
+  for (const RdmaRow& r : kDeepEpRdma)
+    if (r.ep <= ep) row = &r;
+  return (combine ? row->combine : row->dispatch) / kDeepEpH800Nic * s.hardware.nic_bandwidth;
+}
+
+EpTraffic deepep_traffic(const config::Scenario& s, const hardware::Group& ep, double tokens, bool combine) {
+  EpTraffic t;
+  const auto& mo = *s.model.moe;
+  const double h = static_cast<double>(s.model.hidden);
+  t.token_bytes = !combine && s.moe.fp8_dispatch ? h + 4.0 * std::ceil(h / 128.0) : 2.0 * h;
+  const double im = s.moe.imbalance;
+  const double E = mo.experts, k = mo.top_k;
+  const double p = std::max(1, ep.per_domain);   // EP ranks in one node
+  const double N = std::max(1, ep.domains);      // nodes of the EP group
+  if (!ep.crosses_domains()) {
+    // Intranode: one copy per destination GPU holding any of the token's experts.
+    const double ranks = ep.size * (1.0 - none_of(E, E / ep.size, k));
+    t.nvlink_bytes = tokens * ranks * t.token_bytes * im;
+    t.nodes_per_token = 1;
+    return t;
+  }
+  t.internode = true;
+  // Node-limited routing: a token's experts lie on at most M nodes; without the limit, as
+  // many nodes as its k experts hit on average.
+  const double unlimited = N * (1.0 - none_of(E, E / N, k));
+  t.nodes_per_token = std::min(static_cast<double>(s.moe.max_nodes_per_token), unlimited);
+  t.ib_bytes = tokens * t.nodes_per_token * t.token_bytes * im;
+  // NVLink fan-out in each destination node: the token's k / nodes experts there lie on
+  // this many of the node's p GPUs.
+  const double per_node = k / t.nodes_per_token;
+  const double gpus = p * (1.0 - none_of(E / N, E / (N * p), per_node));
+  t.nvlink_bytes = tokens * t.nodes_per_token * gpus * t.token_bytes * im;
+  return t;
+}
+
+int deepep_sms(const config::Scenario& s) {
+  if (s.moe.dispatcher != config::MoeDispatcher::deepep || !s.model.is_moe() || s.parallel.ep <= 1) return 0;
+  const int sms = hardware::sm_count_for(s.hardware);
+  if (s.moe.comm_sms <= 0 || sms <= s.moe.comm_sms) return 0;
+  return s.moe.comm_sms;
+}
+
+void scale_expert_kernels(const config::Scenario& s, std::vector<hardware::Kernel>& ks, std::size_t from,
+                          std::size_t to) {
+  const double im = s.moe.imbalance;
+  if (im == 1.0) return;
+  for (std::size_t i = std::min(from, ks.size()); i < std::min(to, ks.size()); ++i) {
+    hardware::Kernel& k = ks[i];
+    if (k.kind == hardware::KernelKind::gemm) {
+      k.m = std::max<std::int64_t>(1, std::llround(static_cast<double>(k.m) * im));
+      k.flops *= im;
+      k.bytes = 0;   // recomputed from the shape
+    } else {
+      k.flops *= im;
+      k.bytes *= im;
+    }
+  }
+}
+
+void scale_expert_wgrads(const config::Scenario& s, std::vector<hardware::Kernel>& ks) {
+  if (s.moe.imbalance == 1.0) return;
+  for (std::size_t i = 0; i < ks.size(); ++i)
+    if (std::string_view(ks[i].name).rfind("expert_", 0) == 0) scale_expert_kernels(s, ks, i, i + 1);
+}
+
+void add_norm_up_proj_recompute(std::vector<hardware::Kernel>& f, std::vector<hardware::Kernel>& b) {
+  std::vector<hardware::Kernel> again;
+  for (const hardware::Kernel& k : f) {
+    const std::string_view n(k.name);
+    if (n == "rmsnorm" || n == "layernorm" || n == "q_norm" || n == "kv_norm" || n == "q_up" || n == "kv_up")
+      again.push_back(k);
+  }
+  b.insert(b.end(), again.begin(), again.end());
+}
+
+hardware::Group expert_dp_group(const config::Scenario& s) {
+  const auto& P = s.parallel;
+  hardware::Group g;
+  const int ep = std::max(1, P.ep);
+  g.size = std::max(1, P.dp * P.cp / ep);
+  if (g.size <= 1) return g;
+  const int stride = P.tp * P.cp * ep;      // ranks with the same EP coordinate
+  const int G = std::max(1, s.hardware.gpus_per_node);
+  g.per_domain = stride >= G ? 1 : std::min(g.size, G / stride);
+  g.domains = (g.size + g.per_domain - 1) / g.per_domain;
+  return g;
+}
+
+}  // namespace mfusim::layer

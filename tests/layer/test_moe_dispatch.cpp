@@ -1,0 +1,116 @@
+// MoE dispatch and combine (layer/moe_dispatch.h): DeepEP's node-limited routing, the
+// imbalance key, the expert-DP group, and EP exposure under DualPipe. Every timing is read off
+// a simulated step; the traffic bound is checked against the routing rule it encodes.
+#include <doctest/doctest.h>
+
+#include <filesystem>
+#include <string>
+#include <vector>
+
+#include "config/loader.h"
+#include "hardware/interference.h"
+#include "layer/moe_dispatch.h"
+#include "models/rank_shape.h"
+#include "step/simulate.h"
+
+using namespace mfusim;
+
+namespace {
+
+const std::string kRoot = std::filesystem::path(MFUSIM_TEST_DIR).parent_path().string();
+
+config::Scenario load(const std::string& file, const std::vector<std::string>& sets = {}) {
+  config::LoadOptions o;
+  o.overrides = sets;
+  return config::load_scenario(kRoot + "/scenarios/" + file, o).base;
+}
+
+step::StepResult run(const config::Scenario& s) { return step::simulate(s, step::SimulateOptions{}); }
+
+}  // namespace
+
+TEST_CASE("deepep: node-limited routing never puts more than M nodes' worth of bytes on IB") {
+  // DeepSeek-V3 §3.2.2: each token goes to at most M nodes, once per node over IB.
+  for (int M : {1, 2, 3, 4, 8}) {
+    for (int ep : {16, 32, 64}) {
+      auto s = load("2048xh800_deepseek_v3.toml", {"moe.max_nodes_per_token=" + std::to_string(M),
+                                                   "parallel.ep=" + std::to_string(ep)});
+      hardware::Group g{ep, ep / 8, 8};
+      const double T = 4096;
+      for (bool combine : {false, true}) {
+        const auto tr = layer::deepep_traffic(s, g, T, combine);
+        CAPTURE(M);
+        CAPTURE(ep);
+        CHECK(tr.internode);
+        CHECK(tr.ib_bytes <= T * M * tr.token_bytes * (1 + 1e-12));
+        CHECK(tr.ib_bytes <= T * (ep / 8) * tr.token_bytes * (1 + 1e-12));   // never more nodes than exist
+        CHECK(tr.ib_bytes > 0);
+      }
+    }
+  }
+  // fp8 dispatch: 1 byte per element + an fp32 scale per 128; bf16 combine: 2 bytes.
+  auto s = load("2048xh800_deepseek_v3.toml");
+  hardware::Group g{64, 8, 8};
+  CHECK(layer::deepep_traffic(s, g, 1, false).token_bytes == doctest::Approx(7168 + 4 * 56));
+  CHECK(layer::deepep_traffic(s, g, 1, true).token_bytes == doctest::Approx(2 * 7168));
+}
+
+TEST_CASE("moe.imbalance = 1.0 reproduces the balanced numbers exactly") {
+  for (const char* d : {"alltoall", "deepep"}) {
+    const auto a = run(load("2048xh800_deepseek_v3.toml", {std::string("moe.dispatcher=") + d}));
+    const auto b = run(load("2048xh800_deepseek_v3.toml", {std::string("moe.dispatcher=") + d, "moe.imbalance=1.0"}));
+    CHECK(a.step_time_s == b.step_time_s);
+    CHECK(a.breakdown.ep_comm_exposed == b.breakdown.ep_comm_exposed);
+    // and a skewed routing is slower: the slowest rank gates the all-to-all and the expert GEMMs.
+    const auto c = run(load("2048xh800_deepseek_v3.toml", {std::string("moe.dispatcher=") + d, "moe.imbalance=1.3"}));
+    CHECK(c.step_time_s > a.step_time_s);
+  }
+  // The H100 scenario (Megatron's dispatcher, no [moe] table) with the key given explicitly.
+  const auto h = run(load("2048xh100_deepseek_v3.toml"));
+  const auto h1 = run(load("2048xh100_deepseek_v3.toml", {"moe.imbalance=1.0", "moe.dispatcher=alltoall"}));
+  CHECK(h.step_time_s == h1.step_time_s);
+}
+
+TEST_CASE("deepep moves fewer IB bytes than Megatron's all-to-all and exposes less EP time") {
+  const auto a2a = run(load("2048xh800_deepseek_v3.toml", {"moe.dispatcher=alltoall"}));
+  const auto dep = run(load("2048xh800_deepseek_v3.toml"));
+  CAPTURE(a2a.breakdown.ep_comm_exposed);
+  CAPTURE(dep.breakdown.ep_comm_exposed);
+  CHECK(dep.breakdown.ep_comm_exposed < a2a.breakdown.ep_comm_exposed);
+  CHECK(dep.step_time_s < a2a.step_time_s);
+}
+
+TEST_CASE("EP exposure under DualPipe falls as compute per F&B pair grows") {
+  // DeepSeek-V3 §3.2.1: DualPipe hides one chain's dispatch/combine under the other chain's
+  // compute in each F&B pair; the more compute per pair, the less of it is left exposed. Here the compute grows alone: a slower GPU
+  // (lower fp8 peak) with the links as they are.
+  double prev = 1e9;
+  for (double peak : {1978.9e12, 1200e12, 800e12}) {
+    auto s = load("2048xh800_deepseek_v3.toml", {"schedule.name=dualpipe", "moe.dispatcher=alltoall"});
+    s.hardware.peak_flops_fp8 = peak;
+    const auto r = run(s);
+    const double share = r.breakdown.ep_comm_exposed / r.step_time_s;
+    CAPTURE(peak);
+    CAPTURE(share);
+    CHECK(share < prev);
+    prev = share;
+  }
+}
+
+TEST_CASE("expert-DP group: dp * cp / ep ranks with the same expert shard") {
+  auto s = load("2048xh800_deepseek_v3.toml");
+  const auto g = layer::expert_dp_group(s);
+  CHECK(g.size == 128 / 64);
+  CHECK(g.per_domain == 1);       // stride tp*cp*ep = 64 > 8 GPUs per node
+  CHECK(g.domains == 2);
+}
+
+TEST_CASE("deepep's comm SMs slow the compute beside them by the measured held-SM curve") {
+  auto s = load("2048xh800_deepseek_v3.toml");
+  CHECK(layer::deepep_sms(s) == 20);
+  const double slow = hardware::compute_slowdown({layer::deepep_sms(s), 0.0}, s.hardware);
+  CHECK(slow == doctest::Approx(hardware::sm_slowdown(20)));
+  CHECK(slow > 132.0 / 112.0 - 1e-9);   // never below the plain SM share
+  s.moe.dispatcher = config::MoeDispatcher::alltoall;
+  CHECK(layer::deepep_sms(s) == 0);
+}
