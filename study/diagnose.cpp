@@ -46,6 +46,14 @@ std::vector<std::string> targets(const std::string& lever) {
   return {"bubble"};   // schedules and vpp
 }
 
+// A lever's MFU against the base's peak (an fp8 lever's own MFU counts against
+// the fp8 peak, which would rank a faster step lower).
+double same_convention(const step::StepResult& r, const step::StepResult& base) {
+  const double mine = r.scenario.hardware.peak_flops(r.scenario.training.precision);
+  const double theirs = base.scenario.hardware.peak_flops(base.scenario.training.precision);
+  return theirs > 0 ? r.mfu * mine / theirs : r.mfu;
+}
+
 // The --set keys that turn `base` into the planner's layout `s` (those that differ).
 std::vector<std::string> layout_changes(const config::Scenario& base, const config::Scenario& s) {
   std::vector<std::string> out;
@@ -85,7 +93,8 @@ std::string why_it_helps(const std::string& lever, const std::string& part) {
   if (part == "bubble") return "fewer or shorter pipeline bubbles: more micro-batches per stage chunk, or a schedule that fills the idle slots";
   if (part == "recompute") return "less recomputed forward work in the backward pass (activations kept instead, where memory allows)";
   if (part == "forward" || part == "backward")
-    return lever == "precision fp8" ? "matmuls run at the fp8 peak (about twice bf16 on Hopper and Blackwell)"
+    return lever == "precision fp8" ? "matmuls run at the fp8 peak (about twice bf16 on Hopper and Blackwell); "
+                                      "its MFU here counts against the base's bf16 peak"
                                     : "faster kernels: less memory traffic or larger, more efficient matmuls";
   if (part == "tp_comm_exposed") return "less tensor-parallel all-gather/reduce-scatter on the critical path";
   if (part == "pp_comm_exposed") return "stage-to-stage sends hidden behind compute or fewer of them";
@@ -164,8 +173,8 @@ Diagnosis diagnose(const std::string& path, const config::LoadOptions& lo, const
           x.lever = lever;
           for (const auto& s : sets) x.change += (x.change.empty() ? "" : " ") + s;
           x.mfu_before = d.base.mfu;
-          x.mfu_after = r.mfu;
-          x.delta_mfu = r.mfu - d.base.mfu;
+          x.mfu_after = same_convention(r, d.base);
+          x.delta_mfu = x.mfu_after - d.base.mfu;
           x.step_time_s = r.step_time_s;
           x.fits = r.memory.fits;
           const auto before = parts(d.base.breakdown), after = parts(r.breakdown);
@@ -223,8 +232,8 @@ Diagnosis diagnose(const std::string& path, const config::LoadOptions& lo, const
       for (const auto& s : changes) x.change += (x.change.empty() ? "" : " ") + s;
       const auto& r = best.result;
       x.mfu_before = d.base.mfu;
-      x.mfu_after = r.mfu;
-      x.delta_mfu = r.mfu - d.base.mfu;
+      x.mfu_after = same_convention(r, d.base);
+      x.delta_mfu = x.mfu_after - d.base.mfu;
       x.step_time_s = r.step_time_s;
       x.fits = r.memory.fits;
       const auto before = parts(d.base.breakdown), after = parts(r.breakdown);

@@ -69,11 +69,11 @@ struct PlanOptions {
   // as without it; the rest are counted as skipped, not simulated).
   bool bound_time = true;
   unsigned threads = 0;        // 0 = all cores
-  SearchConstraints constraints;   // held keys and framework (--set, --framework)
+  SearchConstraints constraints{};   // held keys and framework (--set, --framework)
   // Memory each GPU must keep free beyond the simulated peak (which already
   // holds the runtime reserve): a point fits when peak + headroom <= HBM.
   double headroom_bytes = 0;
-  Shard shard;                 // --shard K/N: only that slice of the enumerated layouts
+  Shard shard{};               // --shard K/N: only that slice of the enumerated layouts
 };
 
 struct PlanPoint {

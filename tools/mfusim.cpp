@@ -203,8 +203,11 @@ int main(int argc, char** argv) {
       sweep_args.csv = csv;
       sweep_args.json = json;
       rc = tools::cmd_sweep(scenario, lo, sweep_args, progress_bar("sweep"));
-    } else if (plan->parsed())
+    } else if (plan->parsed()) {
+      if (plan->count("--headroom") > 0 && plan_extras.headroom.empty())
+        throw tools::UserError("--headroom: error: expected GiB to keep free per GPU (e.g. 8) or a percentage of HBM (e.g. 10%)");
       rc = tools::cmd_plan(scenario, lo, gpus_list, vary, top, json, rank_by, progress_bar("plan"), plan_extras);
+    }
     else if (merge->parsed()) rc = tools::cmd_merge(parts);
     else if (diag->parsed()) rc = tools::cmd_diagnose(scenario, lo, json, progress_bar("diagnose"));
     else if (check->parsed()) rc = cmd_check(scenario, lo);

@@ -60,7 +60,7 @@ class RunTest(unittest.TestCase):
             mfusim.run({"model": "llama3-8b", "hardware": "h100-sxm", "cluster": {"gpus": 8},
                         "training": {"seq_len": 4096, "global_batch": 64, "micro_btach": 1}})
         msg = str(e.exception)
-        self.assertRegex(msg, r"scenario\.toml:\d+:\d+: error: unknown key 'micro_btach'")
+        self.assertRegex(msg, r"scenario\.toml:\d+:\d+: error: unknown key 'training.micro_btach'")
         self.assertIsInstance(e.exception, ValueError)
 
     def test_bad_set_and_missing_file_raise(self):
