@@ -106,7 +106,7 @@ int cmd_diagnose(const std::string& path, const config::LoadOptions& lo, bool js
       << "\n";
   if (!d.base.memory.fits)
     out << "  the base does NOT fit (peak " << f("%.1f", d.base.memory.peak_gib) << " of "
-        << f("%.1f", d.base.memory.capacity_gib) << " GiB): toggles cannot fix that; the 'fits' row is the planner's "
+        << f("%.1f", d.base.memory.capacity_gib) << " GiB): toggles cannot fix that; the 'layout that fits' row is the planner's "
         << "fastest layout that fits\n";
   out << "  levers marked (planner) come from `mfusim plan` with every other layout key held\n\n";
   std::vector<std::vector<std::string>> rows = {{"#", "lever", "MFU", "delta", "step", "shrinks", "fits", "change"}};
@@ -404,6 +404,8 @@ int cmd_plan(const std::string& path, const config::LoadOptions& lo, const std::
     }
     std::vector<std::vector<std::string>> rows = {{"#", "layout", "schedule", "recompute", "step", "tokens/s", "MFU",
                                                     "bubble", "exp. comm", "peak GiB", "free GiB"}};
+    const bool fp8 = loaded.base.training.precision == hardware::Precision::fp8;   // MFU against the fp8 peak
+    if (fp8) rows[0].push_back("MFU bf16");
     if (days) rows[0].push_back("days");
     if (cost) rows[0].push_back("cost $M");
     int i = 0;
@@ -416,6 +418,7 @@ int cmd_plan(const std::string& path, const config::LoadOptions& lo, const std::
                       f("%.0f", x.tokens_per_s), f("%.1f%%", 100 * x.mfu), f("%.1f%%", 100 * x.bubble_fraction),
                       report::format_seconds(comm), f("%.1f", x.memory.peak_gib),
                       f("%.1f", x.memory.capacity_gib - x.memory.peak_gib)});
+      if (fp8) rows.back().push_back(f("%.1f%%", 100 * report::mfu_bf16_peak(x)));
       if (days) rows.back().push_back(f("%.1f", x.days_to_train));
       if (cost) rows.back().push_back(f("%.2f", x.cost_usd / 1e6));
     }

@@ -215,3 +215,34 @@ TEST_CASE("cli: fp8 reports the MFU against the bf16 peak too; CSV headers carry
   CHECK(text.rfind("training.precision,step_s,mfu_fraction,mfu_bf16_peak_fraction,bubble_fraction,exposed_comm_s,"
                    "peak_gib,fits,tokens_per_s,days_to_train,cost_usd,error\n", 0) == 0);
 }
+
+TEST_CASE("cli: diagnose calls the planner for layout levers, proposes what makes a base fit, says why") {
+  // Pure data parallelism at 8k tokens does not fit (~96 GiB per GPU).
+  const auto r = run_cli({"diagnose", kS8, "--json", "--set", "parallel.tp=1", "--set",
+                          "parallel.sequence_parallel=false"});
+  REQUIRE(r.code == 0);
+  const auto rows = parse_json(r.out);
+  const Json* fit = nullptr;
+  for (const auto& x : rows.array())
+    if (x["lever"].str() == "layout that fits (planner)") fit = &x;
+  REQUIRE(fit != nullptr);
+  CHECK((*fit)["fits"].boolean());
+  CHECK((*fit)["planner"].boolean());
+  CHECK((*fit)["change"].str().find("parallel.tp") == std::string::npos);   // tp was set: held
+  CHECK((*fit)["why"].str().find("does not fit") != std::string::npos);
+  // The rows that fit say that they make it fit; the first rows are the fitting ones.
+  CHECK(rows.array().front()["fits"].boolean());
+  for (const auto& x : rows.array())
+    if (x["fits"].boolean() && x["lever"].str() != "layout that fits (planner)") CHECK(x["why"].str().rfind("it fits", 0) == 0);
+
+  const auto t = run_cli({"diagnose", kS8});
+  REQUIRE(t.code == 0);
+  CHECK(t.out.find("Why each lever helps") != std::string::npos);
+  const auto j = parse_json(run_cli({"diagnose", kS8, "--json"}).out);
+  bool planner = false;
+  for (const auto& x : j.array()) {
+    if (!x["shrinks"].str().empty()) CHECK(!x["why"].str().empty());
+    planner = planner || x["planner"].boolean();
+  }
+  CHECK(planner);   // the 8B base is not the planner's best layout
+}
