@@ -4,6 +4,7 @@
 #include <doctest/doctest.h>
 
 #include <fstream>
+#include <sstream>
 #include <string>
 #include <vector>
 
@@ -20,6 +21,13 @@ std::string write_part(const std::string& name, const std::string& text) {
   const auto p = scratch_dir() / name;
   std::ofstream(p, std::ios::binary) << text;
   return p.string();
+}
+
+std::vector<std::string> text_lines(const std::string& s) {
+  std::vector<std::string> v;
+  std::istringstream in(s);
+  for (std::string l; std::getline(in, l);) v.push_back(l);
+  return v;
 }
 
 std::vector<std::string> with(std::vector<std::string> a, const std::vector<std::string>& b) {
@@ -245,4 +253,21 @@ TEST_CASE("cli: diagnose calls the planner for layout levers, proposes what make
     planner = planner || x["planner"].boolean();
   }
   CHECK(planner);   // the 8B base is not the planner's best layout
+}
+
+TEST_CASE("cli: a sweep over schedule-lab scenarios prints n/a for MFU, memory and fits") {
+  const fs::path lab = scratch_dir() / "sweep-lab.toml";
+  std::ofstream(lab) << "name = \"lab\"\nmodel = \"llama2-7b\"\nhardware = \"h100-sxm\"\n[cluster]\ngpus = 4\n"
+                        "[training]\nseq_len = 4096\nglobal_batch = 8\nmicro_batch = 1\n[parallel]\npp = 4\n"
+                        "[schedule]\nname = \"1f1b\"\n[schedule.costs]\nf = 1.0\nb = 2.0\ncomm = 0.1\n";
+  const auto r = run_cli({"sweep", lab.string(), "--vary", "schedule.name=1f1b,gpipe"});
+  REQUIRE(r.code == 0);
+  const auto lines = text_lines(r.out);
+  REQUIRE(lines.size() == 3);
+  for (std::size_t i = 1; i < lines.size(); ++i) {
+    CAPTURE(lines[i]);
+    CHECK(lines[i].find("n/a") != std::string::npos);
+    CHECK(lines[i].find("yes") == std::string::npos);
+    CHECK(lines[i].find("0.0%  ") == std::string::npos);
+  }
 }
