@@ -271,3 +271,23 @@ TEST_CASE("cli: a sweep over schedule-lab scenarios prints n/a for MFU, memory a
     CHECK(lines[i].find("0.0%  ") == std::string::npos);
   }
 }
+
+TEST_CASE("cli: sweep --vary hardware=NAME@PRICE prices each GPU on its own; the table shows days and cost") {
+  const std::vector<std::string> base = {"sweep", kS8, "--set", "training.tokens_to_train=1e12", "--set",
+                                         "cost.price_per_gpu_hour=9"};
+  const auto j = run_cli(with(base, {"--json", "--vary", "hardware=h100-sxm@2,h200@3.5,b200"}));
+  REQUIRE(j.code == 0);
+  const auto rows = parse_json(j.out).array();
+  REQUIRE(rows.size() == 3);
+  CHECK(rows[0]["resolved"]["cost"]["price_per_gpu_hour"].num() == 2);
+  CHECK(rows[1]["resolved"]["cost"]["price_per_gpu_hour"].num() == 3.5);
+  CHECK(rows[2]["resolved"]["cost"]["price_per_gpu_hour"].num() == 9);   // no price given: the scenario's
+  CHECK(rows[1]["resolved"]["hardware"]["ref"].str() == "h200");
+  const double days = rows[0]["days_to_train"].num();
+  CHECK(rows[0]["cost_usd"].num() == doctest::Approx(2.0 * 8 * days * 24).epsilon(1e-9));
+  const auto t = run_cli(with(base, {"--vary", "hardware=h100-sxm@2,b200"}));
+  REQUIRE(t.code == 0);
+  CHECK(t.out.find("days") != std::string::npos);
+  CHECK(t.out.find("cost $M") != std::string::npos);
+  CHECK(t.err.find("b200 uses the scenario's cost.price_per_gpu_hour") != std::string::npos);
+}
