@@ -1,4 +1,5 @@
 // Data files: where a named model/hardware file is found, listing them, reading one into a tree.
+#include <cctype>
 #include <set>
 
 #include "config/read_context.h"
@@ -87,6 +88,28 @@ bool load_tree(Ctx& ctx, const std::string& path, Value& out, const Pos& ref) {
   }
 }
 
+std::string suggest_name(const std::string& name, const std::vector<std::string>& known) {
+  if (!name.empty() && name.size() <= 200) {
+    auto lower = [](std::string s) {
+      for (auto& c : s) c = static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
+      return s;
+    };
+    const std::string n = lower(name);
+    std::string best;
+    int best_rank = 3;   // 0: starts with the name, 1: contains it
+    for (const auto& k : known) {
+      const std::string lk = lower(k);
+      const int rank = lk.rfind(n, 0) == 0 ? 0 : lk.find(n) != std::string::npos ? 1 : 3;
+      if (rank < best_rank || (rank == best_rank && rank < 3 && (k.size() < best.size() || (k.size() == best.size() && k < best)))) {
+        best_rank = rank;
+        best = k;
+      }
+    }
+    if (best_rank < 3 && best != name) return " (did you mean '" + best + "'?)";
+  }
+  return suggest(name, known);
+}
+
 }  // namespace mfusim::config::detail
 
 namespace mfusim::config {
@@ -95,5 +118,11 @@ using namespace detail;
 
 std::vector<std::string> list_models(const LoadOptions& opts) { return list_names("models", opts, "./x"); }
 std::vector<std::string> list_hardware(const LoadOptions& opts) { return list_names("hardware", opts, "./x"); }
+std::string model_file(const std::string& name, const LoadOptions& opts) {
+  return find_data_file("models", name, "./x", opts);
+}
+std::string hardware_file(const std::string& name, const LoadOptions& opts) {
+  return find_data_file("hardware", name, "./x", opts);
+}
 
 }  // namespace mfusim::config

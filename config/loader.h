@@ -30,6 +30,10 @@ class ConfigError : public std::runtime_error {
 struct LoadOptions {
   std::vector<std::string> overrides;      // "--set KEY=VALUE", in order
   std::vector<std::string> search_dirs;    // extra data dirs for named models/hardware
+  // A [[whatif]] rung that does not resolve is kept with WhatIf::error set
+  // instead of failing the load (`mfusim run` with --set: an infeasible rung
+  // is a row that says why).
+  bool whatif_errors_as_rows = false;
 };
 
 struct LoadedScenario {
@@ -56,6 +60,9 @@ Scenario with_overrides(const std::string& scenario_path, const std::vector<std:
 // Names available in the data dirs (models/, hardware/) for `mfusim list`.
 std::vector<std::string> list_models(const LoadOptions& = {});
 std::vector<std::string> list_hardware(const LoadOptions& = {});
+// The file a model/hardware name resolves to in the data dirs ("" when none).
+std::string model_file(const std::string& name, const LoadOptions& = {});
+std::string hardware_file(const std::string& name, const LoadOptions& = {});
 
 // Refuses TOML text that nests deeper than toml++ and the loaders may recurse
 // (64 levels: table headers, dotted keys, inline tables and arrays together;

@@ -155,6 +155,10 @@ hardware::HardwareSpec read_hardware_table(Ctx& ctx, const Value& t, const std::
 std::vector<std::filesystem::path> data_roots(const std::string& scenario_path, const LoadOptions& opts);
 std::vector<std::string> list_names(const char* sub, const LoadOptions& opts, const std::string& from);
 // A named model/hardware: a path when it looks like one, else `sub/NAME.toml|json` in the data roots.
+// " (did you mean 'h100-sxm'?)" for a model or hardware name: a name that the
+// given one starts or is contained in first (the shortest), then the closest by
+// edit distance (suggest).
+std::string suggest_name(const std::string& name, const std::vector<std::string>& known);
 std::string find_data_file(const char* sub, const std::string& name, const std::string& scenario_path,
                            const LoadOptions& opts);
 // Loads a data file into a tree; parse errors become diagnostics.

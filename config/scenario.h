@@ -185,6 +185,7 @@ struct Scenario {
 struct WhatIf {
   std::string name;
   Scenario scenario;
+  std::string error;   // with LoadOptions::whatif_errors_as_rows: why the rung cannot be resolved
 };
 
 }  // namespace mfusim::config

@@ -96,7 +96,7 @@ void read_scenario(Ctx& ctx, Scenario& s, const Value& root, const std::string& 
     }
     const std::string file = v->str.empty() ? "" : find_data_file(sub, v->str, path, opts);
     if (file.empty()) {
-      ctx.error(v->pos, std::string("unknown ") + key + " " + quote(v->str) + suggest(v->str, list()) +
+      ctx.error(v->pos, std::string("unknown ") + key + " " + quote(v->str) + suggest_name(v->str, list()) +
                             ": no " + sub + "/" + v->str + ".toml found next to the scenario, in its parent "
                             "directories or in the data directory");
       return false;
@@ -411,6 +411,10 @@ LoadedScenario load_from_text(const std::string& text, const std::string& path, 
         w.scenario = resolve_tree(rung, path, opts, rung_diags);
         for (auto& d : rung_diags) {
           if (seen.count(d.str())) continue;
+          if (opts.whatif_errors_as_rows) {   // the rung's row says why
+            w.error += (w.error.empty() ? "" : "; ") + d.message;
+            continue;
+          }
           seen.insert(d.str());
           d.message = "in whatif " + quote(w.name) + ": " + d.message;
           diags.push_back(std::move(d));

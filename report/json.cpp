@@ -254,6 +254,10 @@ void write_step(JsonWriter& w, const step::StepResult& r, const std::vector<step
   w.key("mfu").value(r.mfu);
   w.key("mfu_attn").value(r.mfu_attn);
   w.key("hfu").value(r.hfu);
+  if (s.training.precision == hardware::Precision::fp8) {   // MFU against the bf16 peak (additive)
+    const double bf16 = s.hardware.peak_flops_bf16;
+    w.key("mfu_bf16_peak").value(bf16 > 0 ? r.mfu * s.hardware.peak_flops_fp8 / bf16 : 0.0);
+  }
   w.key("bubble_fraction").value(r.bubble_fraction);
   const auto& b = r.breakdown;
   w.key("breakdown_s").begin_object();
@@ -302,6 +306,7 @@ void write_step(JsonWriter& w, const step::StepResult& r, const std::vector<step
     w.key("mfu").value(x.mfu);
     w.key("delta_mfu").value(x.delta_mfu);
     w.key("fits").value(x.fits);
+    if (!x.error.empty()) w.key("error").value(x.error);   // an infeasible rung (additive)
     w.end_object();
   }
   w.end_array();

@@ -77,6 +77,12 @@ std::string calibration_text(const config::Scenario& s) {
 }
 }  // namespace
 
+double mfu_bf16_peak(const step::StepResult& r) {
+  const auto& h = r.scenario.hardware;
+  const double bf16 = h.peak_flops_bf16;
+  return bf16 > 0 ? r.mfu * h.peak_flops(r.scenario.training.precision) / bf16 : 0;
+}
+
 std::string text_report(const step::StepResult& r, const std::vector<step::WhatIfResult>& whatifs) {
   const auto& s = r.scenario;
   const auto& p = s.parallel;
@@ -112,6 +118,12 @@ std::string text_report(const step::StepResult& r, const std::vector<step::WhatI
     o << "  tokens/s         " << thousands(r.tokens_per_s) << "  (" << thousands(r.tokens_per_s_per_gpu) << " per GPU)\n";
     o << "  MFU              " << pct(r.mfu) << "   (with attention " << pct(r.mfu_attn) << ", HFU " << pct(r.hfu) << ")\n";
     o << "  TFLOP/s per GPU  " << fmt("%.1f", r.tflops_per_gpu) << "\n";
+    // The two conventions, labelled (docs/scenario.md "Outputs").
+    o << "  conventions      MFU counts 6 x activated parameters FLOPs per token; 'with attention' and TFLOP/s "
+         "add the attention FLOPs; both against the "
+      << config::to_string(s.training.precision) << " peak\n";
+    if (s.training.precision == hardware::Precision::fp8)
+      o << "  MFU (bf16 peak)  " << pct(mfu_bf16_peak(r)) << "   (the same FLOP/s against the bf16 peak)\n";
   }
   o << "  pipeline bubble  " << pct(r.bubble_fraction) << " of the step (mean over pipeline ranks)\n";
   if (!lab)
@@ -170,6 +182,10 @@ std::string text_report(const step::StepResult& r, const std::vector<step::WhatI
     o << "  " << pad("(base)", w0) << lpad(format_seconds(r.step_time_s), 11) << lpad(pct(r.mfu), 9)
       << (m.fits ? "" : "           (does not fit)") << "\n";
     for (const auto& w : whatifs) {
+      if (!w.error.empty()) {   // an infeasible rung: a row that says why
+        o << "  " << pad(w.name, w0) << "  infeasible: " << w.error << "\n";
+        continue;
+      }
       char d[32];
       std::snprintf(d, sizeof d, "%+.1f", 100.0 * w.delta_mfu);
       o << "  " << pad(w.name, w0) << lpad(format_seconds(w.step_time_s), 11) << lpad(pct(w.mfu), 9) << lpad(d, 9)

@@ -62,6 +62,7 @@ struct WhatIfResult {
   std::string name;
   double step_time_s = 0, mfu = 0, delta_mfu = 0;
   bool fits = true;
+  std::string error;   // an infeasible rung: why (the numbers are 0)
 };
 
 }  // namespace mfusim::step

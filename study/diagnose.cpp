@@ -5,6 +5,7 @@
 
 #include "step/simulate.h"
 #include "study/parallel_map.h"
+#include "study/plan.h"
 
 namespace mfusim::study {
 
@@ -47,7 +48,67 @@ std::vector<std::string> targets(const std::string& lever) {
   return {"bubble"};   // schedules and vpp
 }
 
+// A lever's MFU against the base's peak (an fp8 lever's own MFU counts against
+// the fp8 peak, which would rank a faster step lower).
+double same_convention(const step::StepResult& r, const step::StepResult& base) {
+  const double mine = r.scenario.hardware.peak_flops(r.scenario.training.precision);
+  const double theirs = base.scenario.hardware.peak_flops(base.scenario.training.precision);
+  return theirs > 0 ? r.mfu * mine / theirs : r.mfu;
+}
+
+// The --set keys that turn `base` into the planner's layout `s` (those that differ).
+std::vector<std::string> layout_changes(const config::Scenario& base, const config::Scenario& s) {
+  std::vector<std::string> out;
+  auto num = [&](const char* key, int a, int b) {
+    if (a != b) out.push_back(std::string(key) + "=" + std::to_string(b));
+  };
+  const auto& p = base.parallel;
+  const auto& q = s.parallel;
+  num("parallel.tp", p.tp, q.tp);
+  num("parallel.cp", p.cp, q.cp);
+  num("parallel.pp", p.pp, q.pp);
+  num("parallel.ep", p.ep, q.ep);
+  num("parallel.vpp", p.vpp, q.vpp);
+  num("parallel.first_stage_layers", p.first_stage_layers, q.first_stage_layers);
+  num("parallel.last_stage_layers", p.last_stage_layers, q.last_stage_layers);
+  if (p.sequence_parallel != q.sequence_parallel) out.push_back("parallel.sequence_parallel=" + b2s(q.sequence_parallel));
+  num("training.micro_batch", base.training.micro_batch, s.training.micro_batch);
+  if (base.schedule.name != s.schedule.name)
+    out.push_back(std::string("schedule.name=") + config::to_string(s.schedule.name));
+  if (base.features.recompute != s.features.recompute)
+    out.push_back(std::string("features.recompute=") + config::to_string(s.features.recompute));
+  return out;
+}
+
+// The layout levers, each a planner search with every other searched key held:
+// recompute alone, micro-batch alone, and the whole layout (what the user
+// did not hold with --set). Each returns its best fitting point, if any.
+struct PlannerLever {
+  const char* lever;
+  std::vector<std::string> free;   // searched keys left free; empty: all but the user's
+};
+
 }  // namespace
+
+std::string why_it_helps(const std::string& lever, const std::string& part) {
+  if (lever == "layout that fits (planner)") return "the base does not fit in HBM; this is the fastest layout the planner found that does";
+  if (part == "bubble") return "fewer or shorter pipeline bubbles: more micro-batches per stage chunk, or a schedule that fills the idle slots";
+  if (part == "recompute") return "less recomputed forward work in the backward pass (activations kept instead, where memory allows)";
+  if (part == "forward" || part == "backward")
+    return lever.rfind("precision fp8", 0) == 0 ? "matmuls run at the fp8 peak (about twice bf16 on Hopper and Blackwell); "
+                                      "its MFU here counts against the base's bf16 peak"
+                                    : "faster kernels: less memory traffic or larger, more efficient matmuls";
+  if (part == "tp_comm_exposed") return "less tensor-parallel all-gather/reduce-scatter on the critical path";
+  if (part == "pp_comm_exposed") return "stage-to-stage sends hidden behind compute or fewer of them";
+  if (part == "dp_comm_exposed") return "gradient reduce / parameter gather hidden behind the backward pass or smaller";
+  if (part == "ep_comm_exposed") return "less expert-parallel all-to-all on the critical path";
+  if (part == "cp_comm_exposed") return "less context-parallel key/value exchange on the critical path";
+  if (part == "launch_overhead") return "fewer kernel launches or launches hidden behind GPU work";
+  if (part == "gc") return "no Python garbage-collector pauses stalling a rank (and, through it, the pipeline)";
+  if (part == "dataloader") return "data loading off the training thread";
+  if (part == "optimizer") return "a shorter optimizer step (sharded over more data-parallel ranks)";
+  return "";
+}
 
 std::vector<std::pair<std::string, std::vector<std::string>>> lever_candidates(const config::Scenario& s) {
   std::vector<std::pair<std::string, std::vector<std::string>>> c;
@@ -86,6 +147,9 @@ std::vector<std::pair<std::string, std::vector<std::string>>> lever_candidates(c
     for (const char* name : {"zb-h1", "zb-h2", "zb-v", "dualpipev"})
       if (std::string(config::to_string(s.schedule.name)) != name) c.push_back({std::string("schedule ") + name, {std::string("schedule.name=") + name, "parallel.vpp=1"}});
   }
+  // Precision: fp8 matmuls where the GPU has an fp8 peak.
+  if (s.training.precision != config::Precision::fp8 && s.hardware.peak_flops_fp8 > 0)
+    c.push_back({"precision fp8 (MFU vs bf16 peak)", {"training.precision=fp8"}});
   for (const char* a : {"ring", "tree"})
     if (std::string(config::to_string(f.nccl_algo)) != a) c.push_back({std::string("NCCL ") + a, {std::string("features.nccl_algo=") + a}});
   // MoE (docs/moe-dualpipe.md): DeepEP-style dispatch, DualPipe, the EP degree, DeepSeek's memory measures.
@@ -130,8 +194,8 @@ Diagnosis diagnose(const std::string& path, const config::LoadOptions& lo, const
           x.lever = lever;
           for (const auto& s : sets) x.change += (x.change.empty() ? "" : " ") + s;
           x.mfu_before = d.base.mfu;
-          x.mfu_after = r.mfu;
-          x.delta_mfu = r.mfu - d.base.mfu;
+          x.mfu_after = same_convention(r, d.base);
+          x.delta_mfu = x.mfu_after - d.base.mfu;
           x.step_time_s = r.step_time_s;
           x.fits = r.memory.fits;
           const auto before = parts(d.base.breakdown), after = parts(r.breakdown);
@@ -153,6 +217,75 @@ Diagnosis diagnose(const std::string& path, const config::LoadOptions& lo, const
         }
       },
       progress);
+  // The layout levers from the planner (recompute, micro-batch, the whole
+  // layout), each under the user's held keys; for a base that does not fit,
+  // the whole-layout search is what makes it fit.
+  {
+    const auto user_fixed = fixed_keys(lo.overrides);
+    const std::vector<std::string> all = {"parallel.tp", "parallel.cp", "parallel.pp", "parallel.dp", "parallel.ep",
+                                          "parallel.vpp", "training.micro_batch", "schedule.name", "features.recompute",
+                                          "parallel.sequence_parallel"};
+    const std::vector<PlannerLever> planner_levers = {
+        {"recompute (planner)", {"features.recompute"}},
+        {"micro-batch (planner)", {"training.micro_batch"}},
+        {d.base.memory.fits ? "layout (planner)" : "layout that fits (planner)", {}},
+    };
+    for (const auto& pl : planner_levers) {
+      PlanOptions po;
+      po.keep = 1;
+      po.constraints.fixed = user_fixed;
+      if (!pl.free.empty())
+        for (const auto& k : all)
+          if (std::find(pl.free.begin(), pl.free.end(), k) == pl.free.end()) po.constraints.fixed.insert(k);
+      PlanResult pr;
+      try {
+        pr = plan(loaded.base, loaded.base.gpus, po);
+      } catch (const std::exception&) {
+        continue;
+      }
+      if (pr.ranked.empty()) continue;
+      const auto& best = pr.ranked.front();
+      const auto changes = layout_changes(loaded.base, best.scenario);
+      if (changes.empty()) continue;   // the base is already the best of this search
+      LeverResult x;
+      x.lever = pl.lever;
+      x.planner = true;
+      for (const auto& s : changes) x.change += (x.change.empty() ? "" : " ") + s;
+      const auto& r = best.result;
+      x.mfu_before = d.base.mfu;
+      x.mfu_after = same_convention(r, d.base);
+      x.delta_mfu = x.mfu_after - d.base.mfu;
+      x.step_time_s = r.step_time_s;
+      x.fits = r.memory.fits;
+      const auto before = parts(d.base.breakdown), after = parts(r.breakdown);
+      for (std::size_t k = 0; k < before.size(); ++k) {
+        const double shrink = before[k].second - after[k].second;
+        if (shrink > x.shrinks_s) {
+          x.shrinks_s = shrink;
+          x.shrinks = before[k].first;
+        }
+      }
+      if (r.step_time_s < d.base.step_time_s || !d.base.memory.fits) {
+        res.push_back(x);
+        valid.push_back(true);
+      }
+    }
+  }
+  for (auto& x : res) {
+    x.why = why_it_helps(x.lever, x.shrinks);
+    if (!d.base.memory.fits && x.fits && x.lever != "layout that fits (planner)") {   // what makes a base that does not fit fit
+      std::string fit;
+      if (x.lever.rfind("recompute", 0) == 0 || x.lever.find("recompute") != std::string::npos)
+        fit = "it fits: recomputing activations in the backward pass stores fewer of them";
+      else if (x.lever.rfind("micro-batch", 0) == 0)
+        fit = "it fits: a smaller micro-batch holds fewer activations per stage";
+      else if (x.lever.rfind("precision fp8", 0) == 0)
+        fit = "it fits at this precision";
+      else
+        fit = "it fits";
+      x.why = fit + (x.why.empty() ? "" : "; " + x.why);
+    }
+  }
   // Keep the best variant of each lever name (e.g. the best vpp).
   for (std::size_t i = 0; i < res.size(); ++i) {
     if (!valid[i]) continue;

@@ -17,12 +17,17 @@ struct LeverResult {
   bool fits = true;
   std::string shrinks;       // breakdown part that shrinks most ("bubble")
   double shrinks_s = 0;      // by how much (seconds per step)
+  std::string why;           // why the lever helps: the mechanism behind the part it shrinks
+  bool planner = false;      // found by the layout planner (study::plan) rather than toggled
 };
 
 struct Diagnosis {
   step::StepResult base;
   std::vector<LeverResult> levers;   // ranked: fitting ones by delta_mfu, then the rest
 };
+
+// Why a breakdown part shrinks under a lever (one sentence; docs/levers.md).
+std::string why_it_helps(const std::string& lever, const std::string& part);
 
 // The candidate changes for a scenario (those that differ from it and pass validation).
 std::vector<std::pair<std::string, std::vector<std::string>>> lever_candidates(const config::Scenario&);

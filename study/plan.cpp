@@ -33,34 +33,156 @@ const char* to_string(RankBy r) {
   return "?";
 }
 
-std::vector<config::Scenario> enumerate_layouts(const config::Scenario& base, int gpus) {
+Framework parse_framework(const std::string& s) {
+  if (s == "any") return Framework::any;
+  if (s == "megatron") return Framework::megatron;
+  if (s == "torchtitan") return Framework::torchtitan;
+  if (s == "deepspeed") return Framework::deepspeed;
+  throw std::invalid_argument("'" + s + "' (expected megatron, torchtitan, deepspeed or any)");
+}
+
+const char* to_string(Framework f) {
+  switch (f) {
+    case Framework::any: return "any";
+    case Framework::megatron: return "megatron";
+    case Framework::torchtitan: return "torchtitan";
+    case Framework::deepspeed: return "deepspeed";
+  }
+  return "?";
+}
+
+namespace {
+
+// The searched keys, and the --set keys that fix them (a table fixes its members).
+const std::vector<std::string>& searched_keys() {
+  static const std::vector<std::string> k = {"parallel.tp",  "parallel.cp",          "parallel.pp",
+                                             "parallel.dp",  "parallel.ep",          "parallel.vpp",
+                                             "training.micro_batch", "schedule.name", "features.recompute",
+                                             "parallel.sequence_parallel"};
+  return k;
+}
+
+// What each framework ships (docs/plan.md "Frameworks", with sources).
+struct FrameworkSpace {
+  std::vector<config::ScheduleKind> schedules;
+  std::vector<config::Recompute> recompute;
+  bool context_parallel = true;
+};
+FrameworkSpace framework_space(Framework f) {
+  using K = config::ScheduleKind;
+  using R = config::Recompute;
+  switch (f) {
+    case Framework::megatron:
+      // Megatron-Core pipeline_parallel/schedules.py: forward_backward_no_pipelining,
+      // _pipelining_without_interleaving (1F1B), _pipelining_with_interleaving.
+      return {{K::one_f_one_b, K::interleaved_1f1b}, {R::none, R::selective, R::full}, true};
+    case Framework::torchtitan:
+      // torch.distributed.pipelining: ScheduleGPipe, Schedule1F1B, ScheduleInterleaved1F1B,
+      // ScheduleZBVZeroBubble, ScheduleDualPipeV; torchtitan activation_checkpoint mode none|selective|full.
+      return {{K::gpipe, K::one_f_one_b, K::interleaved_1f1b, K::zb_v, K::dualpipev}, {R::none, R::selective, R::full}, true};
+    case Framework::deepspeed:
+      // deepspeed.runtime.pipe.schedule.TrainSchedule (1F1B); activation checkpointing of
+      // whole layers; DeepSpeed-Ulysses is all-to-all sequence parallelism, not ring CP.
+      return {{K::one_f_one_b}, {R::none, R::full}, false};
+    case Framework::any: break;
+  }
+  return {config::all_schedules(), {R::none, R::selective, R::full}, true};
+}
+
+template <class T>
+bool has(const std::vector<T>& v, const T& x) {
+  return std::find(v.begin(), v.end(), x) != v.end();
+}
+
+}  // namespace
+
+std::set<std::string> fixed_keys(const std::vector<std::string>& overrides) {
+  std::set<std::string> out;
+  for (const auto& o : overrides) {
+    std::string k = o.substr(0, o.find('='));
+    while (!k.empty() && k.back() == ' ') k.pop_back();
+    while (!k.empty() && k.front() == ' ') k.erase(k.begin());
+    for (const auto& s : searched_keys())
+      if (k == s || (s.size() > k.size() && s.compare(0, k.size(), k) == 0 && s[k.size()] == '.')) out.insert(s);
+    if (k == "schedule") out.insert("schedule.name");
+  }
+  return out;
+}
+
+SearchSpace search_space(const config::Scenario& base, int gpus, const SearchConstraints& c) {
+  SearchSpace sp;
+  const auto& m = base.model;
+  const auto fw = framework_space(c.framework);
+  sp.framework = c.framework;
+  auto held = [&](const char* k) { return c.fixed.count(k) > 0; };
+  for (const auto& k : c.fixed) sp.fixed.push_back(k);
+  for (int t = 1; t <= std::min(base.hardware.gpus_per_node, 16); t *= 2) sp.tp.push_back(t);
+  sp.cp = fw.context_parallel ? std::vector<int>{1, 2, 4} : std::vector<int>{1};
+  for (int p = 1; p <= std::min(m.layers, 64); p *= 2) sp.pp.push_back(p);
+  sp.ep = {1};
+  if (m.is_moe())
+    for (int e = 2; e <= m.moe->experts; e *= 2) sp.ep.push_back(e);
+  sp.micro_batch = {1, 2, 4, 8, 16};
+  sp.vpp = {2, 3, 4, 5, 6, 8, 10};
+  sp.schedules = fw.schedules;
+  sp.recompute = fw.recompute;
+  const auto& p = base.parallel;
+  if (held("parallel.tp")) sp.tp = {p.tp};
+  if (held("parallel.cp")) sp.cp = {p.cp};
+  if (held("parallel.pp")) sp.pp = {p.pp};
+  if (held("parallel.ep")) sp.ep = {p.ep};
+  if (held("parallel.vpp")) sp.vpp = {p.vpp};
+  if (held("training.micro_batch")) sp.micro_batch = {base.training.micro_batch};
+  if (held("schedule.name")) sp.schedules = {base.schedule.name};
+  if (held("features.recompute")) sp.recompute = {base.features.recompute};
+  if (held("parallel.dp")) sp.dp = p.dp;
+  if (held("parallel.sequence_parallel")) sp.sequence_parallel = p.sequence_parallel ? 1 : 0;
+  (void)gpus;
+  return sp;
+}
+
+std::string describe(const SearchSpace& sp) {
+  auto ints = [](const char* name, const std::vector<int>& v) {
+    std::string s = name;
+    for (std::size_t i = 0; i < v.size(); ++i) s += (i ? "," : " ") + std::to_string(v[i]);
+    return s;
+  };
+  std::string s = ints("tp", sp.tp) + " | " + ints("cp", sp.cp) + " | " + ints("pp", sp.pp) + " | " +
+                  (sp.dp > 0 ? "dp " + std::to_string(sp.dp) : std::string("dp = gpus / (tp cp pp)")) + " | " +
+                  ints("ep", sp.ep) + " | " + ints("mb", sp.micro_batch) + " | schedules";
+  for (std::size_t i = 0; i < sp.schedules.size(); ++i) s += (i ? "," : " ") + std::string(config::to_string(sp.schedules[i]));
+  if (has(sp.schedules, config::ScheduleKind::interleaved_1f1b)) s += " (" + ints("vpp", sp.vpp) + ")";
+  s += " | recompute";
+  for (std::size_t i = 0; i < sp.recompute.size(); ++i) s += (i ? "," : " ") + std::string(config::to_string(sp.recompute[i]));
+  s += " | framework " + std::string(to_string(sp.framework));
+  if (!sp.fixed.empty()) {
+    s += " | held by --set:";
+    for (const auto& k : sp.fixed) s += " " + k;
+  }
+  return s;
+}
+
+std::vector<config::Scenario> enumerate_layouts(const config::Scenario& base, int gpus, const SearchConstraints& c) {
   std::vector<config::Scenario> out;
   const auto& m = base.model;
-  std::vector<int> tps;
-  for (int t = 1; t <= std::min(base.hardware.gpus_per_node, 16); t *= 2) tps.push_back(t);
-  std::vector<int> cps = {1, 2, 4};
-  std::vector<int> pps;
-  for (int p = 1; p <= std::min(m.layers, 64); p *= 2) pps.push_back(p);
-  std::vector<int> eps = {1};
-  if (m.is_moe())
-    for (int e = 2; e <= m.moe->experts; e *= 2) eps.push_back(e);
-  const std::vector<int> mbs = {1, 2, 4, 8, 16};
-  const std::vector<int> vpps = {2, 3, 4, 5, 6, 8, 10};
-  const config::Recompute recs[] = {config::Recompute::none, config::Recompute::selective, config::Recompute::full};
-  for (int tp : tps)
-    for (int cp : cps)
-      for (int pp : pps) {
+  const SearchSpace sp = search_space(base, gpus, c);
+  const bool schedule_held = c.fixed.count("schedule.name") > 0;
+  for (int tp : sp.tp)
+    for (int cp : sp.cp)
+      for (int pp : sp.pp) {
         if (gpus % (tp * cp * pp) != 0) continue;
         const int dp = gpus / (tp * cp * pp);
-        for (int ep : eps) {
+        if (sp.dp > 0 && dp != sp.dp) continue;
+        for (int ep : sp.ep) {
           if (ep > 1 && dp % ep != 0) continue;
-          for (int mb : mbs)
-            for (auto kind : config::all_schedules()) {
+          for (int mb : sp.micro_batch)
+            for (auto kind : sp.schedules) {
               const bool interleaved = kind == config::ScheduleKind::interleaved_1f1b;
-              if (pp == 1 && kind != config::ScheduleKind::one_f_one_b) continue;   // no pipeline: one schedule
-              const std::vector<int> vs = interleaved ? vpps : std::vector<int>{1};
+              // No pipeline: one schedule (unless the user holds one).
+              if (pp == 1 && !schedule_held && kind != config::ScheduleKind::one_f_one_b) continue;
+              const std::vector<int> vs = interleaved ? sp.vpp : std::vector<int>{1};
               for (int v : vs)
-                for (auto rc : recs) {
+                for (auto rc : sp.recompute) {
                   config::Scenario s = base;
                   s.gpus = gpus;
                   s.parallel.tp = tp;
@@ -81,7 +203,7 @@ std::vector<config::Scenario> enumerate_layouts(const config::Scenario& base, in
                     s.parallel.first_stage_layers = (m.layers + 2) / vstages - 1;
                     s.parallel.last_stage_layers = s.parallel.first_stage_layers;
                   }
-                  s.parallel.sequence_parallel = tp > 1;
+                  s.parallel.sequence_parallel = sp.sequence_parallel >= 0 ? sp.sequence_parallel == 1 : tp > 1;
                   s.training.micro_batch = mb;
                   s.schedule.name = kind;
                   s.schedule.costs.reset();
@@ -320,7 +442,13 @@ PlanResult plan(const config::Scenario& base, int gpus, const PlanOptions& opt, 
   PlanResult res;
   res.gpus = gpus;
   res.hardware = base.hardware_ref.empty() ? base.hardware.name : base.hardware_ref;
-  auto cands = enumerate_layouts(base, gpus);
+  auto cands = enumerate_layouts(base, gpus, opt.constraints);
+  res.searched = describe(search_space(base, gpus, opt.constraints));
+  if (opt.shard.active()) {   // the K-th contiguous block of the enumeration (parts merge by `mfusim merge`)
+    const auto [b, e] = shard_range(cands.size(), opt.shard);
+    cands = std::vector<config::Scenario>(std::make_move_iterator(cands.begin() + static_cast<std::ptrdiff_t>(b)),
+                                          std::make_move_iterator(cands.begin() + static_cast<std::ptrdiff_t>(e)));
+  }
   res.considered = cands.size();
   // Shape rules and the memory bound in parallel too: at 16k GPUs the bound
   // plays long schedules.
@@ -329,7 +457,8 @@ PlanResult plan(const config::Scenario& base, int gpus, const PlanOptions& opt, 
       cands.size(),
       [&](std::size_t i) {
         if (!config::validate(cands[i]).empty()) verdict[i] = 1;
-        else if (opt.prune && memory_lower_bound(cands[i]) > cands[i].hardware.hbm_bytes) verdict[i] = 2;
+        else if (opt.prune && memory_lower_bound(cands[i]) + opt.headroom_bytes > cands[i].hardware.hbm_bytes)
+          verdict[i] = 2;
       },
       {}, opt.threads);
   std::vector<config::Scenario> todo;
@@ -342,6 +471,12 @@ PlanResult plan(const config::Scenario& base, int gpus, const PlanOptions& opt, 
   std::vector<PlanPoint> pts(todo.size());
   std::vector<char> ok(todo.size(), 0);
   std::vector<std::string> why(todo.size());   // the error of a failed point
+  // Fits with the headroom: the simulated peak plus the memory to keep free.
+  auto fits = [&](const step::StepResult& r) {
+    if (!r.memory.fits) return false;
+    return opt.headroom_bytes <= 0 ||
+           r.memory.peak_gib * 1024.0 * 1024 * 1024 + opt.headroom_bytes <= r.scenario.hardware.hbm_bytes;
+  };
   auto simulate_one = [&](std::size_t i) {
     step::SimulateOptions so;
     so.keep_timeline = false;
@@ -380,7 +515,7 @@ PlanResult plan(const config::Scenario& base, int gpus, const PlanOptions& opt, 
           opt.threads);
       for (std::size_t k = next; k < end; ++k) {
         const std::size_t i = order[k];
-        if (!ok[i] || !pts[i].result.memory.fits) continue;
+        if (!ok[i] || !fits(pts[i].result)) continue;
         best.insert(std::upper_bound(best.begin(), best.end(), pts[i].result.step_time_s), pts[i].result.step_time_s);
         if (best.size() > opt.keep) best.pop_back();
       }
@@ -411,7 +546,7 @@ PlanResult plan(const config::Scenario& base, int gpus, const PlanOptions& opt, 
       ++res.failures[why[i]];
       continue;
     }
-    if (!pts[i].result.memory.fits) continue;
+    if (!fits(pts[i].result)) continue;
     ++res.fitting;
     res.ranked.push_back(std::move(pts[i]));
   }

@@ -10,6 +10,7 @@
 // lowerings, so pruning on it never drops a point that fits.
 #include <cstddef>
 #include <map>
+#include <set>
 #include <string>
 #include <vector>
 
@@ -27,6 +28,38 @@ enum class RankBy { step, days, cost };
 RankBy parse_rank_by(const std::string&);   // throws std::invalid_argument
 const char* to_string(RankBy);
 
+// `--framework`: keep the search to what a training framework ships
+// (docs/plan.md "Frameworks" cites each): its pipeline schedules, its
+// recompute modes and whether it runs context parallelism.
+enum class Framework { any, megatron, torchtitan, deepspeed };
+Framework parse_framework(const std::string&);   // throws std::invalid_argument
+const char* to_string(Framework);
+
+// What the search may change. Keys the user set with --set are held at the
+// base's value (SPEC §2): parallel.tp, parallel.cp, parallel.pp, parallel.dp,
+// parallel.ep, parallel.vpp, training.micro_batch, schedule.name,
+// features.recompute, parallel.sequence_parallel.
+struct SearchConstraints {
+  std::set<std::string> fixed;       // dotted keys held fixed
+  Framework framework = Framework::any;
+};
+// The keys of `overrides` ("KEY=VALUE") that name a searched key (a whole
+// table such as "parallel" fixes all of its searched keys).
+std::set<std::string> fixed_keys(const std::vector<std::string>& overrides);
+// The values each searched key may take for `gpus` GPUs (dp follows).
+struct SearchSpace {
+  std::vector<int> tp, cp, pp, ep, micro_batch, vpp;
+  std::vector<config::ScheduleKind> schedules;
+  std::vector<config::Recompute> recompute;
+  int dp = 0;                        // > 0: held fixed
+  int sequence_parallel = -1;        // 0/1: held fixed; -1: on with tp > 1
+  std::vector<std::string> fixed;    // the held keys, for the header
+  Framework framework = Framework::any;
+};
+SearchSpace search_space(const config::Scenario& base, int gpus, const SearchConstraints& = {});
+// One line: "tp 1,2,4,8 | cp 1,2,4 | ... (held by --set: schedule.name; framework megatron)".
+std::string describe(const SearchSpace&);
+
 struct PlanOptions {
   bool prune = true;           // memory lower-bound pruning before simulation
   bool per_layer = false;      // simulation granularity (see step::LowerOptions)
@@ -36,6 +69,11 @@ struct PlanOptions {
   // as without it; the rest are counted as skipped, not simulated).
   bool bound_time = true;
   unsigned threads = 0;        // 0 = all cores
+  SearchConstraints constraints{};   // held keys and framework (--set, --framework)
+  // Memory each GPU must keep free beyond the simulated peak (which already
+  // holds the runtime reserve): a point fits when peak + headroom <= HBM.
+  double headroom_bytes = 0;
+  Shard shard{};               // --shard K/N: only that slice of the enumerated layouts
 };
 
 struct PlanPoint {
@@ -56,12 +94,14 @@ struct PlanResult {
   // limit, an internal error), so that no failed point goes unexplained.
   std::map<std::string, std::size_t> failures;
   std::size_t fitting = 0;
+  std::string searched;           // describe(search_space(...)): what the search varied
   double seconds = 0;             // wall time of plan()
   std::vector<PlanPoint> ranked;  // fitting points, fastest first
 };
 
 // Every layout of the search space for `gpus` GPUs, before any check.
-std::vector<config::Scenario> enumerate_layouts(const config::Scenario& base, int gpus);
+std::vector<config::Scenario> enumerate_layouts(const config::Scenario& base, int gpus,
+                                                const SearchConstraints& = {});
 // A lower bound of the simulated peak memory over the pipeline ranks (bytes):
 // each rank's static memory (weights, gradients, optimizer state of every
 // stage it holds) plus the activations of the micro-batches whose forward has

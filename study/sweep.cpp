@@ -85,7 +85,16 @@ void check_vary_keys(const std::string& path, const std::vector<Vary>& vary, con
 std::vector<std::string> point_overrides(const std::vector<std::pair<std::string, std::string>>& point,
                                          const std::vector<std::string>& user) {
   std::vector<std::string> out = user;
-  for (const auto& [k, v] : point) out.push_back(k + "=" + v);
+  for (const auto& [k, v] : point) {
+    // hardware=NAME@USD_PER_GPU_HOUR: the GPU and its own price (as plan --vary).
+    const auto at = v.find('@');
+    if (key_of(k) == "hardware" && at != std::string::npos) {
+      out.push_back(k + "=" + v.substr(0, at));
+      out.push_back("cost.price_per_gpu_hour=" + v.substr(at + 1));
+    } else {
+      out.push_back(k + "=" + v);
+    }
+  }
   for (const auto& u : user) {
     const std::string uk = key_of(u);
     for (const auto& [k, v] : point) {
@@ -99,8 +108,30 @@ std::vector<std::string> point_overrides(const std::vector<std::pair<std::string
   return out;
 }
 
+Shard parse_shard(const std::string& arg) {
+  auto bad = [&] {
+    return config::ConfigError({config::Diagnostic{
+        "--shard " + arg, 0, 0, "expected K/N with 1 <= K <= N (the K-th of N slices, counted from 1), e.g. 2/8"}});
+  };
+  const auto slash = arg.find('/');
+  if (slash == std::string::npos) throw bad();
+  auto num = [&](const std::string& t) -> std::size_t {
+    if (t.empty() || t.size() > 9 || t.find_first_not_of("0123456789") != std::string::npos) throw bad();
+    return static_cast<std::size_t>(std::stoul(t));
+  };
+  Shard s{num(arg.substr(0, slash)), num(arg.substr(slash + 1))};
+  if (s.n == 0 || s.k == 0 || s.k > s.n) throw bad();
+  return s;
+}
+
+std::pair<std::size_t, std::size_t> shard_range(std::size_t total, const Shard& s) {
+  // Block k-1 of n: floor(total (k-1) / n) .. floor(total k / n), without overflow.
+  auto edge = [&](std::size_t k) { return total / s.n * k + total % s.n * k / s.n; };
+  return {edge(s.k - 1), edge(s.k)};
+}
+
 std::vector<SweepPoint> sweep(const std::string& path, const std::vector<Vary>& vary, const config::LoadOptions& base,
-                              const Progress& progress) {
+                              const Progress& progress, const Shard& shard) {
   if (const std::size_t n = sweep_size(vary); n > kMaxSweepPoints) {
     std::string shape;
     for (const auto& v : vary) {
@@ -122,6 +153,11 @@ std::vector<SweepPoint> sweep(const std::string& path, const std::vector<Vary>& 
         next.push_back(std::move(q));
       }
     points.swap(next);
+  }
+  if (shard.active()) {
+    const auto [b, e] = shard_range(points.size(), shard);
+    points = std::vector<SweepPoint>(points.begin() + static_cast<std::ptrdiff_t>(b),
+                                     points.begin() + static_cast<std::ptrdiff_t>(e));
   }
   parallel_for(
       points.size(),

@@ -45,8 +45,21 @@ void check_vary_keys(const std::string& scenario_path, const std::vector<Vary>& 
 std::vector<std::string> point_overrides(const std::vector<std::pair<std::string, std::string>>& point,
                                          const std::vector<std::string>& user);
 
+// `--shard K/N` (SPEC §2): the K-th of N slices of a point list, K from 1.
+// The slices are contiguous blocks of the list in order (sizes differ by at
+// most one), so the parts concatenated in K order are the whole list.
+struct Shard {
+  std::size_t k = 1, n = 1;
+  bool active() const { return n > 1; }
+};
+// Parses "K/N" (1 <= K <= N); throws config::ConfigError naming --shard.
+Shard parse_shard(const std::string& arg);
+// The [begin, end) of `total` items that shard k of n holds.
+std::pair<std::size_t, std::size_t> shard_range(std::size_t total, const Shard&);
+
+// The points of the sweep (of the shard, with one), in the cartesian order of `vary`.
 std::vector<SweepPoint> sweep(const std::string& scenario_path, const std::vector<Vary>& vary,
-                              const config::LoadOptions& base, const Progress& progress = {});
+                              const config::LoadOptions& base, const Progress& progress = {}, const Shard& shard = {});
 
 // "pp=4 schedule.name=1f1b" style point label and the JSON object of the point.
 std::string point_label(const SweepPoint&);

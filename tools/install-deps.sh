@@ -3,7 +3,8 @@
 # when every package is already installed.
 set -euo pipefail
 packages=(build-essential cmake libboost-graph-dev libeigen3-dev libcli11-dev
-          libtomlplusplus-dev doctest-dev libbenchmark-dev)
+          libtomlplusplus-dev doctest-dev libbenchmark-dev
+          python3 python3-dev python3-pybind11 pybind11-dev)   # the Python module (python/)
 missing=()
 for p in "${packages[@]}"; do
   dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing+=("$p")

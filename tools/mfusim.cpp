@@ -9,6 +9,7 @@
 
 #include "config/loader.h"
 #include "hardware/calibration.h"
+#include "models/params.h"
 #include "report/json.h"
 #include "io/output_file.h"
 #include "step/simulate.h"
@@ -41,120 +42,6 @@ study::Progress progress_bar(const char* what) {
   };
 }
 
-// An output path that names an input file (the scenario) would destroy it.
-void refuse_overwrite(const std::string& out, const char* flag, const std::string& input) {
-  if (!out.empty() && (out == input || io::same_file(out, input)))
-    throw tools::UserError(out + ": error: " + flag + " names the scenario file itself; write to another file");
-}
-
-int cmd_run(const std::string& path, const config::LoadOptions& lo, bool json, const std::string& trace,
-            const std::string& svg) {
-  refuse_overwrite(trace, "--trace", path);
-  refuse_overwrite(svg, "--svg", path);
-  const auto loaded = config::load_scenario(path, lo);
-  const auto base = step::simulate(loaded.base);
-  std::vector<step::WhatIfResult> ladder;
-  double prev_mfu = base.mfu;
-  for (const auto& w : loaded.whatifs) {
-    step::SimulateOptions so;
-    so.keep_timeline = false;
-    const auto r = step::simulate(w.scenario, so);
-    ladder.push_back({w.name, r.step_time_s, r.mfu, r.mfu - prev_mfu, r.memory.fits});
-    prev_mfu = r.mfu;
-  }
-  // Every output file complete before any replaces its old version.
-  std::vector<io::OutputFile> files;
-  if (!trace.empty()) files.push_back({trace, tools::chrome_trace_of(base), "the trace file"});
-  if (!svg.empty()) files.push_back({svg, tools::svg_of(base), "the SVG file"});
-  io::write_files(files);
-  std::cout << (json ? report::to_json(base, ladder) : report::text_report(base, ladder));
-  return 0;
-}
-
-std::string table_row(const std::vector<std::string>& cells, const std::vector<std::size_t>& widths) {
-  std::string s = " ";
-  for (std::size_t i = 0; i < cells.size(); ++i) {
-    std::string c = cells[i];
-    if (c.size() < widths[i]) c.append(widths[i] - c.size(), ' ');
-    s += " " + c;
-  }
-  while (!s.empty() && s.back() == ' ') s.pop_back();
-  return s + "\n";
-}
-
-int cmd_sweep(const std::string& path, const config::LoadOptions& lo, const std::vector<std::string>& vary_args,
-              const std::string& csv, bool json) {
-  refuse_overwrite(csv, "--csv", path);
-  std::vector<study::Vary> vary;
-  for (const auto& a : vary_args) vary.push_back(study::parse_vary(a));
-  config::load_scenario(path, lo);   // the base must be valid on its own
-  study::check_vary_keys(path, vary, lo);   // a typo in a --vary key is an error, not a column of failures
-  const auto points = study::sweep(path, vary, lo, progress_bar("sweep"));
-  char buf[64];
-  auto f = [&](const char* fmt, double v) {
-    std::snprintf(buf, sizeof buf, fmt, v);
-    return std::string(buf);
-  };
-  std::vector<std::string> header;
-  for (const auto& v : vary) header.push_back(v.key);
-  for (const char* h : {"step", "MFU", "bubble", "exp. comm", "peak GiB", "fits"}) header.push_back(h);
-  std::vector<std::vector<std::string>> rows;
-  std::ostringstream csvs;
-  for (std::size_t i = 0; i < header.size(); ++i) csvs << (i ? "," : "") << header[i];
-  csvs << ",tokens_per_s,error\n";
-  for (const auto& p : points) {
-    std::vector<std::string> row;
-    for (const auto& kv : p.point) row.push_back(kv.second);
-    if (p.ok) {
-      const auto& r = p.result;
-      const auto& b = r.breakdown;
-      const double comm = b.tp_comm_exposed + b.pp_comm_exposed + b.dp_comm_exposed + b.ep_comm_exposed + b.cp_comm_exposed;
-      row.push_back(report::format_seconds(r.step_time_s));
-      row.push_back(f("%.1f%%", 100 * r.mfu));
-      row.push_back(f("%.1f%%", 100 * r.bubble_fraction));
-      row.push_back(report::format_seconds(comm));
-      row.push_back(f("%.1f", r.memory.peak_gib));
-      row.push_back(r.memory.fits ? "yes" : "NO");
-      for (const auto& kv : p.point) csvs << kv.second << ",";
-      csvs << r.step_time_s << "," << r.mfu << "," << r.bubble_fraction << "," << comm << "," << r.memory.peak_gib << ","
-           << (r.memory.fits ? "yes" : "no") << "," << r.tokens_per_s << ",\n";
-    } else {
-      row.push_back("infeasible: " + p.error);
-      for (const auto& kv : p.point) csvs << kv.second << ",";
-      std::string err = p.error;
-      for (auto& c : err)
-        if (c == '"') c = '\'';
-      csvs << ",,,,,,,\"" << err << "\"\n";
-    }
-    rows.push_back(row);
-  }
-  if (!csv.empty()) io::write_file(csv, csvs.str(), "the CSV file");
-  if (json) {
-    report::JsonWriter w;
-    w.begin_array();
-    for (const auto& p : points) {
-      if (p.ok) {
-        report::write_step(w, p.result, {}, study::point_json(p));
-      } else {
-        w.begin_object();
-        w.key("point").raw(study::point_json(p));
-        w.key("error").value(p.error);
-        w.end_object();
-      }
-    }
-    w.end_array();
-    std::cout << w.str() << "\n";
-    return 0;
-  }
-  std::vector<std::size_t> widths(header.size(), 0);
-  for (std::size_t i = 0; i < header.size(); ++i) widths[i] = header[i].size();
-  for (const auto& row : rows)
-    for (std::size_t i = 0; i + 1 < row.size() && i < widths.size(); ++i) widths[i] = std::max(widths[i], row[i].size());
-  std::cout << table_row(header, widths);
-  for (const auto& row : rows) std::cout << table_row(row, widths);
-  return 0;
-}
-
 int cmd_check(const std::string& path, const config::LoadOptions& lo) {
   const auto loaded = config::load_scenario(path, lo);
   std::cout << config::describe(loaded.base);
@@ -164,10 +51,42 @@ int cmd_check(const std::string& path, const config::LoadOptions& lo) {
 }
 
 int cmd_list(const std::string& what, const config::LoadOptions& lo) {
+  // NAME first on each line (scripts: `mfusim list models | cut -d' ' -f1`), then its size.
+  auto fmt = [](const char* f, double v) {
+    char buf[64];
+    std::snprintf(buf, sizeof buf, f, v);
+    return std::string(buf);
+  };
   if (what == "models") {
-    for (const auto& m : config::list_models(lo)) std::cout << m << "\n";
+    for (const auto& m : config::list_models(lo)) {
+      std::string line = m;
+      try {
+        const auto spec = config::load_model(config::model_file(m, lo));
+        const auto pc = models::count_params(spec);
+        line += "  " + report::format_count(pc.total) + " params";
+        if (spec.is_moe()) line += " (" + report::format_count(pc.activated) + " activated)";
+        line += ", " + std::to_string(spec.layers) + " layers, hidden " + std::to_string(spec.hidden);
+      } catch (const std::exception&) {
+        line += "  (unreadable: mfusim check a scenario that uses it for the error)";
+      }
+      std::cout << line << "\n";
+    }
   } else if (what == "hardware") {
-    for (const auto& h : config::list_hardware(lo)) std::cout << h << "\n";
+    for (const auto& h : config::list_hardware(lo)) {
+      std::string line = h;
+      try {
+        const auto hw = config::load_hardware(config::hardware_file(h, lo));
+        line += "  bf16 " + fmt("%.0f", hw.peak_flops_bf16 / 1e12) + " TFLOP/s";
+        if (hw.peak_flops_fp8 > 0) line += ", fp8 " + fmt("%.0f", hw.peak_flops_fp8 / 1e12);
+        line += ", HBM " + fmt("%.0f", hw.hbm_bytes / (1024.0 * 1024 * 1024)) + " GiB " +
+                fmt("%.2f", hw.hbm_bandwidth / 1e12) + " TB/s, NVLink " + fmt("%.0f", hw.nvlink_bandwidth / 1e9) +
+                " GB/s x " + std::to_string(hw.gpus_per_node) + " GPUs, NIC " + fmt("%.0f", hw.nic_bandwidth / 1e9) +
+                " GB/s per GPU";
+      } catch (const std::exception&) {
+        line += "  (unreadable: mfusim check a scenario that uses it for the error)";
+      }
+      std::cout << line << "\n";
+    }
   } else if (what == "schedules") {
     for (const auto& s : schedules::schedule_names()) std::cout << s << "\n";
   } else {
@@ -192,7 +111,8 @@ int main(int argc, char** argv) {
   sim::tune_process_memory();   // freed step arrays are reused by the next step of a sweep/plan
   // `mfusim SCENARIO.toml ...` is `mfusim run SCENARIO.toml ...`.
   std::vector<std::string> args(argv, argv + argc);
-  static const std::vector<std::string> commands = {"run", "sweep", "plan", "diagnose", "check", "calibrate", "list"};
+  static const std::vector<std::string> commands = {"run",       "sweep", "plan", "diagnose", "check",
+                                                    "calibrate", "list",  "merge"};
   if (args.size() > 1 && args[1].rfind("-", 0) != 0 &&
       std::find(commands.begin(), commands.end(), args[1]) == commands.end())
     args.insert(args.begin() + 1, "run");
@@ -203,6 +123,9 @@ int main(int argc, char** argv) {
   std::vector<std::string> sets;
   std::string scenario, trace, svg, csv, calibration, out, probe, what, gpus_list, rank_by = "step";
   std::vector<std::string> vary;
+  std::vector<std::string> parts;   // merge
+  tools::SweepArgs sweep_args;
+  tools::PlanExtras plan_extras;
   bool json = false;
   int top = 10;
   int gpus = 0;
@@ -222,6 +145,9 @@ int main(int argc, char** argv) {
   sweep->add_option("--vary", vary, "KEY=V1,V2,... (repeatable)")->required();
   sweep->add_option("--csv", csv, "write the table as CSV");
   sweep->add_flag("--json", json, "print a JSON array of reports");
+  sweep->add_option("--shard", sweep_args.shard,
+                    "K/N: run only the K-th of N slices of the points (K from 1) and print a part for `mfusim merge` "
+                    "(with --json)");
   auto* plan = app.add_subcommand("plan", "search parallel layouts for the scenario's model and GPUs");
   add_common(plan);
   plan->add_option("--gpus", gpus_list, "GPU counts to plan for, e.g. 64,128,256");
@@ -229,6 +155,14 @@ int main(int argc, char** argv) {
   plan->add_option("--vary", vary, "hardware=NAME[@USD_PER_GPU_HOUR],... compare hardware (e.g. hardware=h100-sxm@2.5,b200@5)");
   plan->add_flag("--json", json, "print the ranked JSON array");
   plan->add_option("--rank-by", rank_by, "step | days | cost: what 'best' means (default step)");
+  plan->add_option("--shard", plan_extras.shard,
+                   "K/N: search only the K-th of N slices of the layouts (K from 1) and print a part for "
+                   "`mfusim merge` (with --json)");
+  plan->add_option("--headroom", plan_extras.headroom,
+                   "GIB or P%: memory each GPU keeps free beyond the simulated peak (default 0; the peak already "
+                   "holds a 2 GiB runtime reserve)");
+  plan->add_option("--framework", plan_extras.framework,
+                   "megatron | torchtitan | deepspeed | any: search only what that framework ships (docs/plan.md)");
   auto* diag = app.add_subcommand("diagnose", "rank the MFU levers for this scenario");
   add_common(diag);
   diag->add_flag("--json", json, "print a JSON array");
@@ -237,6 +171,8 @@ int main(int argc, char** argv) {
   auto* cal = app.add_subcommand("calibrate", "fit a probe output into a calibration file");
   cal->add_option("probe", probe, "probe output TOML")->required();
   cal->add_option("--out", out, "calibration file to write")->required();
+  auto* merge = app.add_subcommand("merge", "merge the parts of a sharded sweep or plan (--shard K/N --json)");
+  merge->add_option("parts", parts, "part files, in any order")->required();
   auto* list = app.add_subcommand("list", "list models, hardware or schedules");
   list->add_option("what", what, "models | hardware | schedules")->required();
   (void)gpus;
@@ -261,10 +197,18 @@ int main(int argc, char** argv) {
   if (!calibration.empty()) lo.overrides.push_back("calibration=" + calibration);
   int rc = 0;
   try {
-    if (run->parsed()) rc = cmd_run(scenario, lo, json, trace, svg);
-    else if (sweep->parsed()) rc = cmd_sweep(scenario, lo, vary, csv, json);
-    else if (plan->parsed())
-      rc = tools::cmd_plan(scenario, lo, gpus_list, vary, top, json, rank_by, progress_bar("plan"));
+    if (run->parsed()) rc = tools::cmd_run(scenario, lo, json, trace, svg);
+    else if (sweep->parsed()) {
+      sweep_args.vary = vary;
+      sweep_args.csv = csv;
+      sweep_args.json = json;
+      rc = tools::cmd_sweep(scenario, lo, sweep_args, progress_bar("sweep"));
+    } else if (plan->parsed()) {
+      if (plan->count("--headroom") > 0 && plan_extras.headroom.empty())
+        throw tools::UserError("--headroom: error: expected GiB to keep free per GPU (e.g. 8) or a percentage of HBM (e.g. 10%)");
+      rc = tools::cmd_plan(scenario, lo, gpus_list, vary, top, json, rank_by, progress_bar("plan"), plan_extras);
+    }
+    else if (merge->parsed()) rc = tools::cmd_merge(parts);
     else if (diag->parsed()) rc = tools::cmd_diagnose(scenario, lo, json, progress_bar("diagnose"));
     else if (check->parsed()) rc = cmd_check(scenario, lo);
     else if (cal->parsed()) rc = cmd_calibrate(probe, out);

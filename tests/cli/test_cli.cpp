@@ -288,14 +288,20 @@ TEST_CASE("cli: unreadable files, bad --set and unknown flags exit 2 with a one-
 TEST_CASE("cli: list models|hardware|schedules") {
   const auto models = run_cli({"list", "models"});
   CHECK(models.code == 0);
-  const auto ml = lines_of(models.out);
+  // Each line is NAME, two spaces, its size (the name alone is the first field).
+  auto first_fields = [](const std::vector<std::string>& lines) {
+    std::vector<std::string> out;
+    for (const auto& l : lines) out.push_back(l.substr(0, l.find(' ')));
+    return out;
+  };
+  const auto ml = first_fields(lines_of(models.out));
   for (const char* m : {"llama2-70b", "llama3-8b", "llama3.1-405b", "gpt3-175b", "deepseek-v3"}) {
     CAPTURE(m);
     CHECK(std::find(ml.begin(), ml.end(), m) != ml.end());
   }
   const auto hw = run_cli({"list", "hardware"});
   CHECK(hw.code == 0);
-  const auto hl = lines_of(hw.out);
+  const auto hl = first_fields(lines_of(hw.out));
   for (const char* h : {"h100-sxm", "a100-sxm-80gb"}) {
     CAPTURE(h);
     CHECK(std::find(hl.begin(), hl.end(), h) != hl.end());

@@ -1,0 +1,293 @@
+// Sweeps and plans over a cluster (--shard K/N, mfusim merge), plan's
+// constraints (--set held, --headroom, --framework), what-if rows, list and
+// name suggestions, the MFU conventions (SPEC §2, issue "answers a planner can trust").
+#include <doctest/doctest.h>
+
+#include <fstream>
+#include <sstream>
+#include <string>
+#include <vector>
+
+#include "tests/cli/cli_support.h"
+#include "tests/cli/json_reader.h"
+
+using namespace mfusim::testing;
+
+namespace {
+
+const std::string kS8 = kRoot + "/scenarios/8xh100_llama3_8b.toml";
+
+std::string write_part(const std::string& name, const std::string& text) {
+  const auto p = scratch_dir() / name;
+  std::ofstream(p, std::ios::binary) << text;
+  return p.string();
+}
+
+std::vector<std::string> text_lines(const std::string& s) {
+  std::vector<std::string> v;
+  std::istringstream in(s);
+  for (std::string l; std::getline(in, l);) v.push_back(l);
+  return v;
+}
+
+std::vector<std::string> with(std::vector<std::string> a, const std::vector<std::string>& b) {
+  a.insert(a.end(), b.begin(), b.end());
+  return a;
+}
+
+}  // namespace
+
+TEST_CASE("cli: sweep --shard K/N: the merged parts are the unsharded sweep, byte for byte") {
+  const std::vector<std::string> args = {"sweep", kS8, "--json", "--vary", "parallel.tp=1,2,3,4,8",
+                                         "--vary", "training.micro_batch=1,2"};
+  const auto whole = run_cli(args);
+  REQUIRE(whole.code == 0);
+  for (int n : {1, 3, 13}) {   // 13 > 10 points: some shards are empty
+    CAPTURE(n);
+    std::vector<std::string> parts;
+    std::size_t rows = 0;
+    for (int k = n; k >= 1; --k) {   // any order
+      const auto part = run_cli(with(args, {"--shard", std::to_string(k) + "/" + std::to_string(n)}));
+      REQUIRE(part.code == 0);
+      const auto j = parse_json(part.out);
+      CHECK(j["mfusim_part"].str() == "sweep");
+      CHECK(j["shard"].num() == k);
+      CHECK(j["points"].num() == 10);
+      rows += j["rows"].array().size();
+      parts.push_back(write_part("sweep" + std::to_string(n) + "-" + std::to_string(k) + ".json", part.out));
+    }
+    CHECK(rows == 10);
+    const auto merged = run_cli(with({"merge"}, parts));
+    REQUIRE(merged.code == 0);
+    CHECK(merged.out == whole.out);
+  }
+}
+
+TEST_CASE("cli: plan --shard K/N: the merged parts rank as the unsharded plan, byte for byte") {
+  const std::vector<std::string> args = {"plan", kS8, "--json", "--top", "4"};
+  const auto whole = run_cli(args);
+  REQUIRE(whole.code == 0);
+  std::vector<std::string> parts;
+  for (int k = 1; k <= 3; ++k) {
+    const auto part = run_cli(with(args, {"--shard", std::to_string(k) + "/3"}));
+    REQUIRE(part.code == 0);
+    CHECK(parse_json(part.out)["mfusim_part"].str() == "plan");
+    parts.push_back(write_part("plan-" + std::to_string(k) + ".json", part.out));
+  }
+  const auto merged = run_cli(with({"merge"}, {parts[2], parts[0], parts[1]}));
+  REQUIRE(merged.code == 0);
+  CHECK(merged.out == whole.out);
+  const auto rows = parse_json(merged.out);
+  REQUIRE(rows.array().size() == 4);
+  CHECK(rows.array()[0]["point"]["rank_in_choice"].num() == 1);
+
+  // A missing or repeated shard, a sweep part among plan parts, bad --shard values: exit 2.
+  const auto missing = run_cli({"merge", parts[0], parts[2]});
+  CHECK(missing.code == 2);
+  CHECK(missing.err.find("shard 2 of 3 is missing") != std::string::npos);
+  CHECK(run_cli({"merge", parts[0], parts[0], parts[1]}).code == 2);
+  for (const char* bad : {"0/3", "4/3", "3", "a/b", "1/0"}) {
+    CAPTURE(bad);
+    const auto r = run_cli(with(args, {"--shard", bad}));
+    CHECK(r.code == 2);
+    CHECK(r.err.find("--shard") != std::string::npos);
+  }
+  CHECK(run_cli({"plan", kS8, "--shard", "1/2"}).code == 2);   // a part is JSON
+  CHECK(run_cli({"sweep", kS8, "--vary", "parallel.tp=1,2", "--shard", "1/2"}).code == 2);
+}
+
+TEST_CASE("cli: plan holds the keys set with --set, says what it searched, keeps the headroom") {
+  const auto r = run_cli({"plan", kS8, "--json", "--top", "5", "--set", "schedule.name=1f1b", "--set", "parallel.cp=1",
+                          "--set", "features.recompute=selective"});
+  REQUIRE(r.code == 0);
+  const auto rows = parse_json(r.out);
+  REQUIRE(!rows.array().empty());
+  for (const auto& x : rows.array()) {
+    CHECK(x["point"]["schedule"].str() == "1f1b");
+    CHECK(x["point"]["recompute"].str() == "selective");
+    CHECK(x["parallel"]["cp"].num() == 1);
+  }
+  const auto t = run_cli({"plan", kS8, "--top", "3", "--set", "schedule.name=1f1b", "--set", "parallel.cp=1"});
+  REQUIRE(t.code == 0);
+  CHECK(t.out.find("searched: tp 1,2,4,8 | cp 1 |") != std::string::npos);
+  CHECK(t.out.find("| schedules 1f1b |") != std::string::npos);
+  CHECK(t.out.find("held by --set: parallel.cp schedule.name") != std::string::npos);
+  CHECK(t.out.find("free GiB") != std::string::npos);
+
+  // Headroom: every pick keeps that much free; without it some pick keeps less.
+  const auto all = parse_json(run_cli({"plan", kS8, "--json", "--top", "10"}).out);
+  double least = 1e9;
+  for (const auto& x : all.array()) least = std::min(least, x["point"]["margin_gib"].num());
+  const double want = least + 1.0;
+  const auto h = run_cli({"plan", kS8, "--json", "--top", "10", "--headroom", std::to_string(want)});
+  REQUIRE(h.code == 0);
+  const auto hr = parse_json(h.out);
+  REQUIRE(!hr.array().empty());
+  for (const auto& x : hr.array()) {
+    CHECK(x["point"]["margin_gib"].num() >= want);
+    CHECK(x["memory"]["capacity_gib"].num() - x["memory"]["peak_gib"].num() >= want);
+  }
+  const auto pct = run_cli({"plan", kS8, "--json", "--top", "3", "--headroom", "25%"});
+  REQUIRE(pct.code == 0);
+  for (const auto& x : parse_json(pct.out).array()) CHECK(x["point"]["margin_gib"].num() >= 0.25 * 80 - 1e-9);
+  for (const char* bad : {"-1", "100%", "x", ""}) {
+    CAPTURE(bad);
+    CHECK(run_cli({"plan", kS8, "--headroom", bad}).code == 2);
+  }
+}
+
+TEST_CASE("cli: plan --framework keeps the search to what the framework ships") {
+  struct Case { const char* fw; std::vector<std::string> schedules; std::vector<std::string> recompute; bool cp; };
+  const std::vector<Case> cases = {
+      {"megatron", {"1f1b", "interleaved-1f1b"}, {"none", "selective", "full"}, true},
+      {"torchtitan", {"gpipe", "1f1b", "interleaved-1f1b", "zb-v", "dualpipev"}, {"none", "selective", "full"}, true},
+      {"deepspeed", {"1f1b"}, {"none", "full"}, false},
+  };
+  for (const auto& c : cases) {
+    CAPTURE(c.fw);
+    const auto r = run_cli({"plan", kS8, "--json", "--top", "20", "--framework", c.fw});
+    REQUIRE(r.code == 0);
+    const auto rows = parse_json(r.out);
+    REQUIRE(!rows.array().empty());
+    for (const auto& x : rows.array()) {
+      CHECK(std::find(c.schedules.begin(), c.schedules.end(), x["point"]["schedule"].str()) != c.schedules.end());
+      CHECK(std::find(c.recompute.begin(), c.recompute.end(), x["point"]["recompute"].str()) != c.recompute.end());
+      if (!c.cp) CHECK(x["parallel"]["cp"].num() == 1);
+    }
+    const auto t = run_cli({"plan", kS8, "--top", "1", "--framework", c.fw});
+    CHECK(t.out.find(std::string("framework ") + c.fw) != std::string::npos);
+  }
+  const auto bad = run_cli({"plan", kS8, "--framework", "jax"});
+  CHECK(bad.code == 2);
+  CHECK(bad.err.find("expected megatron, torchtitan, deepspeed or any") != std::string::npos);
+}
+
+TEST_CASE("cli: a what-if rung that --set makes infeasible is a row that says why") {
+  const std::string s = kRoot + "/scenarios/128xh100_70b.toml";
+  const auto r = run_cli({"run", s, "--set", "model=llama3-8b", "--set", "parallel.pp=1"});
+  REQUIRE(r.code == 0);
+  CHECK(r.out.find("infeasible:") != std::string::npos);
+  const auto j = run_cli({"run", s, "--json", "--set", "model=llama3-8b", "--set", "parallel.pp=1"});
+  REQUIRE(j.code == 0);
+  const auto doc = parse_json(j.out);
+  int infeasible = 0, feasible = 0;
+  for (const auto& w : doc["whatif"].array()) {
+    if (w.has("error")) {
+      ++infeasible;
+      CHECK(!w["error"].str().empty());
+      CHECK(w["fits"].boolean() == false);
+    } else {
+      ++feasible;
+      CHECK(w["step_time_s"].num() > 0);
+    }
+  }
+  CHECK(infeasible >= 1);
+  CHECK(feasible >= 1);
+  // Without --set the shipped ladder has no infeasible rung.
+  const auto plain = parse_json(run_cli({"run", s, "--json"}).out);
+  for (const auto& w : plain["whatif"].array()) CHECK(!w.has("error"));
+}
+
+TEST_CASE("cli: list shows sizes; an unknown hardware name suggests the profile it starts") {
+  const auto m = run_cli({"list", "models"});
+  REQUIRE(m.code == 0);
+  CHECK(m.out.find("llama3-8b  8.03 B params, 32 layers, hidden 4096\n") != std::string::npos);
+  CHECK(m.out.find("deepseek-v3  ") != std::string::npos);
+  CHECK(m.out.find(" activated), 61 layers") != std::string::npos);
+  const auto h = run_cli({"list", "hardware"});
+  REQUIRE(h.code == 0);
+  CHECK(h.out.find("h100-sxm  bf16 989 TFLOP/s, fp8 1979, HBM 80 GiB") != std::string::npos);
+  const auto bad = run_cli({"run", kS8, "--set", "hardware=h100"});
+  CHECK(bad.code == 2);
+  CHECK(bad.err.find("did you mean 'h100-sxm'?") != std::string::npos);
+}
+
+TEST_CASE("cli: fp8 reports the MFU against the bf16 peak too; CSV headers carry units") {
+  const auto r = run_cli({"run", kS8, "--json", "--set", "training.precision=fp8"});
+  REQUIRE(r.code == 0);
+  const auto j = parse_json(r.out);
+  REQUIRE(j.has("mfu_bf16_peak"));
+  const auto& hw = j["resolved"]["hardware"];
+  CHECK(j["mfu_bf16_peak"].num() ==
+        doctest::Approx(j["mfu"].num() * hw["peak_tflops_fp8"].num() / hw["peak_tflops_bf16"].num()).epsilon(1e-9));
+  CHECK(!parse_json(run_cli({"run", kS8, "--json"}).out).has("mfu_bf16_peak"));
+  const auto t = run_cli({"run", kS8, "--set", "training.precision=fp8"});
+  CHECK(t.out.find("MFU (bf16 peak)") != std::string::npos);
+  CHECK(t.out.find("conventions      MFU counts 6 x activated parameters") != std::string::npos);
+
+  const auto csv = (scratch_dir() / "units.csv").string();
+  const auto s = run_cli({"sweep", kS8, "--vary", "training.precision=bf16,fp8", "--csv", csv});
+  REQUIRE(s.code == 0);
+  CHECK(s.out.find("MFU bf16") != std::string::npos);
+  const auto text = slurp(csv);
+  CHECK(text.rfind("training.precision,step_s,mfu_fraction,mfu_bf16_peak_fraction,bubble_fraction,exposed_comm_s,"
+                   "peak_gib,fits,tokens_per_s,days_to_train,cost_usd,error\n", 0) == 0);
+}
+
+TEST_CASE("cli: diagnose calls the planner for layout levers, proposes what makes a base fit, says why") {
+  // Pure data parallelism at 8k tokens does not fit (~96 GiB per GPU).
+  const auto r = run_cli({"diagnose", kS8, "--json", "--set", "parallel.tp=1", "--set",
+                          "parallel.sequence_parallel=false"});
+  REQUIRE(r.code == 0);
+  const auto rows = parse_json(r.out);
+  const Json* fit = nullptr;
+  for (const auto& x : rows.array())
+    if (x["lever"].str() == "layout that fits (planner)") fit = &x;
+  REQUIRE(fit != nullptr);
+  CHECK((*fit)["fits"].boolean());
+  CHECK((*fit)["planner"].boolean());
+  CHECK((*fit)["change"].str().find("parallel.tp") == std::string::npos);   // tp was set: held
+  CHECK((*fit)["why"].str().find("does not fit") != std::string::npos);
+  // The rows that fit say that they make it fit; the first rows are the fitting ones.
+  CHECK(rows.array().front()["fits"].boolean());
+  for (const auto& x : rows.array())
+    if (x["fits"].boolean() && x["lever"].str() != "layout that fits (planner)") CHECK(x["why"].str().rfind("it fits", 0) == 0);
+
+  const auto t = run_cli({"diagnose", kS8});
+  REQUIRE(t.code == 0);
+  CHECK(t.out.find("Why each lever helps") != std::string::npos);
+  const auto j = parse_json(run_cli({"diagnose", kS8, "--json"}).out);
+  bool planner = false;
+  for (const auto& x : j.array()) {
+    if (!x["shrinks"].str().empty()) CHECK(!x["why"].str().empty());
+    planner = planner || x["planner"].boolean();
+  }
+  CHECK(planner);   // the 8B base is not the planner's best layout
+}
+
+TEST_CASE("cli: a sweep over schedule-lab scenarios prints n/a for MFU, memory and fits") {
+  const fs::path lab = scratch_dir() / "sweep-lab.toml";
+  std::ofstream(lab) << "name = \"lab\"\nmodel = \"llama2-7b\"\nhardware = \"h100-sxm\"\n[cluster]\ngpus = 4\n"
+                        "[training]\nseq_len = 4096\nglobal_batch = 8\nmicro_batch = 1\n[parallel]\npp = 4\n"
+                        "[schedule]\nname = \"1f1b\"\n[schedule.costs]\nf = 1.0\nb = 2.0\ncomm = 0.1\n";
+  const auto r = run_cli({"sweep", lab.string(), "--vary", "schedule.name=1f1b,gpipe"});
+  REQUIRE(r.code == 0);
+  const auto lines = text_lines(r.out);
+  REQUIRE(lines.size() == 3);
+  for (std::size_t i = 1; i < lines.size(); ++i) {
+    CAPTURE(lines[i]);
+    CHECK(lines[i].find("n/a") != std::string::npos);
+    CHECK(lines[i].find("yes") == std::string::npos);
+    CHECK(lines[i].find("0.0%  ") == std::string::npos);
+  }
+}
+
+TEST_CASE("cli: sweep --vary hardware=NAME@PRICE prices each GPU on its own; the table shows days and cost") {
+  const std::vector<std::string> base = {"sweep", kS8, "--set", "training.tokens_to_train=1e12", "--set",
+                                         "cost.price_per_gpu_hour=9"};
+  const auto j = run_cli(with(base, {"--json", "--vary", "hardware=h100-sxm@2,h200@3.5,b200"}));
+  REQUIRE(j.code == 0);
+  const auto rows = parse_json(j.out).array();
+  REQUIRE(rows.size() == 3);
+  CHECK(rows[0]["resolved"]["cost"]["price_per_gpu_hour"].num() == 2);
+  CHECK(rows[1]["resolved"]["cost"]["price_per_gpu_hour"].num() == 3.5);
+  CHECK(rows[2]["resolved"]["cost"]["price_per_gpu_hour"].num() == 9);   // no price given: the scenario's
+  CHECK(rows[1]["resolved"]["hardware"]["ref"].str() == "h200");
+  const double days = rows[0]["days_to_train"].num();
+  CHECK(rows[0]["cost_usd"].num() == doctest::Approx(2.0 * 8 * days * 24).epsilon(1e-9));
+  const auto t = run_cli(with(base, {"--vary", "hardware=h100-sxm@2,b200"}));
+  REQUIRE(t.code == 0);
+  CHECK(t.out.find("days") != std::string::npos);
+  CHECK(t.out.find("cost $M") != std::string::npos);
+  CHECK(t.err.find("b200 uses the scenario's cost.price_per_gpu_hour") != std::string::npos);
+}
