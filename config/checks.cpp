@@ -118,6 +118,7 @@ void check_scenario(const Scenario& s, const Sink& err) {
   ok &= range("parallel.first_stage_layers", par.first_stage_layers, 0, 100000);
   ok &= range("parallel.last_stage_layers", par.last_stage_layers, 0, 100000);
   range("features.dataloader_workers", s.features.dataloader_workers, 0, 4096);
+  range("schedule.max_inflight", s.schedule.max_inflight, 0, kMaxBatch);
   if (!(s.features.dataloader_ms_per_sample >= 0 || s.features.dataloader_ms_per_sample == -1))
     err("features.dataloader_ms_per_sample", "'features.dataloader_ms_per_sample' must be >= 0 ms (got " +
                                                  fmt(s.features.dataloader_ms_per_sample) + ")");

@@ -10,6 +10,8 @@ namespace mfusim::report {
 
 std::string format_seconds(double s);        // "12.34 s", "845.2 ms", "310 us"
 std::string format_count(double n);          // "68.98 B", "1.34 M"
-std::string text_report(const step::StepResult&, const std::vector<step::WhatIfResult>& whatifs = {});
+// per_rank: the per-pipeline-rank table even when pp > 16 (it is always shown up to 16).
+std::string text_report(const step::StepResult&, const std::vector<step::WhatIfResult>& whatifs = {},
+                        bool per_rank = false);
 
 }  // namespace mfusim::report

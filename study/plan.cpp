@@ -293,6 +293,9 @@ PlanResult plan(const config::Scenario& base, int gpus, const PlanOptions& opt, 
     step::SimulateOptions so;
     so.keep_timeline = false;
     so.per_layer = opt.per_layer;
+    // The ranking needs the step time and the idle fraction, not its split into bubble and imbalance
+    // (a second simulation per layout): plan's reports keep the idle time in `bubble`.
+    so.split_imbalance = false;
     try {
       pts[i].result = step::simulate(todo[i], so);
       pts[i].scenario = std::move(todo[i]);

@@ -48,7 +48,7 @@ void refuse_overwrite(const std::string& out, const char* flag, const std::strin
 }
 
 int cmd_run(const std::string& path, const config::LoadOptions& lo, bool json, const std::string& trace,
-            const std::string& svg) {
+            const std::string& svg, bool per_rank) {
   refuse_overwrite(trace, "--trace", path);
   refuse_overwrite(svg, "--svg", path);
   const auto loaded = config::load_scenario(path, lo);
@@ -67,7 +67,7 @@ int cmd_run(const std::string& path, const config::LoadOptions& lo, bool json, c
   if (!trace.empty()) files.push_back({trace, tools::chrome_trace_of(base), "the trace file"});
   if (!svg.empty()) files.push_back({svg, tools::svg_of(base), "the SVG file"});
   report::write_files(files);
-  std::cout << (json ? report::to_json(base, ladder) : report::text_report(base, ladder));
+  std::cout << (json ? report::to_json(base, ladder) : report::text_report(base, ladder, per_rank));
   return 0;
 }
 
@@ -203,7 +203,7 @@ int main(int argc, char** argv) {
   std::vector<std::string> sets;
   std::string scenario, trace, svg, csv, calibration, out, probe, what, gpus_list, rank_by = "step";
   std::vector<std::string> vary;
-  bool json = false;
+  bool json = false, per_rank = false;
   int top = 10;
   int gpus = 0;
 
@@ -217,6 +217,7 @@ int main(int argc, char** argv) {
   run->add_flag("--json", json, "print the SPEC JSON report");
   run->add_option("--trace", trace, "write a Chrome trace (Perfetto) of the step");
   run->add_option("--svg", svg, "write the pipeline timeline as SVG");
+  run->add_flag("--per-rank", per_rank, "print the per-pipeline-rank table also when pp > 16");
   auto* sweep = app.add_subcommand("sweep", "simulate the cartesian product of --vary values");
   add_common(sweep);
   sweep->add_option("--vary", vary, "KEY=V1,V2,... (repeatable)")->required();
@@ -261,7 +262,7 @@ int main(int argc, char** argv) {
   if (!calibration.empty()) lo.overrides.push_back("calibration=" + calibration);
   int rc = 0;
   try {
-    if (run->parsed()) rc = cmd_run(scenario, lo, json, trace, svg);
+    if (run->parsed()) rc = cmd_run(scenario, lo, json, trace, svg, per_rank);
     else if (sweep->parsed()) rc = cmd_sweep(scenario, lo, vary, csv, json);
     else if (plan->parsed())
       rc = tools::cmd_plan(scenario, lo, gpus_list, vary, top, json, rank_by, progress_bar("plan"));
