@@ -136,6 +136,7 @@ void check_scenario(const Scenario& s, const Sink& err) {
                                    "' is not modelled (its F&B pairs interleave two chains' units)");
   if (par.zero() < 3 && s.features.offload == Offload::params)
     err("features.offload", "'features.offload' = \"params\" needs parallel.zero_stage = 3 (sharded parameters)");
+  range("schedule.max_inflight", s.schedule.max_inflight, 0, kMaxBatch);
   if (!(s.features.dataloader_ms_per_sample >= 0 || s.features.dataloader_ms_per_sample == -1))
     err("features.dataloader_ms_per_sample", "'features.dataloader_ms_per_sample' must be >= 0 ms (got " +
                                                  fmt(s.features.dataloader_ms_per_sample) + ")");

@@ -64,7 +64,9 @@ std::string describe(const Scenario& s) {
   }
   if (par.dp > 0 && tr.micro_batch > 0 && tr.global_batch % (tr.micro_batch * par.dp) == 0)
     os << "  micro-batches per step (per pipeline): " << s.microbatches() << "\n";
-  os << "schedule: " << to_string(s.schedule.name) << "\n";
+  os << "schedule: " << to_string(s.schedule.name);
+  if (s.schedule.max_inflight > 0) os << ", max_inflight " << s.schedule.max_inflight;
+  os << "\n";
   if (s.schedule.costs) {
     const auto& c = *s.schedule.costs;
     os << "  costs (ms): f " << c.f * 1e3 << ", b " << c.b * 1e3;
@@ -78,7 +80,8 @@ std::string describe(const Scenario& s) {
      << yn(f.overlap_param_gather) << "\n"
      << "  tp_comm_overlap " << yn(f.tp_comm_overlap) << ", overlap_p2p_comm " << yn(f.overlap_p2p_comm) << ", recompute " << to_string(f.recompute) << ", cuda_graphs "
      << yn(f.cuda_graphs) << ", python_gc " << yn(f.python_gc) << ", dataloader_workers " << f.dataloader_workers
-     << ", nccl_algo " << to_string(f.nccl_algo) << "\n";
+     << ", nccl_algo " << to_string(f.nccl_algo)
+     << (f.optimizer_post_validation ? ", optimizer_post_validation yes" : "") << "\n";
   if (par.zero() >= 2 || f.offload != Offload::none)
     os << "  reshard_after_forward " << yn(f.reshard_after_forward) << ", fsdp_prefetch " << f.fsdp_prefetch
        << ", offload " << to_string(f.offload) << ", fp8_all_gather " << yn(f.fp8_all_gather) << ", reduce_dtype "

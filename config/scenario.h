@@ -89,6 +89,8 @@ struct ScheduleCosts {
 struct Schedule {
   ScheduleKind name = ScheduleKind::one_f_one_b;
   std::optional<ScheduleCosts> costs;
+  // zb-auto's memory limit: micro-batch activations in flight per pipeline rank; 0 = as 1F1B (pp).
+  int max_inflight = 0;
 };
 
 struct Features {
@@ -101,6 +103,9 @@ struct Features {
   // (ModelParallelConfig.overlap_p2p_comm = False, batch_p2p_comm = True) posts
   // them as a batch and waits: the sending rank's next compute waits for its send.
   bool overlap_p2p_comm = false;
+  // Zero Bubble §4 optimizer post-validation: no cross-stage synchronisation (grad-norm / inf-nan
+  // all-reduce) before the optimizer; each rank's optimizer and next step follow its own work only.
+  bool optimizer_post_validation = false;
   Recompute recompute = Recompute::none;
   bool cuda_graphs = false;
   bool python_gc = false;

@@ -34,14 +34,15 @@ const std::vector<std::string> kParallelKeys = {"tp",  "pp", "cp", "ep", "vpp", 
                                                 "stage_layers", "zero_stage", "shard_degree",
                                                 "account_for_embedding_in_pipeline_split",
                                                 "account_for_loss_in_pipeline_split"};
-const std::vector<std::string> kScheduleKeys = {"name", "costs"};
+const std::vector<std::string> kScheduleKeys = {"name", "costs", "max_inflight"};
 const std::vector<std::string> kCostsKeys = {"f", "b", "w", "comm", "fb"};
 const std::vector<std::string> kFeatureKeys = {"flash_attention", "fused_kernels", "overlap_grad_reduce",
                                                "overlap_param_gather", "tp_comm_overlap", "recompute",
                                                "cuda_graphs", "python_gc", "dataloader_workers", "nccl_algo",
                                                "dataloader_ms_per_sample", "gc_pause_ms", "gc_interval_s",
                                                "overlap_p2p_comm", "reshard_after_forward", "fsdp_prefetch", "offload",
-                                               "fp8_all_gather", "reduce_dtype", "fp8_attention"};
+                                               "fp8_all_gather", "reduce_dtype", "fp8_attention",
+                                               "optimizer_post_validation"};
 const std::vector<std::string> kCostKeys = {"price_per_gpu_hour"};
 const std::vector<std::string> kMoeKeys = {"dispatcher", "max_nodes_per_token", "comm_sms", "fp8_dispatch",
                                            "imbalance", "nvlink_gbs", "rdma_gbs", "recompute_norm_up_proj",
@@ -253,6 +254,7 @@ void read_scenario(Ctx& ctx, Scenario& s, const Value& root, const std::string& 
       if (auto kind = schedule_from_string(schedules::schedule_names()[static_cast<std::size_t>(k)]))
         s.schedule.name = *kind;
     }
+    ctx.read_int(*t, "max_inflight", p, s.schedule.max_inflight);
     if (const Value* c = ctx.read_table(*t, "costs", p)) {
       const std::string q = "schedule.costs.";
       ctx.check_keys(*c, kCostsKeys, q);
@@ -285,6 +287,7 @@ void read_scenario(Ctx& ctx, Scenario& s, const Value& root, const std::string& 
     ctx.read_bool(*t, "overlap_param_gather", p, f.overlap_param_gather);
     ctx.read_bool(*t, "tp_comm_overlap", p, f.tp_comm_overlap);
     ctx.read_bool(*t, "overlap_p2p_comm", p, f.overlap_p2p_comm);
+    ctx.read_bool(*t, "optimizer_post_validation", p, f.optimizer_post_validation);
     int r = ctx.read_enum(*t, "recompute", p, {"none", "selective", "full"});
     if (r >= 0) f.recompute = static_cast<Recompute>(r);
     ctx.read_bool(*t, "cuda_graphs", p, f.cuda_graphs);

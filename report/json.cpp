@@ -196,6 +196,7 @@ void write_resolved(JsonWriter& w, const config::Scenario& s) {
   w.end_object();
   w.key("schedule").begin_object();
   w.key("name").value(config::to_string(s.schedule.name));
+  if (s.schedule.max_inflight > 0) w.key("max_inflight").value(s.schedule.max_inflight);
   if (s.schedule.costs) {
     const auto& c = *s.schedule.costs;
     w.key("costs").begin_object();
@@ -223,6 +224,7 @@ void write_resolved(JsonWriter& w, const config::Scenario& s) {
   w.key("gc_pause_ms").value(f.gc_pause_ms);
   w.key("gc_interval_s").value(f.gc_interval_s);
   w.key("fp8_attention").value(f.fp8_attention);
+  w.key("optimizer_post_validation").value(f.optimizer_post_validation);
   w.end_object();
   w.key("cost").begin_object().key("price_per_gpu_hour").value(s.cost.price_per_gpu_hour).end_object();
   w.key("seed").value(static_cast<long long>(s.seed));
@@ -248,6 +250,7 @@ void write_step(JsonWriter& w, const step::StepResult& r, const std::vector<step
   w.key("microbatches").value(r.microbatches);
   w.end_object();
   w.key("step_time_s").value(r.step_time_s);
+  w.key("makespan_s").value(r.makespan_s);
   w.key("tokens_per_s").value(r.tokens_per_s);
   w.key("tokens_per_s_per_gpu").value(r.tokens_per_s_per_gpu);
   w.key("tflops_per_gpu").value(r.tflops_per_gpu);
@@ -271,6 +274,7 @@ void write_step(JsonWriter& w, const step::StepResult& r, const std::vector<step
   w.key("ep_comm_exposed").value(b.ep_comm_exposed);
   w.key("cp_comm_exposed").value(b.cp_comm_exposed);
   w.key("bubble").value(b.bubble);
+  w.key("imbalance").value(b.imbalance);
   w.key("dataloader").value(b.dataloader);
   w.key("gc").value(b.gc);
   w.key("launch_overhead").value(b.launch_overhead);

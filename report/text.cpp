@@ -83,7 +83,7 @@ double mfu_bf16_peak(const step::StepResult& r) {
   return bf16 > 0 ? r.mfu * h.peak_flops(r.scenario.training.precision) / bf16 : 0;
 }
 
-std::string text_report(const step::StepResult& r, const std::vector<step::WhatIfResult>& whatifs) {
+std::string text_report(const step::StepResult& r, const std::vector<step::WhatIfResult>& whatifs, bool per_rank) {
   const auto& s = r.scenario;
   const auto& p = s.parallel;
   std::ostringstream o;
@@ -114,6 +114,9 @@ std::string text_report(const step::StepResult& r, const std::vector<step::WhatI
   for (const auto& w : r.warnings) o << "  warning   " << w << "\n";
   o << "\nStep\n";
   o << "  step time        " << format_seconds(r.step_time_s) << "\n";
+  if (r.steady_steps > 1 && format_seconds(r.makespan_s) != format_seconds(r.step_time_s))
+    o << "  one step's span  " << format_seconds(r.makespan_s) << "  (consecutive steps overlap; the step time is the period over "
+      << r.steady_steps << " simulated steps)\n";
   if (!lab) {
     o << "  tokens/s         " << thousands(r.tokens_per_s) << "  (" << thousands(r.tokens_per_s_per_gpu) << " per GPU)\n";
     o << "  MFU              " << pct(r.mfu) << "   (with attention " << pct(r.mfu_attn) << ", HFU " << pct(r.hfu) << ")\n";
@@ -135,13 +138,18 @@ std::string text_report(const step::StepResult& r, const std::vector<step::WhatI
     o << "\n";
   }
   const auto& b = r.breakdown;
-  o << "\nWhere the time goes (pipeline rank " << r.breakdown_rank << ", per GPU)\n";
+  if (s.parallel.pp > 1)
+    o << "\nWhere the time goes (pipeline rank " << r.breakdown_rank
+      << ", the slowest: the least idle time; per GPU)\n";
+  else
+    o << "\nWhere the time goes (per GPU)\n";
   const std::pair<const char*, double> parts[] = {
       {"forward", b.forward},           {"backward", b.backward},
       {"recompute", b.recompute},       {"optimizer", b.optimizer},
       {"TP comm exposed", b.tp_comm_exposed}, {"PP comm exposed", b.pp_comm_exposed},
       {"DP comm exposed", b.dp_comm_exposed}, {"EP comm exposed", b.ep_comm_exposed},
       {"CP comm exposed", b.cp_comm_exposed}, {"pipeline bubble", b.bubble},
+      {"stage imbalance", b.imbalance},
       {"data loading", b.dataloader},   {"GC pauses", b.gc},
       {"launch overhead", b.launch_overhead},
   };
@@ -166,6 +174,21 @@ std::string text_report(const step::StepResult& r, const std::vector<step::WhatI
     }
     o << "  peak stage: params " << fmt("%.1f", m.params_gib) << ", grads " << fmt("%.1f", m.grads_gib) << ", optimizer "
       << fmt("%.1f", m.optimizer_gib) << ", activations " << fmt("%.1f", m.activations_gib) << " GiB\n";
+  }
+  if (s.parallel.pp > 1 && (s.parallel.pp <= 16 || per_rank) && r.ranks.size() == static_cast<std::size_t>(s.parallel.pp)) {
+    // Per pipeline rank: where its idle time goes; the bubble is the schedule's own idle time, the
+    // imbalance the idle time from unequal stage work (embedding, LM head, uneven splits).
+    o << "\nPer pipeline rank (per GPU; bubble: the schedule's own idle time, imbalance: idle from unequal stage work)\n";
+    o << "  rank" << lpad("busy", 11) << lpad("bubble", 11) << lpad("imbalance", 11) << lpad("exposed comm", 14)
+      << lpad(lab ? "peak (mb)" : "peak memory", 13) << "\n";
+    for (std::size_t i = 0; i < r.ranks.size(); ++i) {
+      const auto& v = r.ranks[i];
+      const std::string peak = lab ? std::to_string(v.peak_inflight_microbatches)
+                               : i < m.per_stage_peak_gib.size() ? fmt("%.1f GiB", m.per_stage_peak_gib[i]) : "";
+      o << "  " << lpad(std::to_string(i), 4) << lpad(format_seconds(v.busy_s), 11) << lpad(format_seconds(v.bubble_s), 11)
+        << lpad(format_seconds(v.imbalance_s), 11) << lpad(format_seconds(v.exposed_comm_s), 14) << lpad(peak, 13)
+        << (static_cast<int>(i) == r.breakdown_rank ? "  <- breakdown above" : "") << "\n";
+    }
   }
   if (r.graph && r.timeline && s.parallel.pp <= 16) {
     // The picture's own legend (below it) names F, B, W, X and idle; the other letters here:

@@ -13,6 +13,9 @@ std::string format_count(double n);          // "68.98 B", "1.34 M"
 // MFU against the bf16 peak (the same model FLOPs per second); for an fp8
 // run its MFU counts against the fp8 peak, this makes runs comparable.
 double mfu_bf16_peak(const step::StepResult&);
-std::string text_report(const step::StepResult&, const std::vector<step::WhatIfResult>& whatifs = {});
+
+// per_rank: the per-pipeline-rank table even when pp > 16 (it is always shown up to 16).
+std::string text_report(const step::StepResult&, const std::vector<step::WhatIfResult>& whatifs = {},
+                        bool per_rank = false);
 
 }  // namespace mfusim::report

@@ -11,7 +11,7 @@
 namespace mfusim::schedules {
 namespace {
 
-constexpr std::int64_t kUnit = 1'000'000;   // memory_delta of one micro-batch's activations
+constexpr std::int64_t kUnit = kLabMemoryUnit;   // memory_delta of one micro-batch's activations
 
 struct Lowering {
   explicit Lowering(const PipelineSchedule& sched) : s(sched) {}

@@ -18,6 +18,7 @@
 //    micro-batch (DualPipe).
 //  - memory in units of one micro-batch's activations M_B: +1 at F start; B
 //    frees 1 at its end, or 1 - M_W when W is split off (W frees M_W).
+#include <cstdint>
 #include <vector>
 
 #include "config/scenario.h"
@@ -25,6 +26,9 @@
 #include "sim/engine.h"
 
 namespace mfusim::schedules {
+
+// memory_delta of one micro-batch's activations (M_B) in the lab's task graphs.
+inline constexpr std::int64_t kLabMemoryUnit = 1'000'000;
 
 struct LabOptions {
   // M_W / M_B: activation memory kept from B until W. Qi et al. 2024 Table 1

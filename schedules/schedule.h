@@ -73,6 +73,10 @@ struct StageCosts {
   // Share of a micro-batch's activations held from its B to its W (F adds 1, B frees 1 - this, W frees
   // this). 1: the limit counts micro-batches between F start and W end.
   double w_memory_fraction = 1.0;
+  // Per rank: one micro-batch's activations relative to rank 0's (empty: all equal). The limit is
+  // max_inflight of rank 0's micro-batches on every rank, so a rank with heavier activations (the LM
+  // head's logits) holds fewer micro-batches.
+  std::vector<double> activation;
 };
 StageCosts uniform_costs(int ranks, double f, double b, double w, double comm, int max_inflight = 0,
                          double w_memory_fraction = 1.0);

@@ -16,6 +16,7 @@
 // ranks) and the one with the shortest rank span (first F start to last W end, the step time once
 // steps tile, §4) wins, the first in the order below on a tie.
 #include <algorithm>
+#include <cmath>
 #include <limits>
 #include <stdexcept>
 #include <string>
@@ -205,7 +206,7 @@ StageCosts uniform_costs(int ranks, double f, double b, double w, double comm, i
                          double w_memory_fraction) {
   const auto n = static_cast<std::size_t>(std::max(ranks, 0));
   return StageCosts{.f = std::vector<double>(n, f), .b = std::vector<double>(n, b), .w = std::vector<double>(n, w),
-                    .comm = comm, .max_inflight = max_inflight, .w_memory_fraction = w_memory_fraction};
+                    .comm = comm, .max_inflight = max_inflight, .w_memory_fraction = w_memory_fraction, .activation = {}};
 }
 
 PipelineSchedule zb_auto(const PipelineShape& shape, const StageCosts& given) {
@@ -232,6 +233,18 @@ PipelineSchedule zb_auto(const PipelineShape& shape, const StageCosts& given) {
                                 std::to_string(costs.max_inflight) + ")");
   Planner plan(p, m, costs);
   plan.limit.assign(P, static_cast<double>(costs.max_inflight == 0 ? p : costs.max_inflight));
+  if (!costs.activation.empty()) {
+    if (costs.activation.size() != P)
+      throw std::invalid_argument("zb-auto: activations for " + std::to_string(costs.activation.size()) + " ranks, pp=" +
+                                  std::to_string(p));
+    for (std::size_t r = 0; r < P; ++r) {
+      const double a = costs.activation[r];
+      if (!(a > 0) || !(a < std::numeric_limits<double>::infinity()))
+        throw std::invalid_argument("zb-auto: relative activations must be finite and > 0 (got " + std::to_string(a) + ")");
+      // At least one micro-batch, as 1F1B's last rank holds.
+      plan.limit[r] = std::max(1.0, std::floor(plan.limit[r] / a + 1e-9));
+    }
+  }
 
   PipelineSchedule best;
   double best_span = 0;

@@ -258,17 +258,19 @@ std::vector<RankParts> analyze(const sim::TaskGraph& g, const sim::Timeline& tl,
   return parts;
 }
 
-// The critical rank (least bubble) and the mean bubble fraction.
+// The critical rank (least idle time: bubble and imbalance) and the mean idle fraction.
 void summarize(StepResult& r, const std::vector<RankParts>& parts, double T) {
   const int P = static_cast<int>(parts.size());
   int crit = 0;
   double bubble_sum = 0;
   r.ranks.resize(P);
+  auto idle = [&](int rk) { return parts[rk].b.bubble + parts[rk].b.imbalance; };
   for (int rk = 0; rk < P; ++rk) {
-    bubble_sum += parts[rk].b.bubble;
-    if (parts[rk].b.bubble < parts[crit].b.bubble) crit = rk;
+    bubble_sum += idle(rk);
+    if (idle(rk) < idle(crit)) crit = rk;
     r.ranks[rk].busy_s = parts[rk].busy;
     r.ranks[rk].bubble_s = parts[rk].b.bubble;
+    r.ranks[rk].imbalance_s = parts[rk].b.imbalance;
     const auto& b = parts[rk].b;
     r.ranks[rk].exposed_comm_s = b.tp_comm_exposed + b.ep_comm_exposed + b.cp_comm_exposed + b.pp_comm_exposed + b.dp_comm_exposed;
   }

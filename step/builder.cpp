@@ -6,6 +6,7 @@
 #include "layer/moe_dispatch.h"
 
 #include <algorithm>
+#include <map>
 #include <string>
 
 #include "models/accounting.h"
@@ -34,6 +35,7 @@ Lowered Builder::run() {
   }
   emit_ops(gc_before);
   add_grad_reduce_and_optimizer();
+  if (!s_.features.optimizer_post_validation) add_optimizer_sync();
   out_.send_target = send_target_;
   return std::move(out_);
 }
@@ -43,15 +45,62 @@ void Builder::plan() {
   p_ = P.pp;
   m_ = s_.microbatches();
   sched_ = config::to_string(s_.schedule.name);
-  out_.schedule = schedules::generate(sched_, PipelineShape{p_, m_, schedules::chunks_for(sched_, P.vpp)});
-  S_ = out_.schedule.stages;
-  out_.ranks = p_;
-  split_w_ = out_.schedule.split_w;
-  out_.stage_layers = split_layers(s_, S_);
   layers_.place();
   out_.warnings = layers_.placement().warnings;
   emb_cost_ = layers_.end_cost(true);
   head_cost_ = layers_.end_cost(false);
+  const PipelineShape shape{p_, m_, schedules::chunks_for(sched_, P.vpp)};
+  // A schedule planned from costs (zb-auto) gets this scenario's per-stage costs.
+  out_.schedule = sched_ == "zb-auto" ? schedules::generate(sched_, shape, zb_auto_costs())
+                                      : schedules::generate(sched_, shape);
+  S_ = out_.schedule.stages;
+  out_.ranks = p_;
+  split_w_ = out_.schedule.split_w;
+  out_.stage_layers = split_layers(s_, S_);
+}
+
+// The per-stage costs zb-auto plans from (one virtual stage per rank): one micro-batch's F, B (with the
+// recomputation before it) and W on each rank, the sums of its layers' pass costs plus the embedding on
+// the first stage and the LM head and loss on the last; comm = one activation's stage-to-stage send;
+// the share of a micro-batch's activations kept from B to W (the W stash) from the memory model.
+schedules::StageCosts Builder::zb_auto_costs() {
+  const auto stages = split_layers(s_, p_);
+  schedules::StageCosts c;
+  c.max_inflight = s_.schedule.max_inflight;
+  auto pass_s = [](const layer::PassCost& pc) {
+    double ns = 0;
+    for (const auto& sg : pc.segs) ns += static_cast<double>(sg.ns) + static_cast<double>(sg.comm_ns);
+    return ns * 1e-9;
+  };
+  const bool recompute = s_.features.recompute != config::Recompute::none;
+  double act = 0, stash = 0;
+  for (int r = 0; r < p_; ++r) {
+    double f = 0, b = 0, w = 0;
+    const double act_before = act;
+    auto add = [&](const layer::LayerCost& lc, bool layer) {
+      f += pass_s(lc.f);
+      b += pass_s(lc.b) + (layer && recompute ? pass_s(lc.r) : 0.0);
+      w += pass_s(lc.w);
+      act += lc.act_bytes + (layer && recompute ? lc.recompute_bytes : 0.0);
+      stash += layer ? lc.stash_bytes : 0.0;
+    };
+    if (r == 0) add(emb_cost_, false);
+    for (int l : stages[static_cast<std::size_t>(r)]) add(layers_.layer_cost(l), true);
+    if (r == p_ - 1) add(head_cost_, false);
+    c.f.push_back(f);
+    c.b.push_back(b);
+    c.w.push_back(w);
+    c.activation.push_back(act - act_before);
+  }
+  // Relative to rank 0's (see StageCosts::activation); all equal when rank 0 holds none.
+  const double act0 = c.activation.empty() ? 0.0 : c.activation.front();
+  for (double& a : c.activation) a = act0 > 0 && a > 0 ? a / act0 : 1.0;
+  c.w_memory_fraction = act > 0 ? std::clamp(stash / act, 0.0, 1.0) : 1.0;
+  if (p_ > 1) {
+    const double bytes = models::layer_comm(s_.model, 0, layers_.shape()).pp_bytes;
+    c.comm = layers_.coll(hardware::Collective::send_recv, bytes, layers_.placement().pp_link);
+  }
+  return c;
 }
 
 void Builder::add_streams() {
@@ -153,6 +202,44 @@ void Builder::add_static_memory() {
     // An EMA of the weights (moe.ema): an fp32 copy in HBM, or none with moe.ema_on_cpu
     // (DeepSeek-V3 §3.2.3: kept in CPU memory and updated asynchronously after each step).
     if (s_.moe.ema && !s_.moe.ema_on_cpu) out_.static_bytes[r] += 4.0 * rank_params_[r];
+  }
+}
+
+// Without optimizer post-validation (Megatron's default) the optimizer step checks the global gradient
+// norm and inf/NaN first: an all-reduce of a few scalars over every rank, after every rank's last
+// backward and gradient reduction; every rank's optimizer waits for it. Its own time (a latency of
+// tens of microseconds) is not modelled: the synchronisation is the dependency, each rank's optimizer
+// after the last pipeline rank to finish. With post-validation (Zero Bubble §4) the check runs after
+// the step and each rank's optimizer follows its own work only.
+void Builder::add_optimizer_sync() {
+  if (p_ <= 1) return;
+  auto& g = out_.graph;
+  const auto& tasks = g.tasks();
+  std::vector<TaskId> optim(p_, -1), before(p_, -1), reduce(p_, -1);
+  std::map<TaskId, int> rank_of;
+  for (int r = 0; r < p_; ++r) {
+    const auto& q = g.stream_tasks(out_.compute_stream[r]);
+    for (std::size_t i = 0; i < q.size(); ++i)
+      if (tasks[static_cast<std::size_t>(q[i])].category == Category::optimizer) {
+        optim[r] = q[i];
+        before[r] = i > 0 ? q[i - 1] : -1;
+        rank_of[q[i]] = r;
+        break;
+      }
+  }
+  // The optimizer's latest predecessor off the compute stream (the last gradient reduction).
+  for (const auto& [a, b] : g.edges()) {
+    const auto it = rank_of.find(static_cast<TaskId>(b));
+    if (it == rank_of.end() || static_cast<TaskId>(a) == before[it->second]) continue;
+    reduce[it->second] = std::max(reduce[it->second], static_cast<TaskId>(a));
+  }
+  for (int r = 0; r < p_; ++r) {
+    if (optim[r] < 0) continue;
+    for (int q = 0; q < p_; ++q) {
+      if (q == r) continue;
+      if (before[q] >= 0) g.depend(before[q], optim[r]);
+      if (reduce[q] >= 0) g.depend(reduce[q], optim[r]);
+    }
   }
 }
 

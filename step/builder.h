@@ -36,12 +36,14 @@ class Builder {
 
   // ---- builder.cpp: the step's skeleton and the emission order ----
   void plan();                 // schedule, stages, placement, the embedding's and head's costs
+  schedules::StageCosts zb_auto_costs();   // the per-stage costs zb-auto plans from
   void add_streams();          // per rank: streams and links
   void assign_ranks();         // which stages each rank runs, gradient-finishing passes per layer
   void add_static_memory();    // params, grads and optimizer state per rank
   void emit_ops(const std::vector<std::vector<std::int64_t>>& gc_before);
   // The graph's contention class for compute slowed by `slowdown` (a time multiplier) beside a collective.
   std::uint8_t interference_class(double slowdown);
+  void add_optimizer_sync();   // the global gradient-norm check before every rank's optimizer
   TaskId add_task(int rank, sim::StreamId stream, std::int64_t ns, sim::Category cat, Name name, int mb, int chunk,
                   char kind, std::int64_t launch_ns = 0, double flops = 0, std::int64_t mem = 0,
                   sim::ResourceList res = {}, std::uint8_t interferes = 0, std::int64_t host_ns = 0);

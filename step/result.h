@@ -20,9 +20,12 @@ struct Breakdown {
   double tp_comm_exposed = 0, pp_comm_exposed = 0, dp_comm_exposed = 0, ep_comm_exposed = 0;
   double bubble = 0, dataloader = 0, gc = 0, launch_overhead = 0;
   double cp_comm_exposed = 0;    // extension: ring-attention exchange not hidden (counted in tp? no: own part)
+  // Idle time caused by unequal stage work (embedding, LM head, uneven splits, MTP), apart from `bubble`,
+  // the schedule's own idle time (step/imbalance.cpp states the method).
+  double imbalance = 0;
   double total() const {
     return forward + backward + recompute + optimizer + tp_comm_exposed + pp_comm_exposed + dp_comm_exposed +
-           ep_comm_exposed + bubble + dataloader + gc + launch_overhead + cp_comm_exposed;
+           ep_comm_exposed + bubble + dataloader + gc + launch_overhead + cp_comm_exposed + imbalance;
   }
 };
 
@@ -36,6 +39,7 @@ struct Memory {
 struct RankView {           // per pipeline rank, for the text report
   double busy_s = 0, bubble_s = 0, exposed_comm_s = 0;
   int peak_inflight_microbatches = 0;
+  double imbalance_s = 0;     // idle time from unequal stage work (Breakdown::imbalance of this rank)
 };
 
 struct StepResult {
@@ -46,6 +50,10 @@ struct StepResult {
   double mfu = 0, mfu_attn = 0, hfu = 0, bubble_fraction = 0;
   Breakdown breakdown;
   int breakdown_rank = 0;
+  // One step's makespan (first task start to last task end); step_time_s is the period across
+  // consecutive steps, equal to it unless steps overlap (optimizer post-validation, parameter gathers).
+  double makespan_s = 0;
+  int steady_steps = 1;       // steps simulated to reach the period (1: one step)
   Memory memory;
   std::vector<RankView> ranks;
   std::vector<std::string> warnings;          // e.g. TP spans NVLink domains

@@ -13,6 +13,7 @@
 #include "step/lower.h"
 #include "sim/process_memory.h"
 #include "step/analysis.h"
+#include "step/steady.h"
 
 namespace mfusim::step {
 
@@ -33,12 +34,40 @@ StepResult simulate(const config::Scenario& s, const SimulateOptions& opt) {
   StepResult r;
   r.scenario = s;
   r.microbatches = s.microbatches();
+  r.makespan_s = T;
   r.step_time_s = T;
   r.tasks = static_cast<std::int64_t>(g.size());
   r.events = tl->events;
   r.warnings = low->warnings;
-  auto parts = analyze(g, *tl, P, low.get());
-  summarize(r, parts, T);
+  // Consecutive steps where they can overlap: with optimizer post-validation each rank's next step
+  // follows its own optimizer (and the parameter all-gathers after it or overlapping the next forward,
+  // steady.h). Without it the global synchronisation before the optimizer starts every rank's next step
+  // together, right after the synchronisation and its own optimizer step: one step's makespan is the
+  // period, up to the ranks' different optimizer times (milliseconds), not worth two more simulations.
+  const bool steady = s.features.optimizer_post_validation && P > 1;
+  const StepLinks links = steady ? scenario_links(g) : StepLinks{};
+  std::vector<RankParts> parts;
+  std::vector<std::int64_t> peak_memory = tl->peak_memory;
+  if (steady) {
+    auto ss = steady_state(g, links, P, low.get());
+    r.step_time_s = ss.period_s;
+    r.steady_steps = ss.steps;
+    parts = std::move(ss.parts);
+    peak_memory = std::move(ss.peak_memory);
+  } else {
+    parts = analyze(g, *tl, P, low.get());
+  }
+  if (P > 1 && opt.split_imbalance) {
+    // The schedule's own bubble, from the coarse lowering (one task per op).
+    if (opt.per_layer) {
+      const Lowered coarse = lower(s, LowerOptions{false});
+      split_imbalance(parts, balanced_bubble(coarse.graph, &coarse, steady, P));
+    } else {
+      split_imbalance(parts, balanced_bubble(g, low.get(), steady, P));
+    }
+  }
+  const double T_step = r.step_time_s;
+  summarize(r, parts, T_step);
 
   // ---- throughput and utilisation ----
   const double tokens = static_cast<double>(s.training.global_batch) * s.training.seq_len;
@@ -47,7 +76,7 @@ StepResult simulate(const config::Scenario& s, const SimulateOptions& opt) {
   r.activated_params = pc.activated;
   r.model_flops_per_token = models::model_flops_per_token(s.model, s.training.seq_len, true);
   const double peak = s.hardware.peak_flops(s.training.precision);
-  r.tokens_per_s = T > 0 ? tokens / T : 0;
+  r.tokens_per_s = T_step > 0 ? tokens / T_step : 0;
   r.tokens_per_s_per_gpu = r.tokens_per_s / s.gpus;
   const double denom = s.gpus * peak;
   r.mfu = denom > 0 ? models::model_flops_per_token(s.model, s.training.seq_len, false) * r.tokens_per_s / denom : 0;
@@ -68,7 +97,7 @@ StepResult simulate(const config::Scenario& s, const SimulateOptions& opt) {
   int peak_rank = 0;
   double peak_bytes = 0;
   for (int rk = 0; rk < P; ++rk) {
-    const double act = rk < static_cast<int>(tl->peak_memory.size()) ? static_cast<double>(tl->peak_memory[rk]) : 0.0;
+    const double act = rk < static_cast<int>(peak_memory.size()) ? static_cast<double>(peak_memory[rk]) : 0.0;
     const double total = low->static_bytes[rk] + act + kRuntimeReserveBytes;
     r.memory.per_stage_peak_gib.push_back(total / kGiB);
     if (total > peak_bytes) { peak_bytes = total; peak_rank = rk; }
@@ -93,23 +122,44 @@ namespace mfusim::step {
 
 StepResult simulate_lab(const config::Scenario& s, const SimulateOptions& opt) {
   const std::string name = config::to_string(s.schedule.name);
+  // zb-auto plans from the lab's costs, under the lab's memory accounting (LabOptions: M_W / M_B).
+  const schedules::LabOptions lab_opt;
   const auto sched = schedules::generate(
-      name, schedules::PipelineShape{s.parallel.pp, s.microbatches(), schedules::chunks_for(name, s.parallel.vpp)});
-  auto lab = std::make_shared<schedules::LabResult>(schedules::run_lab(sched, *s.schedule.costs));
+      name, schedules::PipelineShape{s.parallel.pp, s.microbatches(), schedules::chunks_for(name, s.parallel.vpp)},
+      schedules::stage_costs(*s.schedule.costs, s.parallel.pp, s.schedule.max_inflight, lab_opt.w_memory_fraction));
+  auto lab = std::make_shared<schedules::LabResult>(schedules::run_lab(sched, *s.schedule.costs, lab_opt));
   StepResult r;
   r.scenario = s;
   r.microbatches = s.microbatches();
+  r.makespan_s = lab->makespan_s;
   r.step_time_s = lab->makespan_s;
   r.tasks = static_cast<std::int64_t>(lab->graph.size());
   r.events = lab->timeline.events;
-  const auto parts = analyze(lab->graph, lab->timeline, s.parallel.pp, nullptr);
+  // Without post-validation a global synchronisation before the optimizer starts every rank's next
+  // step together: the period is one step's makespan. With it, each rank's next step follows its own
+  // last op (steady.h).
+  const bool steady = s.features.optimizer_post_validation && s.parallel.pp > 1;
+  std::vector<RankParts> parts;
+  std::vector<double> peak_activations = lab->peak_activations;
+  if (steady) {
+    auto ss = steady_state(lab->graph, lab_links(lab->graph, false), s.parallel.pp, nullptr);
+    r.step_time_s = ss.period_s;
+    r.steady_steps = ss.steps;
+    parts = std::move(ss.parts);
+    for (std::size_t i = 0; i < peak_activations.size() && i < ss.peak_memory.size(); ++i)
+      peak_activations[i] = static_cast<double>(ss.peak_memory[i]) / static_cast<double>(schedules::kLabMemoryUnit);
+  } else {
+    parts = analyze(lab->graph, lab->timeline, s.parallel.pp, nullptr);
+  }
+  if (s.parallel.pp > 1 && opt.split_imbalance)
+    split_imbalance(parts, balanced_bubble(lab->graph, nullptr, steady, s.parallel.pp));
   summarize(r, parts, r.step_time_s);
   // Schedule lab: only the schedule is simulated; throughput and memory in
   // bytes are not defined (activations are counted in micro-batch units).
   r.memory.fits = true;
   r.warnings.push_back("schedule-lab mode: op costs from [schedule.costs]; no model FLOPs, communication or memory");
-  for (std::size_t i = 0; i < lab->peak_activations.size(); ++i) r.ranks[i].peak_inflight_microbatches =
-      static_cast<int>(std::ceil(lab->peak_activations[i] - 1e-9));
+  for (std::size_t i = 0; i < peak_activations.size(); ++i) r.ranks[i].peak_inflight_microbatches =
+      static_cast<int>(std::ceil(peak_activations[i] - 1e-9));
   if (opt.keep_timeline) {
     r.graph = std::shared_ptr<const sim::TaskGraph>(lab, &lab->graph);
     r.timeline = std::shared_ptr<const sim::Timeline>(lab, &lab->timeline);

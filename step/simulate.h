@@ -16,6 +16,9 @@ inline constexpr double kRuntimeReserveBytes = 2.0 * 1024.0 * 1024.0 * 1024.0;
 struct SimulateOptions {
   bool per_layer = true;        // per-layer tasks (see step::LowerOptions)
   bool keep_timeline = true;    // keep graph and timeline in the result (traces, pictures)
+  // Split the idle time into the schedule's bubble and the imbalance of unequal stage work
+  // (a second, coarse simulation with every stage's work set to the mean; step/imbalance.cpp).
+  bool split_imbalance = true;
 };
 
 step::StepResult simulate(const config::Scenario&, const SimulateOptions& = {});

@@ -22,6 +22,7 @@ std::vector<std::pair<const char*, double>> parts(const step::Breakdown& b) {
           {"ep_comm_exposed", b.ep_comm_exposed},
           {"cp_comm_exposed", b.cp_comm_exposed},
           {"bubble", b.bubble},
+          {"imbalance", b.imbalance},
           {"dataloader", b.dataloader},
           {"gc", b.gc},
           {"launch_overhead", b.launch_overhead}};
@@ -45,7 +46,7 @@ std::vector<std::string> targets(const std::string& lever) {
   if (lever.rfind("ZeRO", 0) == 0 || lever.rfind("offload", 0) == 0) return {"dp_comm_exposed", "optimizer"};
   if (lever == "DeepEP dispatcher" || lever == "EP degree") return {"ep_comm_exposed"};
   if (lever.rfind("NCCL", 0) == 0) return {"tp_comm_exposed", "dp_comm_exposed", "pp_comm_exposed", "ep_comm_exposed"};
-  return {"bubble"};   // schedules and vpp
+  return {"bubble", "imbalance"};   // schedules, vpp and optimizer post-validation
 }
 
 // A lever's MFU against the base's peak (an fp8 lever's own MFU counts against
@@ -144,8 +145,18 @@ std::vector<std::pair<std::string, std::vector<std::string>>> lever_candidates(c
     } else {
       c.push_back({"more chunks (vpp)", {"parallel.vpp=" + std::to_string(p.vpp * 2)}});
     }
-    for (const char* name : {"zb-h1", "zb-h2", "zb-v", "dualpipev"})
+    for (const char* name : {"zb-h1", "zb-h2", "zb-v", "dualpipev", "zb-auto", "v-half", "v-min"})
       if (std::string(config::to_string(s.schedule.name)) != name) c.push_back({std::string("schedule ") + name, {std::string("schedule.name=") + name, "parallel.vpp=1"}});
+    // Zero Bubble §4: ZB-H2 and ZB-V reach their period only when the optimizer's global check is
+    // post-validated (the next step's forwards fill the cool-down).
+    if (!f.optimizer_post_validation) {
+      if (s.schedule.name == K::zb_h2 || s.schedule.name == K::zb_v)
+        c.push_back({"optimizer post-validation", {"features.optimizer_post_validation=true"}});
+      for (const char* name : {"zb-h2", "zb-v"})
+        if (std::string(config::to_string(s.schedule.name)) != name)
+          c.push_back({std::string("schedule ") + name + " + optimizer post-validation",
+                       {std::string("schedule.name=") + name, "parallel.vpp=1", "features.optimizer_post_validation=true"}});
+    }
   }
   // Precision: fp8 matmuls where the GPU has an fp8 peak.
   if (s.training.precision != config::Precision::fp8 && s.hardware.peak_flops_fp8 > 0)

@@ -31,7 +31,7 @@ std::string json_array(const std::vector<std::string>& items) {
 }
 
 int cmd_run(const std::string& path, const config::LoadOptions& lo, bool json, const std::string& trace,
-            const std::string& svg, std::ostream& out) {
+            const std::string& svg, std::ostream& out, bool per_rank) {
   refuse_overwrite(trace, "--trace", path);
   refuse_overwrite(svg, "--svg", path);
   config::LoadedScenario loaded;
@@ -77,7 +77,7 @@ int cmd_run(const std::string& path, const config::LoadOptions& lo, bool json, c
   if (!trace.empty()) files.push_back({trace, chrome_trace_of(base), "the trace file"});
   if (!svg.empty()) files.push_back({svg, svg_of(base), "the SVG file"});
   io::write_files(files);
-  out << (json ? report::to_json(base, ladder) : report::text_report(base, ladder));
+  out << (json ? report::to_json(base, ladder) : report::text_report(base, ladder, per_rank));
   return 0;
 }
 
