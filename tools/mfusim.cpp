@@ -48,16 +48,19 @@ void refuse_overwrite(const std::string& out, const char* flag, const std::strin
 }
 
 int cmd_run(const std::string& path, const config::LoadOptions& lo, bool json, const std::string& trace,
-            const std::string& svg) {
+            const std::string& svg, bool coarse = false) {
   refuse_overwrite(trace, "--trace", path);
   refuse_overwrite(svg, "--svg", path);
   const auto loaded = config::load_scenario(path, lo);
-  const auto base = step::simulate(loaded.base);
+  step::SimulateOptions base_opt;
+  base_opt.per_layer = !coarse;   // --coarse: one task per op (docs/scenario.md, Limits)
+  const auto base = step::simulate(loaded.base, base_opt);
   std::vector<step::WhatIfResult> ladder;
   double prev_mfu = base.mfu;
   for (const auto& w : loaded.whatifs) {
     step::SimulateOptions so;
     so.keep_timeline = false;
+    so.per_layer = !coarse;
     const auto r = step::simulate(w.scenario, so);
     ladder.push_back({w.name, r.step_time_s, r.mfu, r.mfu - prev_mfu, r.memory.fits});
     prev_mfu = r.mfu;
@@ -203,7 +206,7 @@ int main(int argc, char** argv) {
   std::vector<std::string> sets;
   std::string scenario, trace, svg, csv, calibration, out, probe, what, gpus_list, rank_by = "step";
   std::vector<std::string> vary;
-  bool json = false;
+  bool json = false, coarse = false;
   int top = 10;
   int gpus = 0;
 
@@ -217,6 +220,7 @@ int main(int argc, char** argv) {
   run->add_flag("--json", json, "print the SPEC JSON report");
   run->add_option("--trace", trace, "write a Chrome trace (Perfetto) of the step");
   run->add_option("--svg", svg, "write the pipeline timeline as SVG");
+  run->add_flag("--coarse", coarse, "one task per pipeline op instead of per layer (less work and memory)");
   auto* sweep = app.add_subcommand("sweep", "simulate the cartesian product of --vary values");
   add_common(sweep);
   sweep->add_option("--vary", vary, "KEY=V1,V2,... (repeatable)")->required();
@@ -261,7 +265,7 @@ int main(int argc, char** argv) {
   if (!calibration.empty()) lo.overrides.push_back("calibration=" + calibration);
   int rc = 0;
   try {
-    if (run->parsed()) rc = cmd_run(scenario, lo, json, trace, svg);
+    if (run->parsed()) rc = cmd_run(scenario, lo, json, trace, svg, coarse);
     else if (sweep->parsed()) rc = cmd_sweep(scenario, lo, vary, csv, json);
     else if (plan->parsed())
       rc = tools::cmd_plan(scenario, lo, gpus_list, vary, top, json, rank_by, progress_bar("plan"));
