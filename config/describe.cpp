@@ -76,7 +76,8 @@ std::string describe(const Scenario& s) {
      << yn(f.overlap_param_gather) << "\n"
      << "  tp_comm_overlap " << yn(f.tp_comm_overlap) << ", overlap_p2p_comm " << yn(f.overlap_p2p_comm) << ", recompute " << to_string(f.recompute) << ", cuda_graphs "
      << yn(f.cuda_graphs) << ", python_gc " << yn(f.python_gc) << ", dataloader_workers " << f.dataloader_workers
-     << ", nccl_algo " << to_string(f.nccl_algo) << "\n";
+     << ", nccl_algo " << to_string(f.nccl_algo) << "\n"
+     << "  attention " << to_string(attention_of(s)) << "\n";
   if (s.cost.price_per_gpu_hour > 0) os << "cost: " << s.cost.price_per_gpu_hour << " USD per GPU-hour\n";
   os << "seed: " << s.seed << "\n";
   return os.str();

@@ -35,7 +35,7 @@ const std::vector<std::string> kScheduleKeys = {"name", "costs"};
 const std::vector<std::string> kCostsKeys = {"f", "b", "w", "comm", "fb"};
 const std::vector<std::string> kFeatureKeys = {"flash_attention", "fused_kernels", "overlap_grad_reduce",
                                                "overlap_param_gather", "tp_comm_overlap", "recompute",
-                                               "cuda_graphs", "python_gc", "dataloader_workers", "nccl_algo",
+                                               "cuda_graphs", "python_gc", "dataloader_workers", "nccl_algo", "attention",
                                                "dataloader_ms_per_sample", "gc_pause_ms", "gc_interval_s",
                                                "overlap_p2p_comm"};
 const std::vector<std::string> kCostKeys = {"price_per_gpu_hour"};
@@ -252,6 +252,19 @@ void read_scenario(Ctx& ctx, Scenario& s, const Value& root, const std::string& 
     ctx.read_number(*t, "dataloader_ms_per_sample", p, f.dataloader_ms_per_sample);
     ctx.read_number(*t, "gc_pause_ms", p, f.gc_pause_ms);
     ctx.read_number(*t, "gc_interval_s", p, f.gc_interval_s);
+    // features.attention decides flash_attention; both in one table must agree (an
+    // overlay that sets one of them drops the other: config/overrides.cpp).
+    const int a = ctx.read_enum(*t, "attention", p, attention_names());
+    if (a >= 0) {
+      const auto att = static_cast<Attention>(a);
+      const bool fused = att == Attention::flash || att == Attention::cudnn;
+      if (const Value* fa = t->find("flash_attention"); fa && f.flash_attention != fused)
+        ctx.error(fa->pos, "features.flash_attention = " + std::string(f.flash_attention ? "true" : "false") +
+                           " contradicts features.attention = \"" + to_string(att) + "\" (" +
+                           (fused ? "a fused" : "a materialised") + " attention); give one of them");
+      f.attention = att;
+      f.flash_attention = fused;
+    }
   }
 
   if (const Value* t = ctx.read_table(root, "cost", "")) {

@@ -203,7 +203,11 @@ double CostModel::attention_seconds(const Kernel& kn) const {
     // The piece's own m, n, k (QK^T: s_q x s_kv x d; attn*V: s_q x d x s_kv; ...) are not
     // carried; the s x s side sets the tile count, d the reduction or the output width.
     const double eff = has_shape ? batched_gemm_efficiency(kn.seq_q, kn.seq_kv, kn.head_dim) : gemm_eff_max_;
-    return std::max(kn.flops / (peak_ * eff), kn.bytes / bw);
+    // An fp32 matmul (SDPA's math backend) runs on the CUDA cores at their fp32 peak;
+    // the tile efficiency of the bf16 fit stands in for cuBLAS's SGEMM (config/checks.cpp
+    // refuses such a scenario on a profile without peak_tflops_fp32).
+    const double peak = kn.fp32 && hw_.peak_flops_fp32 > 0 ? hw_.peak_flops_fp32 : peak_;
+    return std::max(kn.flops / (peak * eff), kn.bytes / bw);
   }
   // The whole materialised attention given by its shape only: batched matmuls
   // on the full s x s (the mask is applied, not skipped) plus softmax/dropout

@@ -12,7 +12,8 @@ RankShape rank_shape(const config::Scenario& s) {
   sh.sequence_parallel = s.parallel.sequence_parallel;
   sh.micro_batch = s.training.micro_batch;
   sh.seq_len = s.training.seq_len;
-  sh.flash_attention = s.features.flash_attention;
+  sh.attention = config::attention_of(s);
+  sh.flash_attention = sh.attention == config::Attention::flash || sh.attention == config::Attention::cudnn;
   sh.fused_kernels = s.features.fused_kernels;
   sh.recompute = s.features.recompute;
   sh.bytes_per_element = 2;

@@ -16,6 +16,7 @@ struct RankShape {
   std::int64_t micro_batch = 1;
   std::int64_t seq_len = 4096;
   bool flash_attention = true;
+  config::Attention attention = config::Attention::flash;   // config::attention_of
   bool fused_kernels = true;
   Recompute recompute = Recompute::none;
   int bytes_per_element = 2;      // bf16 activations

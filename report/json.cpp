@@ -149,6 +149,7 @@ void write_resolved(JsonWriter& w, const config::Scenario& s) {
   w.key("name").value(h.name);
   w.key("peak_tflops_bf16").value(h.peak_flops_bf16 / 1e12);
   w.key("peak_tflops_fp8").value(h.peak_flops_fp8 / 1e12);
+  w.key("peak_tflops_fp32").value(h.peak_flops_fp32 / 1e12);   // CUDA cores; 0 = not given
   w.key("hbm_gib").value(h.hbm_bytes / (1024.0 * 1024.0 * 1024.0));
   w.key("hbm_bandwidth_gbs").value(h.hbm_bandwidth / 1e9);
   w.key("gpus_per_node").value(h.gpus_per_node);
@@ -218,6 +219,7 @@ void write_resolved(JsonWriter& w, const config::Scenario& s) {
   w.key("dataloader_ms_per_sample").value(f.dataloader_ms_per_sample);   // -1: derived from seq_len
   w.key("gc_pause_ms").value(f.gc_pause_ms);
   w.key("gc_interval_s").value(f.gc_interval_s);
+  w.key("attention").value(config::to_string(config::attention_of(s)));   // the variant run (resolved)
   w.end_object();
   w.key("cost").begin_object().key("price_per_gpu_hour").value(s.cost.price_per_gpu_hour).end_object();
   w.key("seed").value(static_cast<long long>(s.seed));
