@@ -147,7 +147,7 @@ WorkEstimate estimate_work(const config::Scenario& s, bool per_layer) {
   const double passes = schedules::splits_w(name) ? 3 : 2;   // F, B (and W)
   w.ops = passes * P * m * v;   // every micro-batch's passes on every virtual stage
   const double layers = std::max(0, s.model.layers);
-  const double per_op = per_layer ? 3 : 4;
+  const double per_op = per_layer ? 3 : 1;   // coarse: the op itself (its sends etc. merge)
   // Per-layer: each op of a virtual stage holds layers / (P v) layers, one task each at least.
   w.tasks = w.ops * per_op + (per_layer ? 2 * m * layers : 0) + 4 * P;
   w.bytes = w.tasks * (per_layer ? kBytesPerTaskPerLayer : kBytesPerTaskCoarse);

@@ -19,7 +19,7 @@ inline constexpr double kRuntimeReserveBytes = 2.0 * 1024.0 * 1024.0 * 1024.0;
 // schedule or the task graph is built (step/op_items.cpp): pipeline ops (every rank's
 // F and B of every micro-batch and virtual stage), tasks of the lowered graph (a lower
 // bound: per-layer lowering has at least one task per layer of each op and three per op
-// for sends, data loading and GC; coarse lowering about four per op) and the memory
+// for sends, data loading and GC; coarse lowering at least one per op) and the memory
 // they take (kBytesPerTaskPerLayer or kBytesPerTaskCoarse per estimated task).
 struct WorkEstimate {
   double ops = 0;
@@ -34,9 +34,9 @@ inline constexpr double kMaxStepTasks = 5e6;
 // Peak memory of `mfusim run` per estimated task (the tasks, their side information, the
 // engine's events and edges, the schedule), measured on scenarios/8xh100_llama3_8b.toml
 // (tp 2, pp 1, 32 layers): per-layer, 16,384 micro-batches, 1.15e6 estimated tasks, 909 MB
-// peak RSS and 26 s; coarse, 262,144 micro-batches, 2.1e6 estimated tasks, 268 MB and 4 s.
+// peak RSS and 26 s; coarse, 262,144 micro-batches, 5.2e5 estimated tasks, 268 MB and 4 s.
 inline constexpr double kBytesPerTaskPerLayer = 800;
-inline constexpr double kBytesPerTaskCoarse = 130;
+inline constexpr double kBytesPerTaskCoarse = 510;
 
 // Too much work for one step: exit 2 with the estimate and the way out.
 struct WorkLimitError : std::runtime_error {

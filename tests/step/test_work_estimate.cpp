@@ -69,13 +69,13 @@ TEST_CASE("work estimate: a million micro-batches are refused at once with the e
   const auto w = step::estimate_work(s, true);
   CHECK(w.tasks > step::kMaxStepTasks);
   CHECK(w.bytes > 1e9);
-  // Coarse lowering of the same: still above the cap (8.4e6 tasks); its message does not
-  // offer --coarse again.
+  // Four million micro-batches are above the cap in coarse lowering too (8.4e6 ops); its
+  // message does not offer --coarse again.
   step::SimulateOptions coarse;
   coarse.per_layer = false;
   msg.clear();
   try {
-    step::simulate(s, coarse);
+    step::simulate(scenario("8xh100_llama3_8b.toml", {"training.global_batch=16777216"}), coarse);
   } catch (const step::WorkLimitError& e) {
     msg = e.what();
   }
@@ -87,7 +87,7 @@ TEST_CASE("work estimate: a million micro-batches are refused at once with the e
 }
 
 TEST_CASE("work estimate: below the cap, coarse mode runs what per-layer refuses") {
-  // 80,000 micro-batches: per-layer about 5.6e6 tasks (refused), coarse about 6.4e5 (runs).
+  // 80,000 micro-batches: per-layer about 5.6e6 tasks (refused), coarse about 1.6e5 (runs).
   const auto s = scenario("8xh100_llama3_8b.toml", {"training.global_batch=320000"});
   CHECK(step::estimate_work(s, true).tasks > step::kMaxStepTasks);
   CHECK(step::estimate_work(s, false).tasks < step::kMaxStepTasks);
