@@ -70,7 +70,7 @@ LayerKernels layer_kernels(const ModelSpec& m, int layer, const RankShape& r) {
   std::size_t core_begin = lk.f.size();
   const AttnShape as{static_cast<double>(r.micro_batch), heads, kv, static_cast<double>(r.seq_len) / r.cp,
                      static_cast<double>(r.seq_len), dqk, dv};
-  attention_kernels(m, as, e, r.attention, lk.f, lk.b);
+  attention_kernels(m, as, e, attention_variant(r), lk.f, lk.b);
   std::size_t core_end = lk.f.size();
   linear("attn_out", "attn_out_dgrad", "attn_out_wgrad", T, heads * dv, h, e, lk);
   block_residual(lk.f, lk.b);

@@ -73,10 +73,11 @@ double activation_bytes(const ModelSpec& m, int layer, const RankShape& r) {
       // softmax keep the fp32 softmax output and the bf16 probabilities; the SDPA math
       // backend keeps one fp32 tensor (the softmax's output is what attn*V reads).
       using config::Attention;
+      const Attention att = attention_variant(r);
       double saved = e + (r.fused_kernels ? 0.0 : 4.0);   // torch_eager (the plain PyTorch chain)
-      if (r.attention == Attention::megatron_unfused) saved = e;
-      else if (r.attention == Attention::megatron_unfused_fp32 || r.attention == Attention::hf_eager) saved = e + 4.0;
-      else if (r.attention == Attention::sdpa_math) saved = 4.0;
+      if (att == Attention::megatron_unfused) saved = e;
+      else if (att == Attention::megatron_unfused_fp32 || att == Attention::hf_eager) saved = e + 4.0;
+      else if (att == Attention::sdpa_math) saved = 4.0;
       per_token += (saved + drop * (1 + e)) * heads * s * shard;
     }
   }
