@@ -69,6 +69,7 @@ void check_hardware(const hardware::HardwareSpec& h, const Sink& err) {
   };
   positive("hardware.peak_tflops_bf16", h.peak_flops_bf16, 1e12, 1e-3, 1e6);
   nonneg("hardware.peak_tflops_fp8", h.peak_flops_fp8, 1e12);
+  nonneg("hardware.peak_tflops_fp32", h.peak_flops_fp32, 1e12);
   if (h.peak_flops_fp8 > 0 && h.peak_flops_fp8 < 1e9) bounded("hardware.peak_tflops_fp8", h.peak_flops_fp8, 1e12, 1e-3, 1e6);
   positive("hardware.hbm_gib", h.hbm_bytes, 1024.0 * 1024.0 * 1024.0, 1e-3, 1e6);
   positive("hardware.hbm_bandwidth_gbs", h.hbm_bandwidth, 1e9, 1, 1e6);
@@ -197,6 +198,9 @@ void check_scenario(const Scenario& s, const Sink& err) {
   if (tr.precision == Precision::fp8 && !(s.hardware.peak_flops_fp8 > 0))
     err("training.precision", "precision \"fp8\" needs FP8 tensor cores, but hardware '" + s.hardware.name +
                                   "' has no peak_tflops_fp8");
+  if (attention_of(s) == Attention::sdpa_math && !(s.hardware.peak_flops_fp32 > 0))
+    err("features.attention", "attention \"sdpa_math\" runs its matmuls in fp32 on the CUDA cores, but hardware '" +
+                                  s.hardware.name + "' has no peak_tflops_fp32");
   if (!ok) return;
 
   // Products of in-range values that the accounting forms: one micro-batch's activation

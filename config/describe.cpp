@@ -81,7 +81,8 @@ std::string describe(const Scenario& s) {
      << "  tp_comm_overlap " << yn(f.tp_comm_overlap) << ", overlap_p2p_comm " << yn(f.overlap_p2p_comm) << ", recompute " << to_string(f.recompute) << ", cuda_graphs "
      << yn(f.cuda_graphs) << ", python_gc " << yn(f.python_gc) << ", dataloader_workers " << f.dataloader_workers
      << ", nccl_algo " << to_string(f.nccl_algo)
-     << (f.optimizer_post_validation ? ", optimizer_post_validation yes" : "") << "\n";
+     << (f.optimizer_post_validation ? ", optimizer_post_validation yes" : "") << "\n"
+     << "  attention " << to_string(attention_of(s)) << "\n";
   if (par.zero() >= 2 || f.offload != Offload::none)
     os << "  reshard_after_forward " << yn(f.reshard_after_forward) << ", fsdp_prefetch " << f.fsdp_prefetch
        << ", offload " << to_string(f.offload) << ", fp8_all_gather " << yn(f.fp8_all_gather) << ", reduce_dtype "

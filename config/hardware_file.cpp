@@ -13,7 +13,7 @@ const std::vector<std::string> kHardwareKeys = {
     "hbm_bandwidth_gbs", "gpus_per_node",   "nvlink_bandwidth_gbs", "nvlink_latency_us",
     "nic_bandwidth_gbs", "nic_latency_us",  "launch_overhead_us", "host_overhead_us",
     "host_compiled_overhead_us", "host_backward_overhead_us", "host_checkpoint_overhead_us",
-    "host_recompute_overhead_us", "pcie_bandwidth_gbs", "sms"};
+    "host_recompute_overhead_us", "pcie_bandwidth_gbs", "sms", "peak_tflops_fp32"};
 
 }  // namespace
 
@@ -35,6 +35,7 @@ hardware::HardwareSpec read_hardware_table(Ctx& ctx, const Value& t, const std::
   };
   num("peak_tflops_bf16", 1e12, h.peak_flops_bf16, true);
   num("peak_tflops_fp8", 1e12, h.peak_flops_fp8, false);
+  num("peak_tflops_fp32", 1e12, h.peak_flops_fp32, false);
   num("hbm_gib", 1024.0 * 1024.0 * 1024.0, h.hbm_bytes, true);
   num("hbm_bandwidth_gbs", 1e9, h.hbm_bandwidth, true);
   num("nvlink_bandwidth_gbs", 1e9, h.nvlink_bandwidth, true);

@@ -24,6 +24,13 @@ void overlay_root(Value& root, const Value& overlay) {
       detail::merge(*slot, v);
       continue;
     }
+    // features.attention and features.flash_attention say one thing: an overlay that
+    // sets one of them (a [[whatif]] rung, a --set) replaces the other's earlier value.
+    if (k == "features" && cur && cur->is_table() && v.is_table()) {
+      const bool a = v.find("attention") != nullptr, fa = v.find("flash_attention") != nullptr;
+      if (a && !fa) cur->erase("flash_attention");
+      if (fa && !a) cur->erase("attention");
+    }
     if (cur && cur->is_table() && v.is_table()) detail::merge(*cur, v);
     else {
       root.set(k, v);

@@ -58,6 +58,22 @@ const char* to_string(NcclAlgo a) {
   return "?";
 }
 
+const std::vector<std::string>& attention_names() {
+  static const std::vector<std::string> names = {"flash",     "cudnn", "hf_eager", "sdpa_math", "megatron_unfused",
+                                                 "megatron_unfused_fp32", "torch_eager"};
+  return names;
+}
+
+const char* to_string(Attention a) { return attention_names()[static_cast<std::size_t>(a)].c_str(); }
+
+Attention attention_of(const Scenario& s) {
+  const Features& f = s.features;
+  if (f.attention) return *f.attention;
+  if (f.flash_attention) return Attention::flash;
+  if (s.training.master_weights == MasterWeights::fp32_autocast) return Attention::torch_eager;
+  return f.fused_kernels ? Attention::megatron_unfused : Attention::megatron_unfused_fp32;
+}
+
 const char* to_string(Precision p) { return p == Precision::fp8 ? "fp8" : "bf16"; }
 
 const char* to_string(MasterWeights w) {

@@ -28,6 +28,22 @@ enum class NcclAlgo { auto_, ring, tree };
 enum class MasterWeights { bf16_params, fp32_autocast };
 // ZeRO-Offload (docs/fsdp.md): none, the optimizer state and step on the host, or also the parameters.
 enum class Offload { none, optimizer, params };
+// The attention core's implementation (features.attention; kernels and bytes of each in
+// models/attention_kernels.cpp, docs/scenario.md):
+//  flash                  FlashAttention (fused: Q, K, V read once; no s x s matrix in HBM)
+//  cudnn                  cuDNN fused attention (SDPA's CUDNN_ATTENTION, TE's fused attention):
+//                         the same kernels and bytes as flash; its speed is the calibration's
+//  hf_eager               Hugging Face eager_attention_forward: repeat_kv, matmul, * scale,
+//                         + additive mask, cast to fp32, softmax in fp32, .to(bf16), matmul
+//  sdpa_math              PyTorch's SDPA MATH backend (torch >= 2.5): q, k, v upcast to fp32, fp32
+//                         matmuls, additive fp32 mask, _safe_softmax, output cast back
+//  megatron_unfused       Megatron-LM's unfused core attention (baddbmm with the scale folded in)
+//                         with its fused scale-mask-softmax kernel (masked_softmax_fusion, the default)
+//  megatron_unfused_fp32  the same with --no-masked-softmax-fusion: torch softmax in fp32
+//  torch_eager            validation/train_step.py's eager chain (the fp32-autocast recipe's)
+// Absent: derived from flash_attention (true: flash; false: torch_eager under fp32-autocast,
+// else megatron_unfused when fused_kernels, megatron_unfused_fp32 when not): attention_of().
+enum class Attention { flash, cudnn, hf_eager, sdpa_math, megatron_unfused, megatron_unfused_fp32, torch_eager };
 
 // "gpipe", "1f1b", "interleaved-1f1b", "zb-h1", "zb-h2", "zb-v", "dualpipe", "dualpipev", "zb-auto", "v-half", "v-min"
 const char* to_string(ScheduleKind);
@@ -38,6 +54,8 @@ const char* to_string(NcclAlgo);
 const char* to_string(Precision);
 const char* to_string(MasterWeights);   // "bf16-params", "fp32-autocast"
 const char* to_string(Offload);         // "none", "optimizer", "params"
+const char* to_string(Attention);       // "flash", "cudnn", "hf_eager", ...
+const std::vector<std::string>& attention_names();   // in Attention order
 
 struct Training {
   int seq_len = 4096;
@@ -129,6 +147,8 @@ struct Features {
   // fp8 recipes: attention (Transformer Engine's DotProductAttention) in fp8 too (TE's
   // recipe fp8_dpa; default False there): false prices it at the bf16 peak.
   bool fp8_attention = false;
+  // features.attention; absent: derived from flash_attention (attention_of below).
+  std::optional<Attention> attention;
 };
 
 // Mixture-of-experts dispatch and memory measures ([moe], docs/moe-dualpipe.md).
@@ -185,6 +205,10 @@ struct Scenario {
     return training.global_batch / (training.micro_batch * parallel.dp);
   }
 };
+
+// The attention variant a scenario runs: features.attention, or derived from
+// flash_attention, fused_kernels and the weights recipe (see Attention).
+Attention attention_of(const Scenario&);
 
 // One rung of the [[whatif]] ladder, already resolved (each overlays the one before).
 struct WhatIf {

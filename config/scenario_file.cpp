@@ -38,7 +38,7 @@ const std::vector<std::string> kScheduleKeys = {"name", "costs", "max_inflight"}
 const std::vector<std::string> kCostsKeys = {"f", "b", "w", "comm", "fb"};
 const std::vector<std::string> kFeatureKeys = {"flash_attention", "fused_kernels", "overlap_grad_reduce",
                                                "overlap_param_gather", "tp_comm_overlap", "recompute",
-                                               "cuda_graphs", "python_gc", "dataloader_workers", "nccl_algo",
+                                               "cuda_graphs", "python_gc", "dataloader_workers", "nccl_algo", "attention",
                                                "dataloader_ms_per_sample", "gc_pause_ms", "gc_interval_s",
                                                "overlap_p2p_comm", "reshard_after_forward", "fsdp_prefetch", "offload",
                                                "fp8_all_gather", "reduce_dtype", "fp8_attention",
@@ -306,6 +306,19 @@ void read_scenario(Ctx& ctx, Scenario& s, const Value& root, const std::string& 
     int rd = ctx.read_enum(*t, "reduce_dtype", p, {"fp32", "bf16"});
     if (rd >= 0) f.reduce_fp32 = rd == 0;
     ctx.read_bool(*t, "fp8_attention", p, f.fp8_attention);
+    // features.attention decides flash_attention; both in one table must agree (an
+    // overlay that sets one of them drops the other: config/overrides.cpp).
+    const int a = ctx.read_enum(*t, "attention", p, attention_names());
+    if (a >= 0) {
+      const auto att = static_cast<Attention>(a);
+      const bool fused = att == Attention::flash || att == Attention::cudnn;
+      if (const Value* fa = t->find("flash_attention"); fa && f.flash_attention != fused)
+        ctx.error(fa->pos, "features.flash_attention = " + std::string(f.flash_attention ? "true" : "false") +
+                           " contradicts features.attention = \"" + to_string(att) + "\" (" +
+                           (fused ? "a fused" : "a materialised") + " attention); give one of them");
+      f.attention = att;
+      f.flash_attention = fused;
+    }
   }
 
   if (const Value* t = ctx.read_table(root, "cost", "")) {

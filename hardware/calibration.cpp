@@ -2,6 +2,7 @@
 // reading / writing hardware/calibration/*.toml. See calibration.h for the
 // models fitted.
 #include "hardware/calibration.h"
+#include "config/loader.h"
 #include "hardware/cost_model.h"
 #include "io/output_file.h"
 
@@ -38,8 +39,13 @@ toml::table parse_file(const std::string& path) {
   if (!in) fail(path, "cannot read file");
   std::stringstream ss;
   ss << in.rdbuf();
+  const std::string text = ss.str();
+  // toml++ recurses once per dotted-key segment and table level: refuse deep nesting
+  // first (a linear scan; a ConfigError "file:line:col: error: ...", exit 2), as every
+  // config/ loader does, so a hostile probe or calibration file cannot overflow the stack.
+  config::check_toml_nesting(text, path);
   try {
-    return toml::parse(ss.str(), path);
+    return toml::parse(text, path);
   } catch (const toml::parse_error& e) {
     fail(path, e.source(), std::string(e.description()));
   }

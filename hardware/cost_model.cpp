@@ -244,7 +244,11 @@ double CostModel::attention_seconds(const Kernel& kn) const {
     // carried; the s x s side sets the tile count, d the reduction or the output width.
     const double eff = has_shape ? batched_gemm_efficiency(kn.seq_q, kn.seq_kv, kn.head_dim, fp8)
                                  : (fp8 ? CostDefaults::gemm_eff_max_fp8 : CostDefaults::gemm_eff_max_bf16);
-    return std::max(kn.flops / (peak * eff), kn.bytes / bw);
+    // An fp32 matmul (SDPA's math backend) runs on the CUDA cores at their fp32 peak;
+    // the tile efficiency of the bf16 fit stands in for cuBLAS's SGEMM (config/checks.cpp
+    // refuses such a scenario on a profile without peak_tflops_fp32).
+    const double piece_peak = kn.fp32 && hw_.peak_flops_fp32 > 0 ? hw_.peak_flops_fp32 : peak;
+    return std::max(kn.flops / (piece_peak * eff), kn.bytes / bw);
   }
   // The whole materialised attention given by its shape only: batched matmuls
   // on the full s x s (the mask is applied, not skipped) plus softmax/dropout

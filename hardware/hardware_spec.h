@@ -12,6 +12,10 @@ struct HardwareSpec {
   std::string name;
   double peak_flops_bf16 = 0;      // dense, FLOP/s            (peak_tflops_bf16)
   double peak_flops_fp8 = 0;       // dense, FLOP/s; 0 = none   (peak_tflops_fp8)
+  // FP32 on the CUDA cores (no tensor cores: an fp32 matmul under PyTorch's default
+  // allow_tf32 = False), FLOP/s; 0 = not given (peak_tflops_fp32). Needed only by
+  // fp32 attention matmuls (features.attention = "sdpa_math").
+  double peak_flops_fp32 = 0;
   double hbm_bytes = 0;            // capacity                  (hbm_gib)
   double hbm_bandwidth = 0;        // bytes/s                   (hbm_bandwidth_gbs)
   int gpus_per_node = 8;           // GPUs per NVLink domain    (gpus_per_node)

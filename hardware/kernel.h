@@ -70,6 +70,7 @@ struct Kernel {
   double flops = 0;             // floating-point operations of one kernel
   double bytes = 0;             // minimum HBM bytes read + written by one kernel
   int count = 1;                // identical kernels launched (e.g. experts, unfused pieces)
+  bool fp32 = false;            // a matmul in fp32 on the CUDA cores (HardwareSpec::peak_flops_fp32)
 };
 
 }  // namespace mfusim::hardware

@@ -11,6 +11,7 @@
 #include <initializer_list>
 #include <vector>
 
+#include "config/scenario.h"
 #include "hardware/kernel.h"
 #include "models/layer_kernels.h"
 #include "models/model_spec.h"
@@ -54,8 +55,10 @@ struct AttnShape {
 hardware::Kernel attn_kernel(hardware::KernelKind kind, const char* name, const AttnShape& s, bool flash,
                              bool causal, double flops, double bytes);
 double softmax_row_reads(double row);
-void attention_kernels(const ModelSpec& m, const AttnShape& s, int e, bool flash, bool fused,
-                       std::vector<hardware::Kernel>& f, std::vector<hardware::Kernel>& b, bool eager = false);
+void attention_kernels(const ModelSpec& m, const AttnShape& s, int e, config::Attention a,
+                       std::vector<hardware::Kernel>& f, std::vector<hardware::Kernel>& b);
+void sdpa_math_kernels(const ModelSpec& m, const AttnShape& s, int e, std::vector<hardware::Kernel>& f,
+                       std::vector<hardware::Kernel>& b);
 
 // ---- eager_recipe.cpp ----
 void mark_compiled(std::vector<hardware::Kernel>& ks);

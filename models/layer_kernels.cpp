@@ -71,7 +71,7 @@ LayerKernels layer_kernels(const ModelSpec& m, int layer, const RankShape& r) {
   const std::size_t core_b_begin = lk.b.size();
   const AttnShape as{static_cast<double>(r.micro_batch), heads, kv, static_cast<double>(r.seq_len) / r.cp,
                      static_cast<double>(r.seq_len), dqk, dv};
-  attention_kernels(m, as, e, r.flash_attention, fused, lk.f, lk.b, r.fp32_autocast);
+  attention_kernels(m, as, e, attention_variant(r), lk.f, lk.b);
   std::size_t core_end = lk.f.size();
   // Transformer Engine keeps DotProductAttention in bf16 unless the recipe's fp8_dpa is on
   // (features.fp8_attention; TE's default is off).

@@ -95,8 +95,18 @@ double activation_bytes(const ModelSpec& m, int layer, const RankShape& r) {
     } else {
       // over s keys per head: the probabilities attn*V reads (e), the softmax output
       // its backward reads (the same tensor when fused; fp32, 4 bytes, unfused),
-      // dropout mask (1) and dropout output (e)
-      per_token += (e + (r.fused_kernels ? 0.0 : 4.0) + drop * (1 + e)) * heads * s * shard;
+      // dropout mask (1) and dropout output (e). Per variant (run 14 measured the saved
+      // bytes per score: hf_eager 6.1, sdpa_math 4.4, Megatron's bf16 stand-in 2.2):
+      // Megatron's fused softmax saves its bf16 output only; HF eager and Megatron's fp32
+      // softmax keep the fp32 softmax output and the bf16 probabilities; the SDPA math
+      // backend keeps one fp32 tensor (the softmax's output is what attn*V reads).
+      using config::Attention;
+      const Attention att = attention_variant(r);
+      double saved = e + (r.fused_kernels ? 0.0 : 4.0);   // torch_eager (the plain PyTorch chain)
+      if (att == Attention::megatron_unfused) saved = e;
+      else if (att == Attention::megatron_unfused_fp32 || att == Attention::hf_eager) saved = e + 4.0;
+      else if (att == Attention::sdpa_math) saved = 4.0;
+      per_token += (saved + drop * (1 + e)) * heads * s * shard;
     }
   }
   per_token += drop * h * rep;                                // dropout mask after out-projection

@@ -4,6 +4,14 @@
 
 namespace mfusim::models {
 
+config::Attention attention_variant(const RankShape& r) {
+  using config::Attention;
+  if (r.attention) return *r.attention;
+  if (r.flash_attention) return Attention::flash;
+  if (r.fp32_autocast) return Attention::torch_eager;
+  return r.fused_kernels ? Attention::megatron_unfused : Attention::megatron_unfused_fp32;
+}
+
 RankShape rank_shape(const config::Scenario& s) {
   RankShape sh;
   sh.tp = s.parallel.tp;
@@ -12,7 +20,8 @@ RankShape rank_shape(const config::Scenario& s) {
   sh.sequence_parallel = s.parallel.sequence_parallel;
   sh.micro_batch = s.training.micro_batch;
   sh.seq_len = s.training.seq_len;
-  sh.flash_attention = s.features.flash_attention;
+  sh.attention = config::attention_of(s);
+  sh.flash_attention = *sh.attention == config::Attention::flash || *sh.attention == config::Attention::cudnn;
   sh.fused_kernels = s.features.fused_kernels;
   sh.recompute = s.features.recompute;
   sh.bytes_per_element = 2;

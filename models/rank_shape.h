@@ -3,6 +3,7 @@
 // kernel features and the weights recipe. Read by the kernel, communication and memory
 // accounting.
 #include <cstdint>
+#include <optional>
 
 #include "config/scenario.h"
 
@@ -16,6 +17,9 @@ struct RankShape {
   std::int64_t micro_batch = 1;
   std::int64_t seq_len = 4096;
   bool flash_attention = true;
+  // config::attention_of; absent (a RankShape built by hand): derived from flash_attention,
+  // fp32_autocast and fused_kernels as config::attention_of does (attention_variant below).
+  std::optional<config::Attention> attention;
   bool fused_kernels = true;
   Recompute recompute = Recompute::none;
   int bytes_per_element = 2;      // bf16 activations
@@ -36,5 +40,7 @@ struct RankShape {
 // The per-rank shape of a scenario (its parallel layout, micro-batch, features
 // and weights recipe): the one place that maps a Scenario to a RankShape.
 RankShape rank_shape(const config::Scenario&);
+// The attention variant a RankShape runs (its `attention`, or the derivation above).
+config::Attention attention_variant(const RankShape&);
 
 }  // namespace mfusim::models

@@ -150,6 +150,7 @@ void write_resolved(JsonWriter& w, const config::Scenario& s) {
   w.key("name").value(h.name);
   w.key("peak_tflops_bf16").value(h.peak_flops_bf16 / 1e12);
   w.key("peak_tflops_fp8").value(h.peak_flops_fp8 / 1e12);
+  w.key("peak_tflops_fp32").value(h.peak_flops_fp32 / 1e12);   // CUDA cores; 0 = not given
   w.key("hbm_gib").value(h.hbm_bytes / (1024.0 * 1024.0 * 1024.0));
   w.key("hbm_bandwidth_gbs").value(h.hbm_bandwidth / 1e9);
   w.key("gpus_per_node").value(h.gpus_per_node);
@@ -225,6 +226,7 @@ void write_resolved(JsonWriter& w, const config::Scenario& s) {
   w.key("gc_interval_s").value(f.gc_interval_s);
   w.key("fp8_attention").value(f.fp8_attention);
   w.key("optimizer_post_validation").value(f.optimizer_post_validation);
+  w.key("attention").value(config::to_string(config::attention_of(s)));   // the variant run (resolved)
   w.end_object();
   w.key("cost").begin_object().key("price_per_gpu_hour").value(s.cost.price_per_gpu_hour).end_object();
   w.key("seed").value(static_cast<long long>(s.seed));

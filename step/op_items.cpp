@@ -2,11 +2,14 @@
 // in execution order, with the memory each allocates or frees and which one
 // finishes a layer's weight gradient; memoised per (pass, stage, split W).
 // And the work estimate of the per-layer emission.
+#include <algorithm>
 #include <stdexcept>
 #include <string>
 
+#include "schedules/schedule.h"
 #include "sim/time.h"
 #include "step/builder.h"
+#include "step/simulate.h"
 
 namespace mfusim::step {
 
@@ -128,6 +131,27 @@ std::size_t Builder::estimate_tasks() {
       }
     }
   return n + static_cast<std::size_t>(4 * p_);
+}
+
+// The work estimate before anything is built: O(1) in the number of micro-batches, so
+// that a million micro-batches are refused at once (simulate calls it first). Counts
+// as Builder::estimate_tasks does, from below: every op's layers, 3 tasks per op for
+// sends, data loading and GC; W ops of split-backward schedules and TP collectives
+// come on top.
+WorkEstimate estimate_work(const config::Scenario& s, bool per_layer) {
+  const double P = std::max(1, s.parallel.pp);
+  const double m = std::max(1, s.microbatches());
+  const std::string name = config::to_string(s.schedule.name);
+  const double v = std::max(1, schedules::chunks_for(name, std::max(1, s.parallel.vpp)));
+  WorkEstimate w;
+  const double passes = schedules::splits_w(name) ? 3 : 2;   // F, B (and W)
+  w.ops = passes * P * m * v;   // every micro-batch's passes on every virtual stage
+  const double layers = std::max(0, s.model.layers);
+  const double per_op = per_layer ? 3 : 1;   // coarse: the op itself (its sends etc. merge)
+  // Per-layer: each op of a virtual stage holds layers / (P v) layers, one task each at least.
+  w.tasks = w.ops * per_op + (per_layer ? 2 * m * layers : 0) + 4 * P;
+  w.bytes = w.tasks * (per_layer ? kBytesPerTaskPerLayer : kBytesPerTaskCoarse);
+  return w;
 }
 
 }  // namespace mfusim::step

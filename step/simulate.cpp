@@ -4,6 +4,7 @@
 #include <array>
 #include <cstdint>
 #include <cmath>
+#include <cstdio>
 #include <map>
 #include <memory>
 #include <stdexcept>
@@ -23,7 +24,22 @@ constexpr double kGiB = 1024.0 * 1024.0 * 1024.0;
 
 }  // namespace
 
+void check_work(const config::Scenario& s, bool per_layer) {
+  const WorkEstimate w = estimate_work(s, per_layer);
+  if (w.tasks <= kMaxStepTasks) return;
+  char buf[640];
+  std::snprintf(buf, sizeof buf,
+                "mfusim: error: the step is too large to simulate: %d micro-batches per pipeline make %.3g pipeline "
+                "ops and at least %.3g tasks (%s lowering, about %.3g GB), above the limit of %.3g tasks "
+                "(docs/scenario.md, \"Limits on work and output\"); use %sfewer micro-batches per step (a larger "
+                "training.micro_batch or parallel.dp, or a smaller training.global_batch)",
+                s.microbatches(), w.ops, w.tasks, per_layer ? "per-layer" : "coarse", w.bytes * 1e-9,
+                kMaxStepTasks, per_layer ? "`mfusim run --coarse` (one task per op) or " : "");
+  throw WorkLimitError(buf);
+}
+
 StepResult simulate(const config::Scenario& s, const SimulateOptions& opt) {
+  check_work(s, opt.per_layer);   // before any schedule or graph is built
   if (s.schedule.costs) return simulate_lab(s, opt);
   auto low = std::make_shared<Lowered>(lower(s, LowerOptions{opt.per_layer}));
   auto tl = std::make_shared<sim::Timeline>(sim::run(low->graph));

@@ -1,6 +1,8 @@
 #pragma once
 // One simulated training step: lower the scenario, play the task graph, and
 // read the report off the timeline.
+#include <stdexcept>
+
 #include "config/scenario.h"
 #include "step/result.h"
 
@@ -12,6 +14,36 @@ namespace mfusim::step {
 // fragmentation add the rest); documented in docs/accounting.md. Part of every
 // simulated peak, and of plan's memory lower bound.
 inline constexpr double kRuntimeReserveBytes = 2.0 * 1024.0 * 1024.0 * 1024.0;
+
+// The work of one simulated step, estimated from the scenario alone, before the
+// schedule or the task graph is built (step/op_items.cpp): pipeline ops (every rank's
+// F and B of every micro-batch and virtual stage), tasks of the lowered graph (a lower
+// bound: per-layer lowering has at least one task per layer of each op and three per op
+// for sends, data loading and GC; coarse lowering at least one per op) and the memory
+// they take (kBytesPerTaskPerLayer or kBytesPerTaskCoarse per estimated task).
+struct WorkEstimate {
+  double ops = 0;
+  double tasks = 0;
+  double bytes = 0;
+};
+WorkEstimate estimate_work(const config::Scenario&, bool per_layer);
+
+// The documented cap on the work of one step (docs/scenario.md, "Limits on work and
+// output"): a scenario whose estimate exceeds it is refused before anything is built.
+inline constexpr double kMaxStepTasks = 5e6;
+// Peak memory of `mfusim run` per estimated task (the tasks, their side information, the
+// engine's events and edges, the schedule), measured on scenarios/8xh100_llama3_8b.toml
+// (tp 2, pp 1, 32 layers): per-layer, 16,384 micro-batches, 1.15e6 estimated tasks, 909 MB
+// peak RSS and 26 s; coarse, 262,144 micro-batches, 5.2e5 estimated tasks, 268 MB and 4 s.
+inline constexpr double kBytesPerTaskPerLayer = 800;
+inline constexpr double kBytesPerTaskCoarse = 510;
+
+// Too much work for one step: exit 2 with the estimate and the way out.
+struct WorkLimitError : std::runtime_error {
+  using std::runtime_error::runtime_error;
+};
+// Throws WorkLimitError when estimate_work(s, per_layer).tasks > kMaxStepTasks.
+void check_work(const config::Scenario&, bool per_layer);
 
 struct SimulateOptions {
   bool per_layer = true;        // per-layer tasks (see step::LowerOptions)

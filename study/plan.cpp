@@ -1,6 +1,7 @@
 #include "study/plan.h"
 
 #include <algorithm>
+#include <cstdio>
 #include <chrono>
 #include <cstdint>
 #include <set>
@@ -451,6 +452,12 @@ std::vector<bool> pareto_front(const std::vector<Objectives>& pts) {
   return front;
 }
 
+// Above step::kMaxStepTasks (docs/scenario.md, "Limits on work and output"): simulate
+// refuses the point in constant time; nothing may play its schedule before.
+static bool over_work_cap(const config::Scenario& s, bool per_layer) {
+  return step::estimate_work(s, per_layer).tasks > step::kMaxStepTasks;
+}
+
 PlanResult plan(const config::Scenario& base, int gpus, const PlanOptions& opt, const Progress& progress) {
   const auto t0 = std::chrono::steady_clock::now();
   PlanResult res;
@@ -471,8 +478,33 @@ PlanResult plan(const config::Scenario& base, int gpus, const PlanOptions& opt, 
       cands.size(),
       [&](std::size_t i) {
         if (!config::validate(cands[i]).empty()) verdict[i] = 1;
-        else if (opt.prune && memory_lower_bound(cands[i]) + opt.headroom_bytes > cands[i].hardware.hbm_bytes)
-          verdict[i] = 2;
+      },
+      {}, opt.threads);
+  // The whole search's work, before any bound plays a schedule (docs/scenario.md, "Limits on
+  // work and output"): each point is capped by simulate, the sum here at 10 x that cap.
+  double total_tasks = 0;
+  std::size_t valid_points = 0;
+  for (std::size_t i = 0; i < cands.size(); ++i)
+    if (verdict[i] == 0) {
+      ++valid_points;
+      total_tasks += std::min(step::estimate_work(cands[i], opt.per_layer).tasks, step::kMaxStepTasks);
+    }
+  if (total_tasks > 10 * step::kMaxStepTasks) {
+    char buf[512];
+    std::snprintf(buf, sizeof buf,
+                  "mfusim: error: the plan is too large to simulate: %zu layouts of at least %.3g tasks in all, "
+                  "above the limit of %.3g (docs/scenario.md, \"Limits on work and output\"); use fewer "
+                  "micro-batches per step (a smaller training.global_batch or a larger training.micro_batch)",
+                  valid_points, total_tasks, 10 * step::kMaxStepTasks);
+    throw step::WorkLimitError(buf);
+  }
+  parallel_for(
+      cands.size(),
+      [&](std::size_t i) {
+        // A point above the work cap goes straight to simulate, which refuses it at once
+        // with its reason (the bound plays the whole schedule: not at that size).
+        if (verdict[i] != 0 || over_work_cap(cands[i], opt.per_layer)) return;
+        if (opt.prune && memory_lower_bound(cands[i]) + opt.headroom_bytes > cands[i].hardware.hbm_bytes) verdict[i] = 2;
       },
       {}, opt.threads);
   std::vector<config::Scenario> todo;
@@ -515,7 +547,10 @@ PlanResult plan(const config::Scenario& base, int gpus, const PlanOptions& opt, 
     // Branch and bound: simulate in order of the step-time lower bound, in
     // batches; stop when the next bound exceeds the keep-th best fitting step.
     std::vector<double> lb(todo.size(), 0);
-    parallel_for(todo.size(), [&](std::size_t i) { lb[i] = step_time_lower_bound(todo[i]); }, {}, opt.threads);
+    parallel_for(
+        todo.size(),
+        [&](std::size_t i) { lb[i] = over_work_cap(todo[i], opt.per_layer) ? 0.0 : step_time_lower_bound(todo[i]); },
+        {}, opt.threads);
     std::vector<std::size_t> order(todo.size());
     for (std::size_t i = 0; i < order.size(); ++i) order[i] = i;
     std::stable_sort(order.begin(), order.end(), [&](std::size_t a, std::size_t b) { return lb[a] < lb[b]; });

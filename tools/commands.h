@@ -25,7 +25,8 @@ std::string svg_of(const step::StepResult&);
 void refuse_overwrite(const std::string& out, const char* flag, const std::string& input);
 
 int cmd_run(const std::string& scenario, const config::LoadOptions&, bool json, const std::string& trace,
-            const std::string& svg, std::ostream& out = std::cout, bool per_rank = false);
+            const std::string& svg, std::ostream& out = std::cout, bool per_rank = false,
+            bool coarse = false);
 
 // sweep: with a shard, only that slice of the points runs and the output is a
 // part for `mfusim merge` (JSON).

@@ -126,7 +126,7 @@ int main(int argc, char** argv) {
   std::vector<std::string> parts;   // merge
   tools::SweepArgs sweep_args;
   tools::PlanExtras plan_extras;
-  bool json = false, per_rank = false;
+  bool json = false, per_rank = false, coarse = false;
   int top = 10;
   int gpus = 0;
 
@@ -141,6 +141,7 @@ int main(int argc, char** argv) {
   run->add_option("--trace", trace, "write a Chrome trace (Perfetto) of the step");
   run->add_option("--svg", svg, "write the pipeline timeline as SVG");
   run->add_flag("--per-rank", per_rank, "print the per-pipeline-rank table also when pp > 16");
+  run->add_flag("--coarse", coarse, "one task per pipeline op instead of per layer (less work and memory)");
   auto* sweep = app.add_subcommand("sweep", "simulate the cartesian product of --vary values");
   add_common(sweep);
   sweep->add_option("--vary", vary, "KEY=V1,V2,... (repeatable)")->required();
@@ -198,7 +199,7 @@ int main(int argc, char** argv) {
   if (!calibration.empty()) lo.overrides.push_back("calibration=" + calibration);
   int rc = 0;
   try {
-    if (run->parsed()) rc = tools::cmd_run(scenario, lo, json, trace, svg, std::cout, per_rank);
+    if (run->parsed()) rc = tools::cmd_run(scenario, lo, json, trace, svg, std::cout, per_rank, coarse);
     else if (sweep->parsed()) {
       sweep_args.vary = vary;
       sweep_args.csv = csv;

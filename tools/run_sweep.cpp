@@ -31,7 +31,7 @@ std::string json_array(const std::vector<std::string>& items) {
 }
 
 int cmd_run(const std::string& path, const config::LoadOptions& lo, bool json, const std::string& trace,
-            const std::string& svg, std::ostream& out, bool per_rank) {
+            const std::string& svg, std::ostream& out, bool per_rank, bool coarse) {
   refuse_overwrite(trace, "--trace", path);
   refuse_overwrite(svg, "--svg", path);
   config::LoadedScenario loaded;
@@ -54,7 +54,9 @@ int cmd_run(const std::string& path, const config::LoadOptions& lo, bool json, c
     rows.whatif_errors_as_rows = true;
     loaded = config::load_scenario(path, rows);
   }
-  const auto base = step::simulate(loaded.base);
+  step::SimulateOptions base_opt;
+  base_opt.per_layer = !coarse;   // --coarse: one task per op (docs/scenario.md, Limits)
+  const auto base = step::simulate(loaded.base, base_opt);
   std::vector<step::WhatIfResult> ladder;
   double prev_mfu = base.mfu;
   for (const auto& w : loaded.whatifs) {
@@ -68,6 +70,7 @@ int cmd_run(const std::string& path, const config::LoadOptions& lo, bool json, c
     }
     step::SimulateOptions so;
     so.keep_timeline = false;
+    so.per_layer = !coarse;
     const auto r = step::simulate(w.scenario, so);
     ladder.push_back({w.name, r.step_time_s, r.mfu, r.mfu - prev_mfu, r.memory.fits, ""});
     prev_mfu = r.mfu;

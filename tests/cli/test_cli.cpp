@@ -5,6 +5,7 @@
 #include <doctest/doctest.h>
 
 #include <algorithm>
+#include <chrono>
 #include <cmath>
 #include <map>
 #include <regex>
@@ -432,4 +433,49 @@ TEST_CASE("cli: a schedule-lab scenario reads as a lab report, not a zero-MFU mo
   REQUIRE(j.code == 0);
   const Json doc = parse_json(j.out);
   check_breakdown_sum(doc);
+}
+
+TEST_CASE("cli: calibrate refuses a probe file with a 15,000-segment dotted key: exit 2 with its position") {
+  std::string key = "a";
+  for (int i = 1; i < 15000; ++i) key += ".a";
+  const fs::path probe = scratch_dir() / "deep_probe.toml";
+  std::ofstream(probe) << "# probe output\n" << key << " = 1\n";
+  const fs::path out = scratch_dir() / "deep_cal.toml";
+  const auto r = run_cli({"calibrate", probe.string(), "--out", out.string()});
+  CAPTURE(r.err);
+  CHECK(r.code == 2);
+  CHECK(r.err.find(probe.string() + ":2:1: error: tables nest more than 64 levels deep") != std::string::npos);
+  CHECK(r.err.find("internal error") == std::string::npos);
+  CHECK_FALSE(fs::exists(out));
+}
+
+TEST_CASE("cli: a step too large to simulate: run exits 2 at once with the estimate and the way out; plan too") {
+  const std::string s = kRoot + "/scenarios/8xh100_llama3_8b.toml";
+  // 4,194,304 sequences on dp 4: 1,048,576 micro-batches per pipeline (took 28 s and 13 GB,
+  // four million exhausted memory, before the estimate).
+  auto t0 = std::chrono::steady_clock::now();
+  const auto r = run_cli({"run", s, "--set", "training.global_batch=4194304"});
+  double secs = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+  CAPTURE(r.err);
+  CHECK(r.code == 2);
+  CHECK(r.err.find("mfusim: error: the step is too large to simulate: 1048576 micro-batches") != std::string::npos);
+  CHECK(r.err.find("--coarse") != std::string::npos);
+  CHECK(r.err.find("internal error") == std::string::npos);
+  CHECK(r.err.find("bad_alloc") == std::string::npos);
+  CHECK(secs < 10);
+  // --coarse runs what per-layer refuses (80,000 micro-batches).
+  const auto c = run_cli({"run", s, "--coarse", "--set", "training.global_batch=320000"});
+  CAPTURE(c.err);
+  CHECK(c.code == 0);
+  CHECK(c.out.find("80000 micro-batches") != std::string::npos);
+  // plan simulates every point coarse; at this size each is refused at once, with its reason.
+  t0 = std::chrono::steady_clock::now();
+  const auto p = run_cli({"plan", s, "--set", "training.global_batch=16777216"});
+  secs = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+  CAPTURE(p.out);
+  CAPTURE(p.err);
+  CHECK((p.code == 0 || p.code == 2));
+  CHECK((p.out + p.err).find("too large to simulate") != std::string::npos);
+  CHECK((p.out + p.err).find("internal error") == std::string::npos);
+  CHECK(secs < 30);
 }

@@ -115,3 +115,24 @@ TEST_CASE("fit_probe refuses a fit outside the physical bounds (NVLink at 2.6e19
   m += "[[memory]]\nkind = \"copy_kernel\"\nbytes = 1e9\nseconds = 1e-4\n";
   CHECK(fit_error(m).find("error: the fit gives memory achieved_bandwidth_gbs = ") != std::string::npos);
 }
+
+TEST_CASE("a probe or calibration file with a 15,000-segment dotted key is refused with its position") {
+  // 30 KB: toml++ would recurse once per segment and overflow the stack; the loaders'
+  // pre-scan (config::check_toml_nesting) refuses it first with file:line:col.
+  std::string key = "a";
+  for (int i = 1; i < 15000; ++i) key += ".a";
+  const std::string text = "# probe output\n" + key + " = 1\n";
+  const std::string err = fit_error(text);
+  CHECK(err.find(tmp("probe.toml") + ":2:1: error: tables nest more than 64 levels deep") != std::string::npos);
+  write(tmp("deep_cal.toml"), text);
+  std::string cal_err;
+  try {
+    read_calibration(tmp("deep_cal.toml"));
+  } catch (const std::runtime_error& e) {
+    cal_err = e.what();
+  }
+  CHECK(cal_err.find(tmp("deep_cal.toml") + ":2:1: error: tables nest more than 64 levels deep") != std::string::npos);
+  // A table header of the same depth, too.
+  CHECK(fit_error("[" + key + "]\nx = 1\n").find(":1:1: error: tables nest more than 64 levels deep") !=
+        std::string::npos);
+}

@@ -17,6 +17,7 @@
 
 #include "config/loader.h"
 #include "step/simulate.h"
+#include "tests/test_scale.h"
 
 namespace fs = std::filesystem;
 using namespace mfusim;
@@ -81,7 +82,9 @@ double compute_busy(const step::StepResult& r) {
 
 TEST_CASE("property: random valid scenarios keep the step's invariants") {
   std::mt19937_64 rng(20260118);
-  const int wanted = 3000;
+  // 3000 scenarios; fewer under MFUSIM_TEST_SCALE (the sanitizer build in .ci/run),
+  // the same draws in the same order, every check on each.
+  const int wanted = mfusim::testing::scaled_count(3000, 100);
   int valid = 0, tried = 0;
   step::SimulateOptions so;
   so.keep_timeline = false;
