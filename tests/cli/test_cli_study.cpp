@@ -129,7 +129,8 @@ TEST_CASE("cli: plan holds the keys set with --set, says what it searched, keeps
   }
   const auto pct = run_cli({"plan", kS8, "--json", "--top", "3", "--headroom", "25%"});
   REQUIRE(pct.code == 0);
-  for (const auto& x : parse_json(pct.out).array()) CHECK(x["point"]["margin_gib"].num() >= 0.25 * 80 - 1e-9);
+  const auto pct_rows = parse_json(pct.out);   // a named tree: the loop must not outlive a temporary
+  for (const auto& x : pct_rows.array()) CHECK(x["point"]["margin_gib"].num() >= 0.25 * 80 - 1e-9);
   for (const char* bad : {"-1", "100%", "x", ""}) {
     CAPTURE(bad);
     CHECK(run_cli({"plan", kS8, "--headroom", bad}).code == 2);
