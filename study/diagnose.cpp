@@ -57,6 +57,18 @@ double same_convention(const step::StepResult& r, const step::StepResult& base) 
   return theirs > 0 ? r.mfu * mine / theirs : r.mfu;
 }
 
+// What one lever (its --set changes) did against the base: the fields a toggle lever and a
+// planner lever share.
+void fill_outcome(LeverResult& x, const std::vector<std::string>& changes, const step::StepResult& r,
+                  const step::StepResult& base) {
+  for (const auto& s : changes) x.change += (x.change.empty() ? "" : " ") + s;
+  x.mfu_before = base.mfu;
+  x.mfu_after = same_convention(r, base);
+  x.delta_mfu = x.mfu_after - base.mfu;
+  x.step_time_s = r.step_time_s;
+  x.fits = r.memory.fits;
+}
+
 // The --set keys that turn `base` into the planner's layout `s` (those that differ).
 std::vector<std::string> layout_changes(const config::Scenario& base, const config::Scenario& s) {
   std::vector<std::string> out;
@@ -203,12 +215,7 @@ Diagnosis diagnose(const std::string& path, const config::LoadOptions& lo, const
           const auto r = step::simulate(sc, so);
           auto& x = res[i];
           x.lever = lever;
-          for (const auto& s : sets) x.change += (x.change.empty() ? "" : " ") + s;
-          x.mfu_before = d.base.mfu;
-          x.mfu_after = same_convention(r, d.base);
-          x.delta_mfu = x.mfu_after - d.base.mfu;
-          x.step_time_s = r.step_time_s;
-          x.fits = r.memory.fits;
+          fill_outcome(x, sets, r, d.base);
           const auto before = parts(d.base.breakdown), after = parts(r.breakdown);
           const auto want = targets(lever);
           for (bool targeted : {true, false}) {   // the lever's own parts first, else any part
@@ -261,13 +268,8 @@ Diagnosis diagnose(const std::string& path, const config::LoadOptions& lo, const
       LeverResult x;
       x.lever = pl.lever;
       x.planner = true;
-      for (const auto& s : changes) x.change += (x.change.empty() ? "" : " ") + s;
       const auto& r = best.result;
-      x.mfu_before = d.base.mfu;
-      x.mfu_after = same_convention(r, d.base);
-      x.delta_mfu = x.mfu_after - d.base.mfu;
-      x.step_time_s = r.step_time_s;
-      x.fits = r.memory.fits;
+      fill_outcome(x, changes, r, d.base);
       const auto before = parts(d.base.breakdown), after = parts(r.breakdown);
       for (std::size_t k = 0; k < before.size(); ++k) {
         const double shrink = before[k].second - after[k].second;
