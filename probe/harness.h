@@ -106,6 +106,15 @@ struct Timing { double median_s, min_s, max_s; int repeats, inner; };
 Timing time_it(const std::function<void(int)>& fn, cudaStream_t st, int repeats = 9,
                double target_s = 2e-3, int max_inner = 4096);
 
+// --sustained MS: the power state training steps run in. A training step's GEMMs run back to back
+// with their neighbours, the board at its power limit and the SM clock capped (run 15: 1455 MHz at
+// 692 W on the H200), while isolated batches after an idle moment start at the boost clock. With
+// a heater set, time_it runs `ms` milliseconds of the heater (a large bf16 GEMM on its own buffers)
+// on the same stream before each timed batch, so every batch starts in the sustained state.
+void set_heater(std::function<void()> heat_once, double ms);
+double heater_ms();   // 0 when no heater is set
+void heat(cudaStream_t st, double ms);
+
 // A batch of `inner` calls captured once into a CUDA graph (warm-up first; `inner` chosen so
 // one replay runs >= target_s), replayed by replay_seconds: GPU time without the host's
 // per-launch cost (what a framework under CUDA graphs, or torch timed the same way, sees).

@@ -18,9 +18,11 @@
 #include <dlfcn.h>
 
 #include <chrono>
+#include <cstdlib>
 #include <cstdio>
 #include <fstream>
 #include <iostream>
+#include <memory>
 #include <string>
 #include <vector>
 
@@ -37,7 +39,9 @@ void usage() {
       "usage: probe [--out FILE] [--quick] [--gemm-grid] [--no-gemm-grid] [--fp8|--no-fp8]\n"
       "             [--scenario SCENARIO.toml]... [--model hidden=..,ffn=..,heads=..,kv_heads=..,vocab=..,seq=..,mbs=..,tp=..,name=..]...\n"
       "             [--shapes 'label:m,n,k;m,n,k'] [--no-attention] [--no-memory] [--no-nccl] [--print-shapes]\n"
-      "             [--graph] [--serve [--graph-only]]\n"
+      "             [--graph] [--serve [--graph-only]] [--sustained MS]\n"
+      "--sustained MS: MS milliseconds of a large bf16 GEMM before each timed GEMM batch (and 3 s at\n"
+      "         the start), so GEMMs are timed at the power-capped clock training steps run at.\n"
       "--graph: also time each GEMM under CUDA graph replay (graph_seconds).\n"
       "--serve: GEMMs on request: reads 'bf16|fp8 M N K [lt|gemmex] [WORKSPACE_MIB] [time|name]' lines on\n"
       "         stdin, answers 'RESULT eager_s graph_s<TAB>algo<TAB>kernel names' per line on stdout (for\n"
@@ -54,6 +58,7 @@ int main(int argc, char** argv) {
   std::string out_path = "probe-output.toml";
   bool quick = false, grid = true, fp8 = true, attn = true, mem = true, nccl = true, print_only = false;
   bool graph = false, serve = false, c_eager = true;
+  double sustained_ms = 0;
   std::vector<Shape> shapes;
   std::string cmdline;
   for (int i = 0; i < argc; ++i) cmdline += (i ? " " : "") + std::string(argv[i]);
@@ -79,6 +84,10 @@ int main(int argc, char** argv) {
     else if (a == "--graph") graph = true;
     else if (a == "--serve") serve = true;
     else if (a == "--graph-only") c_eager = false;
+    else if (a == "--sustained") {
+      sustained_ms = std::atof(next().c_str());
+      if (!(sustained_ms > 0 && sustained_ms <= 10000)) die("--sustained needs milliseconds in (0, 10000]");
+    }
     else if (a == "-h" || a == "--help") { usage(); return 0; }
     else { usage(); die("unknown argument " + a); }
   }
@@ -149,6 +158,21 @@ int main(int argc, char** argv) {
     std::ofstream f(out_path);
     f << "# mfusim probe --serve samples\nformat = \"mfusim-probe-1\"\n" << c.out.body.str();
     return 0;
+  }
+  // The heater (--sustained): an 8192^3 bf16 GEMM on buffers of its own, 3 s first.
+  std::unique_ptr<DevBuf> heat_a, heat_b, heat_c;
+  GemmPlan heat_plan;
+  if (sustained_ms > 0) {
+    const long long h = 8192;
+    heat_a = std::make_unique<DevBuf>(std::size_t(h) * h * 2);
+    heat_b = std::make_unique<DevBuf>(std::size_t(h) * h * 2);
+    heat_c = std::make_unique<DevBuf>(std::size_t(h) * h * 2);
+    random_bf16(heat_a->p, std::size_t(h) * h);
+    random_bf16(heat_b->p, std::size_t(h) * h);
+    if (!make_plan(lt, heat_plan, false, h, h, h)) die("--sustained: no cuBLASLt algorithm for the heater GEMM");
+    set_heater([&] { run_plan(lt, heat_plan, heat_b->p, heat_a->p, heat_c->p, c.st); }, sustained_ms);
+    heat(c.st, 3000.0);
+    CUDA_CHECK(cudaStreamSynchronize(c.st));
   }
   auto t0 = std::chrono::steady_clock::now();
   ClockSampler clocks;

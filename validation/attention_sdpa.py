@@ -7,12 +7,33 @@ with one backend forced at a time (FLASH_ATTENTION = FlashAttention-2 kernels in
 PyTorch, CUDNN_ATTENTION = cuDNN fused SDPA; MATH = materialised reference), causal,
 bf16, head_dim 128, GQA via enable_gqa. Output: [[attention]] tables appended to the
 probe TOML (TOML allows an array of tables to continue anywhere in a file).
-Usage: attention_sdpa.py OUT_FRAGMENT.toml [--quick]
+Usage: attention_sdpa.py OUT_FRAGMENT.toml [--quick] [--sustained MS]
+--sustained MS: MS milliseconds of an 8192^3 bf16 matmul before each timed call (and 3 s first), so
+the kernels are timed at the power-capped clock of a training step (probe --sustained, run 15).
 """
 import statistics, sys
 import torch
 import torch.nn.functional as F
 from torch.nn.attention import sdpa_kernel, SDPBackend
+
+HEAT_MS = float(sys.argv[sys.argv.index("--sustained") + 1]) if "--sustained" in sys.argv else 0.0
+_heat = {}
+
+def heat(ms):
+    """About `ms` milliseconds of a large bf16 matmul on the current stream (asynchronous)."""
+    if ms <= 0:
+        return
+    if not _heat:
+        x = torch.randn(8192, 8192, device="cuda", dtype=torch.bfloat16)
+        _heat["x"] = x
+        a, b = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
+        x @ x; a.record()
+        for _ in range(4): x @ x
+        b.record(); b.synchronize()
+        _heat["call_ms"] = max(a.elapsed_time(b) / 4, 1e-3)
+    x = _heat["x"]
+    for _ in range(max(1, round(ms / _heat["call_ms"]))):
+        x @ x
 
 def timed(fn, repeats=7):
     for _ in range(2):
@@ -21,6 +42,7 @@ def timed(fn, repeats=7):
     a, b = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
     v = []
     for _ in range(repeats):
+        heat(HEAT_MS)
         a.record(); fn(); b.record(); b.synchronize()
         v.append(a.elapsed_time(b) * 1e-3)
     return statistics.median(v), min(v)
@@ -28,6 +50,7 @@ def timed(fn, repeats=7):
 def main():
     out = sys.argv[1]
     quick = "--quick" in sys.argv
+    heat(3000.0 if HEAT_MS > 0 else 0.0)
     cfgs = [(1, 32, 8, s, 128) for s in ((1024, 4096) if quick else (1024, 2048, 4096, 8192, 16384))]
     if not quick:
         cfgs += [(1, 16, 16, 4096, 128), (2, 8, 1, 8192, 128), (4, 32, 8, 2048, 128)]
