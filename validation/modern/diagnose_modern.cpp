@@ -87,11 +87,13 @@ int main(int argc, char** argv) {
       return 2;
     }
   }
-  if ((half != "tuning" && half != "heldout") || (profile_arg != "datasheet" && profile_arg != "calibrated")) {
+  if ((half != "tuning" && half != "heldout") || (profile_arg != "datasheet" && profile_arg != "calibrated" && profile_arg != "sustained")) {
     std::fprintf(stderr, "diagnose_modern: error: --half tuning|heldout, --profile datasheet|calibrated\n");
     return 2;
   }
-  const auto profile = profile_arg == "datasheet" ? vm::Profile::datasheet : vm::Profile::calibrated;
+  const auto profile = profile_arg == "datasheet"   ? vm::Profile::datasheet
+                       : profile_arg == "sustained" ? vm::Profile::sustained
+                                                    : vm::Profile::calibrated;
   try {
     vm::Inputs in;
     std::printf("id,gpu_type,model,precision,gpus,seq,tp,pp,cp,vpp,dp,mbs,microbatches,layers_per_rank,"

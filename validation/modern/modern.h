@@ -65,8 +65,12 @@ struct ModernRow {
   double tokens_per_s_per_gpu = 0, model_tflops_per_gpu = 0;   // where the source states them (0: not stated)
 };
 
-enum class Profile { datasheet, calibrated };
-inline const char* to_string(Profile p) { return p == Profile::datasheet ? "datasheet" : "calibrated"; }
+// sustained: as calibrated, with hardware/calibration/h200-sustained.toml (GEMMs measured at the
+// power-capped clock of back-to-back GEMM sequences, run 16; every other family as h200.toml).
+enum class Profile { datasheet, calibrated, sustained };
+inline const char* to_string(Profile p) {
+  return p == Profile::datasheet ? "datasheet" : p == Profile::calibrated ? "calibrated" : "sustained";
+}
 
 struct ModernComparison {
   ModernRow row;
@@ -187,12 +191,17 @@ class Inputs {
     if (!cal_) cal_ = hardware::read_calibration(source_path(kCalibration));
     return *cal_;
   }
+  const hardware::Calibration& h200_sustained_calibration() {
+    if (!cal_sustained_) cal_sustained_ = hardware::read_calibration(source_path(kSustainedCalibration));
+    return *cal_sustained_;
+  }
   static constexpr const char* kCalibration = "hardware/calibration/h200.toml";
+  static constexpr const char* kSustainedCalibration = "hardware/calibration/h200-sustained.toml";
 
  private:
   std::map<std::string, hardware::HardwareSpec> hw_;
   std::map<std::string, models::ModelSpec> models_;
-  std::optional<hardware::Calibration> cal_;
+  std::optional<hardware::Calibration> cal_, cal_sustained_;
 };
 
 inline std::string layout_text(const config::Scenario& s) {
@@ -235,6 +244,10 @@ inline std::optional<config::Scenario> row_scenario(const ModernRow& r, Profile 
   if (profile == Profile::calibrated && !hardware::default_calibration_file(s.hardware).empty()) {
     s.calibration = in.h200_calibration();
     s.calibration_path = source_path(Inputs::kCalibration);
+  }
+  if (profile == Profile::sustained && !hardware::default_calibration_file(s.hardware).empty()) {
+    s.calibration = in.h200_sustained_calibration();
+    s.calibration_path = source_path(Inputs::kSustainedCalibration);
   }
   s.gpus = r.gpus;
   s.training.seq_len = r.seq;

@@ -1,7 +1,7 @@
 // Modern published training runs against the simulator: every row of
 // validation/modern/rows.csv, predicted vs published step time, with the
 // summary per half (tuning / heldout) and per family.
-//   build/validation/modern/validate_modern [--profile datasheet|calibrated|both] [--markdown]
+//   build/validation/modern/validate_modern [--profile datasheet|calibrated|sustained|both|all] [--markdown]
 //                                           [--coarse] [--csv FILE] [--half tuning|heldout]
 // --coarse: the planner's per-op lowering (LowerOptions per_layer = false).
 // --csv: one line per row and profile with the breakdown (for the diagnosis).
@@ -84,8 +84,10 @@ int main(int argc, char** argv) {
   std::vector<vm::Profile> profiles;
   if (profile_arg == "datasheet" || profile_arg == "both") profiles.push_back(vm::Profile::datasheet);
   if (profile_arg == "calibrated" || profile_arg == "both") profiles.push_back(vm::Profile::calibrated);
+  if (profile_arg == "sustained" || profile_arg == "all") profiles.push_back(vm::Profile::sustained);
+  if (profile_arg == "all") profiles.insert(profiles.begin(), {vm::Profile::datasheet, vm::Profile::calibrated});
   if (profiles.empty()) {
-    std::fprintf(stderr, "validate_modern: error: --profile must be datasheet, calibrated or both\n");
+    std::fprintf(stderr, "validate_modern: error: --profile must be datasheet, calibrated, sustained, both or all\n");
     return 2;
   }
   if (!only_half.empty() && only_half != "tuning" && only_half != "heldout") {
@@ -112,6 +114,9 @@ int main(int argc, char** argv) {
       std::printf("%s== profile: %s%s ==\n\n", markdown ? "### " : "", vm::to_string(profile),
                   profile == vm::Profile::calibrated
                       ? " (H100 rows: hardware/calibration/h200.toml, HBM-scaled; Blackwell rows: datasheet)"
+                  : profile == vm::Profile::sustained
+                      ? " (H100 rows: hardware/calibration/h200-sustained.toml, GEMMs at the power-capped clock; "
+                        "Blackwell rows: datasheet)"
                       : " (no calibration)");
       if (markdown) {
         std::printf("| row | half | published step s | predicted step s | error | configuration simulated |\n");
