@@ -597,6 +597,41 @@ Calibration fit_probe(const std::string& probe_path, std::string* report, const 
   } else {
     rep << "collectives: no multi-GPU samples; not fitted\n";
   }
+  // GEMM time against the GEMM duty of the sequence it runs in ([[gemm_duty]]: duty, gemm_us).
+  {
+    std::vector<std::pair<double, double>> pts;
+    for (const Reader& r : rows("gemm_duty")) {
+      const double d = r.num("duty"), us = r.num("gemm_us");
+      if (!(d > 0 && d <= 1) || !(us > 0 && us < 1e9))
+        fail(probe_path, r.where, "gemm_duty sample needs duty in (0, 1] and gemm_us > 0");
+      pts.push_back({d, us});
+    }
+    if (!pts.empty()) {
+      need_samples(probe_path, "gemm_duty", pts.size(), 2, "duties (a curve)");
+      std::sort(pts.begin(), pts.end());
+      const double ref_us = pts.back().second;   // the largest duty: GEMMs only
+      // Pool adjacent violators: the ratio may not fall as the duty grows (more GEMM power, no higher clock).
+      std::vector<double> val, wt;
+      std::vector<std::vector<double>> duties;
+      for (const auto& [d, us] : pts) {
+        val.push_back(us / ref_us); wt.push_back(1); duties.push_back({d});
+        while (val.size() > 1 && val[val.size() - 2] > val.back()) {
+          const double w = wt[wt.size() - 2] + wt.back();
+          val[val.size() - 2] = (val[val.size() - 2] * wt[wt.size() - 2] + val.back() * wt.back()) / w;
+          wt[wt.size() - 2] = w;
+          duties[duties.size() - 2].insert(duties[duties.size() - 2].end(), duties.back().begin(), duties.back().end());
+          val.pop_back(); wt.pop_back(); duties.pop_back();
+        }
+      }
+      for (std::size_t i = 0; i < val.size(); ++i)
+        for (double d : duties[i]) { cal.gemm_clock.duty.push_back(d); cal.gemm_clock.time_ratio.push_back(val[i]); }
+      cal.gemm_clock.samples = static_cast<int>(pts.size());
+      cal.has_gemm_clock = true;
+      rep << "gemm clock: " << pts.size() << " duties " << fmt("%.2f", pts.front().first) << "-"
+          << fmt("%.2f", pts.back().first) << ", time ratio " << fmt("%.3f", cal.gemm_clock.time_ratio.front())
+          << " at the lowest\n";
+    }
+  }
   if (!cal.has_gemm && !cal.has_attention && !cal.has_memory && !cal.has_collectives)
     fail(probe_path, "no probe samples ([[gemm]], [[attention]], [[memory]], [[collective]]) found");
   check_fit(cal, probe_path);
@@ -664,13 +699,21 @@ void write_calibration(const Calibration& c, const std::string& path) {
         << "\n";
     }
   }
+  if (c.has_gemm_clock) {
+    f << "\n[gemm_clock]  # GEMM time / its time with GEMMs only, against the GEMM duty of the sequence ("
+      << c.gemm_clock.samples << " samples)\nduty = [";
+    for (std::size_t i = 0; i < c.gemm_clock.duty.size(); ++i) f << (i ? ", " : "") << g(c.gemm_clock.duty[i]);
+    f << "]\ntime_ratio = [";
+    for (std::size_t i = 0; i < c.gemm_clock.time_ratio.size(); ++i) f << (i ? ", " : "") << g(c.gemm_clock.time_ratio[i]);
+    f << "]\nsamples = " << c.gemm_clock.samples << "\n";
+  }
   io::write_file(path, f.str(), "the calibration file");   // atomically: a failed write leaves the old file
 }
 
 Calibration read_calibration(const std::string& path) {
   toml::table root = parse_file(path);
   Reader top{path, &root, root.source()};
-  top.only({"format", "gpu", "gemm", "gemm_fp8", "attention", "memory", "memory_families", "collectives"});
+  top.only({"format", "gpu", "gemm", "gemm_fp8", "attention", "memory", "memory_families", "collectives", "gemm_clock"});
   if (top.str("format", "mfusim-calibration-1") != "mfusim-calibration-1")
     fail(path, top.node("format")->source(), "unsupported format '" + top.str("format") + "'");
   Calibration c;
@@ -776,7 +819,47 @@ Calibration read_calibration(const std::string& path) {
     }
     c.has_collectives = true;
   }
+  if (top.node("gemm_clock")) {
+    Reader r = top.sub("gemm_clock");
+    r.only({"duty", "time_ratio", "samples"});
+    auto arr = [&](const char* key, double lo, double hi, std::vector<double>& out) {
+      const toml::node* n = r.node(key);
+      if (!n || !n->as_array()) fail(path, n ? n->source() : top.node("gemm_clock")->source(),
+                                     std::string("[gemm_clock] needs '") + key + "' as an array of numbers");
+      for (const toml::node& e : *n->as_array()) {
+        const auto x = e.value<double>();
+        if (!x || !std::isfinite(*x) || !(*x > lo) || *x > hi)
+          fail(path, e.source(), std::string("'") + key + "' values must be in (" + fmt("%g", lo) + ", " + fmt("%g", hi) + "]");
+        out.push_back(*x);
+      }
+    };
+    arr("duty", 0, 1, c.gemm_clock.duty);
+    arr("time_ratio", 0, 1.5, c.gemm_clock.time_ratio);
+    const toml::node* dn = r.node("duty");
+    if (c.gemm_clock.duty.size() != c.gemm_clock.time_ratio.size() || c.gemm_clock.duty.size() < 2)
+      fail(path, dn->source(), "'duty' and 'time_ratio' need the same length, at least 2");
+    for (std::size_t i = 1; i < c.gemm_clock.duty.size(); ++i)
+      if (c.gemm_clock.duty[i] < c.gemm_clock.duty[i - 1] || c.gemm_clock.time_ratio[i] < c.gemm_clock.time_ratio[i - 1])
+        fail(path, dn->source(), "'duty' and 'time_ratio' must both be non-decreasing");
+    if (const toml::node* n = r.node("samples")) {
+      const auto v = n->value<std::int64_t>();
+      if (!n->is_integer() || !v || *v < 1 || *v > 1000000) fail(path, n->source(), "'samples' must be a positive integer");
+      c.gemm_clock.samples = static_cast<int>(*v);
+    }
+    c.has_gemm_clock = true;
+  }
   return c;
+}
+
+double gemm_clock_ratio(const Calibration* cal, double duty) {
+  if (!cal || !cal->has_gemm_clock || cal->gemm_clock.duty.empty()) return 1.0;
+  const auto& d = cal->gemm_clock.duty;
+  const auto& t = cal->gemm_clock.time_ratio;
+  if (!(duty > d.front())) return t.front();
+  if (duty >= d.back()) return t.back();
+  const std::size_t i = static_cast<std::size_t>(std::upper_bound(d.begin(), d.end(), duty) - d.begin());
+  const double span = d[i] - d[i - 1];
+  return span > 0 ? t[i - 1] + (t[i] - t[i - 1]) * (duty - d[i - 1]) / span : t[i];
 }
 
 namespace {

@@ -89,6 +89,18 @@ struct CollectiveFit {
   CollectiveOpFit op[kCollectiveOps] = {};
 };
 
+// GEMM time against the kernel mix (docs/cost-model.md §2d "Clock and kernel mix"). Under the board's
+// power limit the SM clock follows what runs: a sequence of GEMMs alone holds the lowest clock, GEMMs
+// mixed with memory-bound kernels or attention (which draw less power per cycle) run faster. Measured
+// (probe [[gemm_duty]] samples, validation/runs/run17-duty): one GEMM's time at several GEMM duties (the
+// share of GPU time in GEMMs), relative to its time at the largest duty measured (1: GEMMs only, the
+// state the [gemm] fit must have been measured in, probe --sustained). time_ratio is non-decreasing
+// in duty (fitted: pool-adjacent-violators over the samples).
+struct GemmClock {
+  std::vector<double> duty, time_ratio;   // ascending duty, in (0, 1]; ratio in (0, 1.5]
+  int samples = 0;
+};
+
 struct Calibration {
   std::string source;      // path of the calibration file
   std::string gpu_name;    // provenance from the probe
@@ -101,7 +113,13 @@ struct Calibration {
   AttentionFit attention;
   MemoryFit memory;
   CollectiveFit collectives;
+  bool has_gemm_clock = false;
+  GemmClock gemm_clock;
 };
+
+// The time ratio of a GEMM at `duty` (GemmClock, linear between the measured points, constant beyond
+// them); 1 without a measured curve.
+double gemm_clock_ratio(const Calibration*, double duty);
 
 // Physical bounds of every calibrated number, in the units of the calibration
 // file (docs/scenario.md, "Limits"). A fit outside them means the

@@ -113,6 +113,11 @@ CostModel::CostModel(const HardwareSpec& hw, Precision precision, const Calibrat
   if (cal_ && cal_->has_gemm_fp8) load(cal_->gemm_fp8_table, table_fp8_);
 }
 
+void CostModel::set_gemm_duty(double duty) {
+  gemm_duty_ = std::clamp(std::isfinite(duty) ? duty : 1.0, 0.0, 1.0);
+  clock_scale_ = gemm_clock_ratio(cal_, gemm_duty_);
+}
+
 double CostModel::peak_flops() const { return peak_; }
 double CostModel::memory_bandwidth() const { return bandwidth_; }
 double CostModel::launch_overhead() const { return launch_; }
@@ -193,10 +198,10 @@ double CostModel::gemm_seconds(const Kernel& kn) const {
         return std::tie(a.m, a.n, a.k) < std::tie(b.m, b.n, b.k);
       });
       if (it != table.end() && it->m == kn.m && it->n == kn.n && it->k == kn.k)
-        return std::max(table_seconds(it->seconds, fit, peak), memory);
+        return std::max(table_seconds(it->seconds, fit, peak) * clock_scale_, memory);
     }
     const double compute = fit.overhead_s + flops / (peak * gemm_eff(fp8, kn.m, kn.n, kn.k));
-    return std::max(compute, memory);
+    return std::max(compute * clock_scale_, memory);
   }
   return std::max(flops / (peak * gemm_eff(fp8, kn.m, kn.n, kn.k)), memory);
 }

@@ -80,6 +80,13 @@ class CostModel {
   double gemm_efficiency(std::int64_t m, std::int64_t n, std::int64_t k) const;
   double memory_bandwidth() const;      // achieved bytes/s for memory-bound kernels
   double launch_overhead() const;       // seconds per kernel (0 under CUDA graphs)
+  // The GEMM duty (share of the step's GPU time in GEMMs) of the step this model prices: with a
+  // measured Calibration::gemm_clock, every GEMM's time scales by gemm_clock_ratio(cal, duty) (the
+  // power-capped clock follows the kernel mix; docs/cost-model.md §2d). Default 1: GEMMs only.
+  void set_gemm_duty(double duty);
+  double gemm_duty() const { return gemm_duty_; }
+  double gemm_clock_scale() const { return clock_scale_; }
+  bool has_gemm_clock() const { return cal_ && cal_->has_gemm_clock; }
   double peak_flops() const;
   int sm_count() const { return sms_; }
   const HardwareSpec& hardware() const { return hw_; }
@@ -110,6 +117,7 @@ class CostModel {
   double host_checkpoint_ = 0, host_recompute_ = 0;   // per checkpointed region (0 under CUDA graphs)
   double family_bw_[kMemFamilies] = {};   // achieved bytes/s per MemFamily (0: use bandwidth_)
   double gemm_eff_max_ = 0;
+  double gemm_duty_ = 1.0, clock_scale_ = 1.0;
   int sms_ = 132;
   // Calibration exact shapes, sorted by (m, n, k): bf16 and fp8 (the fp8 one only from the
   // calibration's [gemm_fp8]). Seconds as measured, rescaled to this GPU's peak (gemm_seconds).

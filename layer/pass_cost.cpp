@@ -37,6 +37,7 @@ void LayerCosts::place() {
   const auto& P = s_.parallel;
   place_ = hardware::place(hardware::Layout{P.tp, P.cp, P.ep, P.dp, P.pp}, s_.hardware);
   shape_ = models::rank_shape(s_);
+  models::settle_gemm_duty(s_.model, shape_, cost_);   // the clock of the kernel mix (Calibration::gemm_clock)
 }
 
 hardware::AlgoChoice LayerCosts::algo() const {

@@ -214,4 +214,35 @@ LayerKernels head_kernels(const ModelSpec& m, const RankShape& r) {
   return lk;
 }
 
+double gemm_duty(const ModelSpec& m, const RankShape& sh, const hardware::CostModel& cost) {
+  double gemm = 0, all = 0;
+  auto add = [&](int layer, double weight) {
+    if (weight <= 0) return;
+    const LayerKernels lk = layer_kernels(m, layer, sh);
+    for (const auto* v : {&lk.f, &lk.b, &lk.w, &lk.r})
+      for (const hardware::Kernel& k : *v) {
+        const double t = cost.time(k) - cost.launch_time(k);
+        all += weight * t;
+        if (k.kind == hardware::KernelKind::gemm) gemm += weight * t;
+      }
+  };
+  const int dense = m.is_moe() ? std::min(m.moe->dense_layers, m.layers) : m.layers;
+  add(0, dense);
+  if (m.is_moe() && m.layers > dense) add(dense, m.layers - dense);
+  return all > 0 ? gemm / all : 1.0;
+}
+
+void settle_gemm_duty(const ModelSpec& m, const RankShape& sh, hardware::CostModel& cost) {
+  // A few fixed-point steps: the duty moves GEMM times by a few percent at most, so it settles at once.
+  if (!cost.has_gemm_clock()) return;   // no measured curve: the duty changes nothing, skip pricing the layers
+  double d = 1.0;
+  for (int i = 0; i < 4; ++i) {
+    cost.set_gemm_duty(d);
+    const double next = gemm_duty(m, sh, cost);
+    if (std::abs(next - d) < 1e-4) break;
+    d = next;
+  }
+  cost.set_gemm_duty(d);
+}
+
 }  // namespace mfusim::models

@@ -4,6 +4,7 @@
 #include <cstddef>
 #include <vector>
 
+#include "hardware/cost_model.h"
 #include "hardware/kernel.h"
 #include "models/model_spec.h"
 #include "models/rank_shape.h"
@@ -29,5 +30,12 @@ struct LayerKernels {
 LayerKernels layer_kernels(const ModelSpec&, int layer, const RankShape&);
 LayerKernels embedding_kernels(const ModelSpec&, const RankShape&);   // first stage
 LayerKernels head_kernels(const ModelSpec&, const RankShape&);        // last stage: final norm, LM head, loss
+
+// The GEMM duty of a rank's steady work: the share of its layers' GPU execution time (forward,
+// backward, weight gradients, recompute; dense and MoE layers weighted by their counts) spent in
+// GEMMs, as `cost` prices them; settle_gemm_duty iterates it with cost.set_gemm_duty to the fixed
+// point (GEMM times depend on the duty through the measured clock curve, Calibration::gemm_clock).
+double gemm_duty(const ModelSpec&, const RankShape&, const hardware::CostModel&);
+void settle_gemm_duty(const ModelSpec&, const RankShape&, hardware::CostModel&);
 
 }  // namespace mfusim::models

@@ -354,9 +354,10 @@ double step_time_lower_bound(const config::Scenario& s) {
       name, schedules::PipelineShape{s.parallel.pp, s.microbatches(), schedules::chunks_for(name, s.parallel.vpp)});
   const int S = sched.stages;
   const auto layers = step::split_layers(s, S);
-  const hardware::CostModel cost(s.hardware, s.training.precision, s.calibration ? &*s.calibration : nullptr,
-                                 s.features.cuda_graphs);
+  hardware::CostModel cost(s.hardware, s.training.precision, s.calibration ? &*s.calibration : nullptr,
+                           s.features.cuda_graphs);
   const models::RankShape sh = models::rank_shape(s);
+  models::settle_gemm_duty(s.model, sh, cost);   // the same GEMM clock as the lowering's (LayerCosts::place)
   // Per stage, one micro-batch: all compute (fw, bw, weight grad, recompute),
   // and the part on the dependency chain (forward; recompute + backward).
   struct Cost { double all = 0, chain = 0; };

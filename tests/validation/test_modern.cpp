@@ -112,8 +112,8 @@ TEST_CASE("modern: accuracy per half does not regress (per-layer lowering, both 
       {vm::Profile::datasheet, "heldout", 72, 0.292, 0.640},
       {vm::Profile::calibrated, "tuning", 75, 0.140, 0.476},
       {vm::Profile::calibrated, "heldout", 72, 0.150, 0.453},
-      {vm::Profile::sustained, "tuning", 75, 0.122, 0.476},
-      {vm::Profile::sustained, "heldout", 72, 0.138, 0.453},
+      {vm::Profile::sustained, "tuning", 75, 0.156, 0.476},
+      {vm::Profile::sustained, "heldout", 72, 0.163, 0.454},
   };
   for (const auto& b : bounds) {
     const auto s = half_summary(b.profile, b.half);
@@ -129,25 +129,26 @@ TEST_CASE("modern: accuracy per half does not regress (per-layer lowering, both 
   }
 }
 
-TEST_CASE("modern: GEMMs at the power-capped clock (h200-sustained.toml) slow every H100 bf16 row") {
-  // Run 16 measured the shipped calibration's GEMMs again, each batch after a heater GEMM (1485 MHz,
-  // 692 W, where run 1's batches ran at a mix of clocks): the bf16 fit falls (eff_max 0.733 -> 0.695)
-  // and mid-size shapes slow by 5-20%, so no H100 bf16 row gets faster and their mean step grows.
-  // (The fp8 fit moves both ways by shape: the 8B fp8 rows come out 1.4% faster; no claim there.)
+TEST_CASE("modern: the clock of the kernel mix (h200-sustained.toml) leaves the H100 rows near the shipped fit") {
+  // h200-sustained.toml: GEMMs measured at the power-capped clock of GEMMs alone (run 16) and the
+  // measured speed-up as the GEMM share of the sequence falls (run 17). A Megatron layer's GEMM duty
+  // is 0.6-0.8, where run 17's GEMM runs 4-8% faster than alone: the two cancel to within a few
+  // percent of the shipped burst-state fit, so the clock state does not explain the rows' gap.
   const auto& cal = results(vm::Profile::calibrated);
   const auto& sus = results(vm::Profile::sustained);
   REQUIRE(cal.size() == sus.size());
   int bf16 = 0;
-  double ratio_sum = 0;
+  double bf16_sum = 0;
   for (std::size_t i = 0; i < cal.size(); ++i) {
-    if (!cal[i].expressible || cal[i].row.gpu_type != "H100" || cal[i].row.precision != "bf16") continue;
+    if (!cal[i].expressible || cal[i].row.gpu_type != "H100") continue;
     CAPTURE(cal[i].row.id);
-    CHECK(sus[i].predicted_step_s >= cal[i].predicted_step_s);
-    ratio_sum += sus[i].predicted_step_s / cal[i].predicted_step_s;
-    ++bf16;
+    const double r = sus[i].predicted_step_s / cal[i].predicted_step_s;
+    CHECK(r > 0.93);
+    CHECK(r < 1.03);
+    if (cal[i].row.precision == "bf16") { bf16_sum += r; ++bf16; }
   }
   REQUIRE(bf16 >= 30);
-  CHECK(ratio_sum / bf16 >= 1.02);
+  CHECK(bf16_sum / bf16 == doctest::Approx(1.0).epsilon(0.02));
 }
 
 TEST_CASE("modern: every simulated row gives a finite positive step time") {

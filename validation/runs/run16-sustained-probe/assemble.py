@@ -2,7 +2,8 @@
 """Assemble a probe file whose GEMM samples ([[gemm]], bf16 and fp8) come from run 16 (the sustained
 power state) and whose other families (attention, SDPA, memory, launch, collectives) come from an
 earlier probe file, for `mfusim calibrate` (docs/cost-model.md §2d says why each family is taken from
-where it is).  Usage: assemble.py SUSTAINED_PROBE.toml OTHER_PROBE.toml OUT.toml
+where it is); EXTRA fragments (run 17's [[gemm_duty]]) are appended as they are.
+Usage: assemble.py SUSTAINED_PROBE.toml OTHER_PROBE.toml OUT.toml [EXTRA.toml ...]
 """
 import re, sys
 
@@ -24,4 +25,6 @@ for h, body in sus_tables:
 for h, body in oth_tables:
     if h not in ("[provenance]", "[[gemm]]"):
         out.append(h + "\n" + body)
+for extra in sys.argv[4:]:
+    out.append(f"\n# appended from {extra}\n" + open(extra).read())
 open(out_path, "w").write("".join(out))
