@@ -160,8 +160,9 @@ int cmd_sweep(const std::string& path, const config::LoadOptions& lo, const Swee
       fp8 = fp8 || p.result.scenario.training.precision == hardware::Precision::fp8;
     }
   // --vary hardware prices each GPU at its profile's list price (NAME@PRICE: the user's);
-  // say which GPUs have none, and where the prices come from.
-  if (days)
+  // say which GPUs have none, and where the prices come from (JSON rows say it in
+  // resolved.cost.price_source).
+  if (days && !args.json)
     for (const auto& v : vary)
       if (v.key == "hardware") {
         std::vector<std::string> unpriced;
