@@ -74,7 +74,6 @@ Seg LayerCosts::seg_of(const std::vector<const Kernel*>& ks, double extra_host) 
   for (const Kernel* k : ks) {
     sg.flops += k->flops * k->count;
     sg.bytes += k->bytes * k->count;
-    sg.kernels += k->count;
     if (const double t = cost_.time(*k) - cost_.launch_time(*k); t > longest) {
       longest = t;
       sg.kernel = k->name;

@@ -31,10 +31,8 @@ struct TaskInfo {
   // What the trace shows (step/task_info.cpp fills them after each op is emitted): the
   // transformer layer of a per-layer task or of its collective (-1: none, the embedding or
   // the head, or a merged op task), the minimum HBM bytes its kernels read and write (per
-  // GPU), its longest-running kernel (layer::Seg::kernel, a string literal; null: none) and
-  // how many kernels it launches.
+  // GPU) and its longest-running kernel (layer::Seg::kernel, a string literal; null: none).
   int layer = -1;
-  int kernels = 0;
   double bytes = 0;
   const char* kernel = nullptr;
 };

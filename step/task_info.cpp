@@ -1,10 +1,10 @@
 // What the trace shows of an op's tasks: after emit_op has added an op's tasks
 // (replayed, item by item, FSDP's or merged), each compute task is matched to
 // the item it came from, in emission order, and given the item's layer, its
-// segment's HBM bytes, longest kernel and kernel count (TaskInfo); a TP or EP collective gets
+// segment's HBM bytes, and longest kernel (TaskInfo); a TP or EP collective gets
 // the layer of the segment it follows. The match is checked: an op whose
 // compute tasks do not pair with its items one by one (a shape this file does
-// not know) keeps no layer or kernels rather than wrong ones. A merged op task
+// not know) keeps no layer or kernel rather than wrong ones. A merged op task
 // (coarse lowering) gets the bytes of all its items and no layer.
 #include <string>
 #include <vector>
@@ -53,7 +53,6 @@ void Builder::describe_op(int rank, const Op& op, TaskId first) {
       const bool split = sg.comm_ns > 0 && sg.comm_overlappable && s_.features.tp_comm_overlap && sg.ns > 0;
       info.layer = it.layer;
       info.kernel = sg.kernel;
-      info.kernels = sg.kernels;
       // A segment split around its overlapped collective: each part holds its share (as split_overlap).
       info.bytes = split ? sg.bytes * static_cast<double>(t.duration_ns) / static_cast<double>(sg.ns) : sg.bytes;
       last = &it;
@@ -70,7 +69,6 @@ void Builder::describe_op(int rank, const Op& op, TaskId first) {
       auto& info = out_.info[static_cast<std::size_t>(id)];
       info.layer = -1;
       info.kernel = nullptr;
-      info.kernels = 0;
       info.bytes = 0;
     }
   }

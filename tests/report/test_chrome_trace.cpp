@@ -325,7 +325,7 @@ TEST_CASE("chrome trace: per-layer pieces carry their layer, longest kernel and 
       if (ti.layer < 0) continue;   // the embedding or the head
       ++described;
       wrong_rank += own[static_cast<std::size_t>(rank)].count(ti.layer) == 0;
-      no_kernel += ti.kernel == nullptr || ti.kernels < 1;
+      no_kernel += ti.kernel == nullptr || *ti.kernel == 0;
       no_bytes += !(ti.bytes > 0);
       bytes += ti.bytes;
     }
