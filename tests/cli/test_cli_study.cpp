@@ -334,4 +334,8 @@ TEST_CASE("cli: a scenario without a [cost] price is priced at its hardware prof
   REQUIRE(k.code == 0);
   CHECK(parse_json(k.out)["resolved"]["cost"]["price_per_gpu_hour"].num() == 1.5);
   CHECK(parse_json(k.out)["resolved"]["cost"]["price_source"].str() == "scenario");
+  // A profile's price is checked like its other numbers.
+  const auto bad = run_cli({"run", kS8, "--set", "hardware.price_per_gpu_hour=-1"});
+  CHECK(bad.code == 2);
+  CHECK(bad.err.find("'hardware.price_per_gpu_hour' must be >= 0") != std::string::npos);
 }
