@@ -70,6 +70,7 @@ void check_hardware(const hardware::HardwareSpec& h, const Sink& err) {
   positive("hardware.peak_tflops_bf16", h.peak_flops_bf16, 1e12, 1e-3, 1e6);
   nonneg("hardware.peak_tflops_fp8", h.peak_flops_fp8, 1e12);
   nonneg("hardware.peak_tflops_fp32", h.peak_flops_fp32, 1e12);
+  nonneg("hardware.price_per_gpu_hour", h.price_per_gpu_hour, 1);
   if (h.peak_flops_fp8 > 0 && h.peak_flops_fp8 < 1e9) bounded("hardware.peak_tflops_fp8", h.peak_flops_fp8, 1e12, 1e-3, 1e6);
   positive("hardware.hbm_gib", h.hbm_bytes, 1024.0 * 1024.0 * 1024.0, 1e-3, 1e6);
   positive("hardware.hbm_bandwidth_gbs", h.hbm_bandwidth, 1e9, 1, 1e6);

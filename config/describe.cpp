@@ -87,7 +87,9 @@ std::string describe(const Scenario& s) {
     os << "  reshard_after_forward " << yn(f.reshard_after_forward) << ", fsdp_prefetch " << f.fsdp_prefetch
        << ", offload " << to_string(f.offload) << ", fp8_all_gather " << yn(f.fp8_all_gather) << ", reduce_dtype "
        << (f.reduce_fp32 ? "fp32" : "bf16") << "\n";
-  if (s.cost.price_per_gpu_hour > 0) os << "cost: " << s.cost.price_per_gpu_hour << " USD per GPU-hour\n";
+  if (s.cost.price_per_gpu_hour > 0)
+    os << "cost: " << s.cost.price_per_gpu_hour << " USD per GPU-hour"
+       << (s.cost.price_from_hardware ? " (the hardware profile's on-demand list price)" : "") << "\n";
   os << "seed: " << s.seed << "\n";
   return os.str();
 }

@@ -177,6 +177,9 @@ struct Moe {
 
 struct Cost {
   double price_per_gpu_hour = 0;   // optional, USD (0 = not given)
+  // The price is the hardware profile's list price (hardware.price_per_gpu_hour), the
+  // scenario giving none.
+  bool price_from_hardware = false;
 };
 
 struct Scenario {

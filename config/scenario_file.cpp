@@ -325,6 +325,11 @@ void read_scenario(Ctx& ctx, Scenario& s, const Value& root, const std::string& 
     ctx.check_keys(*t, kCostKeys, "cost.");
     ctx.read_number(*t, "price_per_gpu_hour", "cost.", s.cost.price_per_gpu_hour);
   }
+  // No price (or 0): the hardware profile's published list price, where it has one.
+  if (s.cost.price_per_gpu_hour == 0 && s.hardware.price_per_gpu_hour > 0) {
+    s.cost.price_per_gpu_hour = s.hardware.price_per_gpu_hour;
+    s.cost.price_from_hardware = true;
+  }
 
   if (const Value* t = ctx.read_table(root, "moe", "")) {
     const std::string p = "moe.";

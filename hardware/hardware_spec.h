@@ -45,6 +45,10 @@ struct HardwareSpec {
   // Streaming multiprocessors (sms); 0 = not given. Used for the share of SMs that
   // communication kernels hold (DeepEP's dispatch/combine, moe.comm_sms).
   int sms = 0;
+  // Published on-demand list price of one GPU for an hour, USD (price_per_gpu_hour; each
+  // profile names its source and date); 0 = none published. A scenario's [cost] without a
+  // price uses it (docs/scenario.md).
+  double price_per_gpu_hour = 0;
 
   double peak_flops(Precision p) const { return p == Precision::fp8 ? peak_flops_fp8 : peak_flops_bf16; }
 };

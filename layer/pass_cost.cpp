@@ -26,6 +26,8 @@ std::pair<Seg, Seg> split_overlap(const Seg& sg) {
   tail.launch_ns = sg.launch_ns - head.launch_ns;
   tail.host_ns = sg.host_ns - head.host_ns;
   tail.flops = sg.flops * (1 - share);
+  head.bytes = sg.bytes * share;
+  tail.bytes = sg.bytes * (1 - share);
   head.comm_slowdown = tail.comm_slowdown = sg.comm_slowdown;
   return {head, tail};
 }
@@ -69,7 +71,15 @@ double LayerCosts::comm_slowdown(Collective c, const hardware::Group& g) const {
 
 Seg LayerCosts::seg_of(const std::vector<const Kernel*>& ks, double extra_host) const {
   Seg sg;
-  for (const Kernel* k : ks) sg.flops += k->flops * k->count;
+  double longest = -1;
+  for (const Kernel* k : ks) {
+    sg.flops += k->flops * k->count;
+    sg.bytes += k->bytes * k->count;
+    if (const double t = cost_.time(*k) - cost_.launch_time(*k); t > longest) {
+      longest = t;
+      sg.kernel = k->name;
+    }
+  }
   const hardware::StreamTime st = cost_.stream_time(ks, extra_host);
   sg.ns = sim::checked_ns(st.gpu_seconds, "a compute segment's GPU time");
   sg.launch_ns = sim::checked_ns(std::max(0.0, st.gpu_seconds - st.exec_seconds), "a compute segment's launch time");

@@ -45,6 +45,11 @@ struct Seg {
   // hardware::compute_slowdown); 1 = none. Used where the collective overlaps compute
   // (tp_comm_overlap windows, EP all-to-all under another chain's compute).
   double comm_slowdown = 1.0;
+  // What the trace shows of it (not part of its cost): the minimum HBM bytes its kernels read
+  // and write (Kernel::bytes x count) and its longest-running kernel (a string literal of
+  // models/; null: no kernels).
+  double bytes = 0;
+  const char* kernel = nullptr;
 };
 
 // A segment whose collective runs beside the chunked GEMMs it is pipelined with (tp_comm_overlap,

@@ -105,7 +105,10 @@ void write_chrome_trace(std::ostream& out, const sim::TaskGraph& g, const sim::T
     if (chunks && t.chunk >= 0) { arg("chunk"); out << t.chunk; }
     if (info && static_cast<std::size_t>(iv.task) < info->size()) {
       const auto& ti = (*info)[static_cast<std::size_t>(iv.task)];
+      if (ti.layer >= 0) { arg("layer"); out << ti.layer; }
+      if (ti.kernel) { arg("kernel"); json_string(out, ti.kernel); }
       if (ti.flops > 0) { arg("flops"); sig4(out, ti.flops); }
+      if (ti.bytes > 0) { arg("bytes"); sig4(out, ti.bytes); }
       if (ti.launch_ns > 0) { arg("launch_us"); micros(out, ti.launch_ns); }
     }
     if (open == ',') out << '}';

@@ -7,8 +7,11 @@
 // "F mb3 chunk1"), category "cat" = to_string(Category), ts/dur in µs with ns
 // precision and no trailing zeros. Its args: "mb" (micro-batch), "chunk"
 // (only where some op runs on a second chunk), and from the lowering's
-// per-task info when given: "flops" (hardware FLOPs per GPU, 4 significant
-// digits) and "launch_us" (the kernel-launch part of the duration).
+// per-task info when given: "layer" (the transformer layer of a per-layer
+// piece or its collective), "kernel" (the piece's longest-running kernel),
+// "flops" (hardware FLOPs per GPU) and "bytes" (minimum HBM bytes its kernels
+// read and write per GPU), both to 4 significant digits, and "launch_us" (the
+// kernel-launch part of the duration).
 // Output is a deterministic function of its inputs.
 #include <ostream>
 #include <string>

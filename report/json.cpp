@@ -164,6 +164,7 @@ void write_resolved(JsonWriter& w, const config::Scenario& s) {
   w.key("host_backward_overhead_us").value(h.host_backward_overhead * 1e6);
   w.key("host_checkpoint_overhead_us").value(h.host_checkpoint_overhead * 1e6);
   w.key("host_recompute_overhead_us").value(h.host_recompute_overhead * 1e6);
+  w.key("price_per_gpu_hour").value(h.price_per_gpu_hour);   // the profile's list price, USD; 0 = none
   w.end_object();
   // The calibration file as resolved (relative to the scenario, or --calibration); "" when none.
   w.key("calibration").value(!s.calibration_path.empty() ? s.calibration_path
@@ -228,7 +229,9 @@ void write_resolved(JsonWriter& w, const config::Scenario& s) {
   w.key("optimizer_post_validation").value(f.optimizer_post_validation);
   w.key("attention").value(config::to_string(config::attention_of(s)));   // the variant run (resolved)
   w.end_object();
-  w.key("cost").begin_object().key("price_per_gpu_hour").value(s.cost.price_per_gpu_hour).end_object();
+  w.key("cost").begin_object().key("price_per_gpu_hour").value(s.cost.price_per_gpu_hour);
+  w.key("price_source").value(s.cost.price_from_hardware ? "hardware" : s.cost.price_per_gpu_hour > 0 ? "scenario" : "none");
+  w.end_object();
   w.key("seed").value(static_cast<long long>(s.seed));
   w.end_object();
 }

@@ -275,7 +275,9 @@ void Builder::emit_ops(const std::vector<std::vector<std::int64_t>>& gc_before) 
           TaskId gc = add_task(r, out_.compute_stream[r], gc_before[r][k], Category::gc, "python gc", -1, -1, 'G');
           last_compute_[r] = gc;
         }
+        const auto first = static_cast<TaskId>(out_.graph.size());
         emit_op(r, order[r][k]);
+        describe_op(r, order[r][k], first);
         ++next[r];
         --remaining;
         progress = true;

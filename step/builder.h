@@ -107,6 +107,9 @@ class Builder {
   hardware::Group fsdp_shard_group() const;
   hardware::Group fsdp_replica_group() const;
 
+  // ---- task_info.cpp: what the trace shows of an op's tasks (TaskInfo's layer, bytes, kernels) ----
+  void describe_op(int rank, const Op& op, TaskId first);
+
   // ---- host_events.cpp: data loading and Python GC ----
   void add_data_loading();
   void add_gc_pauses(int rank, std::vector<std::int64_t>& pause_before_op);

@@ -28,6 +28,13 @@ struct TaskInfo {
   std::int64_t launch_ns = 0;     // part of the duration that is kernel launch overhead
   double flops = 0;               // hardware FLOPs executed (per GPU)
   int parts = -1;                 // merged op task: index into Lowered::parts
+  // What the trace shows (step/task_info.cpp fills them after each op is emitted): the
+  // transformer layer of a per-layer task or of its collective (-1: none, the embedding or
+  // the head, or a merged op task), the minimum HBM bytes its kernels read and write (per
+  // GPU) and its longest-running kernel (layer::Seg::kernel, a string literal; null: none).
+  int layer = -1;
+  double bytes = 0;
+  const char* kernel = nullptr;
 };
 
 // Nominal nanoseconds per category of a merged op task (coarse lowering):

@@ -42,6 +42,7 @@ std::vector<std::string> targets(const std::string& lever) {
   if (lever == "more dataloader workers") return {"dataloader", "bubble"};
   if (lever == "CUDA graphs") return {"launch_overhead"};
   if (lever == "larger micro-batch") return {"forward", "backward"};
+  if (lever.rfind("precision fp8", 0) == 0) return {"forward", "backward", "recompute"};
   if (lever == "selective recompute" || lever == "no recompute") return {"recompute"};
   if (lever.rfind("ZeRO", 0) == 0 || lever.rfind("offload", 0) == 0) return {"dp_comm_exposed", "optimizer"};
   if (lever == "DeepEP dispatcher" || lever == "EP degree") return {"ep_comm_exposed"};

@@ -86,11 +86,16 @@ std::vector<std::string> point_overrides(const std::vector<std::pair<std::string
                                          const std::vector<std::string>& user) {
   std::vector<std::string> out = user;
   for (const auto& [k, v] : point) {
-    // hardware=NAME@USD_PER_GPU_HOUR: the GPU and its own price (as plan --vary).
+    // hardware=NAME@USD_PER_GPU_HOUR: the GPU and its own price (as plan --vary); a
+    // bare hardware=NAME: the profile's own list price (price 0 = the profile's, see
+    // config/scenario_file.cpp), never the price the scenario gave for its own GPU.
     const auto at = v.find('@');
     if (key_of(k) == "hardware" && at != std::string::npos) {
       out.push_back(k + "=" + v.substr(0, at));
       out.push_back("cost.price_per_gpu_hour=" + v.substr(at + 1));
+    } else if (key_of(k) == "hardware") {
+      out.push_back(k + "=" + v);
+      out.push_back("cost.price_per_gpu_hour=0");
     } else {
       out.push_back(k + "=" + v);
     }

@@ -296,6 +296,11 @@ int cmd_plan(const std::string& path, const config::LoadOptions& lo, const std::
       bases.push_back(config::load_scenario(path, o).base);
     }
   }
+  // Costs compare only where every choice has a price (a profile without a published list price has none).
+  for (const auto& b : bases)
+    if (rank_by == study::RankBy::cost && b.cost.price_per_gpu_hour <= 0 && bases.size() > 1)
+      throw UserError("--rank-by cost: " + b.hardware_ref + " has no price (its hardware profile publishes none): give one with --vary hardware=" +
+                      b.hardware_ref + "@USD_PER_GPU_HOUR");
   std::vector<study::PlanResult> results;
   const auto t0 = std::chrono::steady_clock::now();
   for (const auto& b : bases)
@@ -375,7 +380,13 @@ int cmd_plan(const std::string& path, const config::LoadOptions& lo, const std::
     on_front = pareto_of(heads);
   }
   const bool days = loaded.base.training.tokens_to_train > 0;
-  const bool cost = days && loaded.base.cost.price_per_gpu_hour > 0;
+  // Cost where any choice has a price (its scenario's, or its hardware profile's list price).
+  bool priced = false;
+  for (const auto& b : bases) priced = priced || b.cost.price_per_gpu_hour > 0;
+  const bool cost = days && priced;
+  auto cost_cell = [&](const step::StepResult& x) {
+    return x.scenario.cost.price_per_gpu_hour > 0 ? f("%.2f", x.cost_usd / 1e6) : std::string("-");
+  };
   out << "mfusim plan: " << loaded.base.name << "\n";
   out << "  ranked by " << (rank_by == study::RankBy::step ? "step time"
                                   : rank_by == study::RankBy::days ? "time to train"
@@ -420,7 +431,7 @@ int cmd_plan(const std::string& path, const config::LoadOptions& lo, const std::
                       f("%.1f", x.memory.capacity_gib - x.memory.peak_gib)});
       if (fp8) rows.back().push_back(f("%.1f%%", 100 * report::mfu_bf16_peak(x)));
       if (days) rows.back().push_back(f("%.1f", x.days_to_train));
-      if (cost) rows.back().push_back(f("%.2f", x.cost_usd / 1e6));
+      if (cost) rows.back().push_back(cost_cell(x));
     }
     out << table(rows);
   }
@@ -451,7 +462,7 @@ int cmd_plan(const std::string& path, const config::LoadOptions& lo, const std::
                           config::to_string(best.scenario.features.recompute),
                       report::format_seconds(x.step_time_s), f("%.0f", x.tokens_per_s), f("%.1f%%", 100 * x.mfu),
                       days ? f("%.1f", x.days_to_train) : f("%.3g", o.time_s * 1e6),
-                      cost ? f("%.2f", x.cost_usd / 1e6) : f("%.3g", o.cost * 1e6 / 3600.0),
+                      cost ? cost_cell(x) : f("%.3g", o.cost * 1e6 / 3600.0),
                       on_front[i] ? "yes" : ""});
     }
     out << table(rows);

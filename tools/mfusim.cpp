@@ -82,6 +82,7 @@ int cmd_list(const std::string& what, const config::LoadOptions& lo) {
                 fmt("%.2f", hw.hbm_bandwidth / 1e12) + " TB/s, NVLink " + fmt("%.0f", hw.nvlink_bandwidth / 1e9) +
                 " GB/s x " + std::to_string(hw.gpus_per_node) + " GPUs, NIC " + fmt("%.0f", hw.nic_bandwidth / 1e9) +
                 " GB/s per GPU";
+        if (hw.price_per_gpu_hour > 0) line += ", list price " + fmt("%g", hw.price_per_gpu_hour) + " USD/GPU-h";
       } catch (const std::exception&) {
         line += "  (unreadable: mfusim check a scenario that uses it for the error)";
       }
@@ -154,7 +155,7 @@ int main(int argc, char** argv) {
   add_common(plan);
   plan->add_option("--gpus", gpus_list, "GPU counts to plan for, e.g. 64,128,256");
   plan->add_option("--top", top, "how many layouts to show")->check(CLI::PositiveNumber);
-  plan->add_option("--vary", vary, "hardware=NAME[@USD_PER_GPU_HOUR],... compare hardware (e.g. hardware=h100-sxm@2.5,b200@5)");
+  plan->add_option("--vary", vary, "hardware=NAME[@USD_PER_GPU_HOUR],... compare hardware, each at its profile's list price or the given one (e.g. hardware=h100-sxm,b200@5)");
   plan->add_flag("--json", json, "print the ranked JSON array");
   plan->add_option("--rank-by", rank_by, "step | days | cost: what 'best' means (default step)");
   plan->add_option("--shard", plan_extras.shard,

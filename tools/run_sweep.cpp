@@ -159,16 +159,30 @@ int cmd_sweep(const std::string& path, const config::LoadOptions& lo, const Swee
       cost = cost || (p.result.scenario.training.tokens_to_train > 0 && p.result.scenario.cost.price_per_gpu_hour > 0);
       fp8 = fp8 || p.result.scenario.training.precision == hardware::Precision::fp8;
     }
-  if (cost)
+  // --vary hardware prices each GPU at its profile's list price (NAME@PRICE: the user's);
+  // say which GPUs have none, and where the prices come from (JSON rows say it in
+  // resolved.cost.price_source).
+  if (days && !args.json)
     for (const auto& v : vary)
-      if (v.key == "hardware")
-        for (const auto& val : v.values)
-          if (val.find('@') == std::string::npos) {
-            std::cerr << "note: --vary hardware: " << val
-                      << " uses the scenario's cost.price_per_gpu_hour; give each GPU its own price with "
-                         "hardware=NAME@USD_PER_GPU_HOUR (e.g. h100-sxm@2.5,b200@5)\n";
-            break;
+      if (v.key == "hardware") {
+        std::vector<std::string> unpriced;
+        bool listed = false;
+        for (const auto& p : points)
+          if (p.ok && p.result.scenario.training.tokens_to_train > 0) {
+            if (p.result.scenario.cost.price_per_gpu_hour <= 0) unpriced.push_back(p.result.scenario.hardware_ref);
+            listed = listed || p.result.scenario.cost.price_from_hardware;
           }
+        std::sort(unpriced.begin(), unpriced.end());
+        unpriced.erase(std::unique(unpriced.begin(), unpriced.end()), unpriced.end());
+        if (listed)
+          std::cerr << "note: --vary hardware: each GPU is priced at its profile's on-demand list price "
+                       "(hardware/NAME.toml names the source and date); give your own with "
+                       "hardware=NAME@USD_PER_GPU_HOUR (e.g. h100-sxm@2.5,b200@5)\n";
+        for (const auto& h : unpriced)
+          std::cerr << "note: --vary hardware: " << h
+                    << " has no published list price in its profile: no cost; give one with hardware=" << h
+                    << "@USD_PER_GPU_HOUR\n";
+      }
   std::vector<std::string> header;
   for (const auto& v : vary) header.push_back(v.key);
   for (const char* h : {"step", "MFU", "bubble", "exp. comm", "peak GiB", "fits"}) header.push_back(h);

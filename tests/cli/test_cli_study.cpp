@@ -198,6 +198,7 @@ TEST_CASE("cli: list shows sizes; an unknown hardware name suggests the profile 
   const auto h = run_cli({"list", "hardware"});
   REQUIRE(h.code == 0);
   CHECK(h.out.find("h100-sxm  bf16 989 TFLOP/s, fp8 1979, HBM 80 GiB") != std::string::npos);
+  CHECK(h.out.find("per GPU, list price 6.155 USD/GPU-h\n") != std::string::npos);   // h100-sxm's
   const auto bad = run_cli({"run", kS8, "--set", "hardware=h100"});
   CHECK(bad.code == 2);
   CHECK(bad.err.find("did you mean 'h100-sxm'?") != std::string::npos);
@@ -254,6 +255,15 @@ TEST_CASE("cli: diagnose calls the planner for layout levers, proposes what make
     planner = planner || x["planner"].boolean();
   }
   CHECK(planner);   // the 8B base is not the planner's best layout
+  // fp8 speeds up the matmuls: it shrinks forward or backward time, and says so.
+  bool fp8 = false;
+  for (const auto& x : j.array())
+    if (x["lever"].str().rfind("precision fp8", 0) == 0) {
+      fp8 = true;
+      CHECK((x["shrinks"].str() == "forward" || x["shrinks"].str() == "backward"));
+      CHECK(x["why"].str().find("fp8 peak") != std::string::npos);
+    }
+  CHECK(fp8);
 }
 
 TEST_CASE("cli: a sweep over schedule-lab scenarios prints n/a for MFU, memory and fits") {
@@ -282,7 +292,10 @@ TEST_CASE("cli: sweep --vary hardware=NAME@PRICE prices each GPU on its own; the
   REQUIRE(rows.size() == 3);
   CHECK(rows[0]["resolved"]["cost"]["price_per_gpu_hour"].num() == 2);
   CHECK(rows[1]["resolved"]["cost"]["price_per_gpu_hour"].num() == 3.5);
-  CHECK(rows[2]["resolved"]["cost"]["price_per_gpu_hour"].num() == 9);   // no price given: the scenario's
+  // No price given: b200's own list price (hardware/b200.toml), not the 9 the scenario gave for its GPU.
+  CHECK(rows[2]["resolved"]["cost"]["price_per_gpu_hour"].num() == 8.60);
+  CHECK(rows[2]["resolved"]["cost"]["price_source"].str() == "hardware");
+  CHECK(rows[0]["resolved"]["cost"]["price_source"].str() == "scenario");
   CHECK(rows[1]["resolved"]["hardware"]["ref"].str() == "h200");
   const double days = rows[0]["days_to_train"].num();
   CHECK(rows[0]["cost_usd"].num() == doctest::Approx(2.0 * 8 * days * 24).epsilon(1e-9));
@@ -290,5 +303,39 @@ TEST_CASE("cli: sweep --vary hardware=NAME@PRICE prices each GPU on its own; the
   REQUIRE(t.code == 0);
   CHECK(t.out.find("days") != std::string::npos);
   CHECK(t.out.find("cost $M") != std::string::npos);
-  CHECK(t.err.find("b200 uses the scenario's cost.price_per_gpu_hour") != std::string::npos);
+  CHECK(t.err.find("priced at its profile's on-demand list price") != std::string::npos);
+  // A GPU whose profile publishes no price (b300): no cost on its row, and a note that says so.
+  const auto u = run_cli(with(base, {"--json", "--vary", "hardware=h100-sxm,b300"}));
+  REQUIRE(u.code == 0);
+  const auto urows = parse_json(u.out).array();
+  REQUIRE(urows.size() == 2);
+  CHECK(urows[0]["resolved"]["cost"]["price_per_gpu_hour"].num() == 6.155);
+  CHECK(urows[0]["cost_usd"].num() > 0);
+  CHECK(urows[1]["resolved"]["cost"]["price_per_gpu_hour"].num() == 0);
+  CHECK(urows[1]["resolved"]["cost"]["price_source"].str() == "none");
+  const auto ut = run_cli(with(base, {"--vary", "hardware=h100-sxm,b300"}));
+  REQUIRE(ut.code == 0);
+  CHECK(ut.err.find("b300 has no published list price") != std::string::npos);
+}
+
+TEST_CASE("cli: a scenario without a [cost] price is priced at its hardware profile's list price") {
+  const auto j = run_cli({"run", kS8, "--json", "--set", "training.tokens_to_train=1e12"});
+  REQUIRE(j.code == 0);
+  const auto r = parse_json(j.out);
+  const auto& res = r["resolved"];
+  const double hw = res["hardware"]["price_per_gpu_hour"].num();
+  if (res["hardware"]["ref"].str() == "h100-sxm") CHECK(hw == 6.155);
+  CHECK(hw > 0);
+  CHECK(res["cost"]["price_per_gpu_hour"].num() == hw);
+  CHECK(res["cost"]["price_source"].str() == "hardware");
+  CHECK(r["cost_usd"].num() == doctest::Approx(hw * res["cluster"]["gpus"].num() * r["days_to_train"].num() * 24).epsilon(1e-9));
+  // The scenario's own price wins over the profile's.
+  const auto k = run_cli({"run", kS8, "--json", "--set", "training.tokens_to_train=1e12", "--set", "cost.price_per_gpu_hour=1.5"});
+  REQUIRE(k.code == 0);
+  CHECK(parse_json(k.out)["resolved"]["cost"]["price_per_gpu_hour"].num() == 1.5);
+  CHECK(parse_json(k.out)["resolved"]["cost"]["price_source"].str() == "scenario");
+  // A profile's price is checked like its other numbers.
+  const auto bad = run_cli({"run", kS8, "--set", "hardware.price_per_gpu_hour=-1"});
+  CHECK(bad.code == 2);
+  CHECK(bad.err.find("'hardware.price_per_gpu_hour' must be >= 0") != std::string::npos);
 }

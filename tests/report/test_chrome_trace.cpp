@@ -175,10 +175,14 @@ struct Played {
   mfusim::sim::Timeline timeline;
 };
 
-Played play(const std::string& file) {
+Played play(const std::string& file, const std::vector<std::string>& sets = {}, bool per_layer = true) {
   using namespace mfusim;
-  const auto s = config::load_scenario(std::string(MFUSIM_SOURCE_DIR) + "/scenarios/" + file).base;
-  Played p{step::lower(s), {}};
+  config::LoadOptions lo;
+  lo.overrides = sets;
+  const auto s = config::load_scenario(std::string(MFUSIM_SOURCE_DIR) + "/scenarios/" + file, lo).base;
+  step::LowerOptions o;
+  o.per_layer = per_layer;
+  Played p{step::lower(s, o), {}};
   p.timeline = sim::run(p.low.graph);
   return p;
 }
@@ -240,19 +244,24 @@ TEST_CASE("chrome trace: no zero-duration events; args carry micro-batch, chunk,
   CHECK(flops_sum == doctest::Approx(flops_want).epsilon(1e-3));
 }
 
-TEST_CASE("chrome trace: the 128xh100_70b trace stays below 15 MB and 140 bytes an event, FLOPs included") {
+TEST_CASE("chrome trace: the 128xh100_70b trace stays below 16.5 MB and 180 bytes an event, all args included") {
   using namespace mfusim;
-  // About 104,000 events on 4 ranks (per layer: TP collectives, F/B/R pieces). Before
+  // About 94,000 events on 4 ranks (per layer: TP collectives, F/B pieces). Before
   // the compact form (no zero-padded decimals, short arg keys, no task ids, no chunk
   // where every op is chunk 0) this trace was 15.4 MB without FLOPs, 148 bytes an
-  // event; with mb, FLOPs and launch time it is now about 138 bytes an event.
+  // event; with mb, FLOPs and launch time it was 12.8 MB, 136 bytes an event; with
+  // each piece's layer, longest kernel and HBM bytes too it is 15.9 MB, 170 bytes an
+  // event (docs/performance.md, "Trace size"; `run --coarse` gives one event per op).
   const auto p = play("128xh100_70b.toml");
   const auto text = report::chrome_trace(p.low.graph, p.timeline, &p.low.info);
   std::size_t events = 0;
   for (const auto& iv : p.timeline.intervals) events += iv.end.ns > iv.start.ns;
   MESSAGE("128xh100_70b trace: " << text.size() << " bytes, " << events << " events");
-  CHECK(text.size() < 15'000'000);
-  CHECK(text.size() < 140 * events);
+  CHECK(text.size() < 16'500'000);
+  CHECK(text.size() < 180 * events);
+  CHECK(text.find("\"layer\"") != std::string::npos);
+  CHECK(text.find("\"kernel\"") != std::string::npos);
+  CHECK(text.find("\"bytes\"") != std::string::npos);
   CHECK(text.find("\"chunk\"") == std::string::npos);   // one chunk per rank: no chunk argument
   CHECK(text.find("\"flops\"") != std::string::npos);
   // No zero-padded decimals (".000", "354.220"): a fraction never ends in 0.
@@ -278,4 +287,76 @@ TEST_CASE("ascii timeline: one row per rank, F/B with micro-batch digits, idle d
   CHECK(text.rfind("rank0 |F0F1....B0  F2B1  ..B2  |\n", 0) == 0);
   CHECK(text.find("rank1 |..F0B0  F1B1  F2B2  ....|\n") != std::string::npos);
   CHECK(text.find("12.000 ms") != std::string::npos);
+}
+
+TEST_CASE("chrome trace: per-layer pieces carry their layer, longest kernel and HBM bytes, on every emission path") {
+  using namespace mfusim;
+  // Replayed ops (the base), ops emitted item by item (an overlapped parameter gather
+  // before each layer's first forward, gradient buckets flushed inside a backward) and
+  // FSDP's units: every F/B piece of a transformer layer gets a layer of its own rank's
+  // stage, a kernel and bytes; every TP collective a layer.
+  const std::vector<std::vector<std::string>> variants = {
+      {},
+      {"features.overlap_param_gather=true", "features.overlap_grad_reduce=true"},
+      {"features.tp_comm_overlap=true"},
+      {"parallel.zero_stage=3"},   // FSDP units (step/fsdp.cpp)
+  };
+  for (const auto& sets : variants) {
+    CAPTURE(sets.size());
+    const auto p = play("128xh100_70b.toml", sets);
+    const auto& g = p.low.graph;
+    const int ranks = static_cast<int>(p.low.compute_stream.size());
+    // Layers each rank runs (one chunk per rank here: stage r on rank r).
+    std::vector<std::set<int>> own(static_cast<std::size_t>(ranks));
+    for (int r = 0; r < ranks; ++r)
+      for (int l : p.low.stage_layers[static_cast<std::size_t>(r)]) own[static_cast<std::size_t>(r)].insert(l);
+    std::size_t pieces = 0, described = 0, wrong_rank = 0, no_kernel = 0, no_bytes = 0, comm = 0, comm_layer = 0;
+    double bytes = 0;
+    for (std::size_t id = 0; id < g.size(); ++id) {
+      const auto& t = g.task(static_cast<sim::TaskId>(id));
+      const auto& ti = p.low.info[id];
+      const int rank = g.streams()[static_cast<std::size_t>(t.stream)].rank;
+      if (t.category == sim::Category::tp_comm && t.kind == 'C') {
+        ++comm;
+        comm_layer += ti.layer >= 0;
+      }
+      if ((t.kind != 'F' && t.kind != 'B') || t.duration_ns == 0 || ti.flops <= 0) continue;
+      ++pieces;
+      if (ti.layer < 0) continue;   // the embedding or the head
+      ++described;
+      wrong_rank += own[static_cast<std::size_t>(rank)].count(ti.layer) == 0;
+      no_kernel += ti.kernel == nullptr || *ti.kernel == 0;
+      no_bytes += !(ti.bytes > 0);
+      bytes += ti.bytes;
+    }
+    // 80 layers x 128 micro-batches, 2 forward and 3 backward pieces each (one more per
+    // split segment with tp_comm_overlap).
+    CHECK(described >= 80u * 128u * 5u);
+    CHECK(pieces - described <= 4u * 128u * 3u);   // embedding, head and loss: not per layer
+    CHECK(wrong_rank == 0);
+    CHECK(no_kernel == 0);
+    CHECK(no_bytes == 0);
+    CHECK(comm > 0);
+    CHECK(comm_layer == comm);
+    CHECK(bytes > 0);
+  }
+}
+
+TEST_CASE("chrome trace: a merged op task carries the bytes of all its layers and no layer") {
+  using namespace mfusim;
+  const auto fine = play("128xh100_70b.toml");
+  const auto coarse = play("128xh100_70b.toml", {}, false);
+  double fine_bytes = 0, coarse_bytes = 0;
+  std::size_t layered = 0;
+  for (const auto& ti : fine.low.info) fine_bytes += ti.bytes;
+  for (const auto& ti : coarse.low.info) {
+    coarse_bytes += ti.bytes;
+    layered += ti.layer >= 0;
+  }
+  CHECK(layered == 0);
+  CHECK(coarse_bytes > 0);
+  CHECK(coarse_bytes == doctest::Approx(fine_bytes).epsilon(1e-9));   // the same kernels, merged
+  const auto text = report::chrome_trace(coarse.low.graph, coarse.timeline, &coarse.low.info);
+  CHECK(text.find("\"bytes\"") != std::string::npos);
+  CHECK(text.find("\"layer\"") == std::string::npos);
 }

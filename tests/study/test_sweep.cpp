@@ -22,9 +22,11 @@ constexpr double kGiB = 1024.0 * 1024.0 * 1024.0;
 TEST_CASE("point_overrides: a point that replaces a table keeps the user's refinements of it") {
   const std::vector<std::string> user = {"hardware.hbm_gib=20", "parallel.pp=2", "hardware = h200"};
   const auto o = study::point_overrides({{"hardware", "b200"}, {"parallel.pp", "4"}}, user);
-  // user, then the point, then the user's refinements of a key the point sets whole
+  // user, then the point, then the user's refinements of a key the point sets whole; a bare
+  // hardware name also resets the price to its profile's (price 0 = the profile's list price)
   const std::vector<std::string> want = {"hardware.hbm_gib=20", "parallel.pp=2", "hardware = h200",
-                                         "hardware=b200",       "parallel.pp=4", "hardware.hbm_gib=20"};
+                                         "hardware=b200",       "cost.price_per_gpu_hour=0",
+                                         "parallel.pp=4",       "hardware.hbm_gib=20"};
   CHECK(o == want);
   // Nothing to refine: the overrides as before (user, then point).
   CHECK(study::point_overrides({{"training.micro_batch", "2"}}, {"parallel.pp=2"}) ==
