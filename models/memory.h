@@ -34,6 +34,10 @@ StaticMemory sharded_static_memory(const ModelSpec&, const std::vector<int>& lay
                                    bool has_head, int tp, int ep, const ZeroLayout&, bool fp32_autocast = false);
 // Bytes of one stored parameter: 2 (bf16 params) or 4 (fp32 under autocast).
 constexpr double param_bytes(bool fp32_autocast) { return fp32_autocast ? 4.0 : 2.0; }
+// Bytes of one gradient element in the gradient buffer and its reduction: 4 (fp32 main grads,
+// Megatron's grad_reduce_in_fp32 / FSDP2's reduce_dtype fp32) or 2 (features.reduce_dtype = "bf16":
+// NeMo's performance recipes set grad_reduce_in_fp32 = False). Under fp32-autocast the .grad is fp32.
+constexpr double grad_bytes(bool reduce_fp32, bool fp32_autocast) { return reduce_fp32 || fp32_autocast ? 4.0 : 2.0; }
 // Activations one layer keeps from F until its B, per micro-batch (Korthikanti
 // Table 2, adapted for flash attention, GQA, SwiGLU and MoE).
 double activation_bytes(const ModelSpec&, int layer, const RankShape&);

@@ -196,6 +196,8 @@ void Builder::add_static_memory() {
                    models::static_memory(s_.model, layers, emb, head, P.tp, P.ep, P.dp, P.distributed_optimizer,
                                          shape.fp32_autocast).params;
     out_.params_bytes[r] = sm.params;
+    // The memory models count fp32 gradients; a bf16 gradient buffer (features.reduce_dtype) holds half.
+    sm.grads *= models::grad_bytes(s_.features.reduce_fp32, shape.fp32_autocast) / 4.0;
     out_.grads_bytes[r] = sm.grads;
     out_.optimizer_bytes[r] = sm.optimizer;
     out_.static_bytes[r] = sm.params + sm.grads + sm.optimizer;

@@ -89,7 +89,7 @@ void Builder::on_grad_final(int rank, int layer, TaskId t) {
 void Builder::flush_expert_bucket(int rank, TaskId after) {
   if (expert_fill_[rank] <= 0) return;
   const hardware::Group g = layer::expert_dp_group(s_);
-  const double bytes = expert_fill_[rank] * 4.0;   // fp32 main gradients
+  const double bytes = expert_fill_[rank] * models::grad_bytes(s_.features.reduce_fp32, layers_.shape().fp32_autocast);
   expert_fill_[rank] = 0;
   if (g.size <= 1) return;
   const Collective c = s_.parallel.distributed_optimizer ? Collective::reduce_scatter : Collective::all_reduce;
@@ -104,7 +104,8 @@ void Builder::flush_expert_bucket(int rank, TaskId after) {
 void Builder::flush_bucket(int rank, TaskId after) {
   if (bucket_fill_[rank] <= 0) return;
   hardware::Group g = layers_.placement().dp_cp;
-  const double bytes = bucket_fill_[rank] * 4.0;   // fp32 main gradients (Megatron default)
+  // fp32 main gradients (Megatron's default), bf16 with features.reduce_dtype = "bf16"
+  const double bytes = bucket_fill_[rank] * models::grad_bytes(s_.features.reduce_fp32, layers_.shape().fp32_autocast);
   const Collective c = s_.parallel.distributed_optimizer ? Collective::reduce_scatter : Collective::all_reduce;
   const double t = layers_.coll(c, bytes, g);
   TaskId d = add_task(rank, dp_stream_[rank], sim::checked_ns(t, "the DP gradient reduction"), Category::dp_comm, "dp grad reduce", -1, -1, 'C', 0, 0, 0,
@@ -163,12 +164,12 @@ void Builder::add_grad_reduce_and_optimizer() {
       dp_tasks_[r].push_back(l);
     }
     if (!sync) continue;
-    // The squared norm of the rank's gradient shard: read the fp32 gradients once.
+    // The squared norm of the rank's gradient shard: read the gradients once.
     const double shard = rank_params_[r] / (P.distributed_optimizer ? dp_group : 1);
     hardware::Kernel nk;
     nk.kind = hardware::KernelKind::memory;
     nk.name = "grad_norm";
-    nk.bytes = 4.0 * shard;
+    nk.bytes = models::grad_bytes(s_.features.reduce_fp32, layers_.shape().fp32_autocast) * shard;
     nk.flops = 2.0 * shard;
     nk.count = 1;
     const layer::Seg ns = layers_.seg_of({&nk});
@@ -197,7 +198,9 @@ void Builder::add_grad_reduce_and_optimizer() {
     hardware::Kernel k;
     k.kind = hardware::KernelKind::memory;
     k.name = "adam";
-    k.bytes = (layers_.shape().fp32_autocast ? 28.0 : 30.0) * local;
+    // (a bf16 gradient buffer: the gradient read is 2 bytes, not 4)
+    k.bytes = ((layers_.shape().fp32_autocast ? 28.0 : 30.0) -
+               (4.0 - models::grad_bytes(s_.features.reduce_fp32, layers_.shape().fp32_autocast))) * local;
     if (layers_.shape().fp32_autocast) k.family = hardware::MemFamily::adamw;   // torch's fused AdamW (kernel_bw.py)
     k.flops = 12.0 * local;
     k.count = 1;

@@ -343,6 +343,7 @@ double memory_lower_bound(const config::Scenario& s) {
                                          s.parallel.distributed_optimizer, autocast, true).params -
                    models::static_memory(s.model, held_layers, emb, head, s.parallel.tp, s.parallel.ep, s.parallel.dp,
                                          s.parallel.distributed_optimizer, autocast).params;
+    st.grads *= models::grad_bytes(s.features.reduce_fp32, autocast) / 4.0;   // as step/builder.cpp
     best = std::max(best, st.params + st.grads + st.optimizer + static_cast<double>(peak) + step::kRuntimeReserveBytes);
   }
   return best;
