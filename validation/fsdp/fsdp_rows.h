@@ -76,7 +76,23 @@ inline std::vector<Row> read_rows(const std::string& csv, const std::string& spl
   return rows;
 }
 
-inline config::Scenario row_scenario(const Row& r) {
+// The mechanisms the row mapping applies, each switchable for the before/after tables of
+// docs/fsdp.md (validate_fsdp --without NAME). All on is the mapping.
+struct Mechanisms {
+  // Hopper rows run with the shipped measured calibration, the choice `run` makes for a
+  // scenario without a calibration line (hardware::default_calibration_file); off: the
+  // datasheet roofline.
+  bool calibrated = true;
+};
+
+inline const hardware::Calibration& shipped_calibration(const std::string& rel) {
+  static std::map<std::string, hardware::Calibration> cache;
+  auto it = cache.find(rel);
+  if (it == cache.end()) it = cache.emplace(rel, hardware::read_calibration(source_path(rel))).first;
+  return it->second;
+}
+
+inline config::Scenario row_scenario(const Row& r, const Mechanisms& mech = {}) {
   config::Scenario s;
   s.name = r.at("id");
   s.model_ref = "(inline)";
@@ -87,6 +103,12 @@ inline config::Scenario row_scenario(const Row& r) {
   const double gib = 1024.0 * 1024.0 * 1024.0;
   if (gpu.find("A100 40GB") != std::string::npos) s.hardware.hbm_bytes = 40 * gib;
   if (gpu.find("96GB") != std::string::npos || gpu.find("94/95GB") != std::string::npos) s.hardware.hbm_bytes = 94 * gib;
+  const std::string cal = hardware::default_calibration_file(s.hardware);
+  if (mech.calibrated && !cal.empty()) {
+    s.calibration = shipped_calibration(cal);
+    s.calibration_path = source_path(cal);
+    s.calibration_choice = "default";
+  }
   models::ModelSpec m;
   const bool mpt = r.has("model", "MPT");
   m.name = r.at("model");
@@ -152,13 +174,13 @@ struct Comparison {
   bool expressible = true;   // false: the row cannot be a valid scenario (note says why)
 };
 
-inline Comparison compare(const Row& r) {
+inline Comparison compare(const Row& r, const Mechanisms& mech = {}) {
   Comparison c;
   c.id = r.at("id");
   c.half = r.half;
   c.published_tps = r.real("tokens_per_s_per_gpu");
   c.published_mem = r.real("peak_mem_gib");
-  const auto s = row_scenario(r);
+  const auto s = row_scenario(r, mech);
   const auto diags = config::validate(s);
   if (!diags.empty()) {
     c.expressible = false;

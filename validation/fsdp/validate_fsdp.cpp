@@ -1,7 +1,7 @@
 // Published FSDP runs against the simulator: every row of validation/fsdp/rows.csv
 // as a scenario (validation/fsdp/fsdp_rows.h), tokens/s per GPU and peak memory
 // vs published, with the median |error| per half of validation/fsdp/split.csv.
-//   build/validation/validate_fsdp [--half tuning|heldout|all] [--markdown]
+//   build/validation/validate_fsdp [--half tuning|heldout|all] [--markdown] [--without MECHANISM]...
 // Results and the mapping: docs/fsdp.md.
 #include <cmath>
 #include <cstdio>
@@ -16,10 +16,19 @@ using namespace mfusim;
 int main(int argc, char** argv) {
   std::string half = "all";
   bool markdown = false;
+  validation::fsdp::Mechanisms mech;
   for (int i = 1; i < argc; ++i) {
     const std::string a = argv[i];
     if (a == "--markdown") markdown = true;
     else if (a == "--half" && i + 1 < argc) half = argv[++i];
+    else if (a == "--without" && i + 1 < argc) {
+      const std::string m = argv[++i];
+      if (m == "calibrated") mech.calibrated = false;
+      else {
+        std::fprintf(stderr, "validate_fsdp: error: unknown mechanism '%s' (--without calibrated)\n", m.c_str());
+        return 2;
+      }
+    }
     else {
       std::fprintf(stderr, "validate_fsdp: error: unknown argument '%s' (--half tuning|heldout|all, --markdown)\n", a.c_str());
       return 2;
@@ -43,7 +52,7 @@ int main(int argc, char** argv) {
     }
     for (const auto& r : rows) {
       if (half != "all" && r.half != half) continue;
-      const auto c = validation::fsdp::compare(r);
+      const auto c = validation::fsdp::compare(r, mech);
       if (!c.expressible) {
         ++skipped[c.half];
         if (markdown) std::printf("| %s | %s | %g | | | | | | %s |\n", c.id.c_str(), c.half.c_str(), c.published_tps, c.note.c_str());
