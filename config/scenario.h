@@ -144,6 +144,9 @@ struct Features {
   Offload offload = Offload::none;
   bool fp8_all_gather = false;
   bool reduce_fp32 = true;          // features.reduce_dtype = "fp32" (FSDP2 MixedPrecisionPolicy) | "bf16"
+  // recompute = "full" on every N-th transformer block only (torchtitan's selective layer AC,
+  // ac_freq = N: blocks N, 2N, ... counted from 1 are checkpointed); 1 = every block.
+  int recompute_every = 1;
   // fp8 recipes: attention (Transformer Engine's DotProductAttention) in fp8 too (TE's
   // recipe fp8_dpa; default False there): false prices it at the bf16 peak.
   bool fp8_attention = false;

@@ -71,10 +71,11 @@ double model_flops_per_token(const ModelSpec& m, std::int64_t seq_len, bool with
   return per_token;
 }
 
-double recompute_flops_per_token(const ModelSpec& m, std::int64_t seq_len, Recompute r) {
+double recompute_flops_per_token(const ModelSpec& m, std::int64_t seq_len, Recompute r, int every) {
   double extra = 0;
   if (r == Recompute::none) return 0;
   for (int i = 0; i < m.layers; ++i) {
+    if (r == Recompute::full && every > 1 && (i + 1) % every != 0) continue;
     const TokenFlops t = layer_token_flops(m, i, static_cast<double>(seq_len));
     extra += r == Recompute::selective ? t.attention : t.matmul + t.attention;
   }

@@ -66,7 +66,9 @@ double activation_bytes(const ModelSpec& m, int layer, const RankShape& r) {
   const double T = static_cast<double>(r.micro_batch) * s / r.cp;
   const double rep = r.sequence_parallel ? 1.0 / t : 1.0;   // tensors outside the TP region
   const double shard = 1.0 / t;
-  if (r.recompute == Recompute::full) return e * T * h * rep;   // the layer input only
+  // features.recompute_every: a block that is not checkpointed keeps everything.
+  const Recompute rc = checkpointed(r, layer) ? r.recompute : Recompute::none;
+  if (rc == Recompute::full) return e * T * h * rep;   // the layer input only
 
   const double heads = m.heads;
   const double dqk = qk_head_dim(m), dv = v_head_dim(m), kvh = core_kv_heads(m);
@@ -89,7 +91,7 @@ double activation_bytes(const ModelSpec& m, int layer, const RankShape& r) {
     per_token += e * kvh * dv * shard;                        // V
   }
   per_token += el * heads * dv * shard;                       // attention output = out-projection input
-  if (r.recompute == Recompute::none) {
+  if (rc == Recompute::none) {
     if (r.flash_attention) {
       per_token += 4 * heads * shard;                         // softmax log-sum-exp (fp32)
     } else {

@@ -21,9 +21,11 @@
 // data_parallel.cpp, reduce-scattered over the shard group (+ the replica
 // all-reduce), parameters replicated and gathered after the optimizer.
 //
-// Offload: the optimizer step runs on the host; the GPU's part is the
-// gradient shard over PCIe to the host and the updated bf16 parameter shard
-// back (the host's Adam itself is not modelled, docs/fsdp.md).
+// Offload: the optimizer step runs on the host; the gradient shard goes over
+// PCIe to the host, the host's Adam runs at the host's memory bandwidth per GPU
+// (hardware host_memory_bandwidth_gbs), the updated bf16 parameter shard comes
+// back. With parameter offload (ZeRO-3) the rank's bf16 shard of a unit also
+// crosses PCIe to the GPU before every all-gather of that unit (docs/fsdp.md).
 #include <algorithm>
 
 #include "hardware/cost_model.h"
@@ -215,12 +217,20 @@ void Builder::fsdp_emit(int rank, Chain& ch, const std::vector<Item>& items, con
     if (needs_params && gathered.find(u.key) == gathered.end()) {
       const double bytes = u.params * (F.fp8_all_gather ? 1.0 : 2.0);
       const auto mem = static_cast<std::int64_t>(bytes);
+      // Parameter offload: the rank's bf16 shard of the unit comes from the host first (on the
+      // gather's stream, so the gather follows it).
+      TaskId h2d = -1;
+      if (F.offload == config::Offload::params)
+        h2d = add_task(rank, fsdp_ag_stream_[rank],
+                       sim::checked_ns(2.0 * u.params / sg.size / s_.hardware.pcie_bandwidth, "the offloaded parameter copy"),
+                       Category::dp_comm, "fsdp params to gpu", op.microbatch, op.chunk, 'C');
       TaskId ag = add_task(rank, fsdp_ag_stream_[rank], sim::checked_ns(layers_.coll(Collective::all_gather, bytes, sg), "the FSDP all-gather"),
                            Category::dp_comm, "fsdp all-gather", op.microbatch, op.chunk, 'C', 0, 0, mem, {res}, true);
       // Issued when unit j - ahead starts: after unit j - ahead - 1, or at the op's start.
       const std::ptrdiff_t trig = static_cast<std::ptrdiff_t>(j) - ahead - 1;
       const TaskId after = trig >= 0 ? unit_last[static_cast<std::size_t>(trig)] : start;
-      if (after >= 0) g.depend(after, ag);
+      if (after >= 0) g.depend(after, h2d >= 0 ? h2d : ag);
+      if (h2d >= 0) g.depend(h2d, ag);
       ch.pending.push_back(ag);
       gathered[u.key] = mem;
     }
@@ -294,9 +304,15 @@ void Builder::add_sharded_reduce_and_optimizer() {
                              "offload grads to host", -1, -1, 'O');
       for (TaskId d : dp_tasks_[r]) g.depend(d, down);
       if (last_compute_[r] >= 0) g.depend(last_compute_[r], down);
+      // The host's Adam over the shard (fp32 master, m, v and gradient read, master, m, v and
+      // the bf16 copy written: 30 bytes per parameter, as the GPU's step) at the host's memory
+      // bandwidth per GPU.
+      TaskId host_adam = add_task(r, dp_stream_[r], sim::checked_ns(30.0 * local / s_.hardware.host_memory_bandwidth, "the host's Adam step"),
+                                  Category::optimizer, "host adam", -1, -1, 'O');
+      g.depend(down, host_adam);
       optim = add_task(r, dp_stream_[r], sim::checked_ns(2.0 * local / bw, "the offload parameter copy"), Category::optimizer,
                        "offload params to gpu", -1, -1, 'O');
-      g.depend(down, optim);
+      g.depend(host_adam, optim);
     }
     const Group sg = fsdp_shard_group();
     if (P.zero() < 3 && P.distributed_optimizer && sg.size > 1 && !s_.features.overlap_param_gather) {

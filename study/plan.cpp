@@ -282,11 +282,13 @@ double memory_lower_bound(const config::Scenario& s) {
   // layer as the lowering does.
   std::vector<std::int64_t> act(S, 0);
   {
-    std::int64_t dense = -1, moe = -1;
+    std::int64_t dense = -1, moe = -1, dense_kept = -1, moe_kept = -1;
     for (int st = 0; st < S; ++st) {
       if (st == 0) act[st] += static_cast<std::int64_t>(models::embedding_activation_bytes(s.model, sh));
       for (int l : layers[st]) {
-        std::int64_t& c = s.model.is_moe_layer(l) ? moe : dense;
+        std::int64_t& c = !models::checkpointed(sh, l) && sh.recompute != config::Recompute::none
+                              ? (s.model.is_moe_layer(l) ? moe_kept : dense_kept)   // features.recompute_every
+                              : (s.model.is_moe_layer(l) ? moe : dense);
         if (c < 0) c = static_cast<std::int64_t>(models::activation_bytes(s.model, l, sh));
         act[st] += c;
       }

@@ -16,7 +16,8 @@
 //    zero_stage 3 with reshard_after_forward = false (FSDP's semantics:
 //    parameters sharded at rest, kept gathered from forward to backward);
 //    rows whose reshard column says no/False: reshard_after_forward = false.
-//  * activation checkpointing: full / selective / none as published; float8
+//  * activation checkpointing: full / selective / none as published (torchtitan's selective
+//    layer: full every 2nd block; fms-fsdp's AC True: full, Mechanisms::framework_ac); float8
 //    rows: precision fp8; torch.compile on: fused_kernels; async TP:
 //    tp_comm_overlap. Everything else: the simulator's defaults.
 #include <algorithm>
@@ -83,6 +84,13 @@ struct Mechanisms {
   // scenario without a calibration line (hardware::default_calibration_file); off: the
   // datasheet roofline.
   bool calibrated = true;
+  // Activation checkpointing as the row's framework applies it: torchtitan's "selective layer"
+  // is full AC on every 2nd block (selective_ac_option default "2": ac_freq 2,
+  // torchtitan/parallelisms/parallelize_llama.py _apply_ac_to_transformer_block); fms-fsdp's
+  // "AC True" is full AC on every block (selective_checkpointing default 1,
+  // fms_fsdp/config/training.py). Off: both as the plain recompute names (the "selective
+  // layer" rows as Megatron's core-attention selective, the "on" rows as none).
+  bool framework_ac = true;
 };
 
 inline const hardware::Calibration& shipped_calibration(const std::string& rel) {
@@ -159,6 +167,11 @@ inline config::Scenario row_scenario(const Row& r, const Mechanisms& mech = {}) 
   const std::string ac = r.at("activation_checkpointing");
   F.recompute = ac.rfind("full", 0) == 0 ? config::Recompute::full
                 : ac.rfind("selective", 0) == 0 ? config::Recompute::selective : config::Recompute::none;
+  if (mech.framework_ac && ac.rfind("selective layer", 0) == 0) {
+    F.recompute = config::Recompute::full;
+    F.recompute_every = 2;
+  }
+  if (mech.framework_ac && ac.rfind("on (AC True", 0) == 0) F.recompute = config::Recompute::full;
   const std::string rs = r.at("reshard_after_forward");
   F.reshard_after_forward = !(rs.rfind("no", 0) == 0 || rs.rfind("False", 0) == 0);
   F.python_gc = false;
@@ -199,6 +212,7 @@ inline Comparison compare(const Row& r, const Mechanisms& mech = {}) {
   c.note = "tp " + std::to_string(P.tp) + " pp " + std::to_string(P.pp) + " cp " + std::to_string(P.cp) + " dp " +
            std::to_string(P.dp) + (P.shard_degree > 0 ? " shard " + std::to_string(P.shard_degree) : "") + " mbs " +
            std::to_string(s.training.micro_batch) + " " + config::to_string(s.features.recompute) +
+           (s.features.recompute_every > 1 ? "/" + std::to_string(s.features.recompute_every) : "") +
            (s.training.precision == hardware::Precision::fp8 ? " fp8" : "") +
            (s.features.fused_kernels ? " compile" : "") + (s.features.reshard_after_forward ? "" : " no-reshard");
   return c;

@@ -24,8 +24,9 @@ int main(int argc, char** argv) {
     else if (a == "--without" && i + 1 < argc) {
       const std::string m = argv[++i];
       if (m == "calibrated") mech.calibrated = false;
+      else if (m == "framework_ac") mech.framework_ac = false;
       else {
-        std::fprintf(stderr, "validate_fsdp: error: unknown mechanism '%s' (--without calibrated)\n", m.c_str());
+        std::fprintf(stderr, "validate_fsdp: error: unknown mechanism '%s' (--without calibrated|framework_ac)\n", m.c_str());
         return 2;
       }
     }
