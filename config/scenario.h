@@ -17,7 +17,9 @@ using hardware::Precision;
 
 enum class ScheduleKind { gpipe, one_f_one_b, interleaved_1f1b, zb_h1, zb_h2, zb_v, dualpipe, dualpipev,
                          zb_auto, v_half, v_min };
-enum class Recompute { none, selective, full };
+// selective_op: torchtitan's per-op selective AC ("selective-op"): each block checkpointed,
+// the outputs of SDPA and of every other matmul saved, everything else recomputed (docs/fsdp.md).
+enum class Recompute { none, selective, full, selective_op };
 enum class NcclAlgo { auto_, ring, tree };
 // Where the weights live and what the framework runs (docs/fidelity.md):
 //  bf16_params   Megatron-LM mixed precision: bf16 weights, fp32 main grads, fp32 master + Adam state

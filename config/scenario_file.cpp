@@ -288,7 +288,7 @@ void read_scenario(Ctx& ctx, Scenario& s, const Value& root, const std::string& 
     ctx.read_bool(*t, "tp_comm_overlap", p, f.tp_comm_overlap);
     ctx.read_bool(*t, "overlap_p2p_comm", p, f.overlap_p2p_comm);
     ctx.read_bool(*t, "optimizer_post_validation", p, f.optimizer_post_validation);
-    int r = ctx.read_enum(*t, "recompute", p, {"none", "selective", "full"});
+    int r = ctx.read_enum(*t, "recompute", p, {"none", "selective", "full", "selective-op"});
     if (r >= 0) f.recompute = static_cast<Recompute>(r);
     ctx.read_bool(*t, "cuda_graphs", p, f.cuda_graphs);
     ctx.read_bool(*t, "python_gc", p, f.python_gc);

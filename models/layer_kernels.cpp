@@ -5,6 +5,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <string>
 
 #include "models/conventions.h"
 #include "models/kernel_builders.h"
@@ -149,6 +150,40 @@ LayerKernels layer_kernels(const ModelSpec& m, int layer, const RankShape& r) {
   } else if (r.recompute == Recompute::selective) {
     lk.r.assign(lk.f.begin() + static_cast<std::ptrdiff_t>(core_begin),
                 lk.f.begin() + static_cast<std::ptrdiff_t>(core_end));
+  } else if (r.recompute == Recompute::selective_op) {
+    // torchtitan's per-op SAC (torchtitan/parallelisms/parallelize_llama.py _custom_policy):
+    // the checkpointed block's forward is replayed; outputs of SDPA and of the odd-numbered
+    // aten.mm calls are saved (MUST_SAVE), every other op runs again. torchtitan's Llama issues
+    // its matmuls as wq, wk, wv, wo, w1, w3, w2 (GELU: wq, wk, wv, wo, fc1, fc2), so wk, wo
+    // and w3 (GELU: fc2) are recomputed; here wk is the k part of the QKV GEMM and w3 half of
+    // the gate/up GEMM. The core attention is not recomputed; every memory-bound kernel is.
+    // Other GEMMs (MLA, MoE, the router) by the same rule over their order in the pass.
+    int mm = 0;
+    for (std::size_t i = 0; i < lk.f.size(); ++i) {
+      if (i >= core_begin && i < core_end) continue;
+      const Kernel& k = lk.f[i];
+      if (k.kind != hardware::KernelKind::gemm) {
+        lk.r.push_back(k);
+        continue;
+      }
+      const std::string n = k.name;
+      Kernel g = k;
+      if (n == "qkv") {
+        mm += 3;
+        g.n = std::llround(kv * dqk);
+        g.flops = 2.0 * static_cast<double>(g.m) * static_cast<double>(g.n) * static_cast<double>(g.k);
+        g.bytes = k.bytes * static_cast<double>(g.n) / static_cast<double>(std::max<std::int64_t>(1, k.n));
+        lk.r.push_back(g);
+      } else if (n == "mlp_up" && m.activation == Activation::swiglu) {
+        mm += 2;
+        g.n = k.n / 2;
+        g.flops = k.flops / 2;
+        g.bytes = k.bytes / 2;
+        lk.r.push_back(g);
+      } else if (++mm % 2 == 0) {
+        lk.r.push_back(g);
+      }
+    }
   }
   return lk;
 }

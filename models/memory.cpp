@@ -72,6 +72,14 @@ double activation_bytes(const ModelSpec& m, int layer, const RankShape& r) {
 
   const double heads = m.heads;
   const double dqk = qk_head_dim(m), dv = v_head_dim(m), kvh = core_kv_heads(m);
+  if (rc == Recompute::selective_op && !m.mla && !m.is_moe_layer(layer)) {
+    // torchtitan's per-op SAC (layer_kernels.cpp): the block's input, the saved matmul outputs
+    // (wq, wv, w1 and w2; GELU: wq, wv, fc1), SDPA's output and its log-sum-exp (fp32).
+    double pt = e * h * rep + e * (heads * dqk + kvh * dv) * shard + e * heads * dv * shard + 4 * heads * shard;
+    pt += e * static_cast<double>(m.ffn_hidden) * shard;
+    if (m.activation == Activation::swiglu) pt += e * h * rep;
+    return T * pt;
+  }
   const double drop = has_dropout(m) ? 1.0 : 0.0;
   double per_token = 0;
   // attention block (Korthikanti: 11sbh + 5as^2b for GPT)

@@ -91,6 +91,9 @@ struct Mechanisms {
   // fms_fsdp/config/training.py). Off: both as the plain recompute names (the "selective
   // layer" rows as Megatron's core-attention selective, the "on" rows as none).
   bool framework_ac = true;
+  // torchtitan's per-op selective AC (the rows' "selective op"): recompute = "selective-op"
+  // (models/layer_kernels.cpp). Off: Megatron's core-attention selective recompute.
+  bool op_sac = true;
 };
 
 inline const hardware::Calibration& shipped_calibration(const std::string& rel) {
@@ -172,6 +175,8 @@ inline config::Scenario row_scenario(const Row& r, const Mechanisms& mech = {}) 
     F.recompute_every = 2;
   }
   if (mech.framework_ac && ac.rfind("on (AC True", 0) == 0) F.recompute = config::Recompute::full;
+  if (mech.op_sac && (ac.rfind("selective op", 0) == 0 || ac.rfind("selective (op", 0) == 0))
+    F.recompute = config::Recompute::selective_op;
   const std::string rs = r.at("reshard_after_forward");
   F.reshard_after_forward = !(rs.rfind("no", 0) == 0 || rs.rfind("False", 0) == 0);
   F.python_gc = false;

@@ -25,8 +25,9 @@ int main(int argc, char** argv) {
       const std::string m = argv[++i];
       if (m == "calibrated") mech.calibrated = false;
       else if (m == "framework_ac") mech.framework_ac = false;
+      else if (m == "op_sac") mech.op_sac = false;
       else {
-        std::fprintf(stderr, "validate_fsdp: error: unknown mechanism '%s' (--without calibrated|framework_ac)\n", m.c_str());
+        std::fprintf(stderr, "validate_fsdp: error: unknown mechanism '%s' (--without calibrated|framework_ac|op_sac)\n", m.c_str());
         return 2;
       }
     }
