@@ -123,6 +123,7 @@ void check_scenario(const Scenario& s, const Sink& err) {
   // ZeRO / FSDP (docs/fsdp.md).
   range("parallel.zero_stage", par.zero_stage, 0, 3);
   range("features.fsdp_prefetch", s.features.fsdp_prefetch, 0, 64);
+  range("features.fsdp_version", s.features.fsdp_version, 1, 2);
   if (range("features.recompute_every", s.features.recompute_every, 1, 100000) && s.features.recompute_every > 1 &&
       s.features.recompute != Recompute::full)
     err("features.recompute_every", "'features.recompute_every' = " + std::to_string(s.features.recompute_every) +

@@ -149,6 +149,14 @@ struct Features {
   // recompute = "full" on every N-th transformer block only (torchtitan's selective layer AC,
   // ac_freq = N: blocks N, 2N, ... counted from 1 are checkpointed); 1 = every block.
   int recompute_every = 1;
+  // FSDP implementation (zero_stage 3): 2 = FSDP2 fully_shard (per-parameter sharding: the
+  // gathered unit is copied out into per-parameter tensors on the compute stream, gradients
+  // copied into the reduce-scatter input in the reduce dtype); 1 = FSDP1 FlatParameter (the
+  // gather lands in the flat buffer the parameters view: no copies). docs/fsdp.md.
+  int fsdp_version = 2;
+  // The loss: false = a fused vocab-parallel cross entropy (Megatron); true = torch's
+  // F.cross_entropy over logits.float() (torchtitan; docs/fidelity.md section 3's kernels).
+  bool fp32_cross_entropy = false;
   // fp8 recipes: attention (Transformer Engine's DotProductAttention) in fp8 too (TE's
   // recipe fp8_dpa; default False there): false prices it at the bf16 peak.
   bool fp8_attention = false;

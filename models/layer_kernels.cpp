@@ -223,7 +223,7 @@ LayerKernels head_kernels(const ModelSpec& m, const RankShape& r) {
   // The output layer stays bf16 in Megatron/NeMo fp8 recipes (it is not a TE fp8 module):
   // priced at the bf16 peak and fit, no quantise kernels.
   lk.f.back().keep_bf16 = lk.b.back().keep_bf16 = lk.w.back().keep_bf16 = true;
-  if (r.fp32_autocast) {
+  if (r.fp32_autocast || r.fp32_cross_entropy) {
     // torch: F.cross_entropy(logits.float(), targets) over the full [T, V] logits
     // (validation/train_step.py Model.forward): the .float() copy, log_softmax in fp32
     // (a row of V > 12288 fp32 does not fit in shared memory: read three times, written
@@ -237,7 +237,7 @@ LayerKernels head_kernels(const ModelSpec& m, const RankShape& r) {
     lk.b.push_back(memk("logits_to_fp32_bwd", 4 * x, e * x, 0));
     lk.b.push_back(memk("log_softmax_bwd", (rd > 1 ? 12 : 8) * x, 4 * x, 3 * x));
     lk.b.push_back(memk("nll_loss_bwd", 12 * T, 4 * x, T));
-    add_autocast_casts(lk, {});
+    if (r.fp32_autocast) add_autocast_casts(lk, {});
     tag_eager_families(lk);
   } else {
     // Vocab-parallel cross entropy on fp32 logits: max, sum-exp, loss; backward softmax - onehot.

@@ -206,8 +206,11 @@ double head_activation_bytes(const ModelSpec& m, const RankShape& r) {
   const double T = static_cast<double>(r.micro_batch) * static_cast<double>(r.seq_len) / r.cp;
   const double rep = r.sequence_parallel ? 1.0 / r.tp : 1.0;
   const double h = static_cast<double>(m.hidden);
-  // final norm input, LM-head input (Korthikanti: 2sbh/t each), fp32 logits 4sbv/t
-  return T * (2.0 * r.bytes_per_element * h * rep + 4.0 * static_cast<double>(m.vocab) / r.tp);
+  // final norm input, LM-head input (Korthikanti: 2sbh/t each), fp32 logits 4sbv/t; torch's
+  // F.cross_entropy(logits.float()) (features.cross_entropy = "fp32") keeps the fp32 copy and
+  // log_softmax's fp32 output for its backward: 8sbv/t.
+  const double per_logit = r.fp32_cross_entropy && !r.fp32_autocast ? 8.0 : 4.0;
+  return T * (2.0 * r.bytes_per_element * h * rep + per_logit * static_cast<double>(m.vocab) / r.tp);
 }
 
 }  // namespace mfusim::models

@@ -39,6 +39,9 @@ struct RankShape {
   // features.recompute_every: with full recompute, only blocks N, 2N, ... (counted from 1)
   // are checkpointed (torchtitan's selective layer AC); 1 = every block.
   int recompute_every = 1;
+  // torch's F.cross_entropy over fp32 logits (features.cross_entropy = "fp32"; always with
+  // fp32_autocast).
+  bool fp32_cross_entropy = false;
 };
 // Whether layer `layer` (0-based, in the model) is checkpointed under the shape's recompute.
 bool checkpointed(const RankShape&, int layer);

@@ -41,6 +41,17 @@ using hardware::Group;
 namespace {
 constexpr int kEmbUnit = -2, kHeadUnit = -3;
 
+// One copy kernel of FSDP2's all-gather copy-out or reduce-scatter copy-in (a memory-bound
+// kernel at the calibration's copy bandwidth).
+hardware::Kernel fsdp_copy_kernel(const char* name, double read, double write) {
+  hardware::Kernel k;
+  k.kind = hardware::KernelKind::memory;
+  k.name = name;
+  k.bytes = read + write;
+  k.count = 1;
+  return k;
+}
+
 // A group of k consecutive members of g (HSDP's shard group).
 Group first_of(const Group& g, int k) {
   if (k >= g.size) return g;
@@ -100,10 +111,20 @@ TaskId Builder::fsdp_reduce(int rank, double params, TaskId after, std::int64_t 
   const double bytes = params * (s_.features.reduce_fp32 ? 4.0 : 2.0);
   const Group sg = fsdp_shard_group();
   const Group rg = fsdp_replica_group();
+  // FSDP2's foreach_reduce copies the unit's bf16 gradients into the reduce-scatter input in the
+  // reduce dtype (torch._chunk_cat, on the reduce-scatter stream): 2 bytes read, 2 or 4 written.
+  TaskId copy_in = -1;
+  if (fsdp_active() && s_.features.fsdp_version == 2) {
+    const hardware::Kernel k = fsdp_copy_kernel("fsdp_copy_in", 2.0 * params, bytes);
+    const layer::Seg cs = layers_.seg_of({&k});
+    copy_in = add_task(rank, st, cs.ns, Category::dp_comm, "fsdp reduce copy-in", -1, -1, 'C', cs.launch_ns, 0, 0, {}, false, cs.host_ns);
+    if (after >= 0) g.depend(after, copy_in);
+  }
   TaskId last = add_task(rank, st, sim::checked_ns(layers_.coll(Collective::reduce_scatter, bytes, sg), "the FSDP reduce-scatter"),
                          Category::dp_comm, "fsdp reduce-scatter", -1, -1, 'C', 0, 0, 0,
                          {sg.crosses_domains() ? nic_[rank] : nvl_[rank]}, true);
   if (after >= 0) g.depend(after, last);
+  if (copy_in >= 0) g.depend(copy_in, last);
   if (rg.size > 1) {
     TaskId ar = add_task(rank, st, sim::checked_ns(layers_.coll(Collective::all_reduce, bytes / sg.size, rg), "the HSDP all-reduce"),
                          Category::dp_comm, "hsdp all-reduce", -1, -1, 'C', 0, 0, 0,
@@ -233,6 +254,19 @@ void Builder::fsdp_emit(int rank, Chain& ch, const std::vector<Item>& items, con
       if (h2d >= 0) g.depend(h2d, ag);
       ch.pending.push_back(ag);
       gathered[u.key] = mem;
+      // FSDP2 (fully_shard) gathers the unit into one flat buffer and copies it out into the
+      // per-parameter tensors on the compute stream (torch/distributed/_composable/fsdp/
+      // _fsdp_param_group.py wait_for_unshard -> foreach_all_gather_copy_out,
+      // split_with_sizes_copy): the gathered bytes read and written once, before the unit's
+      // compute. FSDP1's FlatParameter views the gathered buffer: no copy.
+      if (F.fsdp_version == 2 && bytes > 0) {
+        const hardware::Kernel k = fsdp_copy_kernel("fsdp_copy_out", bytes, bytes);
+        const layer::Seg cs = layers_.seg_of({&k});
+        const Item& first_item = items[u.begin];
+        TaskId co = add_task(rank, out_.compute_stream[rank], cs.ns, first_item.cat, "fsdp copy-out", op.microbatch, op.chunk,
+                             first_item.kind, cs.launch_ns, 0, 0, {}, false, cs.host_ns);
+        g.depend(ag, co);
+      }
     }
     std::int64_t grad_bytes = 0;
     if (wgrad) {

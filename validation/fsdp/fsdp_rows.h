@@ -94,6 +94,14 @@ struct Mechanisms {
   // torchtitan's per-op selective AC (the rows' "selective op"): recompute = "selective-op"
   // (models/layer_kernels.cpp). Off: Megatron's core-attention selective recompute.
   bool op_sac = true;
+  // The FSDP implementation: torchtitan rows FSDP2 (features.fsdp_version = 2: the per-parameter
+  // copy-out after each gather, the reduce-scatter copy-in), llm-foundry and fms-fsdp rows FSDP1
+  // (Composer / FullyShardedDataParallel: FlatParameter, no copies). Off: every row as FSDP1.
+  bool fsdp2_copies = true;
+  // torchtitan's loss: F.cross_entropy(pred.flatten(0, 1).float(), labels) (train.py / loss.py;
+  // features.cross_entropy = "fp32"). llm-foundry and fms-fsdp rows keep the fused loss (their
+  // losses are not restated by the rows). Off: every row with the fused loss.
+  bool torch_loss = true;
 };
 
 inline const hardware::Calibration& shipped_calibration(const std::string& rel) {
@@ -179,6 +187,9 @@ inline config::Scenario row_scenario(const Row& r, const Mechanisms& mech = {}) 
     F.recompute = config::Recompute::selective_op;
   const std::string rs = r.at("reshard_after_forward");
   F.reshard_after_forward = !(rs.rfind("no", 0) == 0 || rs.rfind("False", 0) == 0);
+  const bool torchtitan = r.at("id").rfind("TT", 0) == 0;
+  F.fsdp_version = mech.fsdp2_copies && torchtitan ? 2 : 1;
+  F.fp32_cross_entropy = mech.torch_loss && torchtitan;
   F.python_gc = false;
   F.dataloader_workers = 2;
   return s;
