@@ -30,6 +30,7 @@
 
 #include "config/loader.h"
 #include "step/simulate.h"
+#include "validation/h200_compare.h"
 #include "validation/published/published.h"
 
 namespace mfusim::validation::fsdp {
@@ -102,6 +103,11 @@ struct Mechanisms {
   // features.cross_entropy = "fp32"). llm-foundry and fms-fsdp rows keep the fused loss (their
   // losses are not restated by the rows). Off: every row with the fused loss.
   bool torch_loss = true;
+  // Eager PyTorch's host issue cost (docs/fidelity.md section 1): every row runs PyTorch from
+  // Python without CUDA graphs, so the H200 validation's measured host costs apply
+  // (validation/h200_compare.h: 31.0 us per forward op, 26.2 us per backward op, 728 / 951 us
+  // per checkpointed block's forward / recomputation). Off: no host cost (the bare launch gaps).
+  bool eager_host = true;
 };
 
 inline const hardware::Calibration& shipped_calibration(const std::string& rel) {
@@ -122,6 +128,13 @@ inline config::Scenario row_scenario(const Row& r, const Mechanisms& mech = {}) 
   const double gib = 1024.0 * 1024.0 * 1024.0;
   if (gpu.find("A100 40GB") != std::string::npos) s.hardware.hbm_bytes = 40 * gib;
   if (gpu.find("96GB") != std::string::npos || gpu.find("94/95GB") != std::string::npos) s.hardware.hbm_bytes = 94 * gib;
+  if (mech.eager_host) {
+    s.hardware.host_overhead = validation::kEagerHostOverheadS;
+    s.hardware.host_compiled_overhead = validation::kCompiledHostOverheadS;
+    s.hardware.host_backward_overhead = validation::kBackwardHostOverheadS;
+    s.hardware.host_checkpoint_overhead = validation::kCheckpointHostS;
+    s.hardware.host_recompute_overhead = validation::kRecomputeHostS;
+  }
   const std::string cal = hardware::default_calibration_file(s.hardware);
   if (mech.calibrated && !cal.empty()) {
     s.calibration = shipped_calibration(cal);
