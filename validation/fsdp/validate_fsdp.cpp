@@ -46,7 +46,8 @@ int main(int argc, char** argv) {
   try {
     const auto rows = validation::fsdp::read_rows(validation::source_path("validation/fsdp/rows.csv"),
                                                   validation::source_path("validation/fsdp/split.csv"));
-    std::map<std::string, std::vector<double>> tps, mem;
+    std::map<std::string, std::vector<double>> tps, mem, signed_tps;
+    std::map<std::string, std::map<std::string, std::vector<double>>> by_source;   // half -> source -> |error|
     std::map<std::string, int> skipped;
     if (markdown) {
       std::printf("| row | half | tokens/s/GPU published | simulated | error | peak GiB published | simulated | error | configuration |\n");
@@ -65,6 +66,9 @@ int main(int argc, char** argv) {
         continue;
       }
       tps[c.half].push_back(std::fabs(c.tps_error));
+      signed_tps[c.half].push_back(c.tps_error);
+      const std::string src = c.id.rfind("TT", 0) == 0 ? "torchtitan" : c.id.rfind("LF", 0) == 0 ? "llm-foundry" : "fms-fsdp";
+      by_source[c.half][src].push_back(std::fabs(c.tps_error));
       if (c.published_mem > 0) mem[c.half].push_back(std::fabs(c.mem_error));
       char memtxt[64] = "";
       if (c.published_mem > 0) std::snprintf(memtxt, sizeof memtxt, "%+.1f%%", 100 * c.mem_error);
@@ -79,6 +83,13 @@ int main(int argc, char** argv) {
       std::fflush(stdout);
     }
     std::printf("\n");
+    for (const auto& [h, v] : tps) {
+      double mean = 0;
+      for (double x : signed_tps[h]) mean += x / static_cast<double>(signed_tps[h].size());
+      std::printf("%s: tokens/s per GPU mean signed error %+.1f%%; median |error| by source:", h.c_str(), 100 * mean);
+      for (const auto& [src, e] : by_source[h]) std::printf(" %s %.1f%% (%zu)", src.c_str(), 100 * validation::median(e), e.size());
+      std::printf("\n");
+    }
     for (const auto& [h, v] : tps)
       std::printf("%s: %zu rows simulated (%d not expressible): tokens/s per GPU median |error| %.1f%%; peak memory median |error| %.1f%% over %zu rows\n",
                   h.c_str(), v.size(), skipped[h], 100 * validation::median(v), 100 * validation::median(mem[h]), mem[h].size());
