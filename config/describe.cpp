@@ -87,7 +87,8 @@ std::string describe(const Scenario& s) {
   if (par.zero() >= 2 || f.offload != Offload::none)
     os << "  reshard_after_forward " << yn(f.reshard_after_forward) << ", fsdp_prefetch " << f.fsdp_prefetch
        << ", offload " << to_string(f.offload) << ", fp8_all_gather " << yn(f.fp8_all_gather) << ", reduce_dtype "
-       << (f.reduce_fp32 ? "fp32" : "bf16") << "\n";
+       << (f.reduce_fp32 ? "fp32" : "bf16") << ", fsdp_version " << f.fsdp_version << "\n";
+  if (f.fp32_cross_entropy) os << "  cross_entropy fp32 (torch F.cross_entropy over logits.float())\n";
   if (s.cost.price_per_gpu_hour > 0) os << "cost: " << s.cost.price_per_gpu_hour << " USD per GPU-hour\n";
   os << "seed: " << s.seed << "\n";
   return os.str();
