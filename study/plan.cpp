@@ -79,8 +79,10 @@ FrameworkSpace framework_space(Framework f) {
       return {{K::one_f_one_b, K::interleaved_1f1b}, {R::none, R::selective, R::full}, true};
     case Framework::torchtitan:
       // torch.distributed.pipelining: ScheduleGPipe, Schedule1F1B, ScheduleInterleaved1F1B,
-      // ScheduleZBVZeroBubble, ScheduleDualPipeV; torchtitan activation_checkpoint mode none|selective|full.
-      return {{K::gpipe, K::one_f_one_b, K::interleaved_1f1b, K::zb_v, K::dualpipev}, {R::none, R::selective, R::full}, true};
+      // ScheduleZBVZeroBubble, ScheduleDualPipeV; torchtitan activation_checkpoint mode none|selective|full,
+      // its selective being per-op SAC (selective_ac_option = "op" in its Llama 3 train configs) or full
+      // AC every N-th block (an integer option: features.recompute_every, not searched); docs/fsdp.md.
+      return {{K::gpipe, K::one_f_one_b, K::interleaved_1f1b, K::zb_v, K::dualpipev}, {R::none, R::selective_op, R::full}, true};
     case Framework::deepspeed:
       // deepspeed.runtime.pipe.schedule.TrainSchedule (1F1B); activation checkpointing of
       // whole layers; DeepSpeed-Ulysses is all-to-all sequence parallelism, not ring CP.
