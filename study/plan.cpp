@@ -211,6 +211,7 @@ std::vector<config::Scenario> enumerate_layouts(const config::Scenario& base, in
                   s.schedule.name = kind;
                   s.schedule.costs.reset();
                   s.features.recompute = rc;
+                  if (rc != config::Recompute::full) s.features.recompute_every = 1;   // only full recompute skips blocks
                   if (base.parallel.zero() >= 2) {
                     // An FSDP/ZeRO scenario (docs/fsdp.md): the ZeRO stage and the HSDP shard degree
                     // too: full sharding, or shard within one NVLink domain and replicate across.

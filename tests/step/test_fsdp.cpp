@@ -333,3 +333,29 @@ TEST_CASE("run --json: the resolved scenario carries the ZeRO / FSDP keys") {
     CHECK(json.find(k) != std::string::npos);
   }
 }
+
+TEST_CASE("diagnose: a ZeRO-3 scenario with full recompute gets torchtitan's lighter checkpointing as levers") {
+  const auto path = (std::filesystem::temp_directory_path() / "mfusim_fsdp_diagnose_ac.toml").string();
+  auto levers_of = [&](const std::string& text) {
+    std::ofstream(path) << text;
+    const auto d = study::diagnose(path, {});
+    std::filesystem::remove(path);
+    std::vector<std::string> names;
+    for (const auto& l : d.levers) names.push_back(l.lever);
+    return names;
+  };
+  auto has = [](const std::vector<std::string>& v, const std::string& x) { return std::find(v.begin(), v.end(), x) != v.end(); };
+  const auto every1 = levers_of(kFsdp);
+  CHECK(has(every1, "per-op selective recompute"));
+  CHECK(has(every1, "full recompute every 2nd block"));
+  CHECK(has(every1, "no recompute"));
+  // Checkpointing every 2nd block already: leaving full recompute resets recompute_every, so the
+  // lighter levers stay valid (a lever the scenario refuses is dropped).
+  std::string text = kFsdp;
+  text += "recompute_every = 2\n";
+  const auto every2 = levers_of(text);
+  CHECK(has(every2, "no recompute"));
+  CHECK(has(every2, "selective recompute"));
+  CHECK(has(every2, "per-op selective recompute"));
+  CHECK_FALSE(has(every2, "full recompute every 2nd block"));
+}
