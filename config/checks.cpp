@@ -124,6 +124,11 @@ void check_scenario(const Scenario& s, const Sink& err) {
   // ZeRO / FSDP (docs/fsdp.md).
   range("parallel.zero_stage", par.zero_stage, 0, 3);
   range("features.fsdp_prefetch", s.features.fsdp_prefetch, 0, 64);
+  range("features.fsdp_version", s.features.fsdp_version, 1, 2);
+  if (range("features.recompute_every", s.features.recompute_every, 1, 100000) && s.features.recompute_every > 1 &&
+      s.features.recompute != Recompute::full)
+    err("features.recompute_every", "'features.recompute_every' = " + std::to_string(s.features.recompute_every) +
+                                        " checkpoints every N-th block fully: it needs features.recompute = \"full\"");
   if (range("parallel.shard_degree", par.shard_degree, 0, kMaxGpus) && par.shard_degree > 0 && par.dp > 0 &&
       par.dp % par.shard_degree != 0)
     err("parallel.shard_degree", "shard_degree=" + std::to_string(par.shard_degree) + " does not divide dp=" +
@@ -133,6 +138,8 @@ void check_scenario(const Scenario& s, const Sink& err) {
                                 "\" needs a sharded optimizer (parallel.zero_stage >= 1)");
   if (s.features.offload != Offload::none && !(s.hardware.pcie_bandwidth > 0))
     err("features.offload", "'features.offload' needs the hardware's 'pcie_bandwidth_gbs' (host<->GPU transfers)");
+  if (s.features.offload != Offload::none && !(s.hardware.host_memory_bandwidth > 0))
+    err("features.offload", "'features.offload' needs the hardware's 'host_memory_bandwidth_gbs' (the host's Adam step)");
   if (par.zero() == 3 && (s.schedule.name == ScheduleKind::dualpipe || s.schedule.name == ScheduleKind::dualpipev))
     err("parallel.zero_stage", "zero_stage = 3 with schedule '" + std::string(to_string(s.schedule.name)) +
                                    "' is not modelled (its F&B pairs interleave two chains' units)");

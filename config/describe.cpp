@@ -78,7 +78,8 @@ std::string describe(const Scenario& s) {
   os << "features: flash_attention " << yn(f.flash_attention) << ", fused_kernels " << yn(f.fused_kernels)
      << ", overlap_grad_reduce " << yn(f.overlap_grad_reduce) << ", overlap_param_gather "
      << yn(f.overlap_param_gather) << "\n"
-     << "  tp_comm_overlap " << yn(f.tp_comm_overlap) << ", overlap_p2p_comm " << yn(f.overlap_p2p_comm) << ", recompute " << to_string(f.recompute) << ", cuda_graphs "
+     << "  tp_comm_overlap " << yn(f.tp_comm_overlap) << ", overlap_p2p_comm " << yn(f.overlap_p2p_comm) << ", recompute " << to_string(f.recompute)
+     << (f.recompute_every > 1 ? " every " + std::to_string(f.recompute_every) + " blocks" : std::string()) << ", cuda_graphs "
      << yn(f.cuda_graphs) << ", python_gc " << yn(f.python_gc) << ", dataloader_workers " << f.dataloader_workers
      << ", nccl_algo " << to_string(f.nccl_algo)
      << (f.optimizer_post_validation ? ", optimizer_post_validation yes" : "") << "\n"
@@ -86,7 +87,8 @@ std::string describe(const Scenario& s) {
   if (par.zero() >= 2 || f.offload != Offload::none)
     os << "  reshard_after_forward " << yn(f.reshard_after_forward) << ", fsdp_prefetch " << f.fsdp_prefetch
        << ", offload " << to_string(f.offload) << ", fp8_all_gather " << yn(f.fp8_all_gather) << ", reduce_dtype "
-       << (f.reduce_fp32 ? "fp32" : "bf16") << "\n";
+       << (f.reduce_fp32 ? "fp32" : "bf16") << ", fsdp_version " << f.fsdp_version << "\n";
+  if (f.fp32_cross_entropy) os << "  cross_entropy fp32 (torch F.cross_entropy over logits.float())\n";
   if (s.cost.price_per_gpu_hour > 0)
     os << "cost: " << s.cost.price_per_gpu_hour << " USD per GPU-hour"
        << (s.cost.price_from_hardware ? " (the hardware profile's on-demand list price)" : "") << "\n";

@@ -13,7 +13,8 @@ const std::vector<std::string> kHardwareKeys = {
     "hbm_bandwidth_gbs", "gpus_per_node",   "nvlink_bandwidth_gbs", "nvlink_latency_us",
     "nic_bandwidth_gbs", "nic_latency_us",  "launch_overhead_us", "host_overhead_us",
     "host_compiled_overhead_us", "host_backward_overhead_us", "host_checkpoint_overhead_us",
-    "host_recompute_overhead_us", "pcie_bandwidth_gbs", "sms", "peak_tflops_fp32", "price_per_gpu_hour"};
+    "host_recompute_overhead_us", "pcie_bandwidth_gbs", "host_memory_bandwidth_gbs", "sms", "peak_tflops_fp32",
+    "price_per_gpu_hour"};
 
 }  // namespace
 
@@ -50,6 +51,7 @@ hardware::HardwareSpec read_hardware_table(Ctx& ctx, const Value& t, const std::
   num("host_recompute_overhead_us", 1e-6, h.host_recompute_overhead, false);
   num("pcie_bandwidth_gbs", 1e9, h.pcie_bandwidth, false);
   num("price_per_gpu_hour", 1, h.price_per_gpu_hour, false);
+  num("host_memory_bandwidth_gbs", 1e9, h.host_memory_bandwidth, false);
   ctx.read_int(t, "gpus_per_node", p, h.gpus_per_node);
   ctx.read_int(t, "sms", p, h.sms);
   return h;

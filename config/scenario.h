@@ -17,7 +17,9 @@ using hardware::Precision;
 
 enum class ScheduleKind { gpipe, one_f_one_b, interleaved_1f1b, zb_h1, zb_h2, zb_v, dualpipe, dualpipev,
                          zb_auto, v_half, v_min };
-enum class Recompute { none, selective, full };
+// selective_op: torchtitan's per-op selective AC ("selective-op"): each block checkpointed,
+// the outputs of SDPA and of every other matmul saved, everything else recomputed (docs/fsdp.md).
+enum class Recompute { none, selective, full, selective_op };
 enum class NcclAlgo { auto_, ring, tree };
 // Where the weights live and what the framework runs (docs/fidelity.md):
 //  bf16_params   Megatron-LM mixed precision: bf16 weights, fp32 main grads, fp32 master + Adam state
@@ -144,6 +146,17 @@ struct Features {
   Offload offload = Offload::none;
   bool fp8_all_gather = false;
   bool reduce_fp32 = true;          // features.reduce_dtype = "fp32" (FSDP2 MixedPrecisionPolicy) | "bf16"
+  // recompute = "full" on every N-th transformer block only (torchtitan's selective layer AC,
+  // ac_freq = N: blocks N, 2N, ... counted from 1 are checkpointed); 1 = every block.
+  int recompute_every = 1;
+  // FSDP implementation (zero_stage 3): 2 = FSDP2 fully_shard (per-parameter sharding: the
+  // gathered unit is copied out into per-parameter tensors on the compute stream, gradients
+  // copied into the reduce-scatter input in the reduce dtype); 1 = FSDP1 FlatParameter (the
+  // gather lands in the flat buffer the parameters view: no copies). docs/fsdp.md.
+  int fsdp_version = 2;
+  // The loss: false = a fused vocab-parallel cross entropy (Megatron); true = torch's
+  // F.cross_entropy over logits.float() (torchtitan; docs/fidelity.md section 3's kernels).
+  bool fp32_cross_entropy = false;
   // fp8 recipes: attention (Transformer Engine's DotProductAttention) in fp8 too (TE's
   // recipe fp8_dpa; default False there): false prices it at the bf16 peak.
   bool fp8_attention = false;

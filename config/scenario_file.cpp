@@ -42,7 +42,8 @@ const std::vector<std::string> kFeatureKeys = {"flash_attention", "fused_kernels
                                                "dataloader_ms_per_sample", "gc_pause_ms", "gc_interval_s",
                                                "overlap_p2p_comm", "reshard_after_forward", "fsdp_prefetch", "offload",
                                                "fp8_all_gather", "reduce_dtype", "fp8_attention",
-                                               "optimizer_post_validation"};
+                                               "optimizer_post_validation", "recompute_every",
+                                               "fsdp_version", "cross_entropy"};
 const std::vector<std::string> kCostKeys = {"price_per_gpu_hour"};
 const std::vector<std::string> kMoeKeys = {"dispatcher", "max_nodes_per_token", "comm_sms", "fp8_dispatch",
                                            "imbalance", "nvlink_gbs", "rdma_gbs", "recompute_norm_up_proj",
@@ -288,7 +289,7 @@ void read_scenario(Ctx& ctx, Scenario& s, const Value& root, const std::string& 
     ctx.read_bool(*t, "tp_comm_overlap", p, f.tp_comm_overlap);
     ctx.read_bool(*t, "overlap_p2p_comm", p, f.overlap_p2p_comm);
     ctx.read_bool(*t, "optimizer_post_validation", p, f.optimizer_post_validation);
-    int r = ctx.read_enum(*t, "recompute", p, {"none", "selective", "full"});
+    int r = ctx.read_enum(*t, "recompute", p, {"none", "selective", "full", "selective-op"});
     if (r >= 0) f.recompute = static_cast<Recompute>(r);
     ctx.read_bool(*t, "cuda_graphs", p, f.cuda_graphs);
     ctx.read_bool(*t, "python_gc", p, f.python_gc);
@@ -300,6 +301,10 @@ void read_scenario(Ctx& ctx, Scenario& s, const Value& root, const std::string& 
     ctx.read_number(*t, "gc_interval_s", p, f.gc_interval_s);
     ctx.read_bool(*t, "reshard_after_forward", p, f.reshard_after_forward);
     ctx.read_int(*t, "fsdp_prefetch", p, f.fsdp_prefetch);
+    ctx.read_int(*t, "recompute_every", p, f.recompute_every);
+    ctx.read_int(*t, "fsdp_version", p, f.fsdp_version);
+    int ce = ctx.read_enum(*t, "cross_entropy", p, {"fused", "fp32"});
+    if (ce >= 0) f.fp32_cross_entropy = ce == 1;
     int o = ctx.read_enum(*t, "offload", p, {"none", "optimizer", "params"});
     if (o >= 0) f.offload = static_cast<Offload>(o);
     ctx.read_bool(*t, "fp8_all_gather", p, f.fp8_all_gather);

@@ -24,6 +24,9 @@ struct HardwareSpec {
   double nic_bandwidth = 0;        // bytes/s per GPU, one direction (nic_bandwidth_gbs)
   double nic_latency = 0;          // seconds                   (nic_latency_us)
   double pcie_bandwidth = 0;       // bytes/s host<->GPU, one direction; 0 = not given (pcie_bandwidth_gbs)
+  // Host DRAM bandwidth per GPU (the node's CPU memory bandwidth / GPUs per node): the host's
+  // Adam under features.offload runs at it; 0 = not given (host_memory_bandwidth_gbs).
+  double host_memory_bandwidth = 0;
   double launch_overhead = 0;      // seconds per kernel        (launch_overhead_us)
   // Host (CPU) time to issue one eager op (framework dispatch + launch call), running
   // ahead of the GPU asynchronously; 0 = never host bound (host_overhead_us; docs/fidelity.md).

@@ -268,11 +268,15 @@ void LayerCosts::tp_overlap_windows(const std::vector<Kernel>& ks,
 
 const LayerCost& LayerCosts::layer_cost(int layer) {
   const bool moe = s_.model.is_moe_layer(layer);
-  const int key = moe ? 1 : 0;
+  // features.recompute_every: a block that is not checkpointed runs as without recompute.
+  const bool ckpt_layer = models::checkpointed(shape_, layer);
+  models::RankShape shape = shape_;
+  if (!ckpt_layer) shape.recompute = config::Recompute::none;
+  const int key = (moe ? 1 : 0) + (ckpt_layer ? 2 : 0);
   auto it = layer_cache_.find(key);
   if (it != layer_cache_.end()) return it->second;
   LayerCost lc;
-  auto ks = models::layer_kernels(s_.model, layer, shape_);
+  auto ks = models::layer_kernels(s_.model, layer, shape);
   if (moe) {   // the slowest EP rank's expert GEMMs (moe.imbalance; unchanged at 1.0)
     scale_expert_kernels(s_, ks.f, ks.f_experts, ks.f_experts_end);
     scale_expert_kernels(s_, ks.b, ks.b_experts, ks.b_experts_end);
@@ -283,7 +287,7 @@ const LayerCost& LayerCosts::layer_cost(int layer) {
   const Bounds fb{ks.f_mlp, 0, ks.f_experts, ks.f_experts_end};
   // A checkpointed layer (recompute on) costs the host its wrapper in the forward and the
   // recomputation's trigger in the backward, beyond the ops (CostModel::checkpoint_host).
-  const bool ckpt = s_.features.recompute != config::Recompute::none;
+  const bool ckpt = shape.recompute != config::Recompute::none;
   lc.f = pass_cost(ks.f, false, moe, comm, fb, ckpt ? cost_.checkpoint_host() : 0);
   lc.b = pass_cost(ks.b, true, moe, comm, Bounds{0, ks.b_attn, ks.b_experts, ks.b_experts_end});
   lc.w = PassCost{};
@@ -292,17 +296,17 @@ const LayerCost& LayerCosts::layer_cost(int layer) {
     for (const auto& k : ks.w) all.push_back(&k);
     lc.w.segs.push_back(seg_of(all));
   }
-  if (s_.features.recompute == config::Recompute::full) {
+  if (shape.recompute == config::Recompute::full) {
     lc.r = pass_cost(ks.r, false, moe, comm, fb, cost_.recompute_host());
   } else if (!ks.r.empty()) {
     std::vector<const Kernel*> all;
     for (const auto& k : ks.r) all.push_back(&k);
     lc.r.segs.push_back(seg_of(all, cost_.recompute_host()));
   }
-  lc.act_bytes = models::activation_bytes(s_.model, layer, shape_);
-  lc.stash_bytes = std::min(lc.act_bytes, models::w_stash_bytes(s_.model, layer, shape_));
-  if (s_.features.recompute != config::Recompute::none) {
-    models::RankShape full = shape_;
+  lc.act_bytes = models::activation_bytes(s_.model, layer, shape);
+  lc.stash_bytes = std::min(lc.act_bytes, models::w_stash_bytes(s_.model, layer, shape));
+  if (shape.recompute != config::Recompute::none) {
+    models::RankShape full = shape;
     full.recompute = config::Recompute::none;
     lc.recompute_bytes = std::max(0.0, models::activation_bytes(s_.model, layer, full) - lc.act_bytes);
   }

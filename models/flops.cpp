@@ -71,11 +71,22 @@ double model_flops_per_token(const ModelSpec& m, std::int64_t seq_len, bool with
   return per_token;
 }
 
-double recompute_flops_per_token(const ModelSpec& m, std::int64_t seq_len, Recompute r) {
+double recompute_flops_per_token(const ModelSpec& m, std::int64_t seq_len, Recompute r, int every) {
   double extra = 0;
   if (r == Recompute::none) return 0;
   for (int i = 0; i < m.layers; ++i) {
+    if (r == Recompute::full && every > 1 && (i + 1) % every != 0) continue;
     const TokenFlops t = layer_token_flops(m, i, static_cast<double>(seq_len));
+    if (r == Recompute::selective_op) {
+      // torchtitan's per-op SAC: wk, wo and w3 (GELU: fc2) again; MLA / MoE: half the GEMMs.
+      if (m.mla || m.is_moe_layer(i)) {
+        extra += t.matmul / 2;
+      } else {
+        const double h = static_cast<double>(m.hidden), d = head_dim(m), f = static_cast<double>(m.ffn_hidden);
+        extra += 2 * (h * m.kv_heads * d + m.heads * d * h + h * f);
+      }
+      continue;
+    }
     extra += r == Recompute::selective ? t.attention : t.matmul + t.attention;
   }
   return extra;

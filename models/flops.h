@@ -31,6 +31,7 @@ double model_flops_per_token(const ModelSpec&, std::int64_t seq_len, bool with_a
 // Extra FLOPs per token executed by recompute (for HFU): selective = attention
 // core forward once more (QK^T + attn*V; Korthikanti's eq. 8 counts 3x this);
 // full = the whole layer forward (LM head not recomputed).
-double recompute_flops_per_token(const ModelSpec&, std::int64_t seq_len, Recompute);
+// every: full recompute on every N-th block only (features.recompute_every).
+double recompute_flops_per_token(const ModelSpec&, std::int64_t seq_len, Recompute, int every = 1);
 
 }  // namespace mfusim::models

@@ -5,6 +5,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <string>
 
 #include "models/conventions.h"
 #include "models/kernel_builders.h"
@@ -149,6 +150,40 @@ LayerKernels layer_kernels(const ModelSpec& m, int layer, const RankShape& r) {
   } else if (r.recompute == Recompute::selective) {
     lk.r.assign(lk.f.begin() + static_cast<std::ptrdiff_t>(core_begin),
                 lk.f.begin() + static_cast<std::ptrdiff_t>(core_end));
+  } else if (r.recompute == Recompute::selective_op) {
+    // torchtitan's per-op SAC (torchtitan/parallelisms/parallelize_llama.py _custom_policy):
+    // the checkpointed block's forward is replayed; outputs of SDPA and of the odd-numbered
+    // aten.mm calls are saved (MUST_SAVE), every other op runs again. torchtitan's Llama issues
+    // its matmuls as wq, wk, wv, wo, w1, w3, w2 (GELU: wq, wk, wv, wo, fc1, fc2), so wk, wo
+    // and w3 (GELU: fc2) are recomputed; here wk is the k part of the QKV GEMM and w3 half of
+    // the gate/up GEMM. The core attention is not recomputed; every memory-bound kernel is.
+    // Other GEMMs (MLA, MoE, the router) by the same rule over their order in the pass.
+    int mm = 0;
+    for (std::size_t i = 0; i < lk.f.size(); ++i) {
+      if (i >= core_begin && i < core_end) continue;
+      const Kernel& k = lk.f[i];
+      if (k.kind != hardware::KernelKind::gemm) {
+        lk.r.push_back(k);
+        continue;
+      }
+      const std::string n = k.name;
+      Kernel g = k;
+      if (n == "qkv") {
+        mm += 3;
+        g.n = std::llround(kv * dqk);
+        g.flops = 2.0 * static_cast<double>(g.m) * static_cast<double>(g.n) * static_cast<double>(g.k);
+        g.bytes = k.bytes * static_cast<double>(g.n) / static_cast<double>(std::max<std::int64_t>(1, k.n));
+        lk.r.push_back(g);
+      } else if (n == "mlp_up" && m.activation == Activation::swiglu) {
+        mm += 2;
+        g.n = k.n / 2;
+        g.flops = k.flops / 2;
+        g.bytes = k.bytes / 2;
+        lk.r.push_back(g);
+      } else if (++mm % 2 == 0) {
+        lk.r.push_back(g);
+      }
+    }
   }
   return lk;
 }
@@ -188,7 +223,7 @@ LayerKernels head_kernels(const ModelSpec& m, const RankShape& r) {
   // The output layer stays bf16 in Megatron/NeMo fp8 recipes (it is not a TE fp8 module):
   // priced at the bf16 peak and fit, no quantise kernels.
   lk.f.back().keep_bf16 = lk.b.back().keep_bf16 = lk.w.back().keep_bf16 = true;
-  if (r.fp32_autocast) {
+  if (r.fp32_autocast || r.fp32_cross_entropy) {
     // torch: F.cross_entropy(logits.float(), targets) over the full [T, V] logits
     // (validation/train_step.py Model.forward): the .float() copy, log_softmax in fp32
     // (a row of V > 12288 fp32 does not fit in shared memory: read three times, written
@@ -202,7 +237,7 @@ LayerKernels head_kernels(const ModelSpec& m, const RankShape& r) {
     lk.b.push_back(memk("logits_to_fp32_bwd", 4 * x, e * x, 0));
     lk.b.push_back(memk("log_softmax_bwd", (rd > 1 ? 12 : 8) * x, 4 * x, 3 * x));
     lk.b.push_back(memk("nll_loss_bwd", 12 * T, 4 * x, T));
-    add_autocast_casts(lk, {});
+    if (r.fp32_autocast) add_autocast_casts(lk, {});
     tag_eager_families(lk);
   } else {
     // Vocab-parallel cross entropy on fp32 logits: max, sum-exp, loss; backward softmax - onehot.

@@ -66,10 +66,20 @@ double activation_bytes(const ModelSpec& m, int layer, const RankShape& r) {
   const double T = static_cast<double>(r.micro_batch) * s / r.cp;
   const double rep = r.sequence_parallel ? 1.0 / t : 1.0;   // tensors outside the TP region
   const double shard = 1.0 / t;
-  if (r.recompute == Recompute::full) return e * T * h * rep;   // the layer input only
+  // features.recompute_every: a block that is not checkpointed keeps everything.
+  const Recompute rc = checkpointed(r, layer) ? r.recompute : Recompute::none;
+  if (rc == Recompute::full) return e * T * h * rep;   // the layer input only
 
   const double heads = m.heads;
   const double dqk = qk_head_dim(m), dv = v_head_dim(m), kvh = core_kv_heads(m);
+  if (rc == Recompute::selective_op && !m.mla && !m.is_moe_layer(layer)) {
+    // torchtitan's per-op SAC (layer_kernels.cpp): the block's input, the saved matmul outputs
+    // (wq, wv, w1 and w2; GELU: wq, wv, fc1), SDPA's output and its log-sum-exp (fp32).
+    double pt = e * h * rep + e * (heads * dqk + kvh * dv) * shard + e * heads * dv * shard + 4 * heads * shard;
+    pt += e * static_cast<double>(m.ffn_hidden) * shard;
+    if (m.activation == Activation::swiglu) pt += e * h * rep;
+    return T * pt;
+  }
   const double drop = has_dropout(m) ? 1.0 : 0.0;
   double per_token = 0;
   // attention block (Korthikanti: 11sbh + 5as^2b for GPT)
@@ -89,7 +99,7 @@ double activation_bytes(const ModelSpec& m, int layer, const RankShape& r) {
     per_token += e * kvh * dv * shard;                        // V
   }
   per_token += el * heads * dv * shard;                       // attention output = out-projection input
-  if (r.recompute == Recompute::none) {
+  if (rc == Recompute::none) {
     if (r.flash_attention) {
       per_token += 4 * heads * shard;                         // softmax log-sum-exp (fp32)
     } else {
@@ -196,8 +206,11 @@ double head_activation_bytes(const ModelSpec& m, const RankShape& r) {
   const double T = static_cast<double>(r.micro_batch) * static_cast<double>(r.seq_len) / r.cp;
   const double rep = r.sequence_parallel ? 1.0 / r.tp : 1.0;
   const double h = static_cast<double>(m.hidden);
-  // final norm input, LM-head input (Korthikanti: 2sbh/t each), fp32 logits 4sbv/t
-  return T * (2.0 * r.bytes_per_element * h * rep + 4.0 * static_cast<double>(m.vocab) / r.tp);
+  // final norm input, LM-head input (Korthikanti: 2sbh/t each), fp32 logits 4sbv/t; torch's
+  // F.cross_entropy(logits.float()) (features.cross_entropy = "fp32") keeps the fp32 copy and
+  // log_softmax's fp32 output for its backward: 8sbv/t.
+  const double per_logit = r.fp32_cross_entropy && !r.fp32_autocast ? 8.0 : 4.0;
+  return T * (2.0 * r.bytes_per_element * h * rep + per_logit * static_cast<double>(m.vocab) / r.tp);
 }
 
 }  // namespace mfusim::models

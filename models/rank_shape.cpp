@@ -12,6 +12,11 @@ config::Attention attention_variant(const RankShape& r) {
   return r.fused_kernels ? Attention::megatron_unfused : Attention::megatron_unfused_fp32;
 }
 
+bool checkpointed(const RankShape& r, int layer) {
+  if (r.recompute == Recompute::none) return false;
+  return r.recompute != Recompute::full || r.recompute_every <= 1 || (layer + 1) % r.recompute_every == 0;
+}
+
 RankShape rank_shape(const config::Scenario& s) {
   RankShape sh;
   sh.tp = s.parallel.tp;
@@ -24,6 +29,8 @@ RankShape rank_shape(const config::Scenario& s) {
   sh.flash_attention = *sh.attention == config::Attention::flash || *sh.attention == config::Attention::cudnn;
   sh.fused_kernels = s.features.fused_kernels;
   sh.recompute = s.features.recompute;
+  sh.recompute_every = s.features.recompute_every;
+  sh.fp32_cross_entropy = s.features.fp32_cross_entropy;
   sh.bytes_per_element = 2;
   sh.fp32_autocast = s.training.master_weights == config::MasterWeights::fp32_autocast;
   sh.fp8 = s.training.precision == hardware::Precision::fp8 && s.hardware.peak_flops_fp8 > 0;

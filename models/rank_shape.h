@@ -36,7 +36,15 @@ struct RankShape {
   // kept (recomputed in backward); Linear inputs are cached in fp8 with one fp32 scale per 128.
   bool recompute_norm_up_proj = false;
   bool fp8_activation_cache = false;
+  // features.recompute_every: with full recompute, only blocks N, 2N, ... (counted from 1)
+  // are checkpointed (torchtitan's selective layer AC); 1 = every block.
+  int recompute_every = 1;
+  // torch's F.cross_entropy over fp32 logits (features.cross_entropy = "fp32"; always with
+  // fp32_autocast).
+  bool fp32_cross_entropy = false;
 };
+// Whether layer `layer` (0-based, in the model) is checkpointed under the shape's recompute.
+bool checkpointed(const RankShape&, int layer);
 // The per-rank shape of a scenario (its parallel layout, micro-batch, features
 // and weights recipe): the one place that maps a Scenario to a RankShape.
 RankShape rank_shape(const config::Scenario&);

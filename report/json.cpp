@@ -195,6 +195,10 @@ void write_resolved(JsonWriter& w, const config::Scenario& s) {
     for (int n : p.stage_layers) w.value(n);
     w.end_array();
   }
+  // ZeRO / FSDP (docs/fsdp.md): the stage in effect (distributed_optimizer = true is 1) and the
+  // HSDP shard group in dp ranks (all of dp when not given).
+  w.key("zero_stage").value(p.zero());
+  w.key("shard_degree").value(p.shard_degree > 0 ? p.shard_degree : p.dp);
   w.end_object();
   w.key("schedule").begin_object();
   w.key("name").value(config::to_string(s.schedule.name));
@@ -228,6 +232,14 @@ void write_resolved(JsonWriter& w, const config::Scenario& s) {
   w.key("fp8_attention").value(f.fp8_attention);
   w.key("optimizer_post_validation").value(f.optimizer_post_validation);
   w.key("attention").value(config::to_string(config::attention_of(s)));   // the variant run (resolved)
+  w.key("recompute_every").value(f.recompute_every);
+  w.key("reshard_after_forward").value(f.reshard_after_forward);
+  w.key("fsdp_prefetch").value(f.fsdp_prefetch);
+  w.key("offload").value(config::to_string(f.offload));
+  w.key("fp8_all_gather").value(f.fp8_all_gather);
+  w.key("reduce_dtype").value(f.reduce_fp32 ? "fp32" : "bf16");
+  w.key("fsdp_version").value(f.fsdp_version);
+  w.key("cross_entropy").value(f.fp32_cross_entropy ? "fp32" : "fused");
   w.end_object();
   w.key("cost").begin_object().key("price_per_gpu_hour").value(s.cost.price_per_gpu_hour);
   w.key("price_source").value(s.cost.price_from_hardware ? "hardware" : s.cost.price_per_gpu_hour > 0 ? "scenario" : "none");

@@ -21,9 +21,11 @@
 // data_parallel.cpp, reduce-scattered over the shard group (+ the replica
 // all-reduce), parameters replicated and gathered after the optimizer.
 //
-// Offload: the optimizer step runs on the host; the GPU's part is the
-// gradient shard over PCIe to the host and the updated bf16 parameter shard
-// back (the host's Adam itself is not modelled, docs/fsdp.md).
+// Offload: the optimizer step runs on the host; the gradient shard goes over
+// PCIe to the host, the host's Adam runs at the host's memory bandwidth per GPU
+// (hardware host_memory_bandwidth_gbs), the updated bf16 parameter shard comes
+// back. With parameter offload (ZeRO-3) the rank's bf16 shard of a unit also
+// crosses PCIe to the GPU before every all-gather of that unit (docs/fsdp.md).
 #include <algorithm>
 
 #include "hardware/cost_model.h"
@@ -38,6 +40,17 @@ using hardware::Group;
 
 namespace {
 constexpr int kEmbUnit = -2, kHeadUnit = -3;
+
+// One copy kernel of FSDP2's all-gather copy-out or reduce-scatter copy-in (a memory-bound
+// kernel at the calibration's copy bandwidth).
+hardware::Kernel fsdp_copy_kernel(const char* name, double read, double write) {
+  hardware::Kernel k;
+  k.kind = hardware::KernelKind::memory;
+  k.name = name;
+  k.bytes = read + write;
+  k.count = 1;
+  return k;
+}
 
 // A group of k consecutive members of g (HSDP's shard group).
 Group first_of(const Group& g, int k) {
@@ -98,10 +111,20 @@ TaskId Builder::fsdp_reduce(int rank, double params, TaskId after, std::int64_t 
   const double bytes = params * (s_.features.reduce_fp32 ? 4.0 : 2.0);
   const Group sg = fsdp_shard_group();
   const Group rg = fsdp_replica_group();
+  // FSDP2's foreach_reduce copies the unit's bf16 gradients into the reduce-scatter input in the
+  // reduce dtype (torch._chunk_cat, on the reduce-scatter stream): 2 bytes read, 2 or 4 written.
+  TaskId copy_in = -1;
+  if (fsdp_active() && s_.features.fsdp_version == 2) {
+    const hardware::Kernel k = fsdp_copy_kernel("fsdp_copy_in", 2.0 * params, bytes);
+    const layer::Seg cs = layers_.seg_of({&k});
+    copy_in = add_task(rank, st, cs.ns, Category::dp_comm, "fsdp reduce copy-in", -1, -1, 'C', cs.launch_ns, 0, 0, {}, false, cs.host_ns);
+    if (after >= 0) g.depend(after, copy_in);
+  }
   TaskId last = add_task(rank, st, sim::checked_ns(layers_.coll(Collective::reduce_scatter, bytes, sg), "the FSDP reduce-scatter"),
                          Category::dp_comm, "fsdp reduce-scatter", -1, -1, 'C', 0, 0, 0,
                          {sg.crosses_domains() ? nic_[rank] : nvl_[rank]}, true);
   if (after >= 0) g.depend(after, last);
+  if (copy_in >= 0) g.depend(copy_in, last);
   if (rg.size > 1) {
     TaskId ar = add_task(rank, st, sim::checked_ns(layers_.coll(Collective::all_reduce, bytes / sg.size, rg), "the HSDP all-reduce"),
                          Category::dp_comm, "hsdp all-reduce", -1, -1, 'C', 0, 0, 0,
@@ -215,14 +238,35 @@ void Builder::fsdp_emit(int rank, Chain& ch, const std::vector<Item>& items, con
     if (needs_params && gathered.find(u.key) == gathered.end()) {
       const double bytes = u.params * (F.fp8_all_gather ? 1.0 : 2.0);
       const auto mem = static_cast<std::int64_t>(bytes);
+      // Parameter offload: the rank's bf16 shard of the unit comes from the host first (on the
+      // gather's stream, so the gather follows it).
+      TaskId h2d = -1;
+      if (F.offload == config::Offload::params)
+        h2d = add_task(rank, fsdp_ag_stream_[rank],
+                       sim::checked_ns(2.0 * u.params / sg.size / s_.hardware.pcie_bandwidth, "the offloaded parameter copy"),
+                       Category::dp_comm, "fsdp params to gpu", op.microbatch, op.chunk, 'C');
       TaskId ag = add_task(rank, fsdp_ag_stream_[rank], sim::checked_ns(layers_.coll(Collective::all_gather, bytes, sg), "the FSDP all-gather"),
                            Category::dp_comm, "fsdp all-gather", op.microbatch, op.chunk, 'C', 0, 0, mem, {res}, true);
       // Issued when unit j - ahead starts: after unit j - ahead - 1, or at the op's start.
       const std::ptrdiff_t trig = static_cast<std::ptrdiff_t>(j) - ahead - 1;
       const TaskId after = trig >= 0 ? unit_last[static_cast<std::size_t>(trig)] : start;
-      if (after >= 0) g.depend(after, ag);
+      if (after >= 0) g.depend(after, h2d >= 0 ? h2d : ag);
+      if (h2d >= 0) g.depend(h2d, ag);
       ch.pending.push_back(ag);
       gathered[u.key] = mem;
+      // FSDP2 (fully_shard) gathers the unit into one flat buffer and copies it out into the
+      // per-parameter tensors on the compute stream (torch/distributed/_composable/fsdp/
+      // _fsdp_param_group.py wait_for_unshard -> foreach_all_gather_copy_out,
+      // split_with_sizes_copy): the gathered bytes read and written once, before the unit's
+      // compute. FSDP1's FlatParameter views the gathered buffer: no copy.
+      if (F.fsdp_version == 2 && bytes > 0) {
+        const hardware::Kernel k = fsdp_copy_kernel("fsdp_copy_out", bytes, bytes);
+        const layer::Seg cs = layers_.seg_of({&k});
+        const Item& first_item = items[u.begin];
+        TaskId co = add_task(rank, out_.compute_stream[rank], cs.ns, first_item.cat, "fsdp copy-out", op.microbatch, op.chunk,
+                             first_item.kind, cs.launch_ns, 0, 0, {}, false, cs.host_ns);
+        g.depend(ag, co);
+      }
     }
     std::int64_t grad_bytes = 0;
     if (wgrad) {
@@ -294,9 +338,15 @@ void Builder::add_sharded_reduce_and_optimizer() {
                              "offload grads to host", -1, -1, 'O');
       for (TaskId d : dp_tasks_[r]) g.depend(d, down);
       if (last_compute_[r] >= 0) g.depend(last_compute_[r], down);
+      // The host's Adam over the shard (fp32 master, m, v and gradient read, master, m, v and
+      // the bf16 copy written: 30 bytes per parameter, as the GPU's step) at the host's memory
+      // bandwidth per GPU.
+      TaskId host_adam = add_task(r, dp_stream_[r], sim::checked_ns(30.0 * local / s_.hardware.host_memory_bandwidth, "the host's Adam step"),
+                                  Category::optimizer, "host adam", -1, -1, 'O');
+      g.depend(down, host_adam);
       optim = add_task(r, dp_stream_[r], sim::checked_ns(2.0 * local / bw, "the offload parameter copy"), Category::optimizer,
                        "offload params to gpu", -1, -1, 'O');
-      g.depend(down, optim);
+      g.depend(host_adam, optim);
     }
     const Group sg = fsdp_shard_group();
     if (P.zero() < 3 && P.distributed_optimizer && sg.size > 1 && !s_.features.overlap_param_gather) {

@@ -98,7 +98,8 @@ StepResult simulate(const config::Scenario& s, const SimulateOptions& opt) {
   r.mfu = denom > 0 ? models::model_flops_per_token(s.model, s.training.seq_len, false) * r.tokens_per_s / denom : 0;
   r.mfu_attn = denom > 0 ? r.model_flops_per_token * r.tokens_per_s / denom : 0;
   r.hfu = denom > 0 ? (r.model_flops_per_token +
-                       models::recompute_flops_per_token(s.model, s.training.seq_len, s.features.recompute)) *
+                       models::recompute_flops_per_token(s.model, s.training.seq_len, s.features.recompute,
+                                                         s.features.recompute_every)) *
                           r.tokens_per_s / denom
                     : 0;
   r.tflops_per_gpu = r.mfu_attn * peak / 1e12;

@@ -43,7 +43,9 @@ std::vector<std::string> targets(const std::string& lever) {
   if (lever == "CUDA graphs") return {"launch_overhead"};
   if (lever == "larger micro-batch") return {"forward", "backward"};
   if (lever.rfind("precision fp8", 0) == 0) return {"forward", "backward", "recompute"};
-  if (lever == "selective recompute" || lever == "no recompute") return {"recompute"};
+  if (lever == "selective recompute" || lever == "no recompute" || lever == "per-op selective recompute" ||
+      lever == "full recompute every 2nd block")
+    return {"recompute"};
   if (lever.rfind("ZeRO", 0) == 0 || lever.rfind("offload", 0) == 0) return {"dp_comm_exposed", "optimizer"};
   if (lever == "DeepEP dispatcher" || lever == "EP degree") return {"ep_comm_exposed"};
   if (lever.rfind("NCCL", 0) == 0) return {"tp_comm_exposed", "dp_comm_exposed", "pp_comm_exposed", "ep_comm_exposed"};
@@ -148,8 +150,18 @@ std::vector<std::pair<std::string, std::vector<std::string>>> lever_candidates(c
   if (s.training.global_batch % (mb2 * p.dp) == 0)
     c.push_back({"larger micro-batch", {"training.micro_batch=" + std::to_string(mb2)}});
   // Recompute level: one step lighter.
-  if (f.recompute == config::Recompute::full) c.push_back({"selective recompute", {"features.recompute=selective"}});
-  if (f.recompute != config::Recompute::none) c.push_back({"no recompute", {"features.recompute=none"}});
+  // (recompute_every > 1 goes with full recompute only: a lever leaving full resets it.)
+  auto leaving_full = [&](std::vector<std::string> sets) {
+    if (f.recompute_every > 1) sets.push_back("features.recompute_every=1");
+    return sets;
+  };
+  if (f.recompute == config::Recompute::full) c.push_back({"selective recompute", leaving_full({"features.recompute=selective"})});
+  if (f.recompute != config::Recompute::none) c.push_back({"no recompute", leaving_full({"features.recompute=none"})});
+  // FSDP (ZeRO-3) scenarios: torchtitan's lighter checkpointing (docs/fsdp.md).
+  if (p.zero() == 3 && f.recompute == config::Recompute::full) {
+    c.push_back({"per-op selective recompute", leaving_full({"features.recompute=selective-op"})});
+    if (f.recompute_every == 1) c.push_back({"full recompute every 2nd block", {"features.recompute_every=2"}});
+  }
   // Fewer bubbles: another schedule or more chunks.
   if (p.pp > 1) {
     using K = config::ScheduleKind;

@@ -79,8 +79,10 @@ FrameworkSpace framework_space(Framework f) {
       return {{K::one_f_one_b, K::interleaved_1f1b}, {R::none, R::selective, R::full}, true};
     case Framework::torchtitan:
       // torch.distributed.pipelining: ScheduleGPipe, Schedule1F1B, ScheduleInterleaved1F1B,
-      // ScheduleZBVZeroBubble, ScheduleDualPipeV; torchtitan activation_checkpoint mode none|selective|full.
-      return {{K::gpipe, K::one_f_one_b, K::interleaved_1f1b, K::zb_v, K::dualpipev}, {R::none, R::selective, R::full}, true};
+      // ScheduleZBVZeroBubble, ScheduleDualPipeV; torchtitan activation_checkpoint mode none|selective|full,
+      // its selective being per-op SAC (selective_ac_option = "op" in its Llama 3 train configs) or full
+      // AC every N-th block (an integer option: features.recompute_every, not searched); docs/fsdp.md.
+      return {{K::gpipe, K::one_f_one_b, K::interleaved_1f1b, K::zb_v, K::dualpipev}, {R::none, R::selective_op, R::full}, true};
     case Framework::deepspeed:
       // deepspeed.runtime.pipe.schedule.TrainSchedule (1F1B); activation checkpointing of
       // whole layers; DeepSpeed-Ulysses is all-to-all sequence parallelism, not ring CP.
@@ -209,6 +211,7 @@ std::vector<config::Scenario> enumerate_layouts(const config::Scenario& base, in
                   s.schedule.name = kind;
                   s.schedule.costs.reset();
                   s.features.recompute = rc;
+                  if (rc != config::Recompute::full) s.features.recompute_every = 1;   // only full recompute skips blocks
                   if (base.parallel.zero() >= 2) {
                     // An FSDP/ZeRO scenario (docs/fsdp.md): the ZeRO stage and the HSDP shard degree
                     // too: full sharding, or shard within one NVLink domain and replicate across.
@@ -282,11 +285,13 @@ double memory_lower_bound(const config::Scenario& s) {
   // layer as the lowering does.
   std::vector<std::int64_t> act(S, 0);
   {
-    std::int64_t dense = -1, moe = -1;
+    std::int64_t dense = -1, moe = -1, dense_kept = -1, moe_kept = -1;
     for (int st = 0; st < S; ++st) {
       if (st == 0) act[st] += static_cast<std::int64_t>(models::embedding_activation_bytes(s.model, sh));
       for (int l : layers[st]) {
-        std::int64_t& c = s.model.is_moe_layer(l) ? moe : dense;
+        std::int64_t& c = !models::checkpointed(sh, l) && sh.recompute != config::Recompute::none
+                              ? (s.model.is_moe_layer(l) ? moe_kept : dense_kept)   // features.recompute_every
+                              : (s.model.is_moe_layer(l) ? moe : dense);
         if (c < 0) c = static_cast<std::int64_t>(models::activation_bytes(s.model, l, sh));
         act[st] += c;
       }

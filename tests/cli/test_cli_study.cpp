@@ -141,7 +141,7 @@ TEST_CASE("cli: plan --framework keeps the search to what the framework ships") 
   struct Case { const char* fw; std::vector<std::string> schedules; std::vector<std::string> recompute; bool cp; };
   const std::vector<Case> cases = {
       {"megatron", {"1f1b", "interleaved-1f1b"}, {"none", "selective", "full"}, true},
-      {"torchtitan", {"gpipe", "1f1b", "interleaved-1f1b", "zb-v", "dualpipev"}, {"none", "selective", "full"}, true},
+      {"torchtitan", {"gpipe", "1f1b", "interleaved-1f1b", "zb-v", "dualpipev"}, {"none", "selective-op", "full"}, true},
       {"deepspeed", {"1f1b"}, {"none", "full"}, false},
   };
   for (const auto& c : cases) {

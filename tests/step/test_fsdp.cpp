@@ -4,13 +4,18 @@
 // step; closed forms are the oracles.
 #include <doctest/doctest.h>
 
+#include <algorithm>
 #include <filesystem>
 #include <fstream>
 #include <string>
 #include <vector>
 
 #include "config/loader.h"
+#include "models/flops.h"
+#include "models/memory.h"
 #include "models/params.h"
+#include "models/rank_shape.h"
+#include "report/json.h"
 #include "step/simulate.h"
 #include "study/diagnose.h"
 #include "study/plan.h"
@@ -50,6 +55,13 @@ step::StepResult run(const config::Scenario& s) {
   step::SimulateOptions o;
   o.keep_timeline = true;
   return step::simulate(s, o);
+}
+
+double total_ns(const step::StepResult& r, const std::string& name) {
+  double ns = 0;
+  for (std::size_t i = 0; i < r.graph->size(); ++i)
+    if (r.graph->name(static_cast<sim::TaskId>(i)) == name) ns += static_cast<double>(r.graph->task(static_cast<sim::TaskId>(i)).duration_ns);
+  return ns;
 }
 
 int count(const step::StepResult& r, const std::string& name) {
@@ -222,4 +234,128 @@ TEST_CASE("diagnose: proposes ZeRO-2, ZeRO-3 and offload when the step does not 
   CHECK(z3);
   CHECK(off);
   CHECK(z3_fits);
+}
+
+TEST_CASE("recompute_every: full recompute on every N-th block only (torchtitan's selective layer AC)") {
+  const auto every1 = run(scenario());
+  const auto every2 = run(scenario({"features.recompute_every=2"}));
+  const auto none = run(scenario({"features.recompute=\"none\""}));
+  // 32 blocks: 16 checkpointed at N = 2 (blocks 2, 4, ..., 32 counted from 1), every one at N = 1.
+  CHECK(every2.breakdown.recompute == doctest::Approx(every1.breakdown.recompute / 2).epsilon(0.02));
+  CHECK(every2.breakdown.recompute > 0);
+  CHECK(every2.step_time_s < every1.step_time_s);
+  CHECK(every2.step_time_s > none.step_time_s);
+  CHECK(every2.memory.activations_gib > every1.memory.activations_gib);
+  CHECK(every2.memory.activations_gib < none.memory.activations_gib);
+  CHECK(every2.hfu < every1.hfu);
+  // The per-block rule: a block that is not checkpointed keeps what recompute = none keeps.
+  const auto s2 = scenario({"features.recompute_every=2"});
+  const auto sh = models::rank_shape(s2);
+  auto sh_none = sh;
+  sh_none.recompute = config::Recompute::none;
+  CHECK_FALSE(models::checkpointed(sh, 0));
+  CHECK(models::checkpointed(sh, 1));
+  CHECK(models::activation_bytes(s2.model, 0, sh) == models::activation_bytes(s2.model, 0, sh_none));
+  CHECK(models::activation_bytes(s2.model, 1, sh) < models::activation_bytes(s2.model, 1, sh_none));
+  // Only with full recompute; at least 1.
+  CHECK(error_of({"features.recompute=\"selective\"", "features.recompute_every=2"}).find("needs features.recompute = \"full\"") !=
+        std::string::npos);
+  CHECK(error_of({"features.recompute_every=0"}).find("out of range") != std::string::npos);
+}
+
+TEST_CASE("selective-op: torchtitan's per-op SAC recomputes wk, wo, w3 and the memory-bound ops, not attention") {
+  const auto sel = run(scenario({"features.recompute=\"selective\""}));
+  const auto op = run(scenario({"features.recompute=\"selective-op\""}));
+  const auto full = run(scenario());
+  CHECK(op.breakdown.recompute > sel.breakdown.recompute);
+  CHECK(op.breakdown.recompute < full.breakdown.recompute);
+  CHECK(op.memory.activations_gib < sel.memory.activations_gib);
+  CHECK(op.memory.activations_gib > full.memory.activations_gib);
+  // Saved per token (Llama-2-7B: h 4096, MHA, ffn 11008, bf16): block input h, wq out h, wv out h,
+  // SDPA out h and its fp32 LSE (4 x 32 heads), w1 out ffn, w2 out h.
+  const auto s = scenario({"features.recompute=\"selective-op\""});
+  const double per_token = 2.0 * (4096 + 4096 + 4096 + 4096 + 11008 + 4096) + 4.0 * 32;
+  CHECK(models::activation_bytes(s.model, 0, models::rank_shape(s)) == doctest::Approx(per_token * 4096));
+  // HFU counts the recomputed GEMMs: wk (h x h for MHA), wo (h x h), w3 (h x ffn), 2 FLOPs per MAC.
+  const double extra = 32 * 2.0 * (4096.0 * 4096 + 4096.0 * 4096 + 4096.0 * 11008);
+  CHECK(models::recompute_flops_per_token(s.model, 4096, config::Recompute::selective_op) == doctest::Approx(extra));
+}
+
+TEST_CASE("Offload: the host's Adam runs at the host's memory bandwidth; parameter offload copies each gathered shard") {
+  const auto on = run(scenario({"features.offload=\"optimizer\""}));
+  REQUIRE(count(on, "host adam") == 1);
+  // 30 bytes per local parameter at 76.8 GB/s against the fp32 gradient shard's 4 bytes at 64 GB/s PCIe.
+  CHECK(total_ns(on, "host adam") / total_ns(on, "offload grads to host") == doctest::Approx(30.0 * 64 / (4.0 * 76.8)).epsilon(1e-3));
+  CHECK(count(on, "fsdp params to gpu") == 0);
+  const auto params = run(scenario({"features.offload=\"params\""}));
+  CHECK(count(params, "fsdp params to gpu") == count(params, "fsdp all-gather"));
+  // Each copy: the rank's bf16 shard of the unit (1/16) over 64 GB/s; all of them: every gather's shard.
+  const double per_pass_bytes = 2.0 * models::count_params(scenario().model).total / 16;
+  CHECK(total_ns(params, "fsdp params to gpu") > 1e9 * per_pass_bytes / 64e9);
+  CHECK(total_ns(params, "fsdp params to gpu") < 2.0 * 1e9 * per_pass_bytes / 64e9);
+  CHECK(params.step_time_s > on.step_time_s);
+  // A hardware file without the host's memory bandwidth cannot run offload.
+  auto s = scenario({"features.offload=\"optimizer\""});
+  s.hardware.host_memory_bandwidth = 0;
+  bool refused = false;
+  for (const auto& d : config::validate(s)) refused = refused || d.message.find("host_memory_bandwidth_gbs") != std::string::npos;
+  CHECK(refused);
+}
+
+TEST_CASE("fsdp_version: FSDP2 copies each gathered unit out on the compute stream; FSDP1 does not") {
+  const auto v2 = run(scenario());
+  const auto v1 = run(scenario({"features.fsdp_version=1"}));
+  CHECK(count(v2, "fsdp copy-out") == count(v2, "fsdp all-gather"));
+  CHECK(count(v2, "fsdp reduce copy-in") == count(v2, "fsdp reduce-scatter"));
+  CHECK(count(v1, "fsdp copy-out") == 0);
+  CHECK(count(v1, "fsdp reduce copy-in") == 0);
+  CHECK(v2.step_time_s > v1.step_time_s);
+  CHECK(error_of({"features.fsdp_version=3"}).find("out of range") != std::string::npos);
+}
+
+TEST_CASE("cross_entropy = fp32: torch's loss over logits.float() keeps 8 bytes per logit and costs its kernels") {
+  const auto fused = scenario();
+  const auto fp32 = scenario({"features.cross_entropy=\"fp32\""});
+  const double T = 4096, V = 32000, h = 4096;
+  CHECK(models::head_activation_bytes(fused.model, models::rank_shape(fused)) == doctest::Approx(T * (2 * 2 * h + 4 * V)));
+  CHECK(models::head_activation_bytes(fp32.model, models::rank_shape(fp32)) == doctest::Approx(T * (2 * 2 * h + 8 * V)));
+  CHECK(run(fp32).step_time_s > run(fused).step_time_s);
+}
+
+TEST_CASE("run --json: the resolved scenario carries the ZeRO / FSDP keys") {
+  const auto r = run(scenario({"parallel.shard_degree=8", "features.recompute_every=2", "features.fsdp_version=1"}));
+  std::string json = report::to_json(r);
+  json.erase(std::remove(json.begin(), json.end(), ' '), json.end());
+  for (const char* k : {"\"zero_stage\":3", "\"shard_degree\":8", "\"recompute_every\":2", "\"reshard_after_forward\":true",
+                        "\"fsdp_prefetch\":1", "\"offload\":\"none\"", "\"fp8_all_gather\":false", "\"reduce_dtype\":\"fp32\"",
+                        "\"fsdp_version\":1", "\"cross_entropy\":\"fused\""}) {
+    CAPTURE(k);
+    CHECK(json.find(k) != std::string::npos);
+  }
+}
+
+TEST_CASE("diagnose: a ZeRO-3 scenario with full recompute gets torchtitan's lighter checkpointing as levers") {
+  const auto path = (std::filesystem::temp_directory_path() / "mfusim_fsdp_diagnose_ac.toml").string();
+  auto levers_of = [&](const std::string& text) {
+    std::ofstream(path) << text;
+    const auto d = study::diagnose(path, {});
+    std::filesystem::remove(path);
+    std::vector<std::string> names;
+    for (const auto& l : d.levers) names.push_back(l.lever);
+    return names;
+  };
+  auto has = [](const std::vector<std::string>& v, const std::string& x) { return std::find(v.begin(), v.end(), x) != v.end(); };
+  const auto every1 = levers_of(kFsdp);
+  CHECK(has(every1, "per-op selective recompute"));
+  CHECK(has(every1, "full recompute every 2nd block"));
+  CHECK(has(every1, "no recompute"));
+  // Checkpointing every 2nd block already: leaving full recompute resets recompute_every, so the
+  // lighter levers stay valid (a lever the scenario refuses is dropped).
+  std::string text = kFsdp;
+  text += "recompute_every = 2\n";
+  const auto every2 = levers_of(text);
+  CHECK(has(every2, "no recompute"));
+  CHECK(has(every2, "selective recompute"));
+  CHECK(has(every2, "per-op selective recompute"));
+  CHECK_FALSE(has(every2, "full recompute every 2nd block"));
 }

@@ -1,8 +1,10 @@
 // Published FSDP runs (validation/fsdp/rows.csv) through the same code as
 // validate_fsdp (validation/fsdp/fsdp_rows.h): a regression guard on the
-// median |error| per half (docs/fsdp.md). Achieved when this guard was set:
-//   tuning   49 rows: tokens/s per GPU 47.0%, peak memory 29.6% (10 rows)
-//   heldout  48 rows: tokens/s per GPU 51.3%, peak memory 32.1% (10 rows)
+// median |error| per half (docs/fsdp.md). Achieved when this guard was set (after the
+// calibration, framework AC, per-op SAC, FSDP2 copies, torch loss and host-cost mechanisms):
+//   tuning   49 rows: tokens/s per GPU 34.8%, peak memory 18.4% (10 rows)
+//   heldout  48 rows: tokens/s per GPU 41.0%, peak memory 19.4% (10 rows)
+// (first guard: 47.0% / 29.6% and 51.3% / 32.1%)
 // far from the 10% targets (docs/fsdp.md says why); a change that makes them
 // worse by more than a point fails, one that improves them should lower these.
 #include <doctest/doctest.h>
@@ -20,7 +22,7 @@ TEST_CASE("fsdp rows: every published row is a valid scenario and the medians pe
                                                 validation::source_path("validation/fsdp/split.csv"));
   REQUIRE(rows.size() == 97);
   struct Half { const char* name; double tps, mem; };
-  for (const Half h : {Half{"tuning", 0.480, 0.306}, Half{"heldout", 0.523, 0.331}}) {
+  for (const Half h : {Half{"tuning", 0.358, 0.194}, Half{"heldout", 0.420, 0.204}}) {
     std::vector<double> tps, mem;
     int n = 0;
     for (const auto& r : rows) {
@@ -37,7 +39,7 @@ TEST_CASE("fsdp rows: every published row is a valid scenario and the medians pe
     }
     CAPTURE(h.name);
     CHECK(n >= 48);
-    MESSAGE(h.name << ": tokens/s median |error| " << 100 * validation::median(tps) << "%, memory "
+    MESSAGE(std::string(h.name) << ": tokens/s median |error| " << 100 * validation::median(tps) << "%, memory "
                    << 100 * validation::median(mem) << "% over " << mem.size());
     CHECK(validation::median(tps) <= h.tps);
     CHECK(validation::median(mem) <= h.mem);

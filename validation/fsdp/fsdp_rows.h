@@ -16,7 +16,8 @@
 //    zero_stage 3 with reshard_after_forward = false (FSDP's semantics:
 //    parameters sharded at rest, kept gathered from forward to backward);
 //    rows whose reshard column says no/False: reshard_after_forward = false.
-//  * activation checkpointing: full / selective / none as published; float8
+//  * activation checkpointing: full / selective / none as published (torchtitan's selective
+//    layer: full every 2nd block; fms-fsdp's AC True: full, Mechanisms::framework_ac); float8
 //    rows: precision fp8; torch.compile on: fused_kernels; async TP:
 //    tp_comm_overlap. Everything else: the simulator's defaults.
 #include <algorithm>
@@ -29,6 +30,7 @@
 
 #include "config/loader.h"
 #include "step/simulate.h"
+#include "validation/h200_compare.h"
 #include "validation/published/published.h"
 
 namespace mfusim::validation::fsdp {
@@ -76,7 +78,46 @@ inline std::vector<Row> read_rows(const std::string& csv, const std::string& spl
   return rows;
 }
 
-inline config::Scenario row_scenario(const Row& r) {
+// The mechanisms the row mapping applies, each switchable for the before/after tables of
+// docs/fsdp.md (validate_fsdp --without NAME). All on is the mapping.
+struct Mechanisms {
+  // Hopper rows run with the shipped measured calibration, the choice `run` makes for a
+  // scenario without a calibration line (hardware::default_calibration_file); off: the
+  // datasheet roofline.
+  bool calibrated = true;
+  // Activation checkpointing as the row's framework applies it: torchtitan's "selective layer"
+  // is full AC on every 2nd block (selective_ac_option default "2": ac_freq 2,
+  // torchtitan/parallelisms/parallelize_llama.py _apply_ac_to_transformer_block); fms-fsdp's
+  // "AC True" is full AC on every block (selective_checkpointing default 1,
+  // fms_fsdp/config/training.py). Off: both as the plain recompute names (the "selective
+  // layer" rows as Megatron's core-attention selective, the "on" rows as none).
+  bool framework_ac = true;
+  // torchtitan's per-op selective AC (the rows' "selective op"): recompute = "selective-op"
+  // (models/layer_kernels.cpp). Off: Megatron's core-attention selective recompute.
+  bool op_sac = true;
+  // The FSDP implementation: torchtitan rows FSDP2 (features.fsdp_version = 2: the per-parameter
+  // copy-out after each gather, the reduce-scatter copy-in), llm-foundry and fms-fsdp rows FSDP1
+  // (Composer / FullyShardedDataParallel: FlatParameter, no copies). Off: every row as FSDP1.
+  bool fsdp2_copies = true;
+  // torchtitan's loss: F.cross_entropy(pred.flatten(0, 1).float(), labels) (train.py / loss.py;
+  // features.cross_entropy = "fp32"). llm-foundry and fms-fsdp rows keep the fused loss (their
+  // losses are not restated by the rows). Off: every row with the fused loss.
+  bool torch_loss = true;
+  // Eager PyTorch's host issue cost (docs/fidelity.md section 1): every row runs PyTorch from
+  // Python without CUDA graphs, so the H200 validation's measured host costs apply
+  // (validation/h200_compare.h: 31.0 us per forward op, 26.2 us per backward op, 728 / 951 us
+  // per checkpointed block's forward / recomputation). Off: no host cost (the bare launch gaps).
+  bool eager_host = true;
+};
+
+inline const hardware::Calibration& shipped_calibration(const std::string& rel) {
+  static std::map<std::string, hardware::Calibration> cache;
+  auto it = cache.find(rel);
+  if (it == cache.end()) it = cache.emplace(rel, hardware::read_calibration(source_path(rel))).first;
+  return it->second;
+}
+
+inline config::Scenario row_scenario(const Row& r, const Mechanisms& mech = {}) {
   config::Scenario s;
   s.name = r.at("id");
   s.model_ref = "(inline)";
@@ -87,6 +128,19 @@ inline config::Scenario row_scenario(const Row& r) {
   const double gib = 1024.0 * 1024.0 * 1024.0;
   if (gpu.find("A100 40GB") != std::string::npos) s.hardware.hbm_bytes = 40 * gib;
   if (gpu.find("96GB") != std::string::npos || gpu.find("94/95GB") != std::string::npos) s.hardware.hbm_bytes = 94 * gib;
+  if (mech.eager_host) {
+    s.hardware.host_overhead = validation::kEagerHostOverheadS;
+    s.hardware.host_compiled_overhead = validation::kCompiledHostOverheadS;
+    s.hardware.host_backward_overhead = validation::kBackwardHostOverheadS;
+    s.hardware.host_checkpoint_overhead = validation::kCheckpointHostS;
+    s.hardware.host_recompute_overhead = validation::kRecomputeHostS;
+  }
+  const std::string cal = hardware::default_calibration_file(s.hardware);
+  if (mech.calibrated && !cal.empty()) {
+    s.calibration = shipped_calibration(cal);
+    s.calibration_path = source_path(cal);
+    s.calibration_choice = "default";
+  }
   models::ModelSpec m;
   const bool mpt = r.has("model", "MPT");
   m.name = r.at("model");
@@ -137,8 +191,18 @@ inline config::Scenario row_scenario(const Row& r) {
   const std::string ac = r.at("activation_checkpointing");
   F.recompute = ac.rfind("full", 0) == 0 ? config::Recompute::full
                 : ac.rfind("selective", 0) == 0 ? config::Recompute::selective : config::Recompute::none;
+  if (mech.framework_ac && ac.rfind("selective layer", 0) == 0) {
+    F.recompute = config::Recompute::full;
+    F.recompute_every = 2;
+  }
+  if (mech.framework_ac && ac.rfind("on (AC True", 0) == 0) F.recompute = config::Recompute::full;
+  if (mech.op_sac && (ac.rfind("selective op", 0) == 0 || ac.rfind("selective (op", 0) == 0))
+    F.recompute = config::Recompute::selective_op;
   const std::string rs = r.at("reshard_after_forward");
   F.reshard_after_forward = !(rs.rfind("no", 0) == 0 || rs.rfind("False", 0) == 0);
+  const bool torchtitan = r.at("id").rfind("TT", 0) == 0;
+  F.fsdp_version = mech.fsdp2_copies && torchtitan ? 2 : 1;
+  F.fp32_cross_entropy = mech.torch_loss && torchtitan;
   F.python_gc = false;
   F.dataloader_workers = 2;
   return s;
@@ -152,13 +216,13 @@ struct Comparison {
   bool expressible = true;   // false: the row cannot be a valid scenario (note says why)
 };
 
-inline Comparison compare(const Row& r) {
+inline Comparison compare(const Row& r, const Mechanisms& mech = {}) {
   Comparison c;
   c.id = r.at("id");
   c.half = r.half;
   c.published_tps = r.real("tokens_per_s_per_gpu");
   c.published_mem = r.real("peak_mem_gib");
-  const auto s = row_scenario(r);
+  const auto s = row_scenario(r, mech);
   const auto diags = config::validate(s);
   if (!diags.empty()) {
     c.expressible = false;
@@ -177,6 +241,7 @@ inline Comparison compare(const Row& r) {
   c.note = "tp " + std::to_string(P.tp) + " pp " + std::to_string(P.pp) + " cp " + std::to_string(P.cp) + " dp " +
            std::to_string(P.dp) + (P.shard_degree > 0 ? " shard " + std::to_string(P.shard_degree) : "") + " mbs " +
            std::to_string(s.training.micro_batch) + " " + config::to_string(s.features.recompute) +
+           (s.features.recompute_every > 1 ? "/" + std::to_string(s.features.recompute_every) : "") +
            (s.training.precision == hardware::Precision::fp8 ? " fp8" : "") +
            (s.features.fused_kernels ? " compile" : "") + (s.features.reshard_after_forward ? "" : " no-reshard");
   return c;

@@ -1,7 +1,7 @@
 // Published FSDP runs against the simulator: every row of validation/fsdp/rows.csv
 // as a scenario (validation/fsdp/fsdp_rows.h), tokens/s per GPU and peak memory
 // vs published, with the median |error| per half of validation/fsdp/split.csv.
-//   build/validation/validate_fsdp [--half tuning|heldout|all] [--markdown]
+//   build/validation/validate_fsdp [--half tuning|heldout|all] [--markdown] [--without MECHANISM]...
 // Results and the mapping: docs/fsdp.md.
 #include <cmath>
 #include <cstdio>
@@ -16,10 +16,24 @@ using namespace mfusim;
 int main(int argc, char** argv) {
   std::string half = "all";
   bool markdown = false;
+  validation::fsdp::Mechanisms mech;
   for (int i = 1; i < argc; ++i) {
     const std::string a = argv[i];
     if (a == "--markdown") markdown = true;
     else if (a == "--half" && i + 1 < argc) half = argv[++i];
+    else if (a == "--without" && i + 1 < argc) {
+      const std::string m = argv[++i];
+      if (m == "calibrated") mech.calibrated = false;
+      else if (m == "framework_ac") mech.framework_ac = false;
+      else if (m == "op_sac") mech.op_sac = false;
+      else if (m == "fsdp2_copies") mech.fsdp2_copies = false;
+      else if (m == "torch_loss") mech.torch_loss = false;
+      else if (m == "eager_host") mech.eager_host = false;
+      else {
+        std::fprintf(stderr, "validate_fsdp: error: unknown mechanism '%s' (--without calibrated|framework_ac|op_sac|fsdp2_copies|torch_loss|eager_host)\n", m.c_str());
+        return 2;
+      }
+    }
     else {
       std::fprintf(stderr, "validate_fsdp: error: unknown argument '%s' (--half tuning|heldout|all, --markdown)\n", a.c_str());
       return 2;
@@ -32,7 +46,8 @@ int main(int argc, char** argv) {
   try {
     const auto rows = validation::fsdp::read_rows(validation::source_path("validation/fsdp/rows.csv"),
                                                   validation::source_path("validation/fsdp/split.csv"));
-    std::map<std::string, std::vector<double>> tps, mem;
+    std::map<std::string, std::vector<double>> tps, mem, signed_tps;
+    std::map<std::string, std::map<std::string, std::vector<double>>> by_source;   // half -> source -> |error|
     std::map<std::string, int> skipped;
     if (markdown) {
       std::printf("| row | half | tokens/s/GPU published | simulated | error | peak GiB published | simulated | error | configuration |\n");
@@ -43,7 +58,7 @@ int main(int argc, char** argv) {
     }
     for (const auto& r : rows) {
       if (half != "all" && r.half != half) continue;
-      const auto c = validation::fsdp::compare(r);
+      const auto c = validation::fsdp::compare(r, mech);
       if (!c.expressible) {
         ++skipped[c.half];
         if (markdown) std::printf("| %s | %s | %g | | | | | | %s |\n", c.id.c_str(), c.half.c_str(), c.published_tps, c.note.c_str());
@@ -51,6 +66,9 @@ int main(int argc, char** argv) {
         continue;
       }
       tps[c.half].push_back(std::fabs(c.tps_error));
+      signed_tps[c.half].push_back(c.tps_error);
+      const std::string src = c.id.rfind("TT", 0) == 0 ? "torchtitan" : c.id.rfind("LF", 0) == 0 ? "llm-foundry" : "fms-fsdp";
+      by_source[c.half][src].push_back(std::fabs(c.tps_error));
       if (c.published_mem > 0) mem[c.half].push_back(std::fabs(c.mem_error));
       char memtxt[64] = "";
       if (c.published_mem > 0) std::snprintf(memtxt, sizeof memtxt, "%+.1f%%", 100 * c.mem_error);
@@ -65,6 +83,13 @@ int main(int argc, char** argv) {
       std::fflush(stdout);
     }
     std::printf("\n");
+    for (const auto& [h, v] : tps) {
+      double mean = 0;
+      for (double x : signed_tps[h]) mean += x / static_cast<double>(signed_tps[h].size());
+      std::printf("%s: tokens/s per GPU mean signed error %+.1f%%; median |error| by source:", h.c_str(), 100 * mean);
+      for (const auto& [src, e] : by_source[h]) std::printf(" %s %.1f%% (%zu)", src.c_str(), 100 * validation::median(e), e.size());
+      std::printf("\n");
+    }
     for (const auto& [h, v] : tps)
       std::printf("%s: %zu rows simulated (%d not expressible): tokens/s per GPU median |error| %.1f%%; peak memory median |error| %.1f%% over %zu rows\n",
                   h.c_str(), v.size(), skipped[h], 100 * validation::median(v), 100 * validation::median(mem[h]), mem[h].size());
