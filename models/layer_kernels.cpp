@@ -84,7 +84,9 @@ LayerKernels layer_kernels(const ModelSpec& m, int layer, const RankShape& r) {
 
   // --- MLP block ---
   lk.f_mlp = lk.f.size();
+  lk.w_mlp = lk.w.size();
   const std::size_t b_mlp_fwd = lk.b.size();
+  std::size_t bs0 = 0, bs1 = 0;
   std::size_t bx0 = 0, bx1 = 0;
   block_norm(lk.f, lk.b);
   if (m.is_moe_layer(layer)) {
@@ -110,9 +112,13 @@ LayerKernels layer_kernels(const ModelSpec& m, int layer, const RankShape& r) {
     push(lk.f, lk.b, {"moe_unpermute", "moe_permute_grad", e * Tn * k * h + 4 * Tn * k, e * Tn * h, Tn * k * h});
     if (mo.shared_experts > 0) {
       const double fs = mo.shared_experts * fe / tp;
+      lk.f_shared = lk.f.size();
+      bs0 = lk.b.size();
       linear("shared_fc1", "shared_fc1_dgrad", "shared_fc1_wgrad", T, h, 2 * fs, e, lk, 1, r.fp8);
       activation_kernels(m, T, fs, e, fused, lk.f, lk.b);
       linear("shared_fc2", "shared_fc2_dgrad", "shared_fc2_wgrad", T, fs, h, e, lk, 1, r.fp8);
+      lk.f_shared_end = lk.f.size();
+      bs1 = lk.b.size();
     }
   } else {
     const double f = static_cast<double>(m.ffn_hidden) / tp;
@@ -132,6 +138,10 @@ LayerKernels layer_kernels(const ModelSpec& m, int layer, const RankShape& r) {
   if (bx1 > bx0) {
     lk.b_experts = lk.b.size() - bx1;
     lk.b_experts_end = lk.b.size() - bx0;
+  }
+  if (bs1 > bs0) {
+    lk.b_shared = lk.b.size() - bs1;
+    lk.b_shared_end = lk.b.size() - bs0;
   }
 
   if (r.fp32_autocast) {

@@ -11,6 +11,7 @@
 #include "hardware/interference.h"
 #include "layer/moe_dispatch.h"
 #include "models/rank_shape.h"
+#include "step/items.h"
 #include "step/simulate.h"
 
 using namespace mfusim;
@@ -113,4 +114,78 @@ TEST_CASE("deepep's comm SMs slow the compute beside them by the measured held-S
   CHECK(slow > 132.0 / 112.0 - 1e-9);   // never below the plain SM share
   s.moe.dispatcher = config::MoeDispatcher::alltoall;
   CHECK(layer::deepep_sms(s) == 0);
+}
+
+TEST_CASE("DualPipe's F&B pair as Figure 4: each all-to-all beside a whole compute block of the other chain") {
+  // One MoE layer per chain, cut as LayerCost::fb_f / fb_b: F = attention | router (dispatch) |
+  // shared (beside) | experts (combine) | unpermute; B = unpermute' (combine's gradient) | shared
+  // (beside) | experts (dispatch's gradient) | MLP W (beside) | router | attention | attention W (beside).
+  auto seg = [](bool ep, bool beside) {
+    layer::Seg s;
+    s.ns = 1000;
+    if (ep) {
+      s.comm_ns = 1000;
+      s.comm_cat = sim::Category::ep_comm;
+    }
+    s.beside = beside;
+    return s;
+  };
+  const std::vector<layer::Seg> fs = {seg(false, false), seg(true, false), seg(false, true), seg(true, false), seg(false, false)};
+  const std::vector<layer::Seg> bs = {seg(true, false),  seg(false, true), seg(true, false), seg(false, true),
+                                      seg(false, false), seg(false, false), seg(false, true)};
+  auto items = [](const std::vector<layer::Seg>& v, char k) {
+    std::vector<step::Item> out;
+    for (const auto& s : v) out.push_back(step::Item{&s, sim::Category::forward, k, 0, 0, false});
+    return out;
+  };
+  const auto fi = items(fs, 'F'), bi = items(bs, 'B');
+  auto text = [](const std::vector<step::FbStep>& v) {
+    std::string out;
+    for (const auto& st : v) {
+      out.push_back(st.chain ? 'B' : 'F');
+      out.push_back(static_cast<char>('0' + st.item));
+      if (st.beside) out.push_back('*');
+      out.push_back(' ');
+    }
+    return out;
+  };
+  const std::string order = text(step::fb_order(fi, bi));
+  // combine(B) issued first, beside ATTN(F); dispatch(F) beside the shared experts, MLP(B) and
+  // MLP(W); dispatch(B) beside MLP(F); combine(F) beside the router's and ATTN(B), ATTN(W).
+  CHECK(order == "B0 B1* F0 F1 F2* B2 B3* F3 B4 B5 B6* F4 ");
+  // Without EP transfers, or with moe.fb_rearrange = false: one segment of each, alternately.
+  CHECK(text(step::fb_order(fi, bi, false)) == "F0 B0 F1 B1 F2 B2 F3 B3 F4 B4 B5 B6 ");
+}
+
+TEST_CASE("the Figure-4 F&B pair exposes less EP time than the plain alternation on the H800 scenario") {
+  const auto fig4 = run(load("2048xh800_deepseek_v3.toml"));
+  const auto alt = run(load("2048xh800_deepseek_v3.toml", {"moe.fb_rearrange=false"}));
+  CAPTURE(fig4.breakdown.ep_comm_exposed);
+  CAPTURE(alt.breakdown.ep_comm_exposed);
+  CHECK(fig4.breakdown.ep_comm_exposed < alt.breakdown.ep_comm_exposed);
+  CHECK(fig4.step_time_s < alt.step_time_s);
+  // The issue's target: at most 10% of the step exposed under DualPipe.
+  CHECK(fig4.breakdown.ep_comm_exposed <= 0.10 * fig4.step_time_s);
+  // Other schedules have no F&B pair: the key changes nothing there.
+  for (const char* sched : {"1f1b", "zb-h1"}) {
+    const auto a = run(load("2048xh800_deepseek_v3.toml", {std::string("schedule.name=") + sched}));
+    const auto b = run(load("2048xh800_deepseek_v3.toml", {std::string("schedule.name=") + sched, "moe.fb_rearrange=false"}));
+    CHECK(a.step_time_s == b.step_time_s);
+  }
+}
+
+TEST_CASE("dense DualPipe and DualPipeV: the F&B pair is the plain alternation, rearranged or not") {
+  // No EP transfer: nothing to rearrange (the dense goldens do not move).
+  for (const char* sched : {"dualpipe", "dualpipev"}) {
+    const std::vector<std::string> base = {std::string("schedule.name=") + sched, "parallel.vpp=1", "parallel.pp=4",
+                                           "training.global_batch=64"};
+    auto with = base;
+    with.push_back("moe.fb_rearrange=false");
+    const auto a = run(load("128xh100_70b.toml", base));
+    const auto b = run(load("128xh100_70b.toml", with));
+    CAPTURE(sched);
+    CHECK(a.step_time_s > 0);
+    CHECK(a.step_time_s == b.step_time_s);
+    CHECK(a.breakdown.tp_comm_exposed == b.breakdown.tp_comm_exposed);
+  }
 }
