@@ -256,12 +256,29 @@ void LayerCosts::tp_overlap_windows(const std::vector<Kernel>& ks,
 }
 
 const LayerCost& LayerCosts::layer_cost(int layer) {
-  const bool moe = s_.model.is_moe_layer(layer);
-  const int key = moe ? 1 : 0;
+  const int key = s_.model.is_moe_layer(layer) ? 1 : 0;
   auto it = layer_cache_.find(key);
   if (it != layer_cache_.end()) return it->second;
+  return layer_cache_.emplace(key, cost_of(layer, models::layer_kernels(s_.model, layer, shape_))).first->second;
+}
+
+LayerCost LayerCosts::mtp_cost() const {
+  // One MTP module: a block of the last layer's kind behind its norms and projection
+  // (models::mtp_kernels); the shared head it runs again is the head's own cost (end_cost).
+  const int last = std::max(0, s_.model.layers - 1);
+  LayerCost lc = cost_of(last, models::mtp_kernels(s_.model, shape_));
+  const double extra = models::mtp_extra_activation_bytes(s_.model, shape_);
+  lc.act_bytes += extra;
+  lc.stash_bytes += extra;   // the projection's input, kept for its weight gradient
+  const auto& P = s_.parallel;
+  const double h = static_cast<double>(s_.model.hidden);
+  lc.params += 2 * h * h / P.tp + 2 * h;
+  return lc;
+}
+
+LayerCost LayerCosts::cost_of(int layer, models::LayerKernels ks) const {
+  const bool moe = s_.model.is_moe_layer(layer);
   LayerCost lc;
-  auto ks = models::layer_kernels(s_.model, layer, shape_);
   if (moe) {   // the slowest EP rank's expert GEMMs (moe.imbalance; unchanged at 1.0)
     scale_expert_kernels(s_, ks.f, ks.f_experts, ks.f_experts_end);
     scale_expert_kernels(s_, ks.b, ks.b_experts, ks.b_experts_end);
@@ -302,7 +319,7 @@ const LayerCost& LayerCosts::layer_cost(int layer) {
   const auto sm = models::static_memory(s_.model, {layer}, false, false, P.tp, P.ep, P.dp, P.distributed_optimizer);
   lc.params = sm.params / models::param_bytes(false);   // bf16 static_memory: 2 bytes per parameter
   lc.expert_params = models::detail::layer_parts(s_.model, layer).experts / (static_cast<double>(P.tp) * P.ep);
-  return layer_cache_.emplace(key, std::move(lc)).first->second;
+  return lc;
 }
 
 LayerCost LayerCosts::end_cost(bool embedding) const {

@@ -105,6 +105,9 @@ class LayerCosts {
 
   const LayerCost& layer_cost(int layer);
   LayerCost end_cost(bool embedding) const;   // the embedding's, or the LM head's and loss
+  // One multi-token prediction module (model.mtp_depth, DeepSeek-V3 §2.2) on the last stage:
+  // its norms, projection and block (the shared head it runs again is end_cost(false)).
+  LayerCost mtp_cost() const;
 
  private:
   struct Bounds { std::size_t mlp = 0, attn = 0, ex0 = 0, ex1 = 0; };
@@ -114,6 +117,8 @@ class LayerCosts {
   // and hooks, or its recomputation's), shared among its segments by their kernels' host time.
   PassCost pass_cost(const std::vector<hardware::Kernel>& ks, bool backward, bool moe_layer,
                      const models::LayerComm& lc, const Bounds&, double extra_host = 0) const;
+  // The cost of a block of layer `layer`'s kind from its kernels (layer_cost, mtp_cost).
+  LayerCost cost_of(int layer, models::LayerKernels ks) const;
   // LayerCost::fb_f / fb_b of a MoE layer from its kernels and its ordinary passes (pass_cost.cpp).
   void fb_passes(const models::LayerKernels& ks, LayerCost& lc) const;
   void tp_overlap_windows(const std::vector<hardware::Kernel>& ks,

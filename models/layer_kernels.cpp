@@ -181,6 +181,28 @@ LayerKernels embedding_kernels(const ModelSpec& m, const RankShape& r) {
   return lk;
 }
 
+LayerKernels mtp_kernels(const ModelSpec& m, const RankShape& r) {
+  LayerKernels pre;
+  const int e = r.bytes_per_element;
+  const double h = static_cast<double>(m.hidden);
+  const double T = static_cast<double>(r.micro_batch) * static_cast<double>(r.seq_len) / r.cp;
+  const double Tn = r.sequence_parallel ? T / r.tp : T;
+  norm_kernels(m, Tn, h, e, r.fused_kernels, "mtp_hnorm", "mtp_hnorm_bwd", pre.f, pre.b);
+  norm_kernels(m, Tn, h, e, r.fused_kernels, "mtp_enorm", "mtp_enorm_bwd", pre.f, pre.b);
+  linear("mtp_proj", "mtp_proj_dgrad", "mtp_proj_wgrad", T, 2 * h, h / r.tp, e, pre, 1, r.fp8);
+  std::reverse(pre.b.begin(), pre.b.end());
+  mark_autograd(pre);
+  LayerKernels lk = layer_kernels(m, std::max(0, m.layers - 1), r);
+  const std::size_t nf = pre.f.size(), nw = pre.w.size();
+  lk.f.insert(lk.f.begin(), pre.f.begin(), pre.f.end());
+  lk.b.insert(lk.b.end(), pre.b.begin(), pre.b.end());   // after the block's attention backward
+  lk.w.insert(lk.w.begin(), pre.w.begin(), pre.w.end());
+  for (std::size_t* i : {&lk.f_mlp, &lk.f_experts, &lk.f_experts_end, &lk.f_shared, &lk.f_shared_end}) *i += nf;
+  lk.w_mlp += nw;
+  if (!lk.r.empty() && lk.r.size() + nf == lk.f.size()) lk.r = lk.f;   // full recompute: the whole module
+  return lk;
+}
+
 LayerKernels head_kernels(const ModelSpec& m, const RankShape& r) {
   LayerKernels lk;
   const int e = r.bytes_per_element, tp = r.tp;

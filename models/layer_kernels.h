@@ -34,5 +34,9 @@ struct LayerKernels {
 LayerKernels layer_kernels(const ModelSpec&, int layer, const RankShape&);
 LayerKernels embedding_kernels(const ModelSpec&, const RankShape&);   // first stage
 LayerKernels head_kernels(const ModelSpec&, const RankShape&);        // last stage: final norm, LM head, loss
+// One MTP module (DeepSeek-V3 §2.2) on the last stage, without the shared head it runs again:
+// RMSNorms of the hidden state and of the next tokens' embeddings, the projection 2h -> h,
+// then a block of the last layer's kind (its bounds shifted to the whole list).
+LayerKernels mtp_kernels(const ModelSpec&, const RankShape&);
 
 }  // namespace mfusim::models

@@ -117,6 +117,7 @@ class Builder {
   LowerOptions opt_;
   layer::LayerCosts layers_;
   layer::LayerCost emb_cost_, head_cost_;
+  layer::LayerCost mtp_cost_;               // one MTP module on the last stage (model.mtp_depth > 0)
   Lowered out_;
   std::string sched_;                       // the schedule's name
   int S_ = 1, p_ = 1, m_ = 1;               // virtual stages, pipeline ranks, micro-batches

@@ -73,7 +73,28 @@ std::vector<Item> Builder::op_items(int rank, const Op& op, bool forward_half) {
       add_pass(pair && lc.fb ? lc.fb_f : lc.f, Category::forward, 'F', static_cast<std::int64_t>(lc.act_bytes), 0, l, false);
     }
     if (has_head) add_pass(head_cost_.f, Category::forward, 'F', static_cast<std::int64_t>(head_cost_.act_bytes), 0, -1, false);
+    // MTP modules (DeepSeek-V3 §2.2) after the main head: each its norms, projection and block
+    // on the main model's last hidden state, then the shared head and its loss once more.
+    for (int d = 0; has_head && d < s_.model.mtp_depth; ++d) {
+      add_pass(pair && mtp_cost_.fb ? mtp_cost_.fb_f : mtp_cost_.f, Category::forward, 'F',
+               static_cast<std::int64_t>(mtp_cost_.act_bytes), 0, -1, false);
+      add_pass(head_cost_.f, Category::forward, 'F', static_cast<std::int64_t>(head_cost_.act_bytes), 0, -1, false);
+    }
   } else if (kind == OpKind::B) {
+    for (int d = 0; has_head && d < s_.model.mtp_depth; ++d) {   // the MTP modules' backward first, last one first
+      add_pass(head_cost_.b, Category::backward, 'B', 0, -static_cast<std::int64_t>(head_cost_.act_bytes), -1, false);
+      if (!split) add_pass(head_cost_.w, Category::backward, 'B', 0, 0, -1, false);
+      if (recompute) add_pass(mtp_cost_.r, Category::recompute, 'R', static_cast<std::int64_t>(mtp_cost_.recompute_bytes), 0, -1, false);
+      const std::int64_t freed =
+          static_cast<std::int64_t>(mtp_cost_.act_bytes + mtp_cost_.recompute_bytes - (split ? mtp_cost_.stash_bytes : 0));
+      if (pair && mtp_cost_.fb && !split) {
+        for (std::size_t i = 0; i < mtp_cost_.fb_b.segs.size(); ++i)
+          items.push_back(Item{&mtp_cost_.fb_b.segs[i], Category::backward, 'B', i == mtp_cost_.fb_b_free ? -freed : 0, -1, false});
+      } else {
+        add_pass(mtp_cost_.b, Category::backward, 'B', 0, -freed, -1, false);
+        if (!split) add_pass(mtp_cost_.w, Category::backward, 'B', 0, 0, -1, false);
+      }
+    }
     if (has_head) {
       add_pass(head_cost_.b, Category::backward, 'B', 0, -static_cast<std::int64_t>(head_cost_.act_bytes), -1, false);
       if (!split) add_pass(head_cost_.w, Category::backward, 'B', 0, 0, -1, false);
@@ -107,6 +128,10 @@ std::vector<Item> Builder::op_items(int rank, const Op& op, bool forward_half) {
       }
     }
   } else if (kind == OpKind::W) {
+    for (int d = 0; has_head && d < s_.model.mtp_depth; ++d) {
+      add_pass(head_cost_.w, Category::weight_grad, 'W', 0, 0, -1, false);
+      add_pass(mtp_cost_.w, Category::weight_grad, 'W', 0, -static_cast<std::int64_t>(mtp_cost_.stash_bytes), -1, false);
+    }
     if (has_head) add_pass(head_cost_.w, Category::weight_grad, 'W', 0, 0, -1, false);
     for (auto it = layers.rbegin(); it != layers.rend(); ++it) {
       const LayerCost& lc = layers_.layer_cost(*it);

@@ -10,6 +10,9 @@
 #include "config/loader.h"
 #include "hardware/interference.h"
 #include "layer/moe_dispatch.h"
+#include "models/flops.h"
+#include "models/layer_kernels.h"
+#include "models/params.h"
 #include "models/rank_shape.h"
 #include "step/items.h"
 #include "step/simulate.h"
@@ -188,4 +191,45 @@ TEST_CASE("dense DualPipe and DualPipeV: the F&B pair is the plain alternation, 
     CHECK(a.step_time_s == b.step_time_s);
     CHECK(a.breakdown.tp_comm_exposed == b.breakdown.tp_comm_exposed);
   }
+}
+
+TEST_CASE("MTP depth 1 (DeepSeek-V3 §2.2): one more block and projection on the last stage") {
+  const auto s1 = load("2048xh800_deepseek_v3.toml");
+  auto m0 = s1.model;
+  m0.mtp_depth = 0;
+  REQUIRE(s1.model.mtp_depth == 1);   // models/deepseek-v3.toml, HF num_nextn_predict_layers
+  // Parameters: HF's 685B checkpoint is the 671B main model and a 14B MTP module that stores
+  // its own copies of the embedding and output head (which training shares, §2.2).
+  const auto c = models::count_params(s1.model);
+  CHECK(c.total == models::count_params(m0).total);   // the main model's count does not move
+  CHECK(c.mtp > 11e9);
+  CHECK(c.total + c.mtp + c.embedding + c.lm_head == doctest::Approx(685e9).epsilon(0.005));
+  // FLOPs: one MoE block (37B activated over 61 layers: about 0.6B), the projection and the
+  // head once more (0.93B) per token: a few percent over the main model.
+  const double f1 = models::model_flops_per_token(s1.model, 4096, false), f0 = models::model_flops_per_token(m0, 4096, false);
+  CHECK(f1 / f0 > 1.03);
+  CHECK(f1 / f0 < 1.06);
+  CHECK(models::model_flops_per_token(s1.model, 4096, true) > models::model_flops_per_token(m0, 4096, true));
+  // Kernels: the block's, behind two norms and the 2h -> h projection.
+  const auto r = models::rank_shape(s1);
+  const auto block = models::layer_kernels(s1.model, 60, r);
+  const auto mtp = models::mtp_kernels(s1.model, r);
+  REQUIRE(mtp.f.size() >= block.f.size() + 3);   // two norms and the projection (and its fp8 cast)
+  const std::size_t pre = mtp.f.size() - block.f.size();
+  bool proj = false;
+  for (std::size_t i = 0; i < pre; ++i) proj = proj || std::string(mtp.f[i].name) == "mtp_proj";
+  CHECK(proj);
+  CHECK(mtp.w.size() == block.w.size() + 1);
+  CHECK(mtp.f_experts == block.f_experts + pre);
+  CHECK(mtp.f_mlp == block.f_mlp + pre);
+  CHECK(mtp.b_experts == block.b_experts);   // the prefix's backward runs after the block's
+  // The step: slower, and the ranks holding the last stage keep more memory.
+  const auto a = run(s1);
+  auto s0 = s1;
+  s0.model = m0;
+  const auto b = run(s0);
+  CHECK(a.step_time_s > b.step_time_s);
+  CHECK(a.step_time_s < 1.1 * b.step_time_s);
+  REQUIRE(a.memory.per_stage_peak_gib.size() == 16);
+  CHECK(a.memory.per_stage_peak_gib[0] > b.memory.per_stage_peak_gib[0]);   // DualPipe: rank 0 holds stages 0 and 15
 }
