@@ -283,6 +283,9 @@ LayerCost LayerCosts::cost_of(int layer, models::LayerKernels ks) const {
     scale_expert_kernels(s_, ks.f, ks.f_experts, ks.f_experts_end);
     scale_expert_kernels(s_, ks.b, ks.b_experts, ks.b_experts_end);
     scale_expert_wgrads(s_, ks.w);
+    group_expert_gemms(s_, ks.f, ks.f_experts, ks.f_experts_end, false);   // one grouped call ([gemm_grouped])
+    group_expert_gemms(s_, ks.b, ks.b_experts, ks.b_experts_end, false);
+    group_expert_gemms(s_, ks.w, 0, ks.w.size(), true);
   }
   if (s_.moe.recompute_norm_up_proj) add_norm_up_proj_recompute(ks.f, ks.b);
   const auto comm = models::layer_comm(s_.model, layer, shape_);

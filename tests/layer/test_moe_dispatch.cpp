@@ -4,10 +4,13 @@
 #include <doctest/doctest.h>
 
 #include <filesystem>
+#include <fstream>
 #include <string>
 #include <vector>
 
 #include "config/loader.h"
+#include "hardware/calibration.h"
+#include "hardware/cost_model.h"
 #include "hardware/interference.h"
 #include "layer/moe_dispatch.h"
 #include "models/flops.h"
@@ -232,4 +235,80 @@ TEST_CASE("MTP depth 1 (DeepSeek-V3 §2.2): one more block and projection on the
   CHECK(a.step_time_s < 1.1 * b.step_time_s);
   REQUIRE(a.memory.per_stage_peak_gib.size() == 16);
   CHECK(a.memory.per_stage_peak_gib[0] > b.memory.per_stage_peak_gib[0]);   // DualPipe: rank 0 holds stages 0 and 15
+}
+
+TEST_CASE("grouped expert GEMMs: [gemm_grouped] fitted from run 14c, priced against one dense GEMM") {
+  // The fit from the measured file: slow at 128 tokens per expert (run 14c: 0.46-0.65 of dense),
+  // near dense from a few hundred tokens on.
+  std::string report;
+  const auto fit = hardware::fit_probe(kRoot + "/validation/runs/run14-interference/results-14c/grouped_gemm.toml", &report);
+  REQUIRE(fit.has_gemm_grouped);
+  const auto& g = fit.gemm_grouped;
+  CHECK(g.samples >= 70);
+  CHECK(hardware::grouped_gemm_efficiency(g, 128) > 0.45);
+  CHECK(hardware::grouped_gemm_efficiency(g, 128) < 0.70);
+  CHECK(hardware::grouped_gemm_efficiency(g, 4096) > 0.9);
+  CHECK(hardware::grouped_gemm_efficiency(g, 4096) <= 1.0);
+  CHECK(hardware::grouped_gemm_efficiency(g, 64) == hardware::grouped_gemm_efficiency(g, 128));   // flat outside
+  const double mid = hardware::grouped_gemm_efficiency(g, 181);   // between the 128 and 256 points
+  CHECK(mid > hardware::grouped_gemm_efficiency(g, 128));
+  CHECK(mid < hardware::grouped_gemm_efficiency(g, 256));
+  // Written and read back unchanged; the shipped H200 calibration carries the same fit.
+  const std::string out = "/tmp/mfusim_test_grouped_cal.toml";
+  hardware::write_calibration(fit, out);
+  const auto back = hardware::read_calibration(out);
+  REQUIRE(back.has_gemm_grouped);
+  CHECK(back.gemm_grouped.tokens_per_expert == g.tokens_per_expert);
+  for (std::size_t i = 0; i < g.efficiency.size(); ++i) CHECK(back.gemm_grouped.efficiency[i] == doctest::Approx(g.efficiency[i]));
+  const auto shipped = hardware::read_calibration(kRoot + "/hardware/calibration/h200.toml");
+  REQUIRE(shipped.has_gemm_grouped);
+  CHECK(shipped.gemm_grouped.tokens_per_expert == g.tokens_per_expert);
+  // A file with an efficiency above 1 is refused.
+  {
+    std::ofstream f(out);
+    f << "format = \"mfusim-calibration-1\"\n[gemm_grouped]\ntokens_per_expert = [128, 256]\nefficiency = [0.5, 1.2]\n";
+  }
+  CHECK_THROWS_WITH_AS(hardware::read_calibration(out), doctest::Contains("'efficiency' values must be numbers in (0, 1]"),
+                       std::runtime_error);
+
+  // The cost model: 4 experts of 128 tokens each as one grouped call cost the dense GEMM of 512
+  // rows over the measured efficiency; without [gemm_grouped] they stay 4 separate GEMMs.
+  auto s = load("2048xh800_deepseek_v3.toml");
+  REQUIRE(s.calibration);
+  REQUIRE(s.calibration->has_gemm_grouped);
+  hardware::Kernel k;
+  k.kind = hardware::KernelKind::gemm;
+  k.name = "expert_fc1";
+  k.m = 128;
+  k.n = 4096;
+  k.k = 7168;
+  k.count = 4;
+  std::vector<hardware::Kernel> ks = {k};
+  layer::group_expert_gemms(s, ks, 0, 1, false);
+  CHECK(ks[0].count == 1);
+  CHECK(ks[0].m == 512);
+  CHECK(ks[0].flops == doctest::Approx(4 * 2.0 * 128 * 4096 * 7168));
+  const double eff = hardware::grouped_gemm_efficiency(s.calibration->gemm_grouped, 128);
+  CHECK(ks[0].grouped_eff == doctest::Approx(eff));
+  const hardware::CostModel cm(s.hardware, s.training.precision, &*s.calibration, false);
+  hardware::Kernel dense = ks[0];
+  dense.grouped_eff = 0;
+  CHECK(cm.time(ks[0]) - cm.launch_time(ks[0]) == doctest::Approx((cm.time(dense) - cm.launch_time(dense)) / eff));
+  auto none = s;
+  none.calibration->has_gemm_grouped = false;
+  std::vector<hardware::Kernel> loop = {k};
+  layer::group_expert_gemms(none, loop, 0, 1, false);
+  CHECK(loop[0].count == 4);
+  CHECK(loop[0].grouped_eff == 0);
+  // The weight gradient groups along its reduction (the tokens).
+  hardware::Kernel w = k;
+  w.name = "expert_fc1_wgrad";
+  w.m = 7168;
+  w.n = 4096;
+  w.k = 128;
+  std::vector<hardware::Kernel> ws = {w};
+  layer::group_expert_gemms(s, ws, 0, 1, true);
+  CHECK(ws[0].k == 512);
+  CHECK(ws[0].m == 7168);
+  CHECK(ws[0].grouped_eff == doctest::Approx(eff));
 }
