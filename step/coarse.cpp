@@ -32,6 +32,17 @@ Builder::Merged Builder::play_merged(const std::vector<Item>* const* chains, std
   Category ready_cat[2] = {Category::other, Category::other};
   std::int64_t comm_free[2] = {0, 0};   // tp, ep streams
   const bool tp_overlap = s_.features.tp_comm_overlap;
+  // A segment that runs while the EP stream is still busy (F&B pairs: the other chain's
+  // transfer) runs slower by the transfer's footprint until the stream is done, as the
+  // per-layer tasks do (the transfers issued before it run back to back until comm_free[1]).
+  double ep_k = 0;
+  auto compute = [&](std::int64_t ns) {
+    if (!(ep_k > 0) || comm_free[1] <= t || ns <= 0) return t + ns;
+    const std::int64_t during = comm_free[1] - t;
+    if (static_cast<double>(ns) * (1 + ep_k) <= static_cast<double>(during))
+      return t + static_cast<std::int64_t>(static_cast<double>(ns) * (1 + ep_k));
+    return comm_free[1] + ns - static_cast<std::int64_t>(static_cast<double>(during) / (1 + ep_k));
+  };
   {
     for (const FbStep& st : steps) {
       const std::size_t c = st.chain;
@@ -47,8 +58,9 @@ Builder::Merged Builder::play_merged(const std::vector<Item>* const* chains, std
       flops += sg.flops;
       const auto ci = static_cast<std::size_t>(it.cat);
       if (sg.comm_ns <= 0) {
-        parts[ci] += sg.ns;
-        t += sg.ns;
+        const std::int64_t te = compute(sg.ns);
+        parts[ci] += te - t;
+        t = te;
         continue;
       }
       const bool overlap = sg.comm_overlappable && tp_overlap && sg.ns > 0;
@@ -70,9 +82,11 @@ Builder::Merged Builder::play_merged(const std::vector<Item>* const* chains, std
         comm_free[stream] = ce;
         ready[c] = ce;
       } else {
-        t += sg.ns;
-        parts[ci] += sg.ns;
+        const std::int64_t te = compute(sg.ns);
+        parts[ci] += te - t;
+        t = te;
         const std::int64_t cs = std::max(t, comm_free[stream]), ce = cs + sg.comm_ns;
+        if (stream == 1) ep_k = std::max(0.0, sg.comm_slowdown - 1.0);
         comm_free[stream] = ce;
         ready[c] = ce;
       }

@@ -312,3 +312,18 @@ TEST_CASE("grouped expert GEMMs: [gemm_grouped] fitted from run 14c, priced agai
   CHECK(ws[0].m == 7168);
   CHECK(ws[0].grouped_eff == doctest::Approx(eff));
 }
+
+TEST_CASE("the coarse lowering plays the Figure-4 pair as the per-layer tasks do (H800 scenario)") {
+  // plan ranks layouts with the coarse lowering: its play of an F&B pair follows fb_order and
+  // slows the compute beside the other chain's transfer by the same footprint.
+  for (const char* order : {"true", "false"}) {
+    const auto s = load("2048xh800_deepseek_v3.toml", {std::string("moe.fb_rearrange=") + order});
+    step::SimulateOptions coarse;
+    coarse.per_layer = false;
+    const auto a = run(s);
+    const auto b = step::simulate(s, coarse);
+    CAPTURE(order);
+    CHECK(b.step_time_s == doctest::Approx(a.step_time_s).epsilon(0.02));
+    CHECK(b.breakdown.ep_comm_exposed == doctest::Approx(a.breakdown.ep_comm_exposed).epsilon(0.1));
+  }
+}
