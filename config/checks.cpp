@@ -24,6 +24,7 @@ void check_model(const models::ModelSpec& m, const Sink& err) {
   ok &= range("model.kv_heads", m.kv_heads, 1, 1 << 16);
   ok &= range("model.vocab", m.vocab, 1, 1 << 26);
   ok &= range("model.head_dim", m.head_dim, 1, 1 << 16);
+  range("model.mtp_depth", m.mtp_depth, 0, 16);
   const bool all_moe = m.moe && m.moe->dense_layers == 0;
   ok &= range("model.ffn_hidden", m.ffn_hidden, all_moe ? 0 : 1, 1 << 24);
   if (ok && m.heads % m.kv_heads != 0)

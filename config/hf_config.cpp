@@ -138,6 +138,8 @@ models::ModelSpec read_hf_config(Ctx& ctx, const Value& root, const std::string&
     int_field("moe.dense_layers", {"first_k_dense_replace"}, e.dense_layers);
     m.moe = e;
   }
+  // Multi-token prediction modules (DeepSeek-V3: num_nextn_predict_layers).
+  int_field("mtp_depth", {"num_nextn_predict_layers"}, m.mtp_depth);
   // MLA: DeepSeek-V2/V3.
   if (const Value* v = root.find("kv_lora_rank"); v && v->kind != Kind::null) {
     models::MlaSpec a;

@@ -11,7 +11,8 @@ using Kind = Value::Kind;
 namespace {
 
 const std::vector<std::string> kModelKeys = {"name", "layers", "hidden", "ffn_hidden", "heads", "kv_heads",
-                                             "head_dim", "vocab", "activation", "tied_embeddings", "moe", "mla"};
+                                             "head_dim", "vocab", "activation", "tied_embeddings", "moe", "mla",
+                                             "mtp_depth"};
 const std::vector<std::string> kMoeKeys = {"experts", "top_k", "expert_ffn_hidden", "shared_experts", "dense_layers"};
 const std::vector<std::string> kMlaKeys = {"q_lora_rank", "kv_lora_rank", "qk_nope_head_dim", "qk_rope_head_dim",
                                            "v_head_dim"};
@@ -39,6 +40,7 @@ models::ModelSpec read_model_table(Ctx& ctx, const Value& t, const std::string& 
   int act = ctx.read_enum(t, "activation", p, {"swiglu", "gelu"});
   if (act == 1) m.activation = models::Activation::gelu;
   ctx.read_bool(t, "tied_embeddings", p, m.tied_embeddings);
+  ctx.read_int(t, "mtp_depth", p, m.mtp_depth);
   if (const Value* moe = ctx.read_table(t, "moe", p)) {
     const std::string q = "model.moe.";
     ctx.check_keys(*moe, kMoeKeys, q);

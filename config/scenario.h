@@ -186,6 +186,9 @@ struct Moe {
   bool fp8_activation_cache = false;     // Linear inputs cached in fp8 (1 byte + fp32 scale per 128)
   bool ema_on_cpu = true;                // EMA of the weights kept in CPU memory (false: fp32 copy in HBM)
   bool ema = false;                      // keep an EMA of the weights at all
+  // DualPipe's F&B pair with EP transfers: arranged as DeepSeek-V3's Figure 4 (true), or the
+  // forward's and backward's segments alternated one by one (false; step/emit.cpp, fb_order).
+  bool fb_rearrange = true;
 };
 
 struct Cost {

@@ -47,7 +47,7 @@ const std::vector<std::string> kFeatureKeys = {"flash_attention", "fused_kernels
 const std::vector<std::string> kCostKeys = {"price_per_gpu_hour"};
 const std::vector<std::string> kMoeKeys = {"dispatcher", "max_nodes_per_token", "comm_sms", "fp8_dispatch",
                                            "imbalance", "nvlink_gbs", "rdma_gbs", "recompute_norm_up_proj",
-                                           "fp8_activation_cache", "ema", "ema_on_cpu"};
+                                           "fp8_activation_cache", "ema", "ema_on_cpu", "fb_rearrange"};
 
 struct Resolved {
   Scenario scenario;
@@ -352,6 +352,7 @@ void read_scenario(Ctx& ctx, Scenario& s, const Value& root, const std::string& 
     ctx.read_bool(*t, "fp8_activation_cache", p, mo.fp8_activation_cache);
     ctx.read_bool(*t, "ema", p, mo.ema);
     ctx.read_bool(*t, "ema_on_cpu", p, mo.ema_on_cpu);
+    ctx.read_bool(*t, "fb_rearrange", p, mo.fb_rearrange);
   }
 
   // dp: derived unless given (the check phase compares a given one).

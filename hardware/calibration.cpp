@@ -263,6 +263,110 @@ double gemm_fit_seconds(const GemmFit& f, double m, double n, double k) {
 }
 
 // ------------------------------------------------------------------ fit_probe
+// ------------------------------------------------------------------ grouped expert GEMMs
+double grouped_gemm_efficiency(const GroupedGemmFit& f, double tokens_per_expert) {
+  const auto& x = f.tokens_per_expert;
+  const auto& y = f.efficiency;
+  if (x.empty() || x.size() != y.size()) return 1.0;
+  if (!(tokens_per_expert > x.front())) return y.front();
+  if (tokens_per_expert >= x.back()) return y.back();
+  std::size_t i = 1;
+  while (x[i] < tokens_per_expert) ++i;
+  const double u = (std::log2(tokens_per_expert) - std::log2(x[i - 1])) / (std::log2(x[i]) - std::log2(x[i - 1]));
+  return y[i - 1] + u * (y[i] - y[i - 1]);
+}
+
+namespace {
+
+// [[grouped_gemm]] rows (validation/runs/run14-interference/grouped_gemm.py): per (model, gemm,
+// dtype, experts, tokens per expert) with routing "equal", the measured ratio of the dense
+// GEMM's seconds (one GEMM over all the group's tokens) to the grouped call's ("grouped":
+// torch's grouped GEMM; "fp8_grouped" has no fp8 dense twin, so the fit is bf16's). Each
+// tokens-per-expert point is the median of its ratios, capped at 1 (a grouped call is not
+// taken to beat one dense GEMM of the same size; measured ratios above 1 are within noise).
+void fit_grouped_gemm(const std::string& file, const std::vector<Reader>& rows, Calibration& cal, std::ostream& rep) {
+  if (rows.empty()) return;
+  using Key = std::tuple<std::string, std::string, std::string, long long, long long>;
+  std::map<Key, std::pair<double, double>> pairs;   // (grouped s, dense s)
+  for (const Reader& r : rows) {
+    if (r.str("dist", "equal") != "equal" || r.str("dtype", "bf16") != "bf16") continue;
+    const std::string method = r.str("method");
+    if (method != "grouped" && method != "dense") continue;
+    const double tpe = r.num("tokens_per_expert"), sec = r.num("seconds"), experts = r.num("experts");
+    if (!(tpe >= 1) || !(sec > 0) || !(experts >= 1))
+      fail(file, r.where, "grouped_gemm sample needs tokens_per_expert >= 1, experts >= 1 and seconds > 0");
+    const Key k{r.str("model"), r.str("gemm"), r.str("dtype", "bf16"), std::llround(experts), std::llround(tpe)};
+    (method == "grouped" ? pairs[k].first : pairs[k].second) = sec;
+  }
+  std::map<long long, std::vector<double>> ratio;   // tokens per expert -> dense / grouped
+  for (const auto& [k, p] : pairs)
+    if (p.first > 0 && p.second > 0) ratio[std::get<4>(k)].push_back(p.second / p.first);
+  if (ratio.size() < 2) fail(file, "grouped_gemm: needs (grouped, dense) pairs at 2 or more tokens-per-expert values");
+  GroupedGemmFit f;
+  for (auto& [tpe, v] : ratio) {
+    std::sort(v.begin(), v.end());
+    const std::size_t n = v.size();
+    const double med = n % 2 ? v[n / 2] : 0.5 * (v[n / 2 - 1] + v[n / 2]);
+    f.tokens_per_expert.push_back(static_cast<double>(tpe));
+    f.efficiency.push_back(std::min(1.0, med));
+    f.samples += static_cast<int>(n);
+  }
+  std::vector<double> pred, meas;
+  for (const auto& [tpe, v] : ratio)
+    for (double x : v) {
+      pred.push_back(grouped_gemm_efficiency(f, static_cast<double>(tpe)));
+      meas.push_back(x);
+    }
+  f.rms_rel_error = rms_rel(pred, meas);
+  cal.gemm_grouped = f;
+  cal.has_gemm_grouped = true;
+  rep << "gemm grouped: " << f.samples << " (grouped, dense) pairs at " << f.tokens_per_expert.size()
+      << " tokens-per-expert values, efficiency " << fmt("%.2f", f.efficiency.front()) << " at "
+      << fmt("%.0f", f.tokens_per_expert.front()) << " to " << fmt("%.2f", f.efficiency.back()) << " at "
+      << fmt("%.0f", f.tokens_per_expert.back()) << ", rms rel error " << fmt("%.1f", f.rms_rel_error * 100) << "%\n";
+}
+
+void write_grouped_gemm(std::ostream& f, const GroupedGemmFit& g) {
+  f << "\n[gemm_grouped]  # grouped expert GEMM rate / one dense GEMM of the same total size, by tokens per expert\n"
+    << "tokens_per_expert = [";
+  for (std::size_t i = 0; i < g.tokens_per_expert.size(); ++i) f << (i ? ", " : "") << fmt("%.9g", g.tokens_per_expert[i]);
+  f << "]\nefficiency = [";
+  for (std::size_t i = 0; i < g.efficiency.size(); ++i) f << (i ? ", " : "") << fmt("%.9g", g.efficiency[i]);
+  f << "]\nrms_rel_error = " << fmt("%.9g", g.rms_rel_error) << "\nsamples = " << g.samples << "\n";
+}
+
+void read_grouped_gemm(const std::string& path, const Reader& r, Calibration& c) {
+  r.only({"tokens_per_expert", "efficiency", "rms_rel_error", "samples"});
+  auto list = [&](const char* key, double lo, double hi) {
+    const toml::node* n = r.node(key);
+    if (!n) fail(path, r.where, std::string("missing key '") + key + "'");
+    const toml::array* a = n->as_array();
+    if (!a || a->empty()) fail(path, n->source(), std::string("'") + key + "' must be a non-empty array of numbers");
+    std::vector<double> out;
+    for (const toml::node& e : *a) {
+      const auto v = e.value<double>();
+      if (!v || !std::isfinite(*v) || *v <= lo || *v > hi)
+        fail(path, e.source(), std::string("'") + key + "' values must be numbers in (" + fmt("%g", lo) + ", " +
+                                   fmt("%g", hi) + "]");
+      out.push_back(*v);
+    }
+    return out;
+  };
+  GroupedGemmFit& g = c.gemm_grouped;
+  g.tokens_per_expert = list("tokens_per_expert", 0, 1e9);
+  g.efficiency = list("efficiency", 0, 1);
+  if (g.tokens_per_expert.size() != g.efficiency.size())
+    fail(path, r.node("efficiency")->source(), "'efficiency' needs one value per 'tokens_per_expert' value");
+  for (std::size_t i = 1; i < g.tokens_per_expert.size(); ++i)
+    if (!(g.tokens_per_expert[i] > g.tokens_per_expert[i - 1]))
+      fail(path, r.node("tokens_per_expert")->source(), "'tokens_per_expert' must be strictly ascending");
+  g.rms_rel_error = r.bounded("rms_rel_error", kRmsBound, false);
+  g.samples = static_cast<int>(r.nonneg("samples", false));
+  c.has_gemm_grouped = true;
+}
+
+}  // namespace
+
 Calibration fit_probe(const std::string& probe_path, std::string* report, const std::string& fused_attention) {
   toml::table root = parse_file(probe_path);
   Reader top{probe_path, &root, root.source()};
@@ -632,8 +736,9 @@ Calibration fit_probe(const std::string& probe_path, std::string* report, const 
           << " at the lowest\n";
     }
   }
-  if (!cal.has_gemm && !cal.has_attention && !cal.has_memory && !cal.has_collectives)
-    fail(probe_path, "no probe samples ([[gemm]], [[attention]], [[memory]], [[collective]]) found");
+  fit_grouped_gemm(probe_path, rows("grouped_gemm"), cal, rep);
+  if (!cal.has_gemm && !cal.has_attention && !cal.has_memory && !cal.has_collectives && !cal.has_gemm_grouped)
+    fail(probe_path, "no probe samples ([[gemm]], [[attention]], [[memory]], [[collective]], [[grouped_gemm]]) found");
   check_fit(cal, probe_path);
   if (report) *report = rep.str();
   return cal;
@@ -707,13 +812,15 @@ void write_calibration(const Calibration& c, const std::string& path) {
     for (std::size_t i = 0; i < c.gemm_clock.time_ratio.size(); ++i) f << (i ? ", " : "") << g(c.gemm_clock.time_ratio[i]);
     f << "]\nsamples = " << c.gemm_clock.samples << "\n";
   }
+  if (c.has_gemm_grouped) write_grouped_gemm(f, c.gemm_grouped);
   io::write_file(path, f.str(), "the calibration file");   // atomically: a failed write leaves the old file
 }
 
 Calibration read_calibration(const std::string& path) {
   toml::table root = parse_file(path);
   Reader top{path, &root, root.source()};
-  top.only({"format", "gpu", "gemm", "gemm_fp8", "attention", "memory", "memory_families", "collectives", "gemm_clock"});
+  top.only({"format", "gpu", "gemm", "gemm_fp8", "attention", "memory", "memory_families", "collectives", "gemm_clock",
+            "gemm_grouped"});
   if (top.str("format", "mfusim-calibration-1") != "mfusim-calibration-1")
     fail(path, top.node("format")->source(), "unsupported format '" + top.str("format") + "'");
   Calibration c;
@@ -848,6 +955,7 @@ Calibration read_calibration(const std::string& path) {
     }
     c.has_gemm_clock = true;
   }
+  if (top.node("gemm_grouped")) read_grouped_gemm(path, top.sub("gemm_grouped"), c);
   return c;
 }
 

@@ -100,6 +100,19 @@ struct GemmClock {
   std::vector<double> duty, time_ratio;   // ascending duty, in (0, 1]; ratio in (0, 1.5]
   int samples = 0;
 };
+// Grouped expert GEMMs ([gemm_grouped], fitted from run 14c's measurements,
+// validation/runs/run14-interference/results-14c/grouped_gemm.toml): the rate of one grouped
+// call over a rank's experts as a fraction of one dense GEMM of the same total size, by tokens
+// per expert. The cost model prices a grouped expert GEMM as that dense GEMM divided by
+// grouped_gemm_efficiency (piecewise linear in log2(tokens per expert) between the fitted
+// points, flat beyond them).
+struct GroupedGemmFit {
+  std::vector<double> tokens_per_expert;   // ascending
+  std::vector<double> efficiency;          // per point, in (0, 1]
+  double rms_rel_error = 0;                // of the curve against every measured ratio
+  int samples = 0;                         // measured (grouped, dense) pairs
+};
+double grouped_gemm_efficiency(const GroupedGemmFit&, double tokens_per_expert);
 
 struct Calibration {
   std::string source;      // path of the calibration file
@@ -115,6 +128,8 @@ struct Calibration {
   CollectiveFit collectives;
   bool has_gemm_clock = false;
   GemmClock gemm_clock;
+  bool has_gemm_grouped = false;       // [gemm_grouped]
+  GroupedGemmFit gemm_grouped;
 };
 
 // The time ratio of a GEMM at `duty` (GemmClock, linear between the measured points, constant beyond

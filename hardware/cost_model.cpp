@@ -309,7 +309,7 @@ double CostModel::time(const Kernel& kn) const {
   if (kn.count <= 0) return 0;
   double one = 0;
   switch (kn.kind) {
-    case KernelKind::gemm: one = gemm_seconds(kn); break;
+    case KernelKind::gemm: one = gemm_seconds(kn) / (kn.grouped_eff > 0 ? kn.grouped_eff : 1.0); break;
     case KernelKind::attention_fwd:
     case KernelKind::attention_bwd: one = attention_seconds(kn); break;
     case KernelKind::memory: one = memory_seconds(kn); break;

@@ -71,6 +71,9 @@ struct Kernel {
   double bytes = 0;             // minimum HBM bytes read + written by one kernel
   int count = 1;                // identical kernels launched (e.g. experts, unfused pieces)
   bool fp32 = false;            // a matmul in fp32 on the CUDA cores (HardwareSpec::peak_flops_fp32)
+  // A grouped expert GEMM priced as one dense GEMM of its total size: the grouped call's rate as
+  // a fraction of that GEMM's (calibration [gemm_grouped], layer::group_expert_gemms); 0 = not grouped.
+  double grouped_eff = 0;
 };
 
 }  // namespace mfusim::hardware

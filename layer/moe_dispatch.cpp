@@ -120,6 +120,27 @@ void scale_expert_wgrads(const config::Scenario& s, std::vector<hardware::Kernel
     if (std::string_view(ks[i].name).rfind("expert_", 0) == 0) scale_expert_kernels(s, ks, i, i + 1);
 }
 
+void group_expert_gemms(const config::Scenario& s, std::vector<hardware::Kernel>& ks, std::size_t from, std::size_t to,
+                        bool wgrad) {
+  if (!s.calibration || !s.calibration->has_gemm_grouped) return;
+  for (std::size_t i = std::min(from, ks.size()); i < std::min(to, ks.size()); ++i) {
+    hardware::Kernel& k = ks[i];
+    if (k.kind != hardware::KernelKind::gemm || k.count <= 1) continue;
+    if (wgrad && std::string_view(k.name).rfind("expert_", 0) != 0) continue;
+    const double per_flops = k.flops > 0 ? k.flops : 2.0 * static_cast<double>(k.m) * k.n * k.k;
+    const double per_bytes = k.bytes > 0 ? k.bytes
+                                         : 2.0 * (static_cast<double>(k.m) * k.k + static_cast<double>(k.k) * k.n +
+                                                  static_cast<double>(k.m) * k.n);
+    // Tokens per expert: the rows of the forward and input-gradient GEMMs, the reduction of the weight gradient's.
+    std::int64_t& tokens = wgrad ? k.k : k.m;
+    k.grouped_eff = hardware::grouped_gemm_efficiency(s.calibration->gemm_grouped, static_cast<double>(tokens));
+    tokens *= k.count;
+    k.flops = per_flops * k.count;
+    k.bytes = per_bytes * k.count;   // every expert's own weights
+    k.count = 1;
+  }
+}
+
 void add_norm_up_proj_recompute(std::vector<hardware::Kernel>& f, std::vector<hardware::Kernel>& b) {
   std::vector<hardware::Kernel> again;
   for (const hardware::Kernel& k : f) {

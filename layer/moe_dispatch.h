@@ -62,6 +62,15 @@ void scale_expert_kernels(const config::Scenario&, std::vector<hardware::Kernel>
 // The same for the weight-gradient pass: the kernels named expert_*.
 void scale_expert_wgrads(const config::Scenario&, std::vector<hardware::Kernel>& ks);
 
+// Grouped expert GEMMs: with a calibration that has [gemm_grouped], each expert GEMM of the
+// rank's `count` experts becomes one grouped call, priced as one dense GEMM of the group's total
+// size (tokens of all experts for the forward and input gradient, the reduction over them for
+// the weight gradient) at the measured grouped/dense rate for its tokens per expert
+// (hardware::grouped_gemm_efficiency). Without it (or with one expert per rank) unchanged: count
+// separate GEMMs. f/b: the kernels [from, to); wgrad: the kernels named expert_*.
+void group_expert_gemms(const config::Scenario&, std::vector<hardware::Kernel>& ks, std::size_t from, std::size_t to,
+                        bool wgrad);
+
 // moe.recompute_norm_up_proj: the forward's RMSNorms and MLA up-projections (q_up, kv_up)
 // run again in the backward, appended to its last (attention) segment.
 void add_norm_up_proj_recompute(std::vector<hardware::Kernel>& f, std::vector<hardware::Kernel>& b);

@@ -275,12 +275,33 @@ const LayerCost& LayerCosts::layer_cost(int layer) {
   const int key = (moe ? 1 : 0) + (ckpt_layer ? 2 : 0);
   auto it = layer_cache_.find(key);
   if (it != layer_cache_.end()) return it->second;
+  return layer_cache_.emplace(key, cost_of(layer, models::layer_kernels(s_.model, layer, shape), shape)).first->second;
+}
+
+LayerCost LayerCosts::mtp_cost() const {
+  // One MTP module: a block of the last layer's kind behind its norms and projection
+  // (models::mtp_kernels); the shared head it runs again is the head's own cost (end_cost).
+  const int last = std::max(0, s_.model.layers - 1);
+  LayerCost lc = cost_of(last, models::mtp_kernels(s_.model, shape_), shape_);
+  const double extra = models::mtp_extra_activation_bytes(s_.model, shape_);
+  lc.act_bytes += extra;
+  lc.stash_bytes += extra;   // the projection's input, kept for its weight gradient
+  const auto& P = s_.parallel;
+  const double h = static_cast<double>(s_.model.hidden);
+  lc.params += 2 * h * h / P.tp + 2 * h;
+  return lc;
+}
+
+LayerCost LayerCosts::cost_of(int layer, models::LayerKernels ks, const models::RankShape& shape) const {
+  const bool moe = s_.model.is_moe_layer(layer);
   LayerCost lc;
-  auto ks = models::layer_kernels(s_.model, layer, shape);
   if (moe) {   // the slowest EP rank's expert GEMMs (moe.imbalance; unchanged at 1.0)
     scale_expert_kernels(s_, ks.f, ks.f_experts, ks.f_experts_end);
     scale_expert_kernels(s_, ks.b, ks.b_experts, ks.b_experts_end);
     scale_expert_wgrads(s_, ks.w);
+    group_expert_gemms(s_, ks.f, ks.f_experts, ks.f_experts_end, false);   // one grouped call ([gemm_grouped])
+    group_expert_gemms(s_, ks.b, ks.b_experts, ks.b_experts_end, false);
+    group_expert_gemms(s_, ks.w, 0, ks.w.size(), true);
   }
   if (s_.moe.recompute_norm_up_proj) add_norm_up_proj_recompute(ks.f, ks.b);
   const auto comm = models::layer_comm(s_.model, layer, shape_);
@@ -295,7 +316,9 @@ const LayerCost& LayerCosts::layer_cost(int layer) {
     std::vector<const Kernel*> all;
     for (const auto& k : ks.w) all.push_back(&k);
     lc.w.segs.push_back(seg_of(all));
+    lc.w.segs.back().beside = true;   // a weight gradient waits for no collective (F&B pair only)
   }
+  if (moe) fb_passes(ks, lc);
   if (shape.recompute == config::Recompute::full) {
     lc.r = pass_cost(ks.r, false, moe, comm, fb, cost_.recompute_host());
   } else if (!ks.r.empty()) {
@@ -315,7 +338,7 @@ const LayerCost& LayerCosts::layer_cost(int layer) {
   const auto sm = models::static_memory(s_.model, {layer}, false, false, P.tp, P.ep, P.dp, P.distributed_optimizer);
   lc.params = sm.params / models::param_bytes(false);   // bf16 static_memory: 2 bytes per parameter
   lc.expert_params = models::detail::layer_parts(s_.model, layer).experts / (static_cast<double>(P.tp) * P.ep);
-  return layer_cache_.emplace(key, std::move(lc)).first->second;
+  return lc;
 }
 
 LayerCost LayerCosts::end_cost(bool embedding) const {
@@ -333,9 +356,83 @@ LayerCost LayerCosts::end_cost(bool embedding) const {
   lc.f = one(ks.f);
   lc.b = one(ks.b);
   lc.w = one(ks.w);
+  for (Seg& sg : lc.w.segs) sg.beside = true;   // a weight gradient waits for no collective (F&B pair only)
   lc.act_bytes = embedding ? models::embedding_activation_bytes(s_.model, shape_)
                            : models::head_activation_bytes(s_.model, shape_);
   return lc;
+}
+
+// DualPipe's F&B pair (DeepSeek-V3 §3.2.1, Figure 4): the report splits each chunk into
+// attention, all-to-all dispatch, MLP and all-to-all combine, the backward's attention and MLP
+// further into their input-gradient and weight-gradient parts, and places the shared expert
+// beside the dispatch. Here the layer's ordinary passes are cut at the same places: the
+// shared expert and the weight gradients become segments of their own (marked `beside`: they
+// wait for no transfer), the other segments are the ordinary ones. The emission order of the
+// pair is step/emit.cpp's fb_order.
+void LayerCosts::fb_passes(const models::LayerKernels& ks, LayerCost& lc) const {
+  if (shape_.fp32_autocast) return;   // the cast kernels move the block boundaries
+  const auto& F = lc.f.segs;
+  const auto& B = lc.b.segs;
+  auto ep = [](const Seg& x) { return x.comm_ns > 0 && x.comm_cat == Category::ep_comm; };
+  // The shape pass_cost gives a MoE layer with an EP transfer: F = attention | router (dispatch)
+  // | experts (combine) | unpermute + shared; B = unpermute's gradient + shared (the combine's
+  // gradient) | experts (the dispatch's gradient) | router | attention.
+  if (F.size() != 4 || B.size() != 4 || !ep(F[1]) || !ep(F[2]) || !ep(B[0]) || !ep(B[1]) || ks.w.empty()) return;
+  auto pick = [](const std::vector<Kernel>& v, std::size_t from, std::size_t to, std::size_t skip0,
+                 std::size_t skip1) {
+    std::vector<const Kernel*> out;
+    for (std::size_t i = std::min(from, v.size()); i < std::min(to, v.size()); ++i)
+      if (i < skip0 || i >= skip1) out.push_back(&v[i]);
+    return out;
+  };
+  // `whole` cut into the segments of two kernel sets: each keeps its kernels' own time; the
+  // host work `whole` carried beyond its kernels' issue (a checkpoint's) is shared by host time.
+  auto cut = [&](const Seg& whole, const std::vector<const Kernel*>& a, const std::vector<const Kernel*>& b) {
+    Seg x = seg_of(a), y = seg_of(b);
+    const std::int64_t extra = whole.host_ns - x.host_ns - y.host_ns;
+    if (extra > 0 && x.host_ns + y.host_ns > 0) {
+      const std::int64_t ex = extra * x.host_ns / (x.host_ns + y.host_ns);
+      x.host_ns += ex;
+      y.host_ns += extra - ex;
+    }
+    // x keeps the collective of `whole`
+    x.comm_ns = whole.comm_ns;
+    x.comm_cat = whole.comm_cat;
+    x.comm_nic = whole.comm_nic;
+    x.comm_overlappable = whole.comm_overlappable;
+    x.overlap_ns = whole.overlap_ns;
+    x.comm_slowdown = whole.comm_slowdown;
+    y.beside = true;
+    return std::pair<Seg, Seg>{x, y};
+  };
+  const bool shared = ks.f_shared_end > ks.f_shared && ks.b_shared_end > ks.b_shared;
+  LayerCost& o = lc;
+  o.fb_f.segs = {F[0], F[1]};
+  o.fb_b.segs.clear();
+  if (shared) {
+    const auto [post, sh] = cut(F[3], pick(ks.f, ks.f_experts_end, ks.f.size(), ks.f_shared, ks.f_shared_end),
+                                pick(ks.f, ks.f_shared, ks.f_shared_end, 0, 0));
+    o.fb_f.segs.push_back(sh);
+    o.fb_f.segs.push_back(F[2]);
+    o.fb_f.segs.push_back(post);
+    const auto [head, shb] = cut(B[0], pick(ks.b, 0, ks.b_experts, ks.b_shared, ks.b_shared_end),
+                                 pick(ks.b, ks.b_shared, ks.b_shared_end, 0, 0));
+    o.fb_b.segs = {head, shb};
+  } else {
+    o.fb_f.segs.push_back(F[2]);
+    o.fb_f.segs.push_back(F[3]);
+    o.fb_b.segs = {B[0]};
+  }
+  const auto [w_attn, w_mlp] = cut(lc.w.segs.front(), pick(ks.w, 0, ks.w_mlp, 0, 0), pick(ks.w, ks.w_mlp, ks.w.size(), 0, 0));
+  Seg wa = w_attn;
+  wa.beside = true;
+  o.fb_b.segs.push_back(B[1]);
+  o.fb_b.segs.push_back(w_mlp);
+  o.fb_b.segs.push_back(B[2]);
+  o.fb_b.segs.push_back(B[3]);
+  o.fb_b_free = o.fb_b.segs.size() - 1;
+  o.fb_b.segs.push_back(wa);
+  o.fb = true;
 }
 
 }  // namespace mfusim::layer

@@ -50,6 +50,9 @@ struct Seg {
   // models/; null: no kernels).
   double bytes = 0;
   const char* kernel = nullptr;
+  // DualPipe's F&B pair only (step/emit.cpp, fb_order): the segment needs nothing from its
+  // chain's last collective (a weight gradient, the shared expert), so it may run beside it.
+  bool beside = false;
 };
 
 // A segment whose collective runs beside the chunked GEMMs it is pipelined with (tp_comm_overlap,
@@ -71,6 +74,15 @@ struct LayerCost {
   double act_bytes = 0, stash_bytes = 0, recompute_bytes = 0;
   double params = 0;            // parameters held by this rank for the layer
   double expert_params = 0;     // of which routed-expert parameters (reduced over the expert-DP group)
+  // DualPipe's F&B pair (DeepSeek-V3 §3.2.1, Figure 4), MoE layers with an EP transfer only
+  // (fb = true): the forward as attention | router + permute (dispatch) | shared expert |
+  // experts (combine) | unpermute; the full backward as unpermute's gradient (combine's
+  // gradient) | shared expert | experts (dispatch's gradient) | MLP weight gradients | router |
+  // attention | attention weight gradients. Segments marked `beside` wait for no transfer.
+  // fb_b_free: the segment after which the layer's activations are freed (the attention's).
+  bool fb = false;
+  PassCost fb_f, fb_b;
+  std::size_t fb_b_free = 0;
 };
 
 // The costs of one scenario's layers, memoised per layer kind (dense, MoE).
@@ -98,6 +110,9 @@ class LayerCosts {
 
   const LayerCost& layer_cost(int layer);
   LayerCost end_cost(bool embedding) const;   // the embedding's, or the LM head's and loss
+  // One multi-token prediction module (model.mtp_depth, DeepSeek-V3 §2.2) on the last stage:
+  // its norms, projection and block (the shared head it runs again is end_cost(false)).
+  LayerCost mtp_cost() const;
 
  private:
   struct Bounds { std::size_t mlp = 0, attn = 0, ex0 = 0, ex1 = 0; };
@@ -107,6 +122,11 @@ class LayerCosts {
   // and hooks, or its recomputation's), shared among its segments by their kernels' host time.
   PassCost pass_cost(const std::vector<hardware::Kernel>& ks, bool backward, bool moe_layer,
                      const models::LayerComm& lc, const Bounds&, double extra_host = 0) const;
+  // The cost of a block of layer `layer`'s kind from its kernels (layer_cost, mtp_cost).
+  // `shape`: the rank's shape with this block's recompute (features.recompute_every).
+  LayerCost cost_of(int layer, models::LayerKernels ks, const models::RankShape& shape) const;
+  // LayerCost::fb_f / fb_b of a MoE layer from its kernels and its ordinary passes (pass_cost.cpp).
+  void fb_passes(const models::LayerKernels& ks, LayerCost& lc) const;
   void tp_overlap_windows(const std::vector<hardware::Kernel>& ks,
                           const std::vector<std::pair<std::size_t, std::size_t>>& spans, PassCost& pc) const;
 

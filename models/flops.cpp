@@ -2,6 +2,8 @@
 // FLOPs of recompute (HFU). Formulas and their sources: docs/accounting.md.
 #include "models/flops.h"
 
+#include <algorithm>
+
 #include "models/conventions.h"
 #include "models/params.h"
 
@@ -62,11 +64,21 @@ double logits_flops_forward(const ModelSpec& m, std::int64_t tokens) {
 }
 
 double model_flops_per_token(const ModelSpec& m, std::int64_t seq_len, bool with_attention) {
-  if (!with_attention) return 6.0 * count_params(m).activated;
+  // MTP modules (mtp_depth, DeepSeek-V3 §2.2; Megatron-Core counts them too): each its block, its
+  // projection 2h -> h and the shared output head once more.
+  const double d = std::max(0, m.mtp_depth), h = static_cast<double>(m.hidden);
+  if (!with_attention) {
+    const ParamCount c = count_params(m);
+    return 6.0 * (c.activated + (d > 0 ? c.mtp_active + d * static_cast<double>(m.vocab) * h : 0.0));
+  }
   double per_token = 3.0 * logits_flops_forward(m, 1);
   for (int i = 0; i < m.layers; ++i) {
     const TokenFlops t = layer_token_flops(m, i, static_cast<double>(seq_len));
     per_token += 3.0 * (t.matmul - t.router + t.attention);   // Megatron-Core leaves the router out
+  }
+  if (d > 0) {
+    const TokenFlops t = layer_token_flops(m, m.layers - 1, static_cast<double>(seq_len));
+    per_token += d * 3.0 * (t.matmul - t.router + t.attention + 2.0 * 2.0 * h * h + logits_flops_forward(m, 1));
   }
   return per_token;
 }

@@ -26,7 +26,8 @@ double logits_flops_forward(const ModelSpec&, std::int64_t tokens);
 // Model FLOPs of one token through forward + backward, no recompute:
 // with_attention = true is Megatron's count (mfu_attn, tflops_per_gpu): every
 // GEMM except the MoE router (Megatron-Core leaves it out), full s^2 attention,
-// logits 6hV; false is 6 * N_activated with N counting embedding and LM head.
+// logits 6hV; false is 6 * N_activated with N counting embedding and LM head. With MTP
+// modules (mtp_depth) both add each module's block, projection and second head application.
 double model_flops_per_token(const ModelSpec&, std::int64_t seq_len, bool with_attention);
 // Extra FLOPs per token executed by recompute (for HFU): selective = attention
 // core forward once more (QK^T + attn*V; Korthikanti's eq. 8 counts 3x this);

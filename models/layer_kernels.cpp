@@ -85,7 +85,9 @@ LayerKernels layer_kernels(const ModelSpec& m, int layer, const RankShape& r) {
 
   // --- MLP block ---
   lk.f_mlp = lk.f.size();
+  lk.w_mlp = lk.w.size();
   const std::size_t b_mlp_fwd = lk.b.size();
+  std::size_t bs0 = 0, bs1 = 0;
   std::size_t bx0 = 0, bx1 = 0;
   block_norm(lk.f, lk.b);
   if (m.is_moe_layer(layer)) {
@@ -111,9 +113,13 @@ LayerKernels layer_kernels(const ModelSpec& m, int layer, const RankShape& r) {
     push(lk.f, lk.b, {"moe_unpermute", "moe_permute_grad", e * Tn * k * h + 4 * Tn * k, e * Tn * h, Tn * k * h});
     if (mo.shared_experts > 0) {
       const double fs = mo.shared_experts * fe / tp;
+      lk.f_shared = lk.f.size();
+      bs0 = lk.b.size();
       linear("shared_fc1", "shared_fc1_dgrad", "shared_fc1_wgrad", T, h, 2 * fs, e, lk, 1, r.fp8);
       activation_kernels(m, T, fs, e, fused, lk.f, lk.b);
       linear("shared_fc2", "shared_fc2_dgrad", "shared_fc2_wgrad", T, fs, h, e, lk, 1, r.fp8);
+      lk.f_shared_end = lk.f.size();
+      bs1 = lk.b.size();
     }
   } else {
     const double f = static_cast<double>(m.ffn_hidden) / tp;
@@ -133,6 +139,10 @@ LayerKernels layer_kernels(const ModelSpec& m, int layer, const RankShape& r) {
   if (bx1 > bx0) {
     lk.b_experts = lk.b.size() - bx1;
     lk.b_experts_end = lk.b.size() - bx0;
+  }
+  if (bs1 > bs0) {
+    lk.b_shared = lk.b.size() - bs1;
+    lk.b_shared_end = lk.b.size() - bs0;
   }
 
   if (r.fp32_autocast) {
@@ -203,6 +213,28 @@ LayerKernels embedding_kernels(const ModelSpec& m, const RankShape& r) {
   // Backward: scatter-add the output gradient into the (fp32) embedding gradient.
   lk.w.push_back(memk("embedding_grad", ea * T * h + 8 * T, 4 * T * h, T * h));
   mark_autograd(lk);
+  return lk;
+}
+
+LayerKernels mtp_kernels(const ModelSpec& m, const RankShape& r) {
+  LayerKernels pre;
+  const int e = r.bytes_per_element;
+  const double h = static_cast<double>(m.hidden);
+  const double T = static_cast<double>(r.micro_batch) * static_cast<double>(r.seq_len) / r.cp;
+  const double Tn = r.sequence_parallel ? T / r.tp : T;
+  norm_kernels(m, Tn, h, e, r.fused_kernels, "mtp_hnorm", "mtp_hnorm_bwd", pre.f, pre.b);
+  norm_kernels(m, Tn, h, e, r.fused_kernels, "mtp_enorm", "mtp_enorm_bwd", pre.f, pre.b);
+  linear("mtp_proj", "mtp_proj_dgrad", "mtp_proj_wgrad", T, 2 * h, h / r.tp, e, pre, 1, r.fp8);
+  std::reverse(pre.b.begin(), pre.b.end());
+  mark_autograd(pre);
+  LayerKernels lk = layer_kernels(m, std::max(0, m.layers - 1), r);
+  const std::size_t nf = pre.f.size(), nw = pre.w.size();
+  lk.f.insert(lk.f.begin(), pre.f.begin(), pre.f.end());
+  lk.b.insert(lk.b.end(), pre.b.begin(), pre.b.end());   // after the block's attention backward
+  lk.w.insert(lk.w.begin(), pre.w.begin(), pre.w.end());
+  for (std::size_t* i : {&lk.f_mlp, &lk.f_experts, &lk.f_experts_end, &lk.f_shared, &lk.f_shared_end}) *i += nf;
+  lk.w_mlp += nw;
+  if (!lk.r.empty() && lk.r.size() + nf == lk.f.size()) lk.r = lk.f;   // full recompute: the whole module
   return lk;
 }
 

@@ -26,10 +26,19 @@ struct LayerKernels {
   // the expert computations between the dispatch and combine all-to-alls.
   std::size_t f_mlp = 0, b_attn = 0;
   std::size_t f_experts = 0, f_experts_end = 0, b_experts = 0, b_experts_end = 0;
+  // MoE layers: the shared experts' kernels f[f_shared, f_shared_end) and
+  // b[b_shared, b_shared_end) (empty without shared experts), and where the
+  // MLP block's weight gradients start in w (w[w_mlp..]); DualPipe's F&B pair
+  // places these blocks on their own (layer/pass_cost.h, LayerCost::fb_f).
+  std::size_t f_shared = 0, f_shared_end = 0, b_shared = 0, b_shared_end = 0, w_mlp = 0;
 };
 LayerKernels layer_kernels(const ModelSpec&, int layer, const RankShape&);
 LayerKernels embedding_kernels(const ModelSpec&, const RankShape&);   // first stage
 LayerKernels head_kernels(const ModelSpec&, const RankShape&);        // last stage: final norm, LM head, loss
+// One MTP module (DeepSeek-V3 §2.2) on the last stage, without the shared head it runs again:
+// RMSNorms of the hidden state and of the next tokens' embeddings, the projection 2h -> h,
+// then a block of the last layer's kind (its bounds shifted to the whole list).
+LayerKernels mtp_kernels(const ModelSpec&, const RankShape&);
 
 // The GEMM duty of a rank's steady work: the share of its layers' GPU execution time (forward,
 // backward, weight gradients, recompute; dense and MoE layers weighted by their counts) spent in

@@ -23,6 +23,12 @@ StaticMemory static_memory(const ModelSpec& m, const std::vector<int>& layers, b
   }
   const ParamCount c = count_params(m);
   if (has_embedding) dense += c.embedding / tp;
+  if (has_head && m.mtp_depth > 0) {   // the MTP modules live on the last stage (DeepSeek-V3 §2.2)
+    const ParamParts p = detail::mtp_parts(m);
+    dense += p.tp_sharded / tp + p.replicated;
+    expert += p.experts / (static_cast<double>(tp) * ep);
+    fp8_linear += p.tp_sharded / tp + p.experts / (static_cast<double>(tp) * ep);
+  }
   if (has_head) {
     dense += c.final_norm;
     if (!m.tied_embeddings) dense += c.lm_head / tp;
@@ -211,6 +217,16 @@ double head_activation_bytes(const ModelSpec& m, const RankShape& r) {
   // log_softmax's fp32 output for its backward: 8sbv/t.
   const double per_logit = r.fp32_cross_entropy && !r.fp32_autocast ? 8.0 : 4.0;
   return T * (2.0 * r.bytes_per_element * h * rep + per_logit * static_cast<double>(m.vocab) / r.tp);
+}
+
+double mtp_extra_activation_bytes(const ModelSpec& m, const RankShape& r) {
+  // One MTP module beyond its block's own activations: the inputs of its two RMSNorms (the
+  // main model's last hidden state, the next tokens' embeddings) and of its projection
+  // ([RMSNorm(h); RMSNorm(emb)], 2 hidden).
+  const double T = static_cast<double>(r.micro_batch) * static_cast<double>(r.seq_len) / r.cp;
+  const double rep = r.sequence_parallel ? 1.0 / r.tp : 1.0;
+  const double h = static_cast<double>(m.hidden);
+  return T * r.bytes_per_element * (2.0 * h * rep + 2.0 * h);
 }
 
 }  // namespace mfusim::models

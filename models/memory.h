@@ -46,5 +46,8 @@ double w_stash_bytes(const ModelSpec&, int layer, const RankShape&);
 // Extra activations of the first stage (embedding output) and of the last (logits), per micro-batch.
 double embedding_activation_bytes(const ModelSpec&, const RankShape&);
 double head_activation_bytes(const ModelSpec&, const RankShape&);
+// One MTP module's activations beyond its transformer block's (activation_bytes of the last
+// layer): its norms' and projection's inputs (model.mtp_depth, DeepSeek-V3 §2.2).
+double mtp_extra_activation_bytes(const ModelSpec&, const RankShape&);
 
 }  // namespace mfusim::models

@@ -46,6 +46,11 @@ struct ModelSpec {
   bool tied_embeddings = false;
   std::optional<MoeSpec> moe;
   std::optional<MlaSpec> mla;
+  // Multi-token prediction depth (DeepSeek-V3 §2.2): each MTP module is one more transformer
+  // block (of the last layer's kind) and a projection of [RMSNorm(h); RMSNorm(emb)] (2 hidden)
+  // to hidden, on the last pipeline stage, sharing the embedding and the output head (which it
+  // runs once more, with its own loss). 0 = none.
+  int mtp_depth = 0;
 
   bool is_moe() const { return moe.has_value() && moe->experts > 0; }
   // Whether layer `i` (0-based) is an MoE layer.

@@ -65,6 +65,20 @@ ParamParts layer_parts(const ModelSpec& m, int layer) {
 double layer_params(const ModelSpec& m, int layer) { return layer_parts(m, layer).total(); }
 double layer_params_active(const ModelSpec& m, int layer) { return layer_parts(m, layer).active(); }
 
+ParamParts detail::mtp_parts(const ModelSpec& m) {
+  ParamParts p;
+  if (m.mtp_depth <= 0 || m.layers <= 0) return p;
+  const double h = static_cast<double>(m.hidden);
+  const ParamParts block = layer_parts(m, m.layers - 1);
+  const double d = m.mtp_depth;
+  p.tp_sharded = d * (block.tp_sharded + 2 * h * h);
+  p.replicated = d * (block.replicated + 2 * h);
+  p.experts = d * block.experts;
+  p.experts_active = d * block.experts_active;
+  p.router = d * block.router;
+  return p;
+}
+
 ParamCount count_params(const ModelSpec& m) {
   ParamCount c;
   const double h = static_cast<double>(m.hidden);
@@ -81,6 +95,9 @@ ParamCount count_params(const ModelSpec& m) {
   const double shared = c.embedding + c.lm_head + c.final_norm;
   c.total = shared + dense * c.per_layer_dense + moe * c.per_layer_moe;
   c.activated = shared + dense * c.per_layer_dense + moe * c.per_layer_moe_active;
+  const ParamParts mtp = detail::mtp_parts(m);
+  c.mtp = mtp.total();
+  c.mtp_active = mtp.active();
   return c;
 }
 

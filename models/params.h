@@ -13,6 +13,10 @@ struct ParamCount {
   double per_layer_dense = 0;     // attention + dense MLP + norms
   double per_layer_moe = 0;       // attention + router + all experts + shared + norms (0 for dense models)
   double per_layer_moe_active = 0;
+  // Multi-token prediction modules (mtp_depth, DeepSeek-V3 §2.2): their blocks, projections
+  // and norms (the embedding and output head are shared). Not in total or activated, which
+  // count the main model as the report's 671B / 37B and HF's figures without MTP do.
+  double mtp = 0, mtp_active = 0;
 };
 ParamCount count_params(const ModelSpec&);
 double layer_params(const ModelSpec&, int layer);         // all parameters of layer `layer`
@@ -30,6 +34,9 @@ struct ParamParts {
   double active() const { return tp_sharded + replicated + experts_active; }
 };
 ParamParts layer_parts(const ModelSpec& m, int layer);
+// All mtp_depth MTP modules: each the last layer's block, a projection 2h -> h (tp-sharded)
+// and two RMSNorms (of the hidden state and of the embedding; replicated). Zero without MTP.
+ParamParts mtp_parts(const ModelSpec& m);
 }  // namespace detail
 
 }  // namespace mfusim::models

@@ -49,6 +49,7 @@ void Builder::plan() {
   out_.warnings = layers_.placement().warnings;
   emb_cost_ = layers_.end_cost(true);
   head_cost_ = layers_.end_cost(false);
+  if (s_.model.mtp_depth > 0) mtp_cost_ = layers_.mtp_cost();
   const PipelineShape shape{p_, m_, schedules::chunks_for(sched_, P.vpp)};
   // A schedule planned from costs (zb-auto) gets this scenario's per-stage costs.
   out_.schedule = sched_ == "zb-auto" ? schedules::generate(sched_, shape, zb_auto_costs())
@@ -87,6 +88,10 @@ schedules::StageCosts Builder::zb_auto_costs() {
     if (r == 0) add(emb_cost_, false);
     for (int l : stages[static_cast<std::size_t>(r)]) add(layers_.layer_cost(l), true);
     if (r == p_ - 1) add(head_cost_, false);
+    for (int d = 0; r == p_ - 1 && d < s_.model.mtp_depth; ++d) {   // MTP: a module and the head once more
+      add(mtp_cost_, true);
+      add(head_cost_, false);
+    }
     c.f.push_back(f);
     c.b.push_back(b);
     c.w.push_back(w);

@@ -64,8 +64,9 @@ class Builder {
   // ---- emit.cpp: ops to tasks, segment by segment ----
   void emit_op(int rank, const Op& op);
   void emit_items(int rank, Chain& ch, const std::vector<Item>& items, const Name& name, int mb, int chunk);
+  // beside: the segment waits for none of the chain's pending collectives (F&B pair, fb_order).
   void emit_seg(int rank, Chain& ch, const layer::Seg& sg, sim::Category cat, const Name& name, int mb, int chunk,
-                char kind, std::int64_t mem);
+                char kind, std::int64_t mem, bool beside = false);
 
   // ---- coarse.cpp: one task per op (LowerOptions::per_layer = false) ----
   // Play one op's chains (one, or two for F&B) locally and emit a single
@@ -119,6 +120,7 @@ class Builder {
   LowerOptions opt_;
   layer::LayerCosts layers_;
   layer::LayerCost emb_cost_, head_cost_;
+  layer::LayerCost mtp_cost_;               // one MTP module on the last stage (model.mtp_depth > 0)
   Lowered out_;
   std::string sched_;                       // the schedule's name
   int S_ = 1, p_ = 1, m_ = 1;               // virtual stages, pipeline ranks, micro-batches

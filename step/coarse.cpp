@@ -15,27 +15,41 @@ Builder::Merged Builder::play_merged(const std::vector<Item>* const* chains, std
   // other traffic: segments run in order on the compute stream; a segment
   // waits for its chain's previous collective; overlapped TP collectives start
   // after the first GEMM chunk and slow the rest by their footprint (comm_slowdown);
-  // the two chains of F&B alternate segment by segment.
+  // the two chains of F&B in fb_order's order (a `beside` segment waits for no collective).
   if (n > 2) throw std::logic_error("emit_merged: one or two chains");
+  std::vector<FbStep> steps;
+  if (n == 2) {
+    steps = fb_order(*chains[0], *chains[1], s_.moe.fb_rearrange);
+  } else if (n == 1) {
+    steps.reserve(chains[0]->size());
+    for (std::size_t i = 0; i < chains[0]->size(); ++i) steps.push_back({0, static_cast<std::uint32_t>(i), false});
+  }
   Merged m;
   Parts& parts = m.parts;
   std::int64_t t = 0, launch = 0, mem = 0, host = 0;
   double flops = 0;
   std::int64_t ready[2] = {0, 0};
   Category ready_cat[2] = {Category::other, Category::other};
-  std::size_t pos[2] = {0, 0};
   std::int64_t comm_free[2] = {0, 0};   // tp, ep streams
   const bool tp_overlap = s_.features.tp_comm_overlap;
-  bool more = true;
-  while (more) {
-    more = false;
-    for (std::size_t c = 0; c < n; ++c) {
-      if (pos[c] >= chains[c]->size()) continue;
-      more = true;
-      const Item& it = (*chains[c])[pos[c]++];
+  // A segment that runs while the EP stream is still busy (F&B pairs: the other chain's
+  // transfer) runs slower by the transfer's footprint until the stream is done, as the
+  // per-layer tasks do (the transfers issued before it run back to back until comm_free[1]).
+  double ep_k = 0;
+  auto compute = [&](std::int64_t ns) {
+    if (!(ep_k > 0) || comm_free[1] <= t || ns <= 0) return t + ns;
+    const std::int64_t during = comm_free[1] - t;
+    if (static_cast<double>(ns) * (1 + ep_k) <= static_cast<double>(during))
+      return t + static_cast<std::int64_t>(static_cast<double>(ns) * (1 + ep_k));
+    return comm_free[1] + ns - static_cast<std::int64_t>(static_cast<double>(during) / (1 + ep_k));
+  };
+  {
+    for (const FbStep& st : steps) {
+      const std::size_t c = st.chain;
+      const Item& it = (*chains[c])[st.item];
       const Seg& sg = *it.seg;
       mem += it.mem;
-      if (ready[c] > t) {
+      if (!(st.beside && sg.comm_ns <= 0) && ready[c] > t) {
         parts[static_cast<std::size_t>(ready_cat[c])] += ready[c] - t;
         t = ready[c];
       }
@@ -44,8 +58,9 @@ Builder::Merged Builder::play_merged(const std::vector<Item>* const* chains, std
       flops += sg.flops;
       const auto ci = static_cast<std::size_t>(it.cat);
       if (sg.comm_ns <= 0) {
-        parts[ci] += sg.ns;
-        t += sg.ns;
+        const std::int64_t te = compute(sg.ns);
+        parts[ci] += te - t;
+        t = te;
         continue;
       }
       const bool overlap = sg.comm_overlappable && tp_overlap && sg.ns > 0;
@@ -67,9 +82,11 @@ Builder::Merged Builder::play_merged(const std::vector<Item>* const* chains, std
         comm_free[stream] = ce;
         ready[c] = ce;
       } else {
-        t += sg.ns;
-        parts[ci] += sg.ns;
+        const std::int64_t te = compute(sg.ns);
+        parts[ci] += te - t;
+        t = te;
         const std::int64_t cs = std::max(t, comm_free[stream]), ce = cs + sg.comm_ns;
+        if (stream == 1) ep_k = std::max(0.0, sg.comm_slowdown - 1.0);
         comm_free[stream] = ce;
         ready[c] = ce;
       }
@@ -86,16 +103,10 @@ Builder::Merged Builder::play_merged(const std::vector<Item>* const* chains, std
   m.host = host;
   m.mem = mem;
   m.flops = flops;
-  // Gradient-final items in the order the loop above met them (round-robin over chains).
-  for (std::size_t c = 0; c < n; ++c) pos[c] = 0;
-  for (bool left = true; left;) {
-    left = false;
-    for (std::size_t c = 0; c < n; ++c) {
-      if (pos[c] >= chains[c]->size()) continue;
-      left = true;
-      const Item& it = (*chains[c])[pos[c]++];
-      if (it.grad_final) m.grad_layers.push_back(it.layer);
-    }
+  // Gradient-final items in the order the loop above met them.
+  for (const FbStep& st : steps) {
+    const Item& it = (*chains[st.chain])[st.item];
+    if (it.grad_final) m.grad_layers.push_back(it.layer);
   }
   return m;
 }

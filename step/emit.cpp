@@ -11,7 +11,9 @@
 // compute by its kernels' footprint (Seg::comm_slowdown: a contention class of
 // the graph, interference_class). DualPipe's F&B interleaves the segments
 // of a forward and a backward chain so each chain's communication runs
-// under the other's compute.
+// under the other's compute (fb_order: with EP transfers, as the DeepSeek-V3
+// report's Figure 4 arranges a pair of chunks).
+#include <algorithm>
 #include <map>
 #include <stdexcept>
 #include <string>
@@ -47,8 +49,65 @@ std::uint8_t Builder::interference_class(double slowdown) {
   return out_.graph.contention_class(std::max(0.0, slowdown - 1.0));
 }
 
+std::vector<FbStep> fb_order(const std::vector<Item>& f, const std::vector<Item>& b, bool rearrange) {
+  std::vector<FbStep> out;
+  out.reserve(f.size() + b.size());
+  const std::vector<Item>* lists[2] = {&f, &b};
+  auto ep = [](const Item& it) { return it.seg->comm_ns > 0 && it.seg->comm_cat == Category::ep_comm; };
+  const bool any_ep = std::any_of(f.begin(), f.end(), ep) || std::any_of(b.begin(), b.end(), ep);
+  if (!any_ep || !rearrange) {
+    // One F segment, then one B segment, until both are done: each chain's collective
+    // (TP) runs while the other chain's next segment computes.
+    for (std::size_t i = 0; i < std::max(f.size(), b.size()); ++i)
+      for (std::uint8_t c = 0; c < 2; ++c)
+        if (i < lists[c]->size()) out.push_back({c, static_cast<std::uint32_t>(i), false});
+    return out;
+  }
+  // DeepSeek-V3 §3.2.1, Figure 4: a pair of forward and backward chunks, each cut into
+  // attention, dispatch, MLP and combine (the backward's attention and MLP also into their
+  // input- and weight-gradient parts), rearranged so that every all-to-all of one chain runs
+  // beside a whole compute block of the other:
+  //   compute  ATTN(F)     MLP(B) MLP(W)  MLP(F)       ATTN(B) ATTN(W)
+  //   EP       COMBINE(B)  DISPATCH(F)    DISPATCH(B)  COMBINE(F)
+  // As a rule over the two item lists: a chain's turn runs its segments up to the one that
+  // starts an EP transfer, then the segments that need nothing from it (`beside`: the shared
+  // expert, weight gradients; one met before the transfer waits until the transfer has
+  // started); then the other chain takes its turn. The backward chain starts, so that its
+  // first transfer (the combine's gradient) runs beside the forward's attention. The
+  // collectives are tasks on the rank's EP stream in the order they are started; what
+  // overlaps what is the engine's outcome.
+  std::size_t pos[2] = {0, 0};
+  bool started[2] = {false, false};   // the chain has emitted a segment that waits for its inputs
+  std::vector<std::uint32_t> deferred[2];
+  auto turn = [&](std::uint8_t c) {
+    const auto& L = *lists[c];
+    bool issued = false;
+    while (pos[c] < L.size() && !issued) {
+      const Item& it = L[pos[c]];
+      const auto i = static_cast<std::uint32_t>(pos[c]++);
+      if (it.seg->beside && started[c]) {
+        deferred[c].push_back(i);
+        continue;
+      }
+      out.push_back({c, i, false});
+      started[c] = true;
+      issued = ep(it);
+    }
+    for (std::uint32_t i : deferred[c]) out.push_back({c, i, true});
+    deferred[c].clear();
+    while (pos[c] < L.size() && L[pos[c]].seg->beside)
+      out.push_back({c, static_cast<std::uint32_t>(pos[c]++), true});
+  };
+  std::uint8_t c = b.empty() ? 0 : 1;
+  while (pos[0] < f.size() || pos[1] < b.size()) {
+    if (pos[c] < lists[c]->size()) turn(c);
+    c ^= 1;
+  }
+  return out;
+}
+
 void Builder::emit_seg(int rank, Chain& ch, const Seg& sg, Category cat, const Name& name, int mb, int chunk,
-                       char kind, std::int64_t mem) {
+                       char kind, std::int64_t mem, bool beside) {
   const sim::StreamId cs = out_.compute_stream[rank];
   const bool overlap = sg.comm_ns > 0 && sg.comm_overlappable && s_.features.tp_comm_overlap;
   TaskId head = -1, tail = -1;
@@ -60,9 +119,14 @@ void Builder::emit_seg(int rank, Chain& ch, const Seg& sg, Category cat, const N
     head = tail = add_task(rank, cs, sg.ns, cat, name, mb, chunk, kind, sg.launch_ns, sg.flops, mem, {}, false,
                            sg.host_ns);
   }
+  last_compute_[rank] = tail;
+  if (beside && sg.comm_ns == 0) {
+    // Needs nothing from the chain's pending collective: it stays pending for the next segment.
+    if (ch.pending.empty()) ch.last = tail;
+    return;
+  }
   for (TaskId d : ch.pending) out_.graph.depend(d, head);
   ch.pending.clear();
-  last_compute_[rank] = tail;
   ch.last = tail;
   if (sg.comm_ns > 0) {
     const bool ep = sg.comm_cat == Category::ep_comm;
@@ -188,21 +252,21 @@ void Builder::emit_op(int rank, const Op& op) {
     publish(rank, OpKind::B, op.microbatch_b, op.stage_b, cb.last);
     return;
   }
-  std::size_t i = 0, j = 0;
   bool first_f = true, first_b = true;
-  while (i < fi.size() || j < bi.size()) {
-    if (i < fi.size()) {
-      gather_before(fi[i], cf);
-      emit_seg(rank, cf, *fi[i].seg, fi[i].cat, first_f ? name : Name(), op.microbatch, op.chunk, fi[i].kind, fi[i].mem);
+  for (const FbStep& st : fb_order(fi, bi, s_.moe.fb_rearrange)) {
+    if (st.chain == 0) {
+      const Item& it = fi[st.item];
+      if (!st.beside) gather_before(it, cf);
+      emit_seg(rank, cf, *it.seg, it.cat, first_f ? name : Name(), op.microbatch, op.chunk, it.kind, it.mem, st.beside);
       first_f = false;
-      ++i;
-    }
-    if (j < bi.size()) {
-      emit_seg(rank, cb, *bi[j].seg, bi[j].cat, first_b ? Name(sim::Label::backward_mb) : Name(),
-               op.microbatch_b, op.chunk_b, bi[j].kind, bi[j].mem);
-      if (bi[j].grad_final) on_grad_final(rank, bi[j].layer, cb.last);
+      if (it.grad_final) on_grad_final(rank, it.layer, st.beside ? last_compute_[rank] : cf.last);
+    } else {
+      const Item& it = bi[st.item];
+      emit_seg(rank, cb, *it.seg, it.cat, first_b ? Name(sim::Label::backward_mb) : Name(), op.microbatch_b,
+               op.chunk_b, it.kind, it.mem, st.beside);
+      // A weight gradient emitted beside a pending collective is the chain's last compute, not its last task.
+      if (it.grad_final) on_grad_final(rank, it.layer, st.beside ? last_compute_[rank] : cb.last);
       first_b = false;
-      ++j;
     }
   }
   publish(rank, OpKind::F, op.microbatch, op.stage, cf.last);

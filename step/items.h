@@ -23,6 +23,18 @@ struct Item {
   bool grad_final;    // this item finishes the layer's weight gradient for the step
 };
 
+// One step of an F&B op's emission: an item of chain 0 (F) or 1 (B), and whether it runs
+// beside its chain's pending collective (waits for none of it; Seg::beside).
+struct FbStep {
+  std::uint8_t chain = 0;
+  std::uint32_t item = 0;
+  bool beside = false;
+};
+// The order in which an F&B op's two item lists are emitted (step/emit.cpp): segment by
+// segment alternately; with EP transfers, DeepSeek-V3's Figure 4 arrangement.
+// rearrange = false (moe.fb_rearrange): always the plain alternation.
+std::vector<FbStep> fb_order(const std::vector<Item>& f, const std::vector<Item>& b, bool rearrange = true);
+
 // A chain of tasks on one rank: one per op (two for F&B).
 struct Chain {
   std::vector<sim::TaskId> pending;   // what the next segment must wait for

@@ -23,14 +23,15 @@ std::size_t Builder::items_key(const Op& op, bool forward_half) const {
   const int stage = fb && !forward_half ? op.stage_b : op.stage;
   const bool split = fb && forward_half ? false : op.split_w;
   const int k = kind == OpKind::F ? 0 : kind == OpKind::B ? 1 : 2;
-  return (static_cast<std::size_t>(stage) * 3 + k) * 2 + (split ? 1 : 0);
+  // The halves of an F&B pair have lists of their own (LayerCost::fb_f / fb_b), after the others.
+  return (static_cast<std::size_t>(stage) * 3 + k) * 2 + (split ? 1 : 0) + (fb ? static_cast<std::size_t>(S_) * 6 : 0);
 }
 
 const std::vector<Item>& Builder::items_of(int rank, const Op& op, bool forward_half) {
   const std::size_t key = items_key(op, forward_half);
   const int stage = op.kind == OpKind::FB && !forward_half ? op.stage_b : op.stage;
   if (items_cache_.empty()) {   // sized once: references handed out stay valid
-    items_cache_.resize(static_cast<std::size_t>(S_) * 6);
+    items_cache_.resize(static_cast<std::size_t>(S_) * 12);
     items_cached_.assign(items_cache_.size(), 0);
   }
   if (key >= items_cache_.size()) throw std::logic_error("lowering: stage " + std::to_string(stage) + " out of range");
@@ -49,6 +50,8 @@ std::vector<Item> Builder::op_items(int rank, const Op& op, bool forward_half) {
   const auto& layers = out_.stage_layers[stage];
   const bool recompute = s_.features.recompute != config::Recompute::none;
   const bool split = op.kind == OpKind::FB ? (forward_half ? false : op.split_w) : op.split_w;
+  // MoE layers take their F&B cut (LayerCost::fb) in a rearranged pair (moe.fb_rearrange).
+  const bool pair = op.kind == OpKind::FB && s_.moe.fb_rearrange;
   auto add_pass = [&](const PassCost& pc, Category cat, char k, std::int64_t mem_first, std::int64_t mem_last,
                       int layer, bool grad_final) {
     for (std::size_t i = 0; i < pc.segs.size(); ++i) {
@@ -67,10 +70,31 @@ std::vector<Item> Builder::op_items(int rank, const Op& op, bool forward_half) {
     if (has_emb) add_pass(emb_cost_.f, Category::forward, 'F', static_cast<std::int64_t>(emb_cost_.act_bytes), 0, -1, false);
     for (int l : layers) {
       const LayerCost& lc = layers_.layer_cost(l);
-      add_pass(lc.f, Category::forward, 'F', static_cast<std::int64_t>(lc.act_bytes), 0, l, false);
+      add_pass(pair && lc.fb ? lc.fb_f : lc.f, Category::forward, 'F', static_cast<std::int64_t>(lc.act_bytes), 0, l, false);
     }
     if (has_head) add_pass(head_cost_.f, Category::forward, 'F', static_cast<std::int64_t>(head_cost_.act_bytes), 0, -1, false);
+    // MTP modules (DeepSeek-V3 §2.2) after the main head: each its norms, projection and block
+    // on the main model's last hidden state, then the shared head and its loss once more.
+    for (int d = 0; has_head && d < s_.model.mtp_depth; ++d) {
+      add_pass(pair && mtp_cost_.fb ? mtp_cost_.fb_f : mtp_cost_.f, Category::forward, 'F',
+               static_cast<std::int64_t>(mtp_cost_.act_bytes), 0, -1, false);
+      add_pass(head_cost_.f, Category::forward, 'F', static_cast<std::int64_t>(head_cost_.act_bytes), 0, -1, false);
+    }
   } else if (kind == OpKind::B) {
+    for (int d = 0; has_head && d < s_.model.mtp_depth; ++d) {   // the MTP modules' backward first, last one first
+      add_pass(head_cost_.b, Category::backward, 'B', 0, -static_cast<std::int64_t>(head_cost_.act_bytes), -1, false);
+      if (!split) add_pass(head_cost_.w, Category::backward, 'B', 0, 0, -1, false);
+      if (recompute) add_pass(mtp_cost_.r, Category::recompute, 'R', static_cast<std::int64_t>(mtp_cost_.recompute_bytes), 0, -1, false);
+      const std::int64_t freed =
+          static_cast<std::int64_t>(mtp_cost_.act_bytes + mtp_cost_.recompute_bytes - (split ? mtp_cost_.stash_bytes : 0));
+      if (pair && mtp_cost_.fb && !split) {
+        for (std::size_t i = 0; i < mtp_cost_.fb_b.segs.size(); ++i)
+          items.push_back(Item{&mtp_cost_.fb_b.segs[i], Category::backward, 'B', i == mtp_cost_.fb_b_free ? -freed : 0, -1, false});
+      } else {
+        add_pass(mtp_cost_.b, Category::backward, 'B', 0, -freed, -1, false);
+        if (!split) add_pass(mtp_cost_.w, Category::backward, 'B', 0, 0, -1, false);
+      }
+    }
     if (has_head) {
       add_pass(head_cost_.b, Category::backward, 'B', 0, -static_cast<std::int64_t>(head_cost_.act_bytes), -1, false);
       if (!split) add_pass(head_cost_.w, Category::backward, 'B', 0, 0, -1, false);
@@ -79,6 +103,11 @@ std::vector<Item> Builder::op_items(int rank, const Op& op, bool forward_half) {
       const LayerCost& lc = layers_.layer_cost(*it);
       if (recompute) add_pass(lc.r, Category::recompute, 'R', static_cast<std::int64_t>(lc.recompute_bytes), 0, *it, false);
       const std::int64_t freed = static_cast<std::int64_t>(lc.act_bytes + lc.recompute_bytes - (split ? lc.stash_bytes : 0));
+      if (pair && lc.fb && !split) {   // backward and weight gradients in one cut; freed after the attention's backward
+        for (std::size_t i = 0; i < lc.fb_b.segs.size(); ++i)
+          items.push_back(Item{&lc.fb_b.segs[i], Category::backward, 'B', i == lc.fb_b_free ? -freed : 0, *it, false});
+        continue;
+      }
       add_pass(lc.b, Category::backward, 'B', 0, -freed, *it, !split);
       if (!split) add_pass(lc.w, Category::backward, 'B', 0, 0, *it, false);
     }
@@ -99,6 +128,10 @@ std::vector<Item> Builder::op_items(int rank, const Op& op, bool forward_half) {
       }
     }
   } else if (kind == OpKind::W) {
+    for (int d = 0; has_head && d < s_.model.mtp_depth; ++d) {
+      add_pass(head_cost_.w, Category::weight_grad, 'W', 0, 0, -1, false);
+      add_pass(mtp_cost_.w, Category::weight_grad, 'W', 0, -static_cast<std::int64_t>(mtp_cost_.stash_bytes), -1, false);
+    }
     if (has_head) add_pass(head_cost_.w, Category::weight_grad, 'W', 0, 0, -1, false);
     for (auto it = layers.rbegin(); it != layers.rend(); ++it) {
       const LayerCost& lc = layers_.layer_cost(*it);

@@ -13,7 +13,7 @@ using layer::Seg;
 using layer::split_overlap;
 
 void Replay::record_item(Program& pr, int rank, const Item& it, std::vector<TaskId>& pending, TaskId& last,
-                          bool chain_b, std::vector<int>& layers_seen) {
+                          bool chain_b, std::vector<int>& layers_seen, bool beside) {
   // emit_seg, with task ids relative to the op's first task.
   const sim::StreamId cs = b_.out_.compute_stream[rank];
   auto add = [&](sim::StreamId stream, std::int64_t ns, Category cat, std::uint16_t text, char kind, std::int64_t launch_ns,
@@ -36,10 +36,14 @@ void Replay::record_item(Program& pr, int rank, const Item& it, std::vector<Task
   } else {
     head = tail = add(cs, sg.ns, it.cat, 0, it.kind, sg.launch_ns, sg.flops, it.mem, {}, 0, sg.host_ns);
   }
-  for (TaskId d : pending) pr.edges.emplace_back(d, head);
-  pending.clear();
   pr.last_compute = tail;
-  last = tail;
+  if (beside && sg.comm_ns == 0) {   // emit_seg's `beside`: the chain's pending collective stays pending
+    if (pending.empty()) last = tail;
+  } else {
+    for (TaskId d : pending) pr.edges.emplace_back(d, head);
+    pending.clear();
+    last = tail;
+  }
   if (sg.comm_ns > 0) {
     const bool ep = sg.comm_cat == Category::ep_comm;
     const sim::StreamId st = ep ? b_.ep_stream_[rank] : b_.tp_stream_[rank];
@@ -93,14 +97,16 @@ bool Replay::emit_fb(int rank, Chain& cf, Chain& cb, const Op& op, const std::st
   if (fi.empty() || bi.empty()) return false;
   Program& pr = fb_programs_[{b_.items_key(op, true), b_.items_key(op, false), rank}];
   if (pr.tasks.empty()) {
-    // The F&B loop of emit_op: one F item, then one B item, until both are done.
+    // The F&B loop of emit_op, in fb_order's order.
     std::vector<TaskId> pf{kExternal}, pb{kExternalB};
     std::vector<int> layers_seen;
-    for (std::size_t i = 0, j = 0; i < fi.size() || j < bi.size();) {
-      if (i < fi.size()) record_item(pr, rank, fi[i++], pf, pr.last, false, layers_seen);
-      if (j < bi.size()) {
-        if (j == 0) pr.first_b = static_cast<TaskId>(pr.tasks.size());
-        record_item(pr, rank, bi[j++], pb, pr.last_b, true, layers_seen);
+    for (const FbStep& st : fb_order(fi, bi, b_.s_.moe.fb_rearrange)) {
+      if (st.chain == 0) {
+        if (pr.first_f < 0) pr.first_f = static_cast<TaskId>(pr.tasks.size());
+        record_item(pr, rank, fi[st.item], pf, pr.last, false, layers_seen, st.beside);
+      } else {
+        if (pr.first_b < 0) pr.first_b = static_cast<TaskId>(pr.tasks.size());
+        record_item(pr, rank, bi[st.item], pb, pr.last_b, true, layers_seen, st.beside);
       }
     }
     pr.pending = pf;
@@ -118,7 +124,7 @@ bool Replay::emit_fb(int rank, Chain& cf, Chain& cb, const Op& op, const std::st
   pr.tasks[static_cast<std::size_t>(pr.first_b)].label = sim::Label::backward_mb;   // "B mb<microbatch_b>"
   if (pr.block.size != pr.tasks.size()) pr.block = g.check_block(pr.tasks.data(), pr.tasks.size());
   const TaskId base = g.add_block(pr.tasks.data(), pr.block);
-  g.set_name(base, name);   // the F chain's first task is the op's first
+  g.set_name(base + pr.first_f, name);   // the op's name on the F chain's first task
   b_.out_.info.insert(b_.out_.info.end(), pr.info.begin(), pr.info.end());
   auto& edges = edge_scratch_;
   edges.clear();

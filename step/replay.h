@@ -41,7 +41,7 @@ class Replay {
     // F&B programs (two chains): the B chain's pending tasks and last task at
     // the end, its first task, and per task whether it is on the B chain.
     std::vector<sim::TaskId> pending_b;
-    sim::TaskId last_b = -1, first_b = -1;
+    sim::TaskId last_b = -1, first_b = -1, first_f = -1;
     std::vector<char> in_b;
     std::vector<int*> grad_counters;             // grad_remaining_ of each grad-final item's layer, in order
     bool grad_free = true;                       // no grad-final item reaches on_grad_final's bucket logic
@@ -49,7 +49,7 @@ class Replay {
   };
   static constexpr sim::TaskId kExternal = -1, kExternalB = -2;   // the (F) chain's, the B chain's pending inputs
   void record_item(Program& pr, int rank, const Item& it, std::vector<sim::TaskId>& pending, sim::TaskId& last,
-                   bool chain_b, std::vector<int>& layers_seen);
+                   bool chain_b, std::vector<int>& layers_seen, bool beside = false);
   Program& program_of(int rank, const schedules::Op& op);
 
   Builder& b_;

@@ -48,6 +48,7 @@ void Builder::describe_op(int rank, const Op& op, TaskId first) {
     auto& info = out_.info[static_cast<std::size_t>(id)];
     if (t.stream == cs) {
       if (i >= seq.size() || t.kind != seq[i]->kind || t.category != seq[i]->cat) continue;   // not an item's (load batch, ...)
+      if (!(info.flops > 0) && seq[i]->seg->flops > 0) continue;   // a copy beside the items (FSDP2's copy-out)
       const Item& it = *seq[i];
       const layer::Seg& sg = *it.seg;
       const bool split = sg.comm_ns > 0 && sg.comm_overlappable && s_.features.tp_comm_overlap && sg.ns > 0;

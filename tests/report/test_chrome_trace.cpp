@@ -302,7 +302,8 @@ TEST_CASE("chrome trace: per-layer pieces carry their layer, longest kernel and 
       {"parallel.zero_stage=3"},   // FSDP units (step/fsdp.cpp)
   };
   for (const auto& sets : variants) {
-    CAPTURE(sets.size());
+    const std::string which = sets.empty() ? "base" : sets.front();
+    CAPTURE(which);
     const auto p = play("128xh100_70b.toml", sets);
     const auto& g = p.low.graph;
     const int ranks = static_cast<int>(p.low.compute_stream.size());
