@@ -110,10 +110,12 @@ TEST_CASE("modern: accuracy per half does not regress (per-layer lowering, both 
   const Bound bounds[] = {
       {vm::Profile::datasheet, "tuning", 75, 0.334, 0.655},
       {vm::Profile::datasheet, "heldout", 72, 0.292, 0.640},
-      {vm::Profile::calibrated, "tuning", 75, 0.140, 0.476},
-      {vm::Profile::calibrated, "heldout", 72, 0.150, 0.453},
-      {vm::Profile::sustained, "tuning", 75, 0.156, 0.476},
-      {vm::Profile::sustained, "heldout", 72, 0.163, 0.454},
+      // The NeMo rows' bf16 gradient reduction (sourced, modern.h) halves their DP traffic and so
+      // its interference: medians 14.0 -> 14.5% (tuning), 15.0 -> 16.0% (held-out).
+      {vm::Profile::calibrated, "tuning", 75, 0.145, 0.476},
+      {vm::Profile::calibrated, "heldout", 72, 0.160, 0.453},
+      {vm::Profile::sustained, "tuning", 75, 0.162, 0.477},
+      {vm::Profile::sustained, "heldout", 72, 0.167, 0.455},
   };
   for (const auto& b : bounds) {
     const auto s = half_summary(b.profile, b.half);

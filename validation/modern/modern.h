@@ -23,6 +23,14 @@
 //    with interleaving only, and NeMo sets it there); no activation recompute
 //    (none of the tables states one); no CUDA graphs; Python GC off (NeMo's
 //    GarbageCollectionCallback runs a manual collection at a fixed interval).
+//  * gradients: bf16 buffers and reduction (features.reduce_dtype = "bf16") on the NeMo rows
+//    (DGXC*, NEMO*, NEMOLS*): NeMo's performance scripts set grad_reduce_in_fp32 = False for
+//    every run (NVIDIA/NeMo scripts/performance/helpers.py @8cfedd7, line 234; the recipes'
+//    performance modes too, e.g. nemo/collections/llm/recipes/llama3_8b.py line 238); NeMo 1.x
+//    launcher configs the same with optim.grad_sync_dtype = bf16. The Megatron-Bridge rows
+//    (MB*) keep fp32: its recipes default to grad_reduce_in_fp32 = True
+//    (src/megatron/bridge/recipes/common.py @067f987) and no performance config of that commit
+//    sets it off.
 //  * schedule: interleaved-1f1b when vpp > 1, else 1f1b.
 //  * Llama 3.1 405B with 126 layers on pp x vpp virtual stages that do not
 //    divide 126: Megatron's --account-for-embedding-in-pipeline-split and
@@ -291,6 +299,7 @@ inline std::optional<config::Scenario> row_scenario(const ModernRow& r, Profile 
   f.cuda_graphs = false;
   f.python_gc = false;
   f.dataloader_workers = 8;
+  if (r.id.rfind("MB", 0) != 0) f.reduce_fp32 = false;   // NeMo rows: grad_reduce_in_fp32 = False
   const auto diags = config::validate(s);
   if (!diags.empty()) {
     why = "scenario refused:";
