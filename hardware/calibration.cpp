@@ -1,6 +1,6 @@
-// Calibration files: fitting a probe output (probe/probe.cu, SPEC.md §6) and
-// reading / writing hardware/calibration/*.toml. See calibration.h for the
-// models fitted.
+// Calibration files: fitting a probe output (probe/probe.cu, SPEC.md §6) into a calibration
+// (`mfusim calibrate`). Reading and writing the files: calibration_io.cpp; the TOML helpers both
+// use: calibration_toml.h. See calibration.h for the models fitted.
 #include "hardware/calibration.h"
 #include "config/loader.h"
 #include "hardware/cost_model.h"
@@ -21,97 +21,16 @@
 #include <stdexcept>
 #include <tuple>
 #include <utility>
+#include "hardware/calibration_toml.h"
 
 namespace mfusim::hardware {
+using detail::bound_text;
+using detail::fail;
+using detail::fmt;
+using detail::parse_file;
+using detail::Reader;
+using detail::within;
 namespace {
-
-[[noreturn]] void fail(const std::string& file, const toml::source_region& where, const std::string& what) {
-  std::ostringstream o;
-  o << file << ":" << where.begin.line << ":" << where.begin.column << ": error: " << what;
-  throw std::runtime_error(o.str());
-}
-[[noreturn]] void fail(const std::string& file, const std::string& what) {
-  throw std::runtime_error(file + ":1:1: error: " + what);
-}
-
-toml::table parse_file(const std::string& path) {
-  std::ifstream in(path);
-  if (!in) fail(path, "cannot read file");
-  std::stringstream ss;
-  ss << in.rdbuf();
-  const std::string text = ss.str();
-  // toml++ recurses once per dotted-key segment and table level: refuse deep nesting
-  // first (a linear scan; a ConfigError "file:line:col: error: ...", exit 2), as every
-  // config/ loader does, so a hostile probe or calibration file cannot overflow the stack.
-  config::check_toml_nesting(text, path);
-  try {
-    return toml::parse(text, path);
-  } catch (const toml::parse_error& e) {
-    fail(path, e.source(), std::string(e.description()));
-  }
-}
-
-bool within(double v, const CalibrationBound& b) {
-  return std::isfinite(v) && (b.lo_open ? v > b.lo : v >= b.lo) && v <= b.hi;
-}
-// What a value outside its bound must be: ">= 0", "> 0", or the whole range.
-std::string bound_text(const CalibrationBound& b, double v) {
-  char buf[160];
-  if (!std::isfinite(v)) return "must be finite";
-  if (b.lo == 0 && v < 0) return "must be >= 0";
-  if (b.lo == 0 && b.lo_open && v == 0) return "must be > 0";
-  std::snprintf(buf, sizeof buf, "must be in %s%g, %g] (a physical bound, docs/scenario.md, Limits), got %g",
-                b.lo_open ? "(" : "[", b.lo, b.hi, v);
-  return buf;
-}
-
-// Typed access with positions in errors.
-struct Reader {
-  std::string file;
-  const toml::table* t;
-  toml::source_region where;
-
-  const toml::node* node(const char* key) const { return t->get(key); }
-  double num(const char* key, bool required = true, double def = 0) const {
-    const toml::node* n = node(key);
-    if (!n) {
-      if (required) fail(file, where, std::string("missing key '") + key + "'");
-      return def;
-    }
-    if (auto v = n->value<double>()) {
-      if (!std::isfinite(*v)) fail(file, n->source(), std::string("'") + key + "' must be finite");
-      return *v;
-    }
-    fail(file, n->source(), std::string("'") + key + "' must be a number");
-  }
-  double nonneg(const char* key, bool required = true, double def = 0) const {
-    double v = num(key, required, def);
-    if (v < 0) fail(file, node(key)->source(), std::string("'") + key + "' must be >= 0");
-    return v;
-  }
-  // A number within a physical bound (calibration.h), in the file's units.
-  double bounded(const char* key, const CalibrationBound& b, bool required = true) const {
-    const double v = num(key, required, b.lo);
-    if (node(key) && !within(v, b)) fail(file, node(key)->source(), "'" + std::string(key) + "' " + bound_text(b, v));
-    return v;
-  }
-  std::string str(const char* key, const std::string& def = "") const {
-    const toml::node* n = node(key);
-    if (!n) return def;
-    if (auto v = n->value<std::string>()) return *v;
-    fail(file, n->source(), std::string("'") + key + "' must be a string");
-  }
-  Reader sub(const char* key) const {
-    const toml::node* n = node(key);
-    if (!n->is_table()) fail(file, n->source(), std::string("'") + key + "' must be a table");
-    return Reader{file, n->as_table(), n->source()};
-  }
-  void only(std::initializer_list<const char*> keys) const { only(std::set<std::string>(keys.begin(), keys.end())); }
-  void only(const std::set<std::string>& ok) const {
-    for (auto&& [k, v] : *t)
-      if (!ok.count(std::string(k.str()))) fail(file, v.source(), "unknown key '" + std::string(k.str()) + "'");
-  }
-};
 
 // ------------------------------------------------------------------ fitting helpers
 // Least squares for A x = b with rows weighted by 1/t (relative error).
@@ -186,12 +105,6 @@ GemmFit fit_gemm(const std::vector<GemmSample>& s, double peak) {
   return best;
 }
 
-std::string fmt(const char* f, double v) {
-  char b[64];
-  std::snprintf(b, sizeof b, f, v);
-  return b;
-}
-
 void need_samples(const std::string& file, const char* what, std::size_t have, std::size_t need, const char* of) {
   if (have < need)
     fail(file, std::string(what) + ": " + std::to_string(have) + " usable; the fit needs at least " +
@@ -262,7 +175,7 @@ double gemm_fit_seconds(const GemmFit& f, double m, double n, double k) {
   return f.overhead_s + 2.0 * mnk / (f.peak_flops * eff);
 }
 
-// ------------------------------------------------------------------ fit_probe
+// ------------------------------------------------------------------ grouped expert GEMMs
 // ------------------------------------------------------------------ grouped expert GEMMs
 double grouped_gemm_efficiency(const GroupedGemmFit& f, double tokens_per_expert) {
   const auto& x = f.tokens_per_expert;
@@ -277,6 +190,7 @@ double grouped_gemm_efficiency(const GroupedGemmFit& f, double tokens_per_expert
 }
 
 namespace {
+
 
 // [[grouped_gemm]] rows (validation/runs/run14-interference/grouped_gemm.py): per (model, gemm,
 // dtype, experts, tokens per expert) with routing "equal", the measured ratio of the dense
@@ -326,47 +240,9 @@ void fit_grouped_gemm(const std::string& file, const std::vector<Reader>& rows, 
       << fmt("%.0f", f.tokens_per_expert.back()) << ", rms rel error " << fmt("%.1f", f.rms_rel_error * 100) << "%\n";
 }
 
-void write_grouped_gemm(std::ostream& f, const GroupedGemmFit& g) {
-  f << "\n[gemm_grouped]  # grouped expert GEMM rate / one dense GEMM of the same total size, by tokens per expert\n"
-    << "tokens_per_expert = [";
-  for (std::size_t i = 0; i < g.tokens_per_expert.size(); ++i) f << (i ? ", " : "") << fmt("%.9g", g.tokens_per_expert[i]);
-  f << "]\nefficiency = [";
-  for (std::size_t i = 0; i < g.efficiency.size(); ++i) f << (i ? ", " : "") << fmt("%.9g", g.efficiency[i]);
-  f << "]\nrms_rel_error = " << fmt("%.9g", g.rms_rel_error) << "\nsamples = " << g.samples << "\n";
-}
-
-void read_grouped_gemm(const std::string& path, const Reader& r, Calibration& c) {
-  r.only({"tokens_per_expert", "efficiency", "rms_rel_error", "samples"});
-  auto list = [&](const char* key, double lo, double hi) {
-    const toml::node* n = r.node(key);
-    if (!n) fail(path, r.where, std::string("missing key '") + key + "'");
-    const toml::array* a = n->as_array();
-    if (!a || a->empty()) fail(path, n->source(), std::string("'") + key + "' must be a non-empty array of numbers");
-    std::vector<double> out;
-    for (const toml::node& e : *a) {
-      const auto v = e.value<double>();
-      if (!v || !std::isfinite(*v) || *v <= lo || *v > hi)
-        fail(path, e.source(), std::string("'") + key + "' values must be numbers in (" + fmt("%g", lo) + ", " +
-                                   fmt("%g", hi) + "]");
-      out.push_back(*v);
-    }
-    return out;
-  };
-  GroupedGemmFit& g = c.gemm_grouped;
-  g.tokens_per_expert = list("tokens_per_expert", 0, 1e9);
-  g.efficiency = list("efficiency", 0, 1);
-  if (g.tokens_per_expert.size() != g.efficiency.size())
-    fail(path, r.node("efficiency")->source(), "'efficiency' needs one value per 'tokens_per_expert' value");
-  for (std::size_t i = 1; i < g.tokens_per_expert.size(); ++i)
-    if (!(g.tokens_per_expert[i] > g.tokens_per_expert[i - 1]))
-      fail(path, r.node("tokens_per_expert")->source(), "'tokens_per_expert' must be strictly ascending");
-  g.rms_rel_error = r.bounded("rms_rel_error", kRmsBound, false);
-  g.samples = static_cast<int>(r.nonneg("samples", false));
-  c.has_gemm_grouped = true;
-}
-
 }  // namespace
 
+// ------------------------------------------------------------------ fit_probe
 Calibration fit_probe(const std::string& probe_path, std::string* report, const std::string& fused_attention) {
   toml::table root = parse_file(probe_path);
   Reader top{probe_path, &root, root.source()};
@@ -742,271 +618,6 @@ Calibration fit_probe(const std::string& probe_path, std::string* report, const 
   check_fit(cal, probe_path);
   if (report) *report = rep.str();
   return cal;
-}
-
-// ------------------------------------------------------------------ write / read
-void write_calibration(const Calibration& c, const std::string& path) {
-  std::ostringstream f;
-  auto g = [](double v) { return fmt("%.9g", v).find_first_of(".en") == std::string::npos ? fmt("%.9g", v) + ".0" : fmt("%.9g", v); };
-  f << "# mfusim calibration (hardware/calibration.h), fitted by `mfusim calibrate` from a probe output.\n"
-    << "# Units as named: tflops = 1e12 FLOP/s, gbs = 1e9 bytes/s, us = microseconds; efficiencies are fractions.\n"
-    << "format = \"mfusim-calibration-1\"\n"
-    << "gpu = \"" << c.gpu_name << "\"\n";
-  auto gemm = [&](const char* name, const GemmFit& fit, const std::vector<GemmSample>& table) {
-    f << "\n[" << name << "]  # time = overhead + 2mnk / (peak * eff_max * (1 - exp(-cbrt(mnk) / knee)))\n"
-      << "peak_tflops = " << g(fit.peak_flops * 1e-12) << "\n"
-      << "eff_max = " << g(fit.eff_max) << "\n"
-      << "knee = " << g(fit.knee) << "\n"
-      << "overhead_us = " << g(fit.overhead_s * 1e6) << "\n"
-      << "rms_rel_error = " << g(fit.rms_rel_error) << "\n"
-      << "table = [  # measured exact shapes: [m, n, k, microseconds]\n";
-    for (const auto& s : table) f << "  [" << s.m << ", " << s.n << ", " << s.k << ", " << g(s.seconds * 1e6) << "],\n";
-    f << "]\n";
-  };
-  if (c.has_gemm) gemm("gemm", c.gemm, c.gemm_table);
-  if (c.has_gemm_fp8) gemm("gemm_fp8", c.gemm_fp8, c.gemm_fp8_table);
-  if (c.has_attention) {
-    const auto& a = c.attention;
-    f << "\n[attention]\npeak_tflops = " << g(a.peak_flops * 1e-12) << "\nhbm_bandwidth_gbs = " << g(a.hbm_bandwidth * 1e-9)
-      << "\nflash_fwd_eff = " << g(a.flash_fwd_eff) << "\nflash_bwd_eff = " << g(a.flash_bwd_eff)
-      << "\nflash_fwd_seq_knee = " << g(a.flash_fwd_seq_knee) << "\nflash_bwd_seq_knee = " << g(a.flash_bwd_seq_knee)
-      << "\nmaterialized_bw_eff = " << g(a.materialized_bw_eff) << "\noverhead_us = " << g(a.overhead_s * 1e6)
-      << "\nrms_rel_error = " << g(a.rms_rel_error) << "\n";
-  }
-  if (c.has_memory) {
-    const auto& m = c.memory;
-    f << "\n[memory]\nachieved_bandwidth_gbs = " << g(m.achieved_bandwidth * 1e-9)
-      << "\nlaunch_overhead_us = " << g(m.launch_overhead_s * 1e6)
-      << "\ngraph_launch_overhead_us = " << g(m.graph_launch_overhead_s * 1e6)
-      << "\nfixed_overhead_us = " << g(m.fixed_overhead_s * 1e6) << "\nrms_rel_error = " << g(m.rms_rel_error) << "\n";
-    bool any = false;
-    for (int i = 1; i < kMemFamilies; ++i) any = any || m.family_bandwidth[i] > 0;
-    if (any) {
-      f << "\n[memory_families]  # eager PyTorch kernel families: GB/s on mfusim's byte count (validation/kernel_bw.py)\n";
-      for (int i = 1; i < kMemFamilies; ++i)
-        if (m.family_bandwidth[i] > 0)
-          f << kMemFamilyNames[i] << "_gbs = " << g(m.family_bandwidth[i] * 1e-9) << "  # " << m.family_samples[i]
-            << " samples, rms rel error " << fmt("%.3f", m.family_rms_rel_error[i]) << "\n";
-    }
-  }
-  if (c.has_collectives) {
-    const auto& k = c.collectives;
-    f << "\n[collectives]\nnvlink_bus_bandwidth_gbs = " << g(k.nvlink_bus_bandwidth * 1e-9)
-      << "\nnvlink_latency_us = " << g(k.nvlink_latency_s * 1e6) << "\nnic_bus_bandwidth_gbs = "
-      << g(k.nic_bus_bandwidth * 1e-9) << "\nnic_latency_us = " << g(k.nic_latency_s * 1e6)
-      << "\nrms_rel_error = " << g(k.rms_rel_error) << "\n";
-    for (int i = 0; i < kCollectiveOps; ++i) {
-      const CollectiveOpFit& o = k.op[i];
-      if (!(o.nvlink_bus_bandwidth > 0)) continue;
-      f << "\n[collectives." << kCollectiveOpNames[i] << "]  # this operation's own NVLink fit, used for it in place of the [collectives] line\n"
-        << "nvlink_bus_bandwidth_gbs = " << g(o.nvlink_bus_bandwidth * 1e-9) << "\nnvlink_latency_us = "
-        << g(o.nvlink_latency_s * 1e6) << "\nrms_rel_error = " << g(o.rms_rel_error) << "\nsamples = " << o.samples
-        << "\n";
-    }
-  }
-  if (c.has_gemm_clock) {
-    f << "\n[gemm_clock]  # GEMM time / its time with GEMMs only, against the GEMM duty of the sequence ("
-      << c.gemm_clock.samples << " samples)\nduty = [";
-    for (std::size_t i = 0; i < c.gemm_clock.duty.size(); ++i) f << (i ? ", " : "") << g(c.gemm_clock.duty[i]);
-    f << "]\ntime_ratio = [";
-    for (std::size_t i = 0; i < c.gemm_clock.time_ratio.size(); ++i) f << (i ? ", " : "") << g(c.gemm_clock.time_ratio[i]);
-    f << "]\nsamples = " << c.gemm_clock.samples << "\n";
-  }
-  if (c.has_gemm_grouped) write_grouped_gemm(f, c.gemm_grouped);
-  io::write_file(path, f.str(), "the calibration file");   // atomically: a failed write leaves the old file
-}
-
-Calibration read_calibration(const std::string& path) {
-  toml::table root = parse_file(path);
-  Reader top{path, &root, root.source()};
-  top.only({"format", "gpu", "gemm", "gemm_fp8", "attention", "memory", "memory_families", "collectives", "gemm_clock",
-            "gemm_grouped"});
-  if (top.str("format", "mfusim-calibration-1") != "mfusim-calibration-1")
-    fail(path, top.node("format")->source(), "unsupported format '" + top.str("format") + "'");
-  Calibration c;
-  c.source = path;
-  c.gpu_name = top.str("gpu");
-  auto gemm = [&](const char* key, GemmFit& fit, std::vector<GemmSample>& table) {
-    Reader r = top.sub(key);
-    r.only({"peak_tflops", "eff_max", "knee", "overhead_us", "rms_rel_error", "table"});
-    fit.peak_flops = r.bounded("peak_tflops", kPeakTflopsBound) * 1e12;
-    fit.eff_max = r.bounded("eff_max", kEfficiencyBound);
-    fit.knee = r.bounded("knee", kKneeBound);
-    fit.overhead_s = r.bounded("overhead_us", kOverheadUsBound) * 1e-6;
-    fit.rms_rel_error = r.bounded("rms_rel_error", kRmsBound, false);
-    if (fit.peak_flops <= 0) fail(path, r.node("peak_tflops")->source(), "'peak_tflops' must be > 0");
-    if (fit.eff_max <= 0 || fit.eff_max > 1.5) fail(path, r.node("eff_max")->source(), "'eff_max' must be in (0, 1.5]");
-    if (fit.knee <= 0) fail(path, r.node("knee")->source(), "'knee' must be > 0");
-    if (const toml::node* t = r.node("table")) {
-      const toml::array* a = t->as_array();
-      if (!a) fail(path, t->source(), "'table' must be an array of [m, n, k, microseconds]");
-      for (const toml::node& e : *a) {
-        const toml::array* row = e.as_array();
-        if (!row || row->size() != 4) fail(path, e.source(), "table rows must be [m, n, k, microseconds]");
-        GemmSample s;
-        auto v = [&](std::size_t i) {
-          auto x = (*row)[i].value<double>();
-          if (!x || !std::isfinite(*x) || *x <= 0 || *x > (i < 3 ? 1e9 : 1e12))
-            fail(path, (*row)[i].source(),
-                 "table values must be positive numbers (m, n, k at most 1e9, microseconds at most 1e12)");
-          return *x;
-        };
-        s.m = (long long)v(0); s.n = (long long)v(1); s.k = (long long)v(2); s.seconds = v(3) * 1e-6;
-        table.push_back(s);
-      }
-    }
-  };
-  if (top.node("gemm")) { gemm("gemm", c.gemm, c.gemm_table); c.has_gemm = true; }
-  if (top.node("gemm_fp8")) { gemm("gemm_fp8", c.gemm_fp8, c.gemm_fp8_table); c.has_gemm_fp8 = true; }
-  if (top.node("attention")) {
-    Reader r = top.sub("attention");
-    r.only({"peak_tflops", "hbm_bandwidth_gbs", "flash_fwd_eff", "flash_bwd_eff", "flash_fwd_seq_knee",
-            "flash_bwd_seq_knee", "materialized_bw_eff", "overhead_us", "rms_rel_error"});
-    auto& a = c.attention;
-    a.peak_flops = r.bounded("peak_tflops", kPeakTflopsBound) * 1e12;
-    a.hbm_bandwidth = r.bounded("hbm_bandwidth_gbs", kBandwidthGbsBound) * 1e9;
-    a.flash_fwd_eff = r.bounded("flash_fwd_eff", kEfficiencyBound);
-    a.flash_bwd_eff = r.bounded("flash_bwd_eff", kEfficiencyBound);
-    a.flash_fwd_seq_knee = r.bounded("flash_fwd_seq_knee", kKneeBound, false);
-    a.flash_bwd_seq_knee = r.bounded("flash_bwd_seq_knee", kKneeBound, false);
-    a.materialized_bw_eff = r.bounded("materialized_bw_eff", kEfficiencyBound);
-    a.overhead_s = r.bounded("overhead_us", kOverheadUsBound) * 1e-6;
-    a.rms_rel_error = r.bounded("rms_rel_error", kRmsBound, false);
-    c.has_attention = true;
-  }
-  if (top.node("memory")) {
-    Reader r = top.sub("memory");
-    r.only({"achieved_bandwidth_gbs", "launch_overhead_us", "graph_launch_overhead_us", "fixed_overhead_us", "rms_rel_error"});
-    auto& m = c.memory;
-    m.achieved_bandwidth = r.bounded("achieved_bandwidth_gbs", kBandwidthGbsBound) * 1e9;
-    m.launch_overhead_s = r.bounded("launch_overhead_us", kOverheadUsBound) * 1e-6;
-    m.graph_launch_overhead_s = r.bounded("graph_launch_overhead_us", kOverheadUsBound, false) * 1e-6;
-    m.fixed_overhead_s = r.bounded("fixed_overhead_us", kOverheadUsBound, false) * 1e-6;
-    m.rms_rel_error = r.bounded("rms_rel_error", kRmsBound, false);
-    c.has_memory = true;
-  }
-  if (top.node("memory_families")) {
-    if (!c.has_memory) fail(path, top.node("memory_families")->source(), "[memory_families] needs a [memory] table");
-    Reader r = top.sub("memory_families");
-    std::vector<std::string> keys;
-    for (int i = 1; i < kMemFamilies; ++i) keys.push_back(std::string(kMemFamilyNames[i]) + "_gbs");
-    r.only(std::set<std::string>(keys.begin(), keys.end()));
-    for (int i = 1; i < kMemFamilies; ++i) {
-      c.memory.family_bandwidth[i] = r.bounded(keys[std::size_t(i - 1)].c_str(), kBandwidthGbsBound, false) * 1e9;
-      if (r.node(keys[std::size_t(i - 1)].c_str())) c.memory.family_samples[i] = 1;
-    }
-  }
-  if (top.node("collectives")) {
-    Reader r = top.sub("collectives");
-    std::set<std::string> keys = {"nvlink_bus_bandwidth_gbs", "nvlink_latency_us", "nic_bus_bandwidth_gbs",
-                                  "nic_latency_us", "rms_rel_error"};
-    keys.insert(kCollectiveOpNames, kCollectiveOpNames + kCollectiveOps);
-    r.only(keys);
-    auto& k = c.collectives;
-    k.nvlink_bus_bandwidth = r.bounded("nvlink_bus_bandwidth_gbs", kBandwidthGbsBound) * 1e9;
-    k.nvlink_latency_s = r.bounded("nvlink_latency_us", kOverheadUsBound) * 1e-6;
-    k.nic_bus_bandwidth = r.nonneg("nic_bus_bandwidth_gbs", false) * 1e9;   // 0: not measured
-    if (k.nic_bus_bandwidth > 0) r.bounded("nic_bus_bandwidth_gbs", kBandwidthGbsBound);
-    k.nic_latency_s = r.bounded("nic_latency_us", kOverheadUsBound, false) * 1e-6;
-    k.rms_rel_error = r.bounded("rms_rel_error", kRmsBound, false);
-    for (int i = 0; i < kCollectiveOps; ++i) {   // [collectives.<op>]: that operation's own fit
-      if (!r.node(kCollectiveOpNames[i])) continue;
-      Reader o = r.sub(kCollectiveOpNames[i]);
-      o.only({"nvlink_bus_bandwidth_gbs", "nvlink_latency_us", "rms_rel_error", "samples"});
-      CollectiveOpFit& of = k.op[i];
-      of.nvlink_bus_bandwidth = o.bounded("nvlink_bus_bandwidth_gbs", kBandwidthGbsBound) * 1e9;
-      of.nvlink_latency_s = o.bounded("nvlink_latency_us", kOverheadUsBound) * 1e-6;
-      of.rms_rel_error = o.bounded("rms_rel_error", kRmsBound, false);
-      if (const toml::node* n = o.node("samples")) {
-        const auto v = n->value<std::int64_t>();
-        if (!n->is_integer() || !v || *v < 1 || *v > 1000000000)
-          fail(path, n->source(), "'samples' must be a positive integer");
-        of.samples = static_cast<int>(*v);
-      }
-    }
-    c.has_collectives = true;
-  }
-  if (top.node("gemm_clock")) {
-    Reader r = top.sub("gemm_clock");
-    r.only({"duty", "time_ratio", "samples"});
-    auto arr = [&](const char* key, double lo, double hi, std::vector<double>& out) {
-      const toml::node* n = r.node(key);
-      if (!n || !n->as_array()) fail(path, n ? n->source() : top.node("gemm_clock")->source(),
-                                     std::string("[gemm_clock] needs '") + key + "' as an array of numbers");
-      for (const toml::node& e : *n->as_array()) {
-        const auto x = e.value<double>();
-        if (!x || !std::isfinite(*x) || !(*x > lo) || *x > hi)
-          fail(path, e.source(), std::string("'") + key + "' values must be in (" + fmt("%g", lo) + ", " + fmt("%g", hi) + "]");
-        out.push_back(*x);
-      }
-    };
-    arr("duty", 0, 1, c.gemm_clock.duty);
-    arr("time_ratio", 0, 1.5, c.gemm_clock.time_ratio);
-    const toml::node* dn = r.node("duty");
-    if (c.gemm_clock.duty.size() != c.gemm_clock.time_ratio.size() || c.gemm_clock.duty.size() < 2)
-      fail(path, dn->source(), "'duty' and 'time_ratio' need the same length, at least 2");
-    for (std::size_t i = 1; i < c.gemm_clock.duty.size(); ++i)
-      if (c.gemm_clock.duty[i] < c.gemm_clock.duty[i - 1] || c.gemm_clock.time_ratio[i] < c.gemm_clock.time_ratio[i - 1])
-        fail(path, dn->source(), "'duty' and 'time_ratio' must both be non-decreasing");
-    if (const toml::node* n = r.node("samples")) {
-      const auto v = n->value<std::int64_t>();
-      if (!n->is_integer() || !v || *v < 1 || *v > 1000000) fail(path, n->source(), "'samples' must be a positive integer");
-      c.gemm_clock.samples = static_cast<int>(*v);
-    }
-    c.has_gemm_clock = true;
-  }
-  if (top.node("gemm_grouped")) read_grouped_gemm(path, top.sub("gemm_grouped"), c);
-  return c;
-}
-
-double gemm_clock_ratio(const Calibration* cal, double duty) {
-  if (!cal || !cal->has_gemm_clock || cal->gemm_clock.duty.empty()) return 1.0;
-  const auto& d = cal->gemm_clock.duty;
-  const auto& t = cal->gemm_clock.time_ratio;
-  if (!(duty > d.front())) return t.front();
-  if (duty >= d.back()) return t.back();
-  const std::size_t i = static_cast<std::size_t>(std::upper_bound(d.begin(), d.end(), duty) - d.begin());
-  const double span = d[i] - d[i - 1];
-  return span > 0 ? t[i - 1] + (t[i] - t[i - 1]) * (duty - d[i - 1]) / span : t[i];
-}
-
-namespace {
-std::string lower(std::string s) {
-  for (char& c : s) c = static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
-  return s;
-}
-bool has(const std::string& s, const char* w) { return s.find(w) != std::string::npos; }
-// The GPU model in a name ("h100", "h200", "h800", "h20", ...): the first token that names one.
-std::string gpu_model(const std::string& name) {
-  const std::string n = lower(name);
-  for (const char* m : {"gb300", "gb200", "b300", "b200", "b100", "h100", "h200", "h800", "h20", "a100", "a800",
-                        "mi300x", "mi325x", "mi355x"})
-    if (has(n, m)) return m;
-  return n;
-}
-}  // namespace
-
-std::string gpu_family(const std::string& gpu_name) {
-  const std::string m = gpu_model(gpu_name);
-  if (m == "h100" || m == "h200" || m == "h800" || m == "h20") return "hopper";
-  if (m == "a100" || m == "a800") return "ampere";
-  if (m == "b100" || m == "b200" || m == "b300" || m == "gb200" || m == "gb300") return "blackwell";
-  if (m == "mi300x" || m == "mi325x" || m == "mi355x") return "cdna3";
-  return "";
-}
-
-std::string default_calibration_file(const HardwareSpec& hw) {
-  return gpu_family(hw.name) == "hopper" ? "hardware/calibration/h200.toml" : "";
-}
-
-std::string calibration_transfer_note(const Calibration& cal, const HardwareSpec& hw) {
-  if (cal.gpu_name.empty() || gpu_model(cal.gpu_name) == gpu_model(hw.name)) return "";
-  const std::string from = gpu_family(cal.gpu_name), to = gpu_family(hw.name);
-  if (!from.empty() && from == to)
-    return "calibration measured on " + cal.gpu_name + ", applied to " + hw.name +
-           " as fractions of its own peaks and HBM bandwidth";
-  return "calibration measured on " + cal.gpu_name + " (another architecture than " + hw.name +
-         "): its efficiencies are applied to this GPU's peaks unverified";
 }
 
 }  // namespace mfusim::hardware
