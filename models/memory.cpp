@@ -64,6 +64,38 @@ StaticMemory sharded_static_memory(const ModelSpec& m, const std::vector<int>& l
   return s;
 }
 
+bool zero_sharded(const config::Scenario& s) {
+  const auto& P = s.parallel;
+  return P.zero() >= 2 || (P.shard_degree > 0 && P.shard_degree != P.dp) || s.features.offload != config::Offload::none;
+}
+
+StaticMemory rank_static_memory(const config::Scenario& s, const std::vector<int>& layers, bool has_embedding,
+                                bool has_head, bool fp32_autocast) {
+  const auto& P = s.parallel;
+  StaticMemory sm;
+  if (zero_sharded(s)) {   // ZeRO-2/3, HSDP, offload (docs/fsdp.md)
+    ZeroLayout z;
+    z.stage = P.zero();
+    z.shard = P.shard() * P.cp;
+    z.offload_optimizer = s.features.offload != config::Offload::none;
+    z.offload_params = s.features.offload == config::Offload::params;
+    sm = sharded_static_memory(s.model, layers, has_embedding, has_head, P.tp, P.ep, z, fp32_autocast);
+  } else {
+    sm = static_memory(s.model, layers, has_embedding, has_head, P.tp, P.ep, P.dp, P.distributed_optimizer,
+                       fp32_autocast);
+  }
+  // fp8: Transformer Engine's cached fp8 weight copies, on the ranks that hold whole layers (not under
+  // ZeRO-3, where parameters are gathered per unit).
+  if (s.training.precision == config::Precision::fp8 && P.zero() < 3)
+    sm.params += static_memory(s.model, layers, has_embedding, has_head, P.tp, P.ep, P.dp, P.distributed_optimizer,
+                               fp32_autocast, true).params -
+                 static_memory(s.model, layers, has_embedding, has_head, P.tp, P.ep, P.dp, P.distributed_optimizer,
+                               fp32_autocast).params;
+  // The accounting above counts fp32 gradients; a bf16 gradient buffer (features.reduce_dtype) holds half.
+  sm.grads *= grad_bytes(s.features.reduce_fp32, fp32_autocast) / 4.0;
+  return sm;
+}
+
 double activation_bytes(const ModelSpec& m, int layer, const RankShape& r) {
   const double t = r.tp;
   const double e = r.bytes_per_element;

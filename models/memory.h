@@ -4,6 +4,7 @@
 // docs/accounting.md).
 #include <vector>
 
+#include "config/scenario.h"
 #include "models/model_spec.h"
 #include "models/rank_shape.h"
 
@@ -34,6 +35,16 @@ StaticMemory sharded_static_memory(const ModelSpec&, const std::vector<int>& lay
                                    bool has_head, int tp, int ep, const ZeroLayout&, bool fp32_autocast = false);
 // Bytes of one stored parameter: 2 (bf16 params) or 4 (fp32 under autocast).
 constexpr double param_bytes(bool fp32_autocast) { return fp32_autocast ? 4.0 : 2.0; }
+// ZeRO-2/3, HSDP (a shard group smaller than dp) or offload: the sharded accounting (and, in the
+// step, step/fsdp.cpp's data-parallel work).
+bool zero_sharded(const config::Scenario&);
+// What one rank holds for its layers (plus the embedding / head): the scenario's data parallelism
+// (static_memory, or sharded_static_memory when zero_sharded), Transformer Engine's cached fp8 weight
+// copies on ranks that hold whole layers (fp8, ZeRO < 3), and the gradient buffer at
+// features.reduce_dtype's element size (grad_bytes). The step (step/builder.cpp) and the planner's
+// memory bound (study/plan.cpp) both use it.
+StaticMemory rank_static_memory(const config::Scenario&, const std::vector<int>& layers, bool has_embedding,
+                                bool has_head, bool fp32_autocast);
 // Bytes of one gradient element in the gradient buffer and its reduction: 4 (fp32 main grads,
 // Megatron's grad_reduce_in_fp32 / FSDP2's reduce_dtype fp32) or 2 (features.reduce_dtype = "bf16":
 // NeMo's performance recipes set grad_reduce_in_fp32 = False). Under fp32-autocast the .grad is fp32.

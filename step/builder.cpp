@@ -189,20 +189,11 @@ void Builder::add_static_memory() {
       emb = emb || st == 0;
       head = head || st == S_ - 1;
     }
-    auto sm = models::static_memory(s_.model, layers, emb, head, P.tp, P.ep, P.dp, P.distributed_optimizer,
-                                    shape.fp32_autocast);
-    rank_params_[r] = sm.params / models::param_bytes(shape.fp32_autocast);
-    if (zero_sharded()) sm = sharded_memory(layers, emb, head);   // step/fsdp.cpp: ZeRO-2/3, HSDP, offload
-    // fp8: Transformer Engine's cached fp8 weight copies (models::static_memory, fp8 = true), on the
-    // ranks that hold whole layers (not under ZeRO-3, where parameters are gathered per unit).
-    if (s_.training.precision == config::Precision::fp8 && P.zero() < 3)
-      sm.params += models::static_memory(s_.model, layers, emb, head, P.tp, P.ep, P.dp, P.distributed_optimizer,
-                                         shape.fp32_autocast, true).params -
-                   models::static_memory(s_.model, layers, emb, head, P.tp, P.ep, P.dp, P.distributed_optimizer,
-                                         shape.fp32_autocast).params;
+    rank_params_[r] = models::static_memory(s_.model, layers, emb, head, P.tp, P.ep, P.dp, P.distributed_optimizer,
+                                            shape.fp32_autocast).params /
+                      models::param_bytes(shape.fp32_autocast);
+    const models::StaticMemory sm = models::rank_static_memory(s_, layers, emb, head, shape.fp32_autocast);
     out_.params_bytes[r] = sm.params;
-    // The memory models count fp32 gradients; a bf16 gradient buffer (features.reduce_dtype) holds half.
-    sm.grads *= models::grad_bytes(s_.features.reduce_fp32, shape.fp32_autocast) / 4.0;
     out_.grads_bytes[r] = sm.grads;
     out_.optimizer_bytes[r] = sm.optimizer;
     out_.static_bytes[r] = sm.params + sm.grads + sm.optimizer;

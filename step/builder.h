@@ -99,7 +99,6 @@ class Builder {
   // ---- fsdp.cpp: ZeRO-2/3, FSDP units, HSDP, offload (docs/fsdp.md) ----
   bool zero_sharded() const;   // zero stage >= 2, HSDP or offload: fsdp.cpp takes the DP work over
   bool fsdp_active() const;    // zero stage 3 over more than one rank: per-unit gathers and reduce-scatters
-  models::StaticMemory sharded_memory(const std::vector<int>& layers, bool emb, bool head) const;
   void add_sharded_param_gathers();
   void sharded_grad_final(int rank, int layer, TaskId t);
   void add_sharded_reduce_and_optimizer();

@@ -60,11 +60,7 @@ Group first_of(const Group& g, int k) {
 }
 }  // namespace
 
-bool Builder::zero_sharded() const {
-  const auto& P = s_.parallel;
-  return P.zero() >= 2 || (P.shard_degree > 0 && P.shard_degree != P.dp) ||
-         s_.features.offload != config::Offload::none;
-}
+bool Builder::zero_sharded() const { return models::zero_sharded(s_); }
 
 bool Builder::fsdp_active() const { return s_.parallel.zero() == 3 && s_.parallel.dp * s_.parallel.cp > 1; }
 
@@ -91,16 +87,6 @@ Group Builder::fsdp_replica_group() const {
   g.per_domain = std::min(g.per_domain, g.size);
   g.domains = std::max(1, (g.size + g.per_domain - 1) / g.per_domain);
   return g;
-}
-
-models::StaticMemory Builder::sharded_memory(const std::vector<int>& layers, bool emb, bool head) const {
-  const auto& P = s_.parallel;
-  models::ZeroLayout z;
-  z.stage = P.zero();
-  z.shard = P.shard() * P.cp;
-  z.offload_optimizer = s_.features.offload != config::Offload::none;
-  z.offload_params = s_.features.offload == config::Offload::params;
-  return models::sharded_static_memory(s_.model, layers, emb, head, P.tp, P.ep, z, layers_.shape().fp32_autocast);
 }
 
 // Reduce `params` parameters' gradients after `after`: reduce-scatter over the shard group, then

@@ -332,23 +332,7 @@ double memory_lower_bound(const config::Scenario& s) {
       }
     }
     std::sort(held_layers.begin(), held_layers.end());
-    auto st = models::static_memory(s.model, held_layers, emb, head, s.parallel.tp, s.parallel.ep, s.parallel.dp,
-                                    s.parallel.distributed_optimizer, autocast);
-    if (s.parallel.zero() >= 2 || (s.parallel.shard_degree > 0 && s.parallel.shard_degree != s.parallel.dp) ||
-        s.features.offload != config::Offload::none) {   // ZeRO-2/3, HSDP, offload (docs/fsdp.md)
-      models::ZeroLayout z;
-      z.stage = s.parallel.zero();
-      z.shard = s.parallel.shard() * s.parallel.cp;
-      z.offload_optimizer = s.features.offload != config::Offload::none;
-      z.offload_params = s.features.offload == config::Offload::params;
-      st = models::sharded_static_memory(s.model, held_layers, emb, head, s.parallel.tp, s.parallel.ep, z, autocast);
-    }
-    if (s.training.precision == config::Precision::fp8 && s.parallel.zero() < 3)   // fp8 weight copies (step/builder.cpp)
-      st.params += models::static_memory(s.model, held_layers, emb, head, s.parallel.tp, s.parallel.ep, s.parallel.dp,
-                                         s.parallel.distributed_optimizer, autocast, true).params -
-                   models::static_memory(s.model, held_layers, emb, head, s.parallel.tp, s.parallel.ep, s.parallel.dp,
-                                         s.parallel.distributed_optimizer, autocast).params;
-    st.grads *= models::grad_bytes(s.features.reduce_fp32, autocast) / 4.0;   // as step/builder.cpp
+    const auto st = models::rank_static_memory(s, held_layers, emb, head, autocast);   // as the step
     best = std::max(best, st.params + st.grads + st.optimizer + static_cast<double>(peak) + step::kRuntimeReserveBytes);
   }
   return best;
