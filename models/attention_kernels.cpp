@@ -111,6 +111,15 @@ void attention_kernels_of(const ModelSpec& m, const AttnShape& s, int e, config:
     bb.push_back(memk(bn, b_rw * E, 0, b_flops * E));
   };
   const double rd = softmax_row_reads(s.seq_kv);
+  // The eager paths' softmax in fp32: the cast up, softmax, the cast down, and their backwards.
+  auto fp32_softmax = [&] {
+    fb.push_back(memk("softmax_to_fp32", e * E, 4 * E, 0));
+    bb.push_back(memk("softmax_to_fp32_bwd", 4 * E, e * E, 0));
+    fb.push_back(memk("softmax", rd * 4 * E, 4 * E, 5 * E));
+    bb.push_back(memk("softmax_bwd", (rd > 1 ? 2 : 1) * 8 * E, 4 * E, 3 * E));
+    fb.push_back(memk("softmax_to_bf16", 4 * E, e * E, 0));
+    bb.push_back(memk("softmax_to_bf16_bwd", e * E, 4 * E, 0));
+  };
   // Megatron's two paths fold the 1/sqrt(d) scale into baddbmm's alpha (Megatron-Core
   // DotProductAttention), so no scale kernel there; the eager PyTorch paths scale separately.
   if (a == Attention::torch_eager) {
@@ -126,12 +135,7 @@ void attention_kernels_of(const ModelSpec& m, const AttnShape& s, int e, config:
     fb.push_back(memk("attn_mask_build", mask, mask, 0, 2));   // ones, triu; no backward
     fb.push_back(memk("attn_masked_fill", e * E, e * E, E, 2));
     bb.push_back(memk("attn_masked_fill_bwd", e * E, e * E, E, 2));
-    fb.push_back(memk("softmax_to_fp32", e * E, 4 * E, 0));
-    bb.push_back(memk("softmax_to_fp32_bwd", 4 * E, e * E, 0));
-    fb.push_back(memk("softmax", rd * 4 * E, 4 * E, 5 * E));
-    bb.push_back(memk("softmax_bwd", (rd > 1 ? 2 : 1) * 8 * E, 4 * E, 3 * E));
-    fb.push_back(memk("softmax_to_bf16", 4 * E, e * E, 0));
-    bb.push_back(memk("softmax_to_bf16_bwd", e * E, 4 * E, 0));
+    fp32_softmax();
   } else if (a == Attention::hf_eager) {
     // Hugging Face eager_attention_forward (transformers, models/llama/modeling_llama.py):
     // repeat_kv (above); w = matmul(q, k^T) * scaling (its own pointwise kernel);
@@ -144,12 +148,7 @@ void attention_kernels_of(const ModelSpec& m, const AttnShape& s, int e, config:
     fb.push_back(memk("attn_scale", e * E, e * E, E));
     bb.push_back(memk("attn_scale_bwd", e * E, e * E, E));
     fb.push_back(memk("attn_mask_add", 2.0 * e * E, e * E, E));
-    fb.push_back(memk("softmax_to_fp32", e * E, 4 * E, 0));
-    bb.push_back(memk("softmax_to_fp32_bwd", 4 * E, e * E, 0));
-    fb.push_back(memk("softmax", rd * 4 * E, 4 * E, 5 * E));
-    bb.push_back(memk("softmax_bwd", (rd > 1 ? 2 : 1) * 8 * E, 4 * E, 3 * E));
-    fb.push_back(memk("softmax_to_bf16", 4 * E, e * E, 0));
-    bb.push_back(memk("softmax_to_bf16_bwd", e * E, 4 * E, 0));
+    fp32_softmax();
   } else if (a == Attention::megatron_unfused) {
     // Megatron FusedScaleMaskSoftmax (scaled_upper_triang_masked_softmax, the default
     // masked_softmax_fusion): one kernel, bf16 in and out; backward reads y and dy, writes dx.

@@ -249,13 +249,10 @@ inline std::optional<config::Scenario> row_scenario(const ModernRow& r, Profile 
   s.hardware_ref = hw_name.at(r.gpu_type);
   // The same choice `run` makes for a scenario without a calibration line
   // (hardware::default_calibration_file): the shipped H200 file on Hopper, none elsewhere.
-  if (profile == Profile::calibrated && !hardware::default_calibration_file(s.hardware).empty()) {
-    s.calibration = in.h200_calibration();
-    s.calibration_path = source_path(Inputs::kCalibration);
-  }
-  if (profile == Profile::sustained && !hardware::default_calibration_file(s.hardware).empty()) {
-    s.calibration = in.h200_sustained_calibration();
-    s.calibration_path = source_path(Inputs::kSustainedCalibration);
+  if (profile != Profile::datasheet && !hardware::default_calibration_file(s.hardware).empty()) {
+    const bool sustained = profile == Profile::sustained;
+    s.calibration = sustained ? in.h200_sustained_calibration() : in.h200_calibration();
+    s.calibration_path = source_path(sustained ? Inputs::kSustainedCalibration : Inputs::kCalibration);
   }
   s.gpus = r.gpus;
   s.training.seq_len = r.seq;
