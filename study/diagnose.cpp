@@ -218,7 +218,9 @@ Diagnosis diagnose(const std::string& path, const config::LoadOptions& lo, const
       cands.push_back({"offload the optimizer", {"features.offload=optimizer"}});
   }
   std::vector<LeverResult> res(cands.size());
-  std::vector<bool> valid(cands.size(), false);
+  // One byte per candidate, not std::vector<bool>: the workers below set their own entries at once, and
+  // vector<bool> packs neighbours into one word (a data race that lost a lever now and then).
+  std::vector<char> valid(cands.size(), 0);
   parallel_for(
       cands.size(),
       [&](std::size_t i) {
@@ -242,7 +244,7 @@ Diagnosis diagnose(const std::string& path, const config::LoadOptions& lo, const
             }
             if (!x.shrinks.empty()) break;
           }
-          valid[i] = true;
+          valid[i] = 1;
         } catch (const config::ConfigError&) {
           // Not applicable to this scenario (e.g. a schedule's shape rules): not a lever here.
         }
@@ -293,7 +295,7 @@ Diagnosis diagnose(const std::string& path, const config::LoadOptions& lo, const
       }
       if (r.step_time_s < d.base.step_time_s || !d.base.memory.fits) {
         res.push_back(x);
-        valid.push_back(true);
+        valid.push_back(1);
       }
     }
   }
