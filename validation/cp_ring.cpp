@@ -1,0 +1,142 @@
+// validation_cp_ring [RESULTS.csv] [--calibration FILE] [--hardware FILE]
+// Context parallelism's attention compute as Transformer Engine's ring runs it (layer::cp_step_times):
+// the cost model's time of each ring-step call and merge pass for run 21's cases
+// (validation/runs/run21-cp-ring/cp_ring.py), beside the measured medians when RESULTS.csv is given.
+// Without a CSV it prints the model's side only (the predictions written before the device call).
+#include <algorithm>
+#include <cstdio>
+#include <fstream>
+#include <map>
+#include <sstream>
+#include <string>
+#include <tuple>
+#include <vector>
+
+#include "config/loader.h"
+#include "hardware/calibration.h"
+#include "hardware/cost_model.h"
+#include "hardware/kernel.h"
+#include "layer/pass_cost.h"
+#include "models/kernel_builders.h"
+
+using namespace mfusim;
+
+namespace {
+struct Case {
+  const char* name;
+  int b, H, Hk;
+  long S;
+  int cp;
+};
+// The same cases as cp_ring.py (validation/modern rows' CP layouts, per-rank heads).
+const Case kCases[] = {
+    {"llama3-8b tp1 cp2", 1, 32, 8, 8192, 2},       {"llama3-8b tp1 cp4", 1, 32, 8, 8192, 4},
+    {"llama3-70b tp4 cp2", 1, 16, 2, 8192, 2},      {"llama3.1-405b tp8 cp2", 1, 16, 1, 8192, 2},
+    {"llama3.1-405b tp4 cp2", 1, 32, 2, 8192, 2},   {"llama2-7b tp2 cp2 32k", 1, 16, 16, 32768, 2},
+    {"llama2-7b tp4 cp4 128k", 1, 8, 8, 131072, 4},
+};
+
+hardware::Kernel attn(bool bwd, const Case& c, double sq, double skv, bool causal) {
+  const models::detail::AttnShape s{static_cast<double>(c.b), static_cast<double>(c.H), static_cast<double>(c.Hk), sq, skv,
+                                    128.0, 128.0};
+  std::vector<hardware::Kernel> f, b;
+  models::detail::attention_kernels(models::ModelSpec{}, s, 2, config::Attention::flash, f, b);
+  hardware::Kernel k = bwd ? b.front() : f.front();
+  k.causal = causal;
+  return k;
+}
+}  // namespace
+
+int main(int argc, char** argv) {
+  const std::string src = MFUSIM_SOURCE_DIR;
+  std::string cal_path = src + "/hardware/calibration/h200.toml", hw_path = src + "/hardware/h200.toml", csv;
+  for (int i = 1; i < argc; ++i) {
+    const std::string a = argv[i];
+    if ((a == "--calibration" || a == "--hardware") && i + 1 < argc) {
+      (a == "--calibration" ? cal_path : hw_path) = argv[++i];
+    } else if (a.rfind("--", 0) == 0) {
+      std::fprintf(stderr, "usage: %s [RESULTS.csv] [--calibration FILE] [--hardware FILE]\n", argv[0]);
+      return 2;
+    } else {
+      csv = a;
+    }
+  }
+  try {
+    const hardware::HardwareSpec hw = config::load_hardware(hw_path);
+    const hardware::Calibration cal = hardware::read_calibration(cal_path);
+    const hardware::CostModel cm(hw, hardware::Precision::bf16, &cal, false);
+    auto dev = [&](const hardware::Kernel& k) { return 1e3 * (cm.time(k) - cm.launch_time(k)); };
+    std::map<std::pair<std::string, std::string>, double> meas;
+    if (!csv.empty()) {
+      std::ifstream in(csv);
+      if (!in) throw std::runtime_error("cannot read " + csv);
+      std::string line;
+      std::getline(in, line);
+      while (std::getline(in, line)) {
+        std::vector<std::string> f;
+        std::stringstream ss(line);
+        for (std::string x; std::getline(ss, x, ',');) f.push_back(x);
+        if (f.size() == 8) meas[{f[0], f[6]}] = std::stod(f[7]);
+      }
+    }
+    auto m = [&](const std::string& c, const std::string& item) {
+      const auto it = meas.find({c, item});
+      return it == meas.end() ? -1.0 : it->second;
+    };
+    std::printf("%-24s %-8s %10s %10s %7s\n", "case", "item", "measured", "model", "ratio");
+    for (const Case& c : kCases) {
+      const double S = static_cast<double>(c.S), L = S / c.cp;
+      for (bool bwd : {false, true}) {
+        const char* p = bwd ? "_b" : "_f";
+        std::vector<std::tuple<std::string, double, double>> rows;
+        auto row = [&](const std::string& item, double model) { rows.emplace_back(item, m(c.name, item), model); };
+        row(std::string("whole") + p, dev(attn(bwd, c, S, S, true)));
+        row(std::string("diag") + p, dev(attn(bwd, c, L, L, true)));
+        row(std::string("lower") + p, dev(attn(bwd, c, L, L / 2, false)));
+        row(std::string("upper") + p, dev(attn(bwd, c, L / 2, L, false)));
+        // The rank's share priced whole (the simulator before the ring lowering) and the ring's steps.
+        const hardware::Kernel rank = attn(bwd, c, L, S, true);
+        double ring = 0;
+        for (double x : layer::cp_step_times(cm, rank, c.cp, 2.0)) ring += 1e3 * x;
+        // Measured ring: the diagonal, then per step the slower kind with its merge passes
+        // (compiled where measured, as TE's jit_fuser runs them), then the output corrections.
+        double mring = -1;
+        const double d = m(c.name, std::string("diag") + p), lo = m(c.name, std::string("lower") + p),
+                     up = m(c.name, std::string("upper") + p);
+        if (d > 0 && lo > 0 && up > 0) {
+          if (!bwd) {
+            double lse = m(c.name, "lse_corr_compiled"), out = m(c.name, "out_corr_compiled");
+            if (lse < 0) lse = m(c.name, "lse_corr_eager");
+            if (out < 0) out = m(c.name, "out_corr_eager");
+            mring = d + (c.cp - 1) * std::max(lo + lse, up + lse / 2) + c.cp * out;
+          } else {
+            const double dq = m(c.name, "dq_add"), dkv = m(c.name, "dkv_add");
+            mring = d + (c.cp - 1) * std::max(lo + dq + dkv / 2, up + dq / 2 + dkv);
+          }
+        }
+        row(std::string("rank_whole") + p, dev(rank));
+        row(std::string("ring") + p, ring);
+        rows.emplace_back(std::string("ring") + p + "_meas_merge", mring, ring);
+        for (const auto& [item, me, mo] : rows) {
+          if (item.find("_meas_merge") != std::string::npos) continue;
+          double shown = me;
+          if (item == std::string("ring") + p) shown = mring;
+          if (shown > 0)
+            std::printf("%-24s %-12s %10.3f %10.3f %7.3f\n", c.name, item.c_str(), shown, mo, mo / shown);
+          else
+            std::printf("%-24s %-12s %10s %10.3f %7s\n", c.name, item.c_str(), "-", mo, "-");
+        }
+        // The quantity the mechanism adds: the ring over the rank's share of one whole call.
+        const double mw = m(c.name, std::string("whole") + p), w = dev(attn(bwd, c, S, S, true));
+        if (mw > 0 && mring > 0)
+          std::printf("%-24s %-12s %10.3f %10.3f\n", c.name, (std::string("ring/share") + p).c_str(), mring / (mw / c.cp), ring / (w / c.cp));
+        else
+          std::printf("%-24s %-12s %10s %10.3f\n", c.name, (std::string("ring/share") + p).c_str(), "-", ring / (w / c.cp));
+      }
+    }
+  } catch (const std::exception& e) {
+    std::fprintf(stderr, "validation_cp_ring: error: %s\n", e.what());
+    return 2;
+  }
+  return 0;
+}

@@ -1,0 +1,11 @@
+#!/usr/bin/env bash
+# Run 21 entry point (repo root): OUT=dir bash validation/runs/run21-cp-ring/run.sh
+set -uo pipefail
+export PYTHONUNBUFFERED=1
+here=$(cd "$(dirname "$0")" && pwd)
+OUT=${OUT:-$PWD/out}; R=$OUT/r; mkdir -p "$R"
+nvidia-smi > "$R/env.txt" 2>&1
+nvidia-smi --query-gpu=timestamp,clocks.sm,power.draw --format=csv,noheader,nounits -lms 200 > "$R/clocks.csv" 2>/dev/null &
+smi=$!
+timeout 420 python3 "$here/cp_ring.py" "$R/cp_ring.csv" 2>&1 | tee "$R/cp_ring.log"
+kill $smi 2>/dev/null
