@@ -16,7 +16,12 @@ backend forced, as the shipped calibration's attention fit (hardware/calibration
 (validation/attention_sdpa.py): bf16, head_dim 128, GQA via enable_gqa; merge passes as eager torch ops
 and, where torch.compile works, compiled (TE's jit_fuser fuses them).
 Output CSV: case,b,H,Hk,S,cp,item,ms (median of repeats, CUDA events; no heater: the calibration's state).
-Usage: cp_ring.py OUT.csv
+Usage: cp_ring.py OUT.csv [--loop N]
+--loop N (run 21b): N calls back to back between the two events, the median divided by N: the host
+issues ahead of the GPU as in a training step, so a short call's host dispatch is not in its time
+(run 21 timed one call per event pair, as validation/attention_sdpa.py and the calibration did). Adds
+square causal calls of the calibration's kind (32 heads, 8 KV heads) so the fit's per-call overhead
+can be checked under the same timing.
 """
 import statistics, sys, time
 import torch
@@ -35,6 +40,9 @@ CASES = [  # name, batch, heads per rank, kv heads per rank, S, cp  (validation/
 ]
 
 
+LOOP = int(sys.argv[sys.argv.index("--loop") + 1]) if "--loop" in sys.argv else 1
+
+
 def timed(fn, repeats=9):
     for _ in range(2):
         fn()
@@ -42,8 +50,11 @@ def timed(fn, repeats=9):
     a, b = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
     v = []
     for _ in range(repeats):
-        a.record(); fn(); b.record(); b.synchronize()
-        v.append(a.elapsed_time(b))
+        a.record()
+        for _ in range(LOOP):
+            fn()
+        b.record(); b.synchronize()
+        v.append(a.elapsed_time(b) / LOOP)
     return statistics.median(v)
 
 
@@ -115,6 +126,12 @@ def main():
             print(f"{name}: {str(e).splitlines()[0][:200]}", file=sys.stderr)
         torch.cuda.empty_cache()
         print(f"{name}: " + ", ".join(f"{r[6]} {r[7]:.3f}" for r in rows if r[0] == name) + f"  ({time.time()-t0:.1f} s)", flush=True)
+    if LOOP > 1:   # square causal calls as the calibration measured them
+        for S in (1024, 2048, 4096, 8192, 16384):
+            wf, wb = attn_times(1, 32, 8, S, S, True)
+            rows.append((f"square h32 kv8 {S}", 1, 32, 8, S, 1, "whole_f", wf))
+            rows.append((f"square h32 kv8 {S}", 1, 32, 8, S, 1, "whole_b", wb))
+            print(f"square {S}: f {wf:.3f} b {wb:.3f}", flush=True)
     with open(out_path, "w") as f:
         f.write("case,b,H,Hk,S,cp,item,ms\n")
         for r in rows:
