@@ -7,9 +7,16 @@ with one backend forced at a time (FLASH_ATTENTION = FlashAttention-2 kernels in
 PyTorch, CUDNN_ATTENTION = cuDNN fused SDPA; MATH = materialised reference), causal,
 bf16, head_dim 128, GQA via enable_gqa. Output: [[attention]] tables appended to the
 probe TOML (TOML allows an array of tables to continue anywhere in a file).
-Usage: attention_sdpa.py OUT_FRAGMENT.toml [--quick] [--sustained MS]
+Usage: attention_sdpa.py OUT_FRAGMENT.toml [--quick] [--sustained MS] [--back-to-back N]
 --sustained MS: MS milliseconds of an 8192^3 bf16 matmul before each timed call (and 3 s first), so
 the kernels are timed at the power-capped clock of a training step (probe --sustained, run 15).
+--back-to-back N: N calls back to back between the two timing events (the median over repeats divided
+by N), so the host issues ahead of the GPU as in a training step and a short call's host dispatch is
+not counted as its device time (run 21b: a 1k-token causal forward takes 34 us back to back, while
+one call per event pair fitted a 73 us per-call overhead). Measures the cuDNN backend only, causal
+square calls and, as context parallelism's ring runs them, non-causal calls of s x s/2 and s/2 x s
+(queries x keys), up to 128k tokens; samples carry seq_kv and timing = "back_to_back", which
+`mfusim calibrate` fits with the tile form (docs/cost-model.md, "Attention").
 """
 import statistics, sys
 import torch
@@ -35,6 +42,9 @@ def heat(ms):
     for _ in range(max(1, round(ms / _heat["call_ms"]))):
         x @ x
 
+LOOP = int(sys.argv[sys.argv.index("--back-to-back") + 1]) if "--back-to-back" in sys.argv else 1
+
+
 def timed(fn, repeats=7):
     for _ in range(2):
         fn()
@@ -43,12 +53,62 @@ def timed(fn, repeats=7):
     v = []
     for _ in range(repeats):
         heat(HEAT_MS)
-        a.record(); fn(); b.record(); b.synchronize()
-        v.append(a.elapsed_time(b) * 1e-3)
+        a.record()
+        for _ in range(LOOP):
+            fn()
+        b.record(); b.synchronize()
+        v.append(a.elapsed_time(b) * 1e-3 / LOOP)
     return statistics.median(v), min(v)
+
+
+def back_to_back(out):
+    """The --back-to-back sample set (cuDNN fused attention): see the module docstring."""
+    heat(3000.0 if HEAT_MS > 0 else 0.0)
+    lines = ["", f"# ---- fused attention, back to back ({LOOP} calls per timing), validation/attention_sdpa.py ----",
+             f"[sdpa_provenance]\ntorch = \"{torch.__version__}\"\ngpu = \"{torch.cuda.get_device_name(0)}\"\n"
+             f"cudnn = {torch.backends.cudnn.version()}\ntiming = \"back_to_back\"\ncalls_per_timing = {LOOP}"]
+    heads = [(1, 32, 8), (1, 16, 2), (1, 8, 8), (1, 64, 8), (2, 16, 16), (4, 8, 1)]
+    shapes = []
+    for (b, H, Hk) in heads:
+        for s in (512, 1024, 2048, 4096, 8192, 16384, 32768):
+            if b * H * s * s > 2 ** 37:   # keep each call under ~0.1 s
+                continue
+            shapes += [(b, H, Hk, s, s, True), (b, H, Hk, s, s // 2, False), (b, H, Hk, s // 2, s, False)]
+    shapes += [(1, 8, 8, 65536, 65536, True), (1, 4, 2, 131072, 131072, True), (1, 8, 8, 65536, 32768, False)]
+    for (b, H, Hk, sq, skv, causal) in shapes:
+        q = torch.randn(b, H, sq, 128, device="cuda", dtype=torch.bfloat16, requires_grad=True)
+        k = torch.randn(b, Hk, skv, 128, device="cuda", dtype=torch.bfloat16, requires_grad=True)
+        v = torch.randn(b, Hk, skv, 128, device="cuda", dtype=torch.bfloat16, requires_grad=True)
+        do = torch.randn(b, H, sq, 128, device="cuda", dtype=torch.bfloat16)
+        try:
+            with sdpa_kernel([SDPBackend.CUDNN_ATTENTION]):
+                def fwd():
+                    return F.scaled_dot_product_attention(q, k, v, is_causal=causal, enable_gqa=Hk != H)
+                def fb():
+                    fwd().backward(do)
+                tf, _ = timed(fwd)
+                tfb, _ = timed(fb)
+        except Exception as e:
+            print(f"cudnn b={b} H={H} Hkv={Hk} {sq}x{skv}: {str(e).splitlines()[0][:200]}", file=sys.stderr)
+            torch.cuda.empty_cache()
+            continue
+        flops_f = 4.0 * b * H * sq * skv * 128 * (0.5 if causal else 1.0)
+        for pss, t, fl in (("fwd", tf, flops_f), ("bwd", tfb - tf, 2.5 * flops_f)):
+            lines.append(f"\n[[attention]]\nimpl = \"cudnn_fused\"\nsource = \"torch SDPA backend CUDNN_ATTENTION, back to back\"\n"
+                         f"pass = \"{pss}\"\ntiming = \"back_to_back\"\nbatch = {b}\nheads = {H}\nkv_heads = {Hk}\nseq = {sq}\n"
+                         f"seq_kv = {skv}\nhead_dim = 128\ncausal = {'true' if causal else 'false'}\nseconds = {t:.6g}\nflops = {fl:.6g}\n"
+                         f"flops_convention = \"causal-halved; bwd = 2.5 x fwd (FA2 count incl. recompute)\"")
+            print(f"cudnn {pss} b={b} H={H:2d} Hkv={Hk:2d} {sq:6d}x{skv:6d} causal={int(causal)} {t*1e3:8.3f} ms  {fl/t*1e-12:6.1f} TFLOP/s", flush=True)
+        del q, k, v, do
+        torch.cuda.empty_cache()
+    with open(out, "w") as f:
+        f.write("\n".join(lines) + "\n")
 
 def main():
     out = sys.argv[1]
+    if LOOP > 1:
+        back_to_back(out)
+        return
     quick = "--quick" in sys.argv
     heat(3000.0 if HEAT_MS > 0 else 0.0)
     cfgs = [(1, 32, 8, s, 128) for s in ((1024, 4096) if quick else (1024, 2048, 4096, 8192, 16384))]
