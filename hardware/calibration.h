@@ -43,7 +43,24 @@ struct AttentionFit {
   // partial tiles amortise): eff(s) = flash_*_eff * s / (s + knee). 0 = constant (run 8:
   // the FA2 backward's samples run at 0.7-0.8 of a constant fit at seq 2048, 1.25 at 16384).
   double flash_fwd_seq_knee = 0, flash_bwd_seq_knee = 0;
+  // The tile form (`form = "tiles"` in the file), fitted by `mfusim calibrate` from fused samples
+  // timed back to back (validation/attention_sdpa.py --back-to-back; runs 21b and 22): a call's work
+  // in 128 x 128 tiles of scores, N = attention_tiles(...).executed, and
+  //   time = overhead + FLOPs x (executed / counted tiles) / (peak x eff x N / (N + tile knee)),
+  // FLOPs the counted ones (causal halved). The knee is on the call's whole work (b x heads x tiles):
+  // too little work leaves SMs idle and its fixed costs unamortised; a causal call's diagonal tiles
+  // (masked, and the rows' unequal work) cost diagonal_tile_weight full tiles each. Non-square calls
+  // (context parallelism's ring steps) follow from their tile counts; the seq form cannot price them.
+  bool tile_form = false;
+  double flash_fwd_tile_knee = 0, flash_bwd_tile_knee = 0, diagonal_tile_weight = 1;
 };
+
+// The tiles of one fused-attention call (AttentionFit's tile form): `counted` the tiles its counted
+// FLOPs cover (a causal call: half of seq_q x seq_kv), `executed` with each query block's diagonal
+// tile weighted `diagonal_weight` (a square causal call of n blocks: n (n - 1) / 2 + w n).
+struct AttentionTiles { double counted = 0, executed = 0; };
+AttentionTiles attention_tiles(double batch, double heads, double seq_q, double seq_kv, bool causal,
+                               double diagonal_weight);
 
 struct MemoryFit {
   double achieved_bandwidth = 0;   // bytes/s, read + written, for large copies / elementwise
@@ -153,6 +170,7 @@ constexpr CalibrationBound kBandwidthGbsBound{"bandwidth (GB/s)", 0, true, 1e5};
 constexpr CalibrationBound kEfficiencyBound{"efficiency", 0, false, 1.5};          // fraction of a datasheet peak
 constexpr CalibrationBound kOverheadUsBound{"overhead (us)", 0, false, 1e6};       // 1 s per kernel or step
 constexpr CalibrationBound kKneeBound{"knee", 0, false, 1e7};
+constexpr CalibrationBound kDiagonalWeightBound{"diagonal tile weight", 0.5, false, 100};   // a masked tile: half to 100 tiles
 constexpr CalibrationBound kRmsBound{"rms_rel_error", 0, false, 1e6};
 
 // Reading and writing calibration files (hardware/calibration/*.toml) and

@@ -99,6 +99,9 @@ void write_calibration(const Calibration& c, const std::string& path) {
       << "\nflash_fwd_seq_knee = " << g(a.flash_fwd_seq_knee) << "\nflash_bwd_seq_knee = " << g(a.flash_bwd_seq_knee)
       << "\nmaterialized_bw_eff = " << g(a.materialized_bw_eff) << "\noverhead_us = " << g(a.overhead_s * 1e6)
       << "\nrms_rel_error = " << g(a.rms_rel_error) << "\n";
+    if (a.tile_form)
+      f << "form = \"tiles\"\nflash_fwd_tile_knee = " << g(a.flash_fwd_tile_knee) << "\nflash_bwd_tile_knee = "
+        << g(a.flash_bwd_tile_knee) << "\ndiagonal_tile_weight = " << g(a.diagonal_tile_weight) << "\n";
   }
   if (c.has_memory) {
     const auto& m = c.memory;
@@ -188,7 +191,8 @@ Calibration read_calibration(const std::string& path) {
   if (top.node("attention")) {
     Reader r = top.sub("attention");
     r.only({"peak_tflops", "hbm_bandwidth_gbs", "flash_fwd_eff", "flash_bwd_eff", "flash_fwd_seq_knee",
-            "flash_bwd_seq_knee", "materialized_bw_eff", "overhead_us", "rms_rel_error"});
+            "flash_bwd_seq_knee", "materialized_bw_eff", "overhead_us", "rms_rel_error", "form",
+            "flash_fwd_tile_knee", "flash_bwd_tile_knee", "diagonal_tile_weight"});
     auto& a = c.attention;
     a.peak_flops = r.bounded("peak_tflops", kPeakTflopsBound) * 1e12;
     a.hbm_bandwidth = r.bounded("hbm_bandwidth_gbs", kBandwidthGbsBound) * 1e9;
@@ -199,6 +203,17 @@ Calibration read_calibration(const std::string& path) {
     a.materialized_bw_eff = r.bounded("materialized_bw_eff", kEfficiencyBound);
     a.overhead_s = r.bounded("overhead_us", kOverheadUsBound) * 1e-6;
     a.rms_rel_error = r.bounded("rms_rel_error", kRmsBound, false);
+    if (r.node("form")) {
+      const std::string form = r.str("form");
+      if (form != "tiles" && form != "seq")
+        fail(r.file, r.node("form")->source(), "'form' must be \"tiles\" or \"seq\", not \"" + form + "\"");
+      a.tile_form = form == "tiles";
+    }
+    if (a.tile_form) {
+      a.flash_fwd_tile_knee = r.bounded("flash_fwd_tile_knee", kKneeBound, false);
+      a.flash_bwd_tile_knee = r.bounded("flash_bwd_tile_knee", kKneeBound, false);
+      a.diagonal_tile_weight = r.bounded("diagonal_tile_weight", kDiagonalWeightBound);
+    }
     c.has_attention = true;
   }
   if (top.node("memory")) {

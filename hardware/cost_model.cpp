@@ -226,7 +226,17 @@ double CostModel::attention_seconds(const Kernel& kn) const {
     double flops = has_shape ? full_fwd * (kn.causal ? 0.5 : 1.0) * (bwd ? CostDefaults::flash_bwd_flop_ratio : 1.0)
                              : kn.flops;
     double eff = 0;
-    if (cal && (bwd ? cal_->attention.flash_bwd_eff : cal_->attention.flash_fwd_eff) > 0) {
+    if (cal && cal_->attention.tile_form && has_shape && (bwd ? cal_->attention.flash_bwd_eff : cal_->attention.flash_fwd_eff) > 0) {
+      // The tile form (calibration.h AttentionFit): executed tiles over counted ones, the knee on the
+      // call's whole work.
+      const auto& a = cal_->attention;
+      const AttentionTiles tl = attention_tiles(static_cast<double>(kn.batch), static_cast<double>(kn.heads),
+                                                static_cast<double>(kn.seq_q), static_cast<double>(kn.seq_kv), kn.causal,
+                                                a.diagonal_tile_weight);
+      const double knee = bwd ? a.flash_bwd_tile_knee : a.flash_fwd_tile_knee;
+      eff = (bwd ? a.flash_bwd_eff : a.flash_fwd_eff) * tl.executed / (tl.executed + knee);
+      flops *= tl.executed / tl.counted;
+    } else if (cal && (bwd ? cal_->attention.flash_bwd_eff : cal_->attention.flash_fwd_eff) > 0) {
       // The calibration fits both efficiencies against the FLOPs counted here
       // (hardware/calibration.cpp: causal halves, backward = 2.5 x forward).
       eff = bwd ? cal_->attention.flash_bwd_eff : cal_->attention.flash_fwd_eff;

@@ -5,6 +5,7 @@
 #include <cmath>
 
 #include "layer/moe_dispatch.h"
+#include "models/kernel_builders.h"
 #include "models/params.h"
 #include "sim/time.h"
 
@@ -55,13 +56,88 @@ double LayerCosts::coll(Collective c, double bytes, const hardware::Group& g) co
   return hardware::collective_time(c, bytes, g, s_.hardware, algo(), cal()).seconds;
 }
 
+double cp_ring_time(const std::vector<double>& steps, double step_comm, double slowdown) {
+  double ring = 0;
+  for (std::size_t i = 0; i < steps.size(); ++i) {
+    const double c = steps[i];
+    if (i + 1 < steps.size() && step_comm > 0)
+      ring += c * slowdown <= step_comm ? step_comm : step_comm + (c - step_comm / slowdown);
+    else
+      ring += c;   // the last step: no transfer left
+  }
+  return ring;
+}
+
 double cp_ring_extra(double core, double step_comm, int cp, double slowdown) {
   if (cp <= 1 || !(step_comm > 0)) return 0;
-  const double c = core / cp;
-  double ring = c;   // the last step: no transfer left
-  for (int i = 0; i < cp - 1; ++i)
-    ring += c * slowdown <= step_comm ? step_comm : step_comm + (c - step_comm / slowdown);
-  return std::max(0.0, ring - core);
+  return std::max(0.0, cp_ring_time(std::vector<double>(static_cast<std::size_t>(cp), core / cp), step_comm, slowdown) - core);
+}
+
+// Transformer Engine's ring attention (transformer_engine/pytorch/attention/dot_product_attention/
+// context_parallel.py, AttnFuncWithCPAndKVP2P, NVIDIA/TransformerEngine @d0067d0): with load-balanced
+// causal chunks a rank holds the chunks r and 2cp-1-r of S/(2cp) tokens. Step 0 runs its own K/V,
+// one causal call of S/cp queries on S/cp keys ("diagonal"); in each later step the rank whose K/V
+// source is an earlier rank runs all its queries on the first half of those keys ("lower-triangle":
+// S/cp x S/(2cp)), the others their second-half queries on all the keys ("upper-triangle":
+// S/(2cp) x S/cp), both without a mask: the same FLOPs, different shapes. Every step after the first
+// has ranks of both kinds and the ring is synchronous (each waits for the K/V its neighbour sends), so
+// a step lasts as long as its slower kind. Beside the calls, the forward merges the partial results:
+// per step the log-sum-exp correction ([b, heads, S/cp] fp32: two reads, one write) and after the loop
+// one output correction per step ([b, S/cp, heads, d]: the step's output and the running output read,
+// the output written; the first a scaled copy); the backward adds each step's dQ and dK/dV into the
+// accumulated gradients (read both, write one: dQ whole and dK/dV of the first half in the lower
+// kind, dQ of the second half and dK/dV whole in the upper). A bidirectional model runs all its
+// queries on all the keys in every step ("all"). Each call and each pass is priced by the cost model
+// at its own shape.
+std::vector<double> cp_step_times(const hardware::CostModel& cost, const Kernel& k, int cp, double e) {
+  const bool bwd = k.kind == hardware::KernelKind::attention_bwd;
+  const std::int64_t local = k.seq_q, half = std::max<std::int64_t>(1, k.seq_q / 2);
+  const double b = static_cast<double>(k.batch), h = static_cast<double>(k.heads), kvh = static_cast<double>(k.kv_heads),
+               d = static_cast<double>(k.head_dim);
+  auto device = [&](const Kernel& x) { return cost.time(x) - cost.launch_time(x); };
+  auto call = [&](std::int64_t sq, std::int64_t skv, bool causal) {
+    Kernel x = k;
+    x.seq_q = sq;
+    x.seq_kv = skv;
+    x.causal = causal;
+    const double q = b * sq * h * d * e, kv = 2 * b * skv * kvh * d * e, lse = b * h * sq * 4;
+    x.bytes = bwd ? 2 * q + 2 * kv + 2 * q + lse : 2 * q + kv + lse;   // bwd: Q,O,dO,LSE,K,V read, dQ,dK,dV written
+    x.flops = (bwd ? 2.0 : 1.0) * 4 * b * h * static_cast<double>(sq) * static_cast<double>(skv) * d * (causal ? 0.5 : 1.0);
+    return device(x);
+  };
+  auto pass = [&](const char* name, double read, double write) {
+    return device(models::detail::memk(name, read, write, write / e));
+  };
+  const double q_el = b * local * h * d, kv_el = 2 * b * local * kvh * d, lse_el = b * h * local;
+  std::vector<double> steps;
+  steps.reserve(static_cast<std::size_t>(cp));
+  if (!k.causal) {
+    for (int i = 0; i < cp; ++i) {
+      double c = call(local, local, false);
+      if (i > 0) c += bwd ? pass("cp_dq_add", 2 * e * q_el, e * q_el) + pass("cp_dkv_add", 2 * e * kv_el, e * kv_el)
+                          : pass("cp_lse_correction", 8 * lse_el, 4 * lse_el);
+      steps.push_back(c);
+    }
+  } else {
+    steps.push_back(call(local, local, true));
+    for (int i = 1; i < cp; ++i) {
+      double lower = call(local, half, false), upper = call(half, local, false);
+      if (bwd) {
+        lower += pass("cp_dq_add", 2 * e * q_el, e * q_el) + pass("cp_dkv_add", e * kv_el, e * kv_el / 2);
+        upper += pass("cp_dq_add", e * q_el, e * q_el / 2) + pass("cp_dkv_add", 2 * e * kv_el, e * kv_el);
+      } else {
+        lower += pass("cp_lse_correction", 8 * lse_el, 4 * lse_el);
+        upper += pass("cp_lse_correction", 4 * lse_el, 2 * lse_el);
+      }
+      steps.push_back(std::max(lower, upper));
+    }
+  }
+  if (!bwd) {   // the output corrections after the loop, on the rank with whole-chunk corrections
+    double corr = pass("cp_out_correction_init", e * q_el + 8 * lse_el, e * q_el);
+    for (int i = 1; i < cp; ++i) corr += pass("cp_out_correction", 2 * e * q_el + 8 * lse_el, e * q_el);
+    steps.back() += corr;
+  }
+  return steps;
 }
 
 double LayerCosts::comm_slowdown(Collective c, const hardware::Group& g) const {
@@ -162,11 +238,19 @@ PassCost LayerCosts::pass_cost(const std::vector<Kernel>& ks, bool backward, boo
   auto attn_seg = [&](const std::vector<const Kernel*>& v) {
     Seg sg = with_tp(seg(v), backward ? TpOverlapSite::backward_attention : TpOverlapSite::forward_attention);
     if (cp_step_s > 0) {
-      double core = 0;
-      for (const Kernel* k : v)
-        if (k->kind == hardware::KernelKind::attention_fwd || k->kind == hardware::KernelKind::attention_bwd)
-          core += cost_.time(*k) - cost_.launch_time(*k);
-      sg.ns += sim::checked_ns(cp_ring_extra(core, cp_step_s, cp, cp_slow), "the CP ring exchange");
+      // Each attention call of the segment runs as the ring's steps (cp_step_times); what the ring
+      // takes beyond the call priced whole is exposed in the attention segment. A materialised
+      // (non-flash) core has no ring lowering: its steps are core / cp each.
+      double extra = 0;
+      for (const Kernel* k : v) {
+        if (k->kind != hardware::KernelKind::attention_fwd && k->kind != hardware::KernelKind::attention_bwd) continue;
+        const double core = cost_.time(*k) - cost_.launch_time(*k);
+        const bool ring_shape = k->flash && k->seq_q > 1 && k->seq_kv > 0 && k->batch > 0 && k->heads > 0 && k->head_dim > 0;
+        const double e = s_.training.precision == config::Precision::fp8 && !k->keep_bf16 ? 1.0 : 2.0;   // fp8 attention or bf16
+        extra += ring_shape ? std::max(0.0, cp_ring_time(cp_step_times(cost_, *k, cp, e), cp_step_s, cp_slow) - core)
+                            : cp_ring_extra(core, cp_step_s, cp, cp_slow);
+      }
+      sg.ns += sim::checked_ns(extra, "the CP ring exchange");
     }
     return sg;
   };

@@ -64,6 +64,15 @@ std::pair<Seg, Seg> split_overlap(const Seg& sg);
 // seconds: cp steps of core / cp each, the first cp-1 beside a K/V transfer of `step_comm`
 // seconds during which compute runs `slowdown` times slower (see pass_cost).
 double cp_ring_extra(double core, double step_comm, int cp, double slowdown);
+// The ring's length from each step's compute (`steps`, in ring order): every step but the last
+// runs beside the next step's K/V transfer of `step_comm` seconds (compute `slowdown` times slower
+// while it runs) and lasts as long as the slower of the two; the last step has no transfer.
+double cp_ring_time(const std::vector<double>& steps, double step_comm, double slowdown);
+// Context parallelism as Transformer Engine runs it (ring P2P, load-balanced causal chunks): the
+// device time of each of the cp ring steps of a rank's flash attention kernel `k` (queries S/cp,
+// keys S; forward or backward), each step's calls and merge passes priced by `cost` at their own
+// shapes; `elem_bytes` the bytes of one Q/K/V/O element (2 bf16, 1 fp8 attention). See pass_cost.cpp.
+std::vector<double> cp_step_times(const hardware::CostModel& cost, const hardware::Kernel& k, int cp, double elem_bytes);
 
 struct PassCost {
   std::vector<Seg> segs;

@@ -65,7 +65,7 @@ def back_to_back(out):
     """The --back-to-back sample set (cuDNN fused attention): see the module docstring."""
     heat(3000.0 if HEAT_MS > 0 else 0.0)
     lines = ["", f"# ---- fused attention, back to back ({LOOP} calls per timing), validation/attention_sdpa.py ----",
-             f"[sdpa_provenance]\ntorch = \"{torch.__version__}\"\ngpu = \"{torch.cuda.get_device_name(0)}\"\n"
+             f"[sdpa_back_to_back_provenance]\ntorch = \"{torch.__version__}\"\ngpu = \"{torch.cuda.get_device_name(0)}\"\n"
              f"cudnn = {torch.backends.cudnn.version()}\ntiming = \"back_to_back\"\ncalls_per_timing = {LOOP}"]
     heads = [(1, 32, 8), (1, 16, 2), (1, 8, 8), (1, 64, 8), (2, 16, 16), (4, 8, 1)]
     shapes = []

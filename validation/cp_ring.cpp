@@ -3,8 +3,9 @@
 // (validation/runs/run21-cp-ring): the cost model's price of each ring-step call (the causal diagonal,
 // the lower and upper halves, at their own shapes) and of the whole sequence's call, beside the measured
 // medians when RESULTS.csv is given; "ring" is the measured ring's calls (the diagonal, then per step the
-// slower half, as the synchronous ring runs) against the simulator's price of the rank's attention
-// (one call of S/cp queries on S keys, what layer/pass_cost.cpp prices and splits into cp steps).
+// slower half, as the synchronous ring runs) against the simulator's ring (layer::cp_step_times: the
+// same calls at their own shapes, with the merge passes' device time), "rank_whole" the rank's attention
+// priced as one call of S/cp queries on S keys (the simulator before the ring lowering).
 // The merge passes are left out of the measured ring: their measured time is the host's dispatch of a
 // Python call (README there), their device time a few microseconds.
 #include <algorithm>
@@ -20,6 +21,7 @@
 #include "hardware/calibration.h"
 #include "hardware/cost_model.h"
 #include "hardware/kernel.h"
+#include "layer/pass_cost.h"
 #include "models/kernel_builders.h"
 
 using namespace mfusim;
@@ -103,7 +105,10 @@ int main(int argc, char** argv) {
         const double d = m(c.name, std::string("diag") + p), lo = m(c.name, std::string("lower") + p),
                      up = m(c.name, std::string("upper") + p);
         if (d > 0 && lo > 0 && up > 0) mring = d + (c.cp - 1) * std::max(lo, up);
-        rows.emplace_back(std::string("ring") + p, mring, dev(rank));
+        double ring = 0;
+        for (double x : layer::cp_step_times(cm, rank, c.cp, 2.0)) ring += 1e3 * x;
+        rows.emplace_back(std::string("rank_whole") + p, -1.0, dev(rank));
+        rows.emplace_back(std::string("ring") + p, mring, ring);
         for (const auto& [item, me, mo] : rows) {
           if (me > 0)
             std::printf("%-24s %-12s %10.3f %10.3f %7.3f\n", c.name, item.c_str(), me, mo, mo / me);
@@ -114,9 +119,9 @@ int main(int argc, char** argv) {
         const double mw = m(c.name, std::string("whole") + p), w = dev(attn(bwd, c, S, S, true));
         if (mw > 0 && mring > 0)
           std::printf("%-24s %-12s %10.3f %10.3f\n", c.name, (std::string("ring/share") + p).c_str(), mring / (mw / c.cp),
-                      dev(rank) / (w / c.cp));
+                      ring / (w / c.cp));
         else
-          std::printf("%-24s %-12s %10s %10.3f\n", c.name, (std::string("ring/share") + p).c_str(), "-", dev(rank) / (w / c.cp));
+          std::printf("%-24s %-12s %10s %10.3f\n", c.name, (std::string("ring/share") + p).c_str(), "-", ring / (w / c.cp));
       }
     }
   } catch (const std::exception& e) {

@@ -1,0 +1,160 @@
+// The tile form of the fused-attention fit (hardware/calibration.h AttentionFit, runs 21b and 22) and
+// context parallelism's ring lowering priced with it (layer::cp_step_times), against their evidence.
+#include <doctest/doctest.h>
+
+#include <cstdio>
+#include <fstream>
+#include <map>
+#include <sstream>
+#include <string>
+#include <vector>
+
+#include "config/loader.h"
+#include "hardware/calibration.h"
+#include "hardware/cost_model.h"
+#include "layer/pass_cost.h"
+#include "models/kernel_builders.h"
+#include "tests/hardware/test_helpers.h"
+
+using namespace mfusim;
+using namespace mfusim::hardware;
+using namespace mfusim::hardware::testing;
+
+namespace {
+std::string tmp(const std::string& name) { return std::string("/tmp/mfusim_test_") + name; }
+const std::string kRoot = std::string(MFUSIM_TEST_DIR) + "/..";
+
+Kernel flash(bool bwd, double b, double h, double hk, double sq, double skv, bool causal) {
+  std::vector<Kernel> f, bk;
+  models::detail::attention_kernels(models::ModelSpec{}, {b, h, hk, sq, skv, 128, 128}, 2, config::Attention::flash, f, bk);
+  Kernel k = bwd ? bk.front() : f.front();
+  k.causal = causal;
+  return k;
+}
+}  // namespace
+
+TEST_CASE("attention tiles: a causal call's diagonal at its weight, a non-causal call whole") {
+  // 4096 x 4096 causal, 32 heads: 32 query blocks, 32 x 31 / 2 full tiles below the diagonal + w x 32.
+  const auto sq = attention_tiles(1, 32, 4096, 4096, true, 3.5);
+  CHECK(sq.counted == doctest::Approx(32.0 * 32 * 32 / 2));
+  CHECK(sq.executed == doctest::Approx(32.0 * (32 * 31 / 2 + 3.5 * 32)));
+  // The ring's halves: the same tile count whichever side is short.
+  const auto lo = attention_tiles(1, 32, 4096, 2048, false, 3.5), up = attention_tiles(1, 32, 2048, 4096, false, 3.5);
+  CHECK(lo.executed == up.executed);
+  CHECK(lo.executed == lo.counted);
+  // Weight 0.5 is the counted half exactly.
+  CHECK(attention_tiles(2, 8, 8192, 8192, true, 0.5).executed == doctest::Approx(attention_tiles(2, 8, 8192, 8192, true, 0.5).counted));
+}
+
+TEST_CASE("fit_probe: back-to-back fused samples take the tile form and recover its parameters") {
+  // Samples made with the tile form (eff 0.66 / 0.55, backward knee 1448 tiles, w 3) are fitted back;
+  // a single-call sample of the same implementation is left out when back-to-back ones exist.
+  const double wd = 3, kb = 1448, ef = 0.66, eb = 0.55, peak = 989.4e12;
+  std::string probe = "format = \"mfusim-probe-1\"\n[provenance]\ngpu = \"NVIDIA H200\"\n";
+  auto add = [&](int h, double sq, double skv, bool causal) {
+    const AttentionTiles tl = attention_tiles(1, h, sq, skv, causal, wd);
+    const double f = 4.0 * h * sq * skv * 128 * (causal ? 0.5 : 1.0);
+    const double tf = f * (tl.executed / tl.counted) / (peak * ef);
+    const double tb = 2.5 * f * (tl.executed / tl.counted) / (peak * eb * tl.executed / (tl.executed + kb));
+    for (auto [pass, t] : {std::pair{"fwd", tf}, std::pair{"bwd", tb}}) {
+      char buf[640];
+      std::snprintf(buf, sizeof buf,
+                    "[[attention]]\nimpl = \"cudnn_fused\"\npass = \"%s\"\ntiming = \"back_to_back\"\nbatch = 1\nheads = %d\n"
+                    "kv_heads = 8\nseq = %g\nseq_kv = %g\nhead_dim = 128\ncausal = %s\nseconds = %.12g\n",
+                    pass, h, sq, skv, causal ? "true" : "false", t);
+      probe += buf;
+    }
+  };
+  for (int h : {8, 32})
+    for (double s : {4096.0, 8192.0, 16384.0, 32768.0}) {
+      add(h, s, s, true);
+      add(h, s, s / 2, false);
+      add(h, s / 2, s, false);
+    }
+  // A single-call sample far off the model (the host's dispatch in it): must not enter the fit.
+  probe += "[[attention]]\nimpl = \"cudnn_fused\"\npass = \"fwd\"\nbatch = 1\nheads = 8\nkv_heads = 8\nseq = 8192\n"
+           "head_dim = 128\ncausal = true\nseconds = 0.5\n";
+  write(tmp("probe_tiles.toml"), probe);
+  std::string report;
+  const Calibration c = fit_probe(tmp("probe_tiles.toml"), &report);
+  CHECK(c.attention.tile_form);
+  CHECK(c.attention.flash_fwd_eff == doctest::Approx(ef).epsilon(0.01));
+  CHECK(c.attention.flash_bwd_eff == doctest::Approx(eb).epsilon(0.01));
+  CHECK(c.attention.diagonal_tile_weight == doctest::Approx(wd));
+  CHECK(c.attention.flash_bwd_tile_knee == doctest::Approx(kb));
+  CHECK(c.attention.rms_rel_error < 0.01);
+  CHECK(report.find("back to back") != std::string::npos);
+  // The file round trip keeps the form.
+  write_calibration(c, tmp("cal_tiles.toml"));
+  const Calibration r = read_calibration(tmp("cal_tiles.toml"));
+  CHECK(r.attention.tile_form);
+  CHECK(r.attention.diagonal_tile_weight == doctest::Approx(wd));
+  CHECK(r.attention.flash_bwd_tile_knee == doctest::Approx(kb));
+}
+
+TEST_CASE("calibration files: an unknown attention form is an error at its position") {
+  write(tmp("badform.toml"),
+        "gpu = \"x\"\n[attention]\npeak_tflops = 989\nhbm_bandwidth_gbs = 4800\nflash_fwd_eff = 0.6\nflash_bwd_eff = 0.5\n"
+        "materialized_bw_eff = 0.5\noverhead_us = 1\nform = \"cubic\"\n");
+  CHECK(error_of(tmp("badform.toml")) == tmp("badform.toml") + ":9:8: error: 'form' must be \"tiles\" or \"seq\", not \"cubic\"");
+  write(tmp("badform2.toml"),
+        "gpu = \"x\"\n[attention]\npeak_tflops = 989\nhbm_bandwidth_gbs = 4800\nflash_fwd_eff = 0.6\nflash_bwd_eff = 0.5\n"
+        "materialized_bw_eff = 0.5\noverhead_us = 1\nform = \"tiles\"\nflash_fwd_tile_knee = 0\nflash_bwd_tile_knee = 100\n");
+  CHECK(error_of(tmp("badform2.toml")).find("missing key 'diagonal_tile_weight'") != std::string::npos);
+}
+
+TEST_CASE("the shipped H200 fit prices run 21b's calls (held out of its fit) and its measured ring") {
+  // run 21b (validation/runs/run21-cp-ring/results/cp_ring_loop.csv): cuDNN calls back to back on the
+  // H200, not among run 22's samples that hardware/calibration/h200.toml was fitted on.
+  const HardwareSpec hw = config::load_hardware(kRoot + "/hardware/h200.toml");
+  const Calibration cal = read_calibration(kRoot + "/hardware/calibration/h200.toml");
+  REQUIRE(cal.attention.tile_form);
+  const CostModel cm(hw, Precision::bf16, &cal, false);
+  auto ms = [&](const Kernel& k) { return 1e3 * (cm.time(k) - cm.launch_time(k)); };
+  std::map<std::string, double> m;   // item of the llama3-8b tp1 cp2 case -> measured ms
+  {
+    std::ifstream in(kRoot + "/validation/runs/run21-cp-ring/results/cp_ring_loop.csv");
+    REQUIRE(in);
+    std::string line;
+    while (std::getline(in, line)) {
+      std::vector<std::string> f;
+      std::stringstream ss(line);
+      for (std::string x; std::getline(ss, x, ',');) f.push_back(x);
+      if (f.size() == 8 && f[0] == "llama3-8b tp1 cp2") m[f[6]] = std::stod(f[7]);
+    }
+  }
+  REQUIRE(m.size() >= 8);
+  // Each call within 12% (the fit's held-out rms is 5%).
+  CHECK(ms(flash(false, 1, 32, 8, 8192, 8192, true)) == doctest::Approx(m["whole_f"]).epsilon(0.12));
+  CHECK(ms(flash(true, 1, 32, 8, 8192, 8192, true)) == doctest::Approx(m["whole_b"]).epsilon(0.12));
+  CHECK(ms(flash(true, 1, 32, 8, 4096, 4096, true)) == doctest::Approx(m["diag_b"]).epsilon(0.12));
+  CHECK(ms(flash(true, 1, 32, 8, 4096, 2048, false)) == doctest::Approx(m["lower_b"]).epsilon(0.12));
+  CHECK(ms(flash(true, 1, 32, 8, 2048, 4096, false)) == doctest::Approx(m["upper_b"]).epsilon(0.12));
+  // The ring (cp 2): the diagonal, then the slower half, with the merge passes.
+  const Kernel rank_b = flash(true, 1, 32, 8, 4096, 8192, true);
+  const auto steps = layer::cp_step_times(cm, rank_b, 2, 2.0);
+  REQUIRE(steps.size() == 2);
+  double ring = 0;
+  for (double x : steps) ring += 1e3 * x;
+  const double measured = m["diag_b"] + std::max(m["lower_b"], m["upper_b"]);
+  CHECK(ring == doctest::Approx(measured).epsilon(0.05));
+  // More than the rank's share of one whole call, as measured (1.05x): the ring's calls are smaller.
+  CHECK(ring > ms(flash(true, 1, 32, 8, 8192, 8192, true)) / 2);
+}
+
+TEST_CASE("cp ring: per-step times, the last step without a transfer") {
+  // Uniform steps give the closed form of cp_ring_extra.
+  CHECK(layer::cp_ring_time({2.0, 2.0, 2.0, 2.0}, 1.0, 1.5) - 8.0 == doctest::Approx(layer::cp_ring_extra(8.0, 1.0, 4, 1.5)));
+  // Unequal steps: a long first step hides its transfer, a short one waits for it.
+  CHECK(layer::cp_ring_time({3.0, 0.5}, 1.0, 1.0) == doctest::Approx(3.5));
+  CHECK(layer::cp_ring_time({0.5, 3.0}, 1.0, 1.0) == doctest::Approx(1.0 + 3.0));
+  // cp 4 causal: four steps; a bidirectional model's steps are all the same call.
+  const HardwareSpec hw = config::load_hardware(kRoot + "/hardware/h200.toml");
+  const Calibration cal = read_calibration(kRoot + "/hardware/calibration/h200.toml");
+  const CostModel cm(hw, Precision::bf16, &cal, false);
+  CHECK(layer::cp_step_times(cm, flash(false, 1, 32, 8, 2048, 8192, true), 4, 2.0).size() == 4);
+  const auto bi = layer::cp_step_times(cm, flash(true, 1, 32, 8, 2048, 8192, false), 4, 2.0);
+  REQUIRE(bi.size() == 4);
+  CHECK(bi[2] == doctest::Approx(bi[3]));
+  CHECK(bi[0] < bi[1]);   // the first step has no gradient accumulation
+}
