@@ -181,6 +181,19 @@ static double table_seconds(double measured, const GemmFit& fit, double peak) {
 }
 
 double CostModel::gemm_seconds(const Kernel& kn) const {
+  // Accumulating into the output (Kernel::accumulate_bytes): the epilogue's extra traffic, its exposed
+  // share as measured (CostDefaults, run 19).
+  double epilogue = 0;
+  if (kn.accumulate_bytes > 0) {
+    const bool f32 = kn.accumulate_bytes >= 4;
+    const double extra = static_cast<double>(kn.m) * static_cast<double>(kn.n) * (f32 ? 6.0 : 2.0);
+    epilogue = extra * (f32 ? CostDefaults::wgrad_accumulate_share_fp32 : CostDefaults::wgrad_accumulate_share_bf16) /
+               bandwidth_;
+  }
+  return gemm_core_seconds(kn) + epilogue;
+}
+
+double CostModel::gemm_core_seconds(const Kernel& kn) const {
   const double flops = kn.flops > 0 ? kn.flops : 2.0 * static_cast<double>(kn.m) * kn.n * kn.k;
   const bool fp8 = runs_fp8(kn);
   const double bytes = kn.bytes > 0 ? kn.bytes : 2.0 * (static_cast<double>(kn.m) * kn.k +

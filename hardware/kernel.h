@@ -74,6 +74,10 @@ struct Kernel {
   // A grouped expert GEMM priced as one dense GEMM of its total size: the grouped call's rate as
   // a fraction of that GEMM's (calibration [gemm_grouped], layer::group_expert_gemms); 0 = not grouped.
   double grouped_eff = 0;
+  // A weight-gradient GEMM that accumulates into its output (beta = 1: Megatron's gradient-accumulation
+  // fusion into main_grad): the output's element size, 4 (fp32 main_grad) or 2 (bf16); 0 = written once.
+  // The epilogue then reads the old value and writes the wider one (CostModel::gemm_seconds, run 19).
+  int accumulate_bytes = 0;
 };
 
 }  // namespace mfusim::hardware

@@ -15,6 +15,15 @@ namespace mfusim::models {
 using namespace detail;
 using hardware::Kernel;
 
+namespace {
+// Megatron's gradient-accumulation fusion (RankShape::wgrad_accumulate_bytes): every weight-gradient
+// GEMM accumulates into main_grad.
+void tag_wgrad_accumulation(LayerKernels& lk, const RankShape& r) {
+  for (Kernel& k : lk.w)
+    if (k.kind == hardware::KernelKind::gemm) k.accumulate_bytes = r.wgrad_accumulate_bytes;
+}
+}  // namespace
+
 LayerKernels layer_kernels(const ModelSpec& m, int layer, const RankShape& r) {
   LayerKernels lk;
   const int e = r.bytes_per_element, tp = r.tp;
@@ -195,6 +204,7 @@ LayerKernels layer_kernels(const ModelSpec& m, int layer, const RankShape& r) {
       }
     }
   }
+  tag_wgrad_accumulation(lk, r);
   return lk;
 }
 
@@ -235,6 +245,7 @@ LayerKernels mtp_kernels(const ModelSpec& m, const RankShape& r) {
   for (std::size_t* i : {&lk.f_mlp, &lk.f_experts, &lk.f_experts_end, &lk.f_shared, &lk.f_shared_end}) *i += nf;
   lk.w_mlp += nw;
   if (!lk.r.empty() && lk.r.size() + nf == lk.f.size()) lk.r = lk.f;   // full recompute: the whole module
+  tag_wgrad_accumulation(lk, r);
   return lk;
 }
 
@@ -278,6 +289,7 @@ LayerKernels head_kernels(const ModelSpec& m, const RankShape& r) {
   }
   std::reverse(lk.b.begin(), lk.b.end());   // built in F order; B runs in reverse
   mark_autograd(lk);
+  tag_wgrad_accumulation(lk, r);
   return lk;
 }
 

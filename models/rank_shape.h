@@ -42,6 +42,11 @@ struct RankShape {
   // torch's F.cross_entropy over fp32 logits (features.cross_entropy = "fp32"; always with
   // fp32_autocast).
   bool fp32_cross_entropy = false;
+  // Megatron's gradient-accumulation fusion (its default with Transformer Engine; NeMo's recipes): each
+  // wgrad GEMM accumulates into main_grad, fp32 (4) or bf16 (2, features.reduce_dtype); 0 where the
+  // gradients are not accumulated by the GEMM: ZeRO-3 / FSDP (per-unit gradients reduce-scattered) and
+  // the plain PyTorch autocast recipe (its own cast and add kernels, eager_recipe.cpp).
+  int wgrad_accumulate_bytes = 0;
 };
 // Whether layer `layer` (0-based, in the model) is checkpointed under the shape's recompute.
 bool checkpointed(const RankShape&, int layer);
