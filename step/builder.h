@@ -95,6 +95,11 @@ class Builder {
   void flush_bucket(int rank, TaskId after);
   void flush_expert_bucket(int rank, TaskId after);   // routed-expert gradients over the expert-DP group
   void add_grad_reduce_and_optimizer();
+  // The MTP modules (model.mtp_depth) live on the last stage with the output head: whether the
+  // rank holds that stage, and their parameters on one rank (all / routed experts).
+  bool holds_mtp(int rank) const;
+  double mtp_params() const;
+  double mtp_expert_params() const;
 
   // ---- fsdp.cpp: ZeRO-2/3, FSDP units, HSDP, offload (docs/fsdp.md) ----
   bool zero_sharded() const;   // zero stage >= 2, HSDP or offload: fsdp.cpp takes the DP work over

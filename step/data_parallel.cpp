@@ -15,6 +15,20 @@ namespace mfusim::step {
 
 using hardware::Collective;
 
+// The MTP modules (DeepSeek-V3 §2.2) sit on the last pipeline stage, after the output head they
+// share: their gradients go in the buckets of every rank that holds that stage (the last rank;
+// under DualPipe ranks 0 and p-1, each with one of the two parameter copies; under DualPipeV
+// rank 0).
+bool Builder::holds_mtp(int rank) const {
+  if (s_.model.mtp_depth <= 0) return false;
+  const auto& st = rank_stages_[static_cast<std::size_t>(rank)];
+  return std::find(st.begin(), st.end(), S_ - 1) != st.end();
+}
+double Builder::mtp_params() const { return s_.model.mtp_depth > 0 ? s_.model.mtp_depth * mtp_cost_.params : 0.0; }
+double Builder::mtp_expert_params() const {
+  return s_.model.mtp_depth > 0 ? s_.model.mtp_depth * mtp_cost_.expert_params : 0.0;
+}
+
 // Distributed optimizer with overlapped parameter all-gather: the gather of
 // each bucket runs at the start of the step; a layer's first forward waits for it.
 void Builder::add_param_gathers() {
@@ -33,12 +47,14 @@ void Builder::add_param_gathers() {
       const bool split = P.ep > 1;
       const hardware::Group eg = layer::expert_dp_group(s_);
       auto flush = [&] {
-        if (members.empty()) return;
+        if (members.empty() && fill + expert_fill <= 0) return;
+        out_.dp_gather_bytes[r] += fill * 2.0;
         const double t = layers_.coll(Collective::all_gather, fill * 2.0, layers_.placement().dp_cp);
         TaskId ag = add_task(r, dp_stream_[r], sim::checked_ns(t, "the DP parameter gather"), Category::dp_comm, "dp param gather", -1, -1, 'C', 0, 0, 0,
                              {layers_.placement().dp_cp.crosses_domains() ? nic_[r] : nvl_[r]},
                              interference_class(layers_.comm_slowdown(Collective::all_gather, layers_.placement().dp_cp)));
         if (split && expert_fill > 0 && eg.size > 1) {
+          out_.expert_dp_gather_bytes[r] += expert_fill * 2.0;
           const double te = layers_.coll(Collective::all_gather, expert_fill * 2.0, eg);
           TaskId eag = add_task(r, dp_stream_[r], sim::checked_ns(te, "the expert-DP parameter gather"), Category::dp_comm,
                                 "expert dp param gather", -1, -1, 'C', 0, 0, 0, {eg.crosses_domains() ? nic_[r] : nvl_[r]},
@@ -51,13 +67,22 @@ void Builder::add_param_gathers() {
         fill = 0;
         expert_fill = 0;
       };
+      // The MTP modules join the bucket of the rank's last layer (the last stage's: it runs right
+      // before them), or one of their own when the rank holds no layer.
+      const bool mtp = holds_mtp(r);
+      auto add_mtp = [&] {
+        fill += split ? mtp_params() - mtp_expert_params() : mtp_params();
+        if (split) expert_fill += mtp_expert_params();
+      };
       for (int l : layers) {
         const auto& lc = layers_.layer_cost(l);
         fill += split ? lc.params - lc.expert_params : lc.params;
         if (split) expert_fill += lc.expert_params;
+        if (mtp && l == layers.back()) add_mtp();
         members.push_back(l);
         if (fill + expert_fill >= bucket_params(P.dp)) flush();
       }
+      if (mtp && layers.empty()) add_mtp();
       flush();
     }
   }
@@ -74,6 +99,16 @@ void Builder::on_grad_final(int rank, int layer, TaskId t) {
   if (--rem > 0) return;
   if (!s_.features.overlap_grad_reduce || s_.parallel.dp * s_.parallel.cp <= 1) return;
   const auto& lc = layers_.layer_cost(layer);
+  // The MTP modules' backward runs first in the last stage's backward (step/op_items.cpp), so their
+  // gradients are final once that stage's last layer's are: they join its bucket.
+  if (sit->second == S_ - 1 && holds_mtp(rank) && layer == out_.stage_layers[static_cast<std::size_t>(S_ - 1)].back()) {
+    if (s_.parallel.ep > 1) {
+      bucket_fill_[rank] += mtp_params() - mtp_expert_params();
+      expert_fill_[rank] += mtp_expert_params();
+    } else {
+      bucket_fill_[rank] += mtp_params();
+    }
+  }
   if (s_.parallel.ep > 1) {   // routed experts: their own buckets over the expert-DP group (Megatron)
     bucket_fill_[rank] += lc.params - lc.expert_params;
     expert_fill_[rank] += lc.expert_params;
@@ -92,6 +127,7 @@ void Builder::flush_expert_bucket(int rank, TaskId after) {
   const double bytes = expert_fill_[rank] * models::grad_bytes(s_.features.reduce_fp32, layers_.shape().fp32_autocast);
   expert_fill_[rank] = 0;
   if (g.size <= 1) return;
+  out_.expert_dp_grad_bytes[rank] += bytes;
   const Collective c = s_.parallel.distributed_optimizer ? Collective::reduce_scatter : Collective::all_reduce;
   const double t = layers_.coll(c, bytes, g);
   TaskId d = add_task(rank, dp_stream_[rank], sim::checked_ns(t, "the expert-DP gradient reduction"), Category::dp_comm,
@@ -106,6 +142,7 @@ void Builder::flush_bucket(int rank, TaskId after) {
   hardware::Group g = layers_.placement().dp_cp;
   // fp32 main gradients (Megatron's default), bf16 with features.reduce_dtype = "bf16"
   const double bytes = bucket_fill_[rank] * models::grad_bytes(s_.features.reduce_fp32, layers_.shape().fp32_autocast);
+  out_.dp_grad_bytes[rank] += bytes;
   const Collective c = s_.parallel.distributed_optimizer ? Collective::reduce_scatter : Collective::all_reduce;
   const double t = layers_.coll(c, bytes, g);
   TaskId d = add_task(rank, dp_stream_[rank], sim::checked_ns(t, "the DP gradient reduction"), Category::dp_comm, "dp grad reduce", -1, -1, 'C', 0, 0, 0,
@@ -142,12 +179,17 @@ void Builder::add_grad_reduce_and_optimizer() {
   for (int r = 0; r < p_; ++r) {
     if (dp_group > 1) {
       if (s_.features.overlap_grad_reduce) {
+        // A last stage without layers (a head-only virtual stage): the MTP gradients in the last buckets.
+        if (holds_mtp(r) && out_.stage_layers[static_cast<std::size_t>(S_ - 1)].empty()) {
+          bucket_fill_[r] += P.ep > 1 ? mtp_params() - mtp_expert_params() : mtp_params();
+          if (P.ep > 1) expert_fill_[r] += mtp_expert_params();
+        }
         flush_bucket(r, last_compute_[r]);
         flush_expert_bucket(r, last_compute_[r]);
       } else {
-        bucket_fill_[r] = rank_params_[r];
+        bucket_fill_[r] = rank_params_[r];   // the MTP modules' included (models::static_memory)
         if (P.ep > 1) {
-          double ex = 0;
+          double ex = holds_mtp(r) ? mtp_expert_params() : 0.0;
           for (int st : rank_stages_[r])
             for (int l : out_.stage_layers[st]) ex += layers_.layer_cost(l).expert_params;
           bucket_fill_[r] -= ex;
@@ -189,7 +231,8 @@ void Builder::add_grad_reduce_and_optimizer() {
     // weight: 30 bytes per parameter, memory-bound (multi-tensor apply, a handful of launches).
     // fp32-autocast (torch AdamW fused over fp32 params): read p, g, m, v; write p, m, v: 28 bytes.
     double local = rank_params_[r] / (P.distributed_optimizer ? dp_group : 1);
-    double rank_experts = 0;   // routed-expert parameters of the rank (ep > 1)
+    double rank_experts = 0;   // routed-expert parameters of the rank (ep > 1), the MTP modules' included
+    if (P.ep > 1 && holds_mtp(r)) rank_experts += mtp_expert_params();
     if (P.ep > 1)
       for (int st : rank_stages_[r])
         for (int l : out_.stage_layers[st]) rank_experts += layers_.layer_cost(l).expert_params;
@@ -210,12 +253,14 @@ void Builder::add_grad_reduce_and_optimizer() {
     for (TaskId d : dp_tasks_[r]) g.depend(d, optim);
     if (norm_ar[r] >= 0) g.depend(norm_ar[r], optim);
     if (P.distributed_optimizer && dp_group > 1 && !s_.features.overlap_param_gather) {
+      out_.dp_gather_bytes[r] += (rank_params_[r] - rank_experts) * 2.0;
       const double t = layers_.coll(Collective::all_gather, (rank_params_[r] - rank_experts) * 2.0, layers_.placement().dp_cp);
       TaskId ag = add_task(r, dp_stream_[r], sim::checked_ns(t, "the DP parameter gather"), Category::dp_comm, "dp param gather", -1, -1, 'C', 0, 0, 0,
                            {layers_.placement().dp_cp.crosses_domains() ? nic_[r] : nvl_[r]});
       g.depend(optim, ag);
       const hardware::Group eg = layer::expert_dp_group(s_);
       if (rank_experts > 0 && eg.size > 1) {
+        out_.expert_dp_gather_bytes[r] += rank_experts * 2.0;
         const double te = layers_.coll(Collective::all_gather, rank_experts * 2.0, eg);
         TaskId eag = add_task(r, dp_stream_[r], sim::checked_ns(te, "the expert-DP parameter gather"), Category::dp_comm,
                               "expert dp param gather", -1, -1, 'C', 0, 0, 0, {eg.crosses_domains() ? nic_[r] : nvl_[r]});

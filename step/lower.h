@@ -53,6 +53,11 @@ struct Lowered {
   std::vector<std::vector<int>> stage_layers;    // layers of each virtual stage
   std::vector<std::string> warnings;
   std::map<sim::TaskId, int> send_target;        // stage-to-stage sends: receiving rank
+  // Per rank: the bytes its data-parallel collectives carry in one step (step/data_parallel.cpp):
+  // gradients reduced over dp x cp and, with ep > 1, routed-expert gradients over the expert-DP
+  // group; the distributed optimizer's parameter all-gather likewise (ZeRO-1 only; ZeRO-2/3 and
+  // HSDP are step/fsdp.cpp's and leave these at 0).
+  std::vector<double> dp_grad_bytes, expert_dp_grad_bytes, dp_gather_bytes, expert_dp_gather_bytes;
 };
 
 // Layers of each virtual stage (even split, or the scenario's uneven split).

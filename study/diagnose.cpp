@@ -47,7 +47,8 @@ std::vector<std::string> targets(const std::string& lever) {
       lever == "full recompute every 2nd block")
     return {"recompute"};
   if (lever.rfind("ZeRO", 0) == 0 || lever.rfind("offload", 0) == 0) return {"dp_comm_exposed", "optimizer"};
-  if (lever == "DeepEP dispatcher" || lever == "EP degree") return {"ep_comm_exposed"};
+  if (lever == "DeepEP dispatcher" || lever == "EP degree" || lever == "F&B pair as DeepSeek-V3 Figure 4")
+    return {"ep_comm_exposed"};
   if (lever.rfind("NCCL", 0) == 0) return {"tp_comm_exposed", "dp_comm_exposed", "pp_comm_exposed", "ep_comm_exposed"};
   return {"bubble", "imbalance"};   // schedules, vpp and optimizer post-validation
 }
@@ -93,6 +94,13 @@ std::vector<std::string> layout_changes(const config::Scenario& base, const conf
     out.push_back(std::string("schedule.name=") + config::to_string(s.schedule.name));
   if (base.features.recompute != s.features.recompute)
     out.push_back(std::string("features.recompute=") + config::to_string(s.features.recompute));
+  // The MoE variants the planner searches with EP (study/plan.cpp enumerate_layouts).
+  if (base.moe.dispatcher != s.moe.dispatcher) out.push_back(std::string("moe.dispatcher=") + config::to_string(s.moe.dispatcher));
+  if (base.moe.recompute_norm_up_proj != s.moe.recompute_norm_up_proj)
+    out.push_back("moe.recompute_norm_up_proj=" + b2s(s.moe.recompute_norm_up_proj));
+  if (base.moe.fp8_activation_cache != s.moe.fp8_activation_cache)
+    out.push_back("moe.fp8_activation_cache=" + b2s(s.moe.fp8_activation_cache));
+  if (base.moe.fb_rearrange != s.moe.fb_rearrange) out.push_back("moe.fb_rearrange=" + b2s(s.moe.fb_rearrange));
   return out;
 }
 
@@ -198,6 +206,10 @@ std::vector<std::pair<std::string, std::vector<std::string>>> lever_candidates(c
         c.push_back({"EP degree", {"parallel.ep=" + std::to_string(ep)}});
     flag("recompute norm + MLA up-proj", "moe.recompute_norm_up_proj", s.moe.recompute_norm_up_proj, true);
     flag("fp8 activation cache", "moe.fp8_activation_cache", s.moe.fp8_activation_cache, true);
+    // DualPipe's F&B pair arranged as the report's Figure 4: each transfer of one chain beside a
+    // whole compute block of the other (step/emit.cpp fb_order).
+    if (p.pp > 1 && (s.schedule.name == config::ScheduleKind::dualpipe || s.schedule.name == config::ScheduleKind::dualpipev))
+      flag("F&B pair as DeepSeek-V3 Figure 4", "moe.fb_rearrange", s.moe.fb_rearrange, true);
   }
   return c;
 }
@@ -257,7 +269,7 @@ Diagnosis diagnose(const std::string& path, const config::LoadOptions& lo, const
     const auto user_fixed = fixed_keys(lo.overrides);
     const std::vector<std::string> all = {"parallel.tp", "parallel.cp", "parallel.pp", "parallel.dp", "parallel.ep",
                                           "parallel.vpp", "training.micro_batch", "schedule.name", "features.recompute",
-                                          "parallel.sequence_parallel"};
+                                          "parallel.sequence_parallel", "moe.fb_rearrange"};
     const std::vector<PlannerLever> planner_levers = {
         {"recompute (planner)", {"features.recompute"}},
         {"micro-batch (planner)", {"training.micro_batch"}},

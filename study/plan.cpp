@@ -59,7 +59,7 @@ const std::vector<std::string>& searched_keys() {
   static const std::vector<std::string> k = {"parallel.tp",  "parallel.cp",          "parallel.pp",
                                              "parallel.dp",  "parallel.ep",          "parallel.vpp",
                                              "training.micro_batch", "schedule.name", "features.recompute",
-                                             "parallel.sequence_parallel"};
+                                             "parallel.sequence_parallel", "moe.fb_rearrange"};
   return k;
 }
 
@@ -140,6 +140,13 @@ SearchSpace search_space(const config::Scenario& base, int gpus, const SearchCon
   if (held("features.recompute")) sp.recompute = {base.features.recompute};
   if (held("parallel.dp")) sp.dp = p.dp;
   if (held("parallel.sequence_parallel")) sp.sequence_parallel = p.sequence_parallel ? 1 : 0;
+  // DualPipe's F&B pair changes with its arrangement only where the pair carries EP transfers
+  // (step/op_items.cpp): an MoE model with ep > 1 under DualPipe or DualPipeV (a ZeRO-2/3 base
+  // searches its sharding instead, enumerate_layouts).
+  const bool ep_searched = std::any_of(sp.ep.begin(), sp.ep.end(), [](int e) { return e > 1; });
+  if (m.is_moe() && ep_searched && p.zero() < 2 &&
+      (has(sp.schedules, config::ScheduleKind::dualpipe) || has(sp.schedules, config::ScheduleKind::dualpipev)))
+    sp.fb_rearrange = held("moe.fb_rearrange") ? std::vector<int>{base.moe.fb_rearrange ? 1 : 0} : std::vector<int>{1, 0};
   (void)gpus;
   return sp;
 }
@@ -155,6 +162,11 @@ std::string describe(const SearchSpace& sp) {
                   ints("ep", sp.ep) + " | " + ints("mb", sp.micro_batch) + " | schedules";
   for (std::size_t i = 0; i < sp.schedules.size(); ++i) s += (i ? "," : " ") + std::string(config::to_string(sp.schedules[i]));
   if (has(sp.schedules, config::ScheduleKind::interleaved_1f1b)) s += " (" + ints("vpp", sp.vpp) + ")";
+  if (!sp.fb_rearrange.empty()) {   // MoE with EP under dualpipe / dualpipev
+    s += " (moe.fb_rearrange";
+    for (std::size_t i = 0; i < sp.fb_rearrange.size(); ++i) s += (i ? "," : " ") + std::string(sp.fb_rearrange[i] ? "true" : "false");
+    s += ")";
+  }
   s += " | recompute";
   for (std::size_t i = 0; i < sp.recompute.size(); ++i) s += (i ? "," : " ") + std::string(config::to_string(sp.recompute[i]));
   s += " | framework " + std::string(to_string(sp.framework));
@@ -244,6 +256,17 @@ std::vector<config::Scenario> enumerate_layouts(const config::Scenario& base, in
                         mm.moe.fp8_activation_cache = true;
                         vs2.push_back(mm);
                       }
+                    // DualPipe / DualPipeV: the F&B pair as the report's Figure 4 or alternated.
+                    const bool dual = kind == config::ScheduleKind::dualpipe || kind == config::ScheduleKind::dualpipev;
+                    if (dual && !sp.fb_rearrange.empty()) {
+                      for (const auto& x : vs2)
+                        for (int fb : sp.fb_rearrange) {
+                          config::Scenario y = x;
+                          y.moe.fb_rearrange = fb == 1;
+                          out.push_back(std::move(y));
+                        }
+                      continue;
+                    }
                     for (auto& x : vs2) out.push_back(std::move(x));
                     continue;
                   }
@@ -401,6 +424,9 @@ std::string layout_label(const config::Scenario& s) {
   if (p.ep > 1) l += " ep" + std::to_string(p.ep);
   if (p.ep > 1 && s.moe.dispatcher == config::MoeDispatcher::deepep) l += " deepep";
   if (s.moe.recompute_norm_up_proj && s.moe.fp8_activation_cache) l += " ds-mem";
+  if (p.ep > 1 && s.model.is_moe() && !s.moe.fb_rearrange &&
+      (s.schedule.name == config::ScheduleKind::dualpipe || s.schedule.name == config::ScheduleKind::dualpipev))
+    l += " fb-alternated";   // the F&B pair's segments alternated, not as the report's Figure 4
   if (p.vpp > 1) l += " vpp" + std::to_string(p.vpp);
   l += " mb" + std::to_string(s.training.micro_batch);
   if (p.zero() >= 2) l += " zero" + std::to_string(p.zero());   // ZeRO-2/3 (docs/fsdp.md)

@@ -38,7 +38,7 @@ const char* to_string(Framework);
 // What the search may change. Keys the user set with --set are held at the
 // base's value (SPEC §2): parallel.tp, parallel.cp, parallel.pp, parallel.dp,
 // parallel.ep, parallel.vpp, training.micro_batch, schedule.name,
-// features.recompute, parallel.sequence_parallel.
+// features.recompute, parallel.sequence_parallel, moe.fb_rearrange.
 struct SearchConstraints {
   std::set<std::string> fixed;       // dotted keys held fixed
   Framework framework = Framework::any;
@@ -55,6 +55,10 @@ struct SearchSpace {
   int sequence_parallel = -1;        // 0/1: held fixed; -1: on with tp > 1
   std::vector<std::string> fixed;    // the held keys, for the header
   Framework framework = Framework::any;
+  // DualPipe's F&B arrangement (moe.fb_rearrange: 1 the DeepSeek-V3 report's Figure 4, 0 the
+  // plain alternation), searched for MoE models with ep > 1 under dualpipe / dualpipev, the only
+  // points where it changes the step; empty: not searched (dense models, no DualPipe schedule).
+  std::vector<int> fb_rearrange;
 };
 SearchSpace search_space(const config::Scenario& base, int gpus, const SearchConstraints& = {});
 // One line: "tp 1,2,4,8 | cp 1,2,4 | ... (held by --set: schedule.name; framework megatron)".

@@ -3,6 +3,7 @@
 // a simulated step; the traffic bound is checked against the routing rule it encodes.
 #include <doctest/doctest.h>
 
+#include <algorithm>
 #include <filesystem>
 #include <fstream>
 #include <string>
@@ -18,6 +19,7 @@
 #include "models/params.h"
 #include "models/rank_shape.h"
 #include "step/items.h"
+#include "step/lower.h"
 #include "step/simulate.h"
 
 using namespace mfusim;
@@ -235,6 +237,59 @@ TEST_CASE("MTP depth 1 (DeepSeek-V3 §2.2): one more block and projection on the
   CHECK(a.step_time_s < 1.1 * b.step_time_s);
   REQUIRE(a.memory.per_stage_peak_gib.size() == 16);
   CHECK(a.memory.per_stage_peak_gib[0] > b.memory.per_stage_peak_gib[0]);   // DualPipe: rank 0 holds stages 0 and 15
+}
+
+TEST_CASE("MTP depth 1: the module's gradients and parameters are in the last stage's DP buckets") {
+  // The ranks that hold the last stage (1F1B: the last; DualPipe: 0 and 15, each with one of the two
+  // copies; DualPipeV with a head-only last virtual stage: rank 0) reduce the MTP module's gradients
+  // (dense parts over dp, routed experts over the expert-DP group) and gather its parameters; the
+  // others carry the same bytes with and without it.
+  const auto s = load("2048xh800_deepseek_v3.toml");
+  REQUIRE(s.model.mtp_depth == 1);
+  const auto p = models::detail::mtp_parts(s.model);
+  const double tp = s.parallel.tp, ep = s.parallel.ep;
+  const double dense = p.tp_sharded / tp + p.replicated, experts = p.experts / (tp * ep);
+  REQUIRE(dense > 0.1e9);
+  REQUIRE(experts > 0.1e9);
+  std::string v_split = "parallel.stage_layers=[1";
+  for (int i = 0; i < 30; ++i) v_split += ",2";
+  v_split += ",0]";
+  struct Case {
+    std::vector<std::string> sets;
+    std::vector<int> head_ranks;
+  };
+  const std::vector<Case> cases = {
+      {{}, {0, 15}},
+      {{"features.overlap_grad_reduce=false", "features.overlap_param_gather=false"}, {0, 15}},
+      {{"schedule.name=1f1b"}, {15}},
+      {{"schedule.name=1f1b", "features.overlap_grad_reduce=false", "features.overlap_param_gather=false"}, {15}},
+      {{"schedule.name=dualpipev", "parallel.last_stage_layers=0", v_split}, {0}},
+  };
+  for (const auto& c : cases)
+    for (bool per_layer : {true, false}) {
+      std::string what = per_layer ? "per-layer" : "coarse";
+      for (const auto& x : c.sets) what += " " + x;
+      INFO(what);
+      const auto s1 = load("2048xh800_deepseek_v3.toml", c.sets);
+      auto s0 = s1;
+      s0.model.mtp_depth = 0;
+      step::LowerOptions lo;
+      lo.per_layer = per_layer;
+      const auto a = step::lower(s1, lo), b = step::lower(s0, lo);
+      REQUIRE(a.dp_grad_bytes.size() == 16);
+      for (int r = 0; r < 16; ++r) {
+        INFO("rank ", r);
+        const bool head = std::find(c.head_ranks.begin(), c.head_ranks.end(), r) != c.head_ranks.end();
+        CHECK(b.dp_grad_bytes[r] > 0);
+        CHECK(b.expert_dp_grad_bytes[r] >= 0);   // 0 on DualPipeV's rank 0: dense layer 0 and the head only
+        CHECK(a.dp_grad_bytes[r] - b.dp_grad_bytes[r] == doctest::Approx(head ? 4.0 * dense : 0.0).epsilon(1e-9));
+        CHECK(a.expert_dp_grad_bytes[r] - b.expert_dp_grad_bytes[r] ==
+              doctest::Approx(head ? 4.0 * experts : 0.0).epsilon(1e-9));
+        CHECK(a.dp_gather_bytes[r] - b.dp_gather_bytes[r] == doctest::Approx(head ? 2.0 * dense : 0.0).epsilon(1e-9));
+        CHECK(a.expert_dp_gather_bytes[r] - b.expert_dp_gather_bytes[r] ==
+              doctest::Approx(head ? 2.0 * experts : 0.0).epsilon(1e-9));
+      }
+    }
 }
 
 TEST_CASE("grouped expert GEMMs: [gemm_grouped] fitted from run 14c, priced against one dense GEMM") {

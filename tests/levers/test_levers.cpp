@@ -323,3 +323,43 @@ TEST_CASE("diagnose: every classic fix has a positive gain and the ranking is de
     if (a.levers[i].fits && a.levers[i - 1].fits) CHECK(a.levers[i - 1].delta_mfu >= a.levers[i].delta_mfu);
   fs::remove_all(dir);
 }
+
+TEST_CASE("diagnose: DeepSeek-V3 under DualPipe with the F&B pair alternated proposes the report's Figure 4") {
+  // moe.fb_rearrange (docs/moe-dualpipe.md): the lever exists only for MoE with EP under
+  // dualpipe / dualpipev, turns the arrangement on, and hides EP communication.
+  config::LoadOptions lo;
+  lo.overrides = {"moe.fb_rearrange=false"};
+  const auto path = kRoot + "/scenarios/2048xh800_deepseek_v3.toml";
+  const auto base = config::load_scenario(path, lo).base;
+  bool listed = false;
+  for (const auto& [lever, sets] : study::lever_candidates(base))
+    if (lever == "F&B pair as DeepSeek-V3 Figure 4") {
+      listed = true;
+      CHECK(sets == std::vector<std::string>{"moe.fb_rearrange=true"});
+    }
+  CHECK(listed);
+  // Already on, another schedule, or a dense model: no such lever.
+  auto has_lever = [](const config::Scenario& s) {
+    for (const auto& c : study::lever_candidates(s))
+      if (c.first == "F&B pair as DeepSeek-V3 Figure 4") return true;
+    return false;
+  };
+  CHECK_FALSE(has_lever(config::load_scenario(path, {}).base));
+  config::LoadOptions one;
+  one.overrides = {"moe.fb_rearrange=false", "schedule.name=1f1b"};
+  CHECK_FALSE(has_lever(config::load_scenario(path, one).base));
+  const auto dense = config::load_scenario_string(scenario_text({{"schedule", "dualpipe"}, {"parallel", "tp = 4\npp = 4\n"}}),
+                                                  kRoot + "/scenarios/levers.toml");
+  CHECK_FALSE(has_lever(dense.base));
+
+  const auto d = study::diagnose(path, lo);
+  const study::LeverResult* fb = nullptr;
+  for (const auto& x : d.levers)
+    if (x.lever == "F&B pair as DeepSeek-V3 Figure 4") fb = &x;
+  REQUIRE(fb != nullptr);
+  CHECK(fb->change == "moe.fb_rearrange=true");
+  CHECK(fb->delta_mfu > 0);
+  CHECK(fb->step_time_s < d.base.step_time_s);
+  CHECK(fb->shrinks == "ep_comm_exposed");
+  CHECK(fb->fits);
+}

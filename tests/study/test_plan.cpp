@@ -5,6 +5,7 @@
 #include <map>
 #include <set>
 #include <string>
+#include <vector>
 
 #include "config/loader.h"
 #include "step/simulate.h"
@@ -229,4 +230,61 @@ TEST_CASE("plan: rank keys; days and cost follow step time within one choice") {
   CHECK(study::rank_key(x, study::RankBy::cost) == doctest::Approx(x.cost_usd));
   CHECK(study::parse_rank_by("days") == study::RankBy::days);
   CHECK_THROWS_AS(study::parse_rank_by("mfu"), std::invalid_argument);
+}
+
+TEST_CASE("plan: moe.fb_rearrange is searched for MoE with EP under DualPipe, held by --set, absent for dense") {
+  config::LoadOptions lo;
+  const auto moe = config::load_scenario(kRoot + "/scenarios/2048xh800_deepseek_v3.toml", lo).base;
+  const auto sp = study::search_space(moe, moe.gpus);
+  CHECK(sp.fb_rearrange == std::vector<int>{1, 0});
+  CHECK(study::describe(sp).find("(moe.fb_rearrange true,false)") != std::string::npos);
+  // Held by --set (the key or its table).
+  for (const char* set : {"moe.fb_rearrange=false", "moe={fb_rearrange=false}"}) {
+    INFO(set);
+    study::SearchConstraints c;
+    c.fixed = study::fixed_keys({set});
+    CHECK(c.fixed.count("moe.fb_rearrange") == 1);
+    auto held = moe;
+    held.moe.fb_rearrange = false;
+    CHECK(study::search_space(held, moe.gpus, c).fb_rearrange == std::vector<int>{0});
+  }
+  // No DualPipe schedule in the space (schedule held at 1f1b, or Megatron's schedules): not searched.
+  {
+    study::SearchConstraints c;
+    c.fixed = {"schedule.name"};
+    auto s = moe;
+    s.schedule.name = config::ScheduleKind::one_f_one_b;
+    CHECK(study::search_space(s, moe.gpus, c).fb_rearrange.empty());
+    c.fixed.clear();
+    c.framework = study::Framework::megatron;
+    CHECK(study::search_space(moe, moe.gpus, c).fb_rearrange.empty());
+    CHECK(study::describe(study::search_space(moe, moe.gpus, c)).find("fb_rearrange") == std::string::npos);
+  }
+  // The enumeration: both arrangements at every MoE DualPipe point with EP, one elsewhere.
+  {
+    study::SearchConstraints c;
+    c.fixed = {"parallel.tp", "parallel.cp", "parallel.pp", "parallel.dp", "training.micro_batch", "features.recompute",
+               "parallel.sequence_parallel"};
+    std::map<std::string, std::set<bool>> seen;   // layout + schedule + dispatcher -> arrangements
+    for (const auto& s : study::enumerate_layouts(moe, moe.gpus, c)) {
+      const bool dual = s.schedule.name == config::ScheduleKind::dualpipe || s.schedule.name == config::ScheduleKind::dualpipev;
+      std::string k = "ep" + std::to_string(s.parallel.ep) + " " + config::to_string(s.schedule.name) + " vpp" +
+                      std::to_string(s.parallel.vpp) + " " + config::to_string(s.moe.dispatcher) +
+                      (s.moe.recompute_norm_up_proj ? " ds-mem" : "");
+      seen[k].insert(s.moe.fb_rearrange);
+      if (!dual || s.parallel.ep == 1) CHECK(s.moe.fb_rearrange == moe.moe.fb_rearrange);
+    }
+    int dual_points = 0;
+    for (const auto& [k, v] : seen)
+      if ((k.find(" dualpipe ") != std::string::npos || k.find(" dualpipev ") != std::string::npos) && k.rfind("ep1 ", 0) != 0) {
+        INFO(k);
+        CHECK(v.size() == 2);
+        ++dual_points;
+      }
+    CHECK(dual_points > 0);
+  }
+  // A dense model: nothing about it in the space or its header.
+  const auto sd = study::search_space(small(), 16);
+  CHECK(sd.fb_rearrange.empty());
+  CHECK(study::describe(sd).find("fb_rearrange") == std::string::npos);
 }
