@@ -42,6 +42,11 @@ struct RankShape {
   // torch's F.cross_entropy over fp32 logits (features.cross_entropy = "fp32"; always with
   // fp32_autocast).
   bool fp32_cross_entropy = false;
+  // torchtitan's Llama block (features.model_code = "torchtitan"; docs/fsdp.md): its eager
+  // kernels (fp32 RMSNorm and complex RoPE with their casts, repeat_kv, the input-gradient sums
+  // of separate linears), or with fused_kernels what torch.compile leaves of them; per-op
+  // SAC's replay stops before the block's last residual add (torch.utils.checkpoint's early stop).
+  bool torchtitan = false;
 };
 // Whether layer `layer` (0-based, in the model) is checkpointed under the shape's recompute.
 bool checkpointed(const RankShape&, int layer);
