@@ -14,6 +14,8 @@
 #include "hardware/cost_model.h"
 #include "models/layer_kernels.h"
 #include "models/rank_shape.h"
+#include "report/json.h"
+#include "step/simulate.h"
 #include "tests/models/fixtures.h"
 
 using namespace mfusim;
@@ -212,7 +214,21 @@ model_code = "torchtitan"
   CHECK(error_of({"model=\"gpt3-175b\""}).find("dense Llama block") != std::string::npos);
   CHECK(error_of({"features.model_code=\"titan\""}).find("model_code") != std::string::npos);
   config::LoadOptions o;
+  o.overrides = {"features.fused_kernels=false", "features.recompute=\"selective-op\""};
   const auto s = config::load_scenario_string(base, kRoot + "/tests/config/tt_fixture.toml", o).base;
   CHECK(s.features.model_code == config::ModelCode::torchtitan);
   CHECK(models::rank_shape(s).torchtitan);
+  // Through the whole step: the eager torchtitan block is slower than the Megatron list of the same
+  // scenario, its recompute longer; the resolved JSON names the model code only when it is torchtitan.
+  auto meg_s = s;
+  meg_s.features.model_code = config::ModelCode::megatron;
+  step::SimulateOptions so;
+  so.keep_timeline = false;
+  const auto tt = step::simulate(s, so), meg = step::simulate(meg_s, so);
+  CHECK(tt.step_time_s > meg.step_time_s * 1.03);
+  std::string jt = report::to_json(tt), jm = report::to_json(meg);
+  jt.erase(std::remove(jt.begin(), jt.end(), ' '), jt.end());
+  jm.erase(std::remove(jm.begin(), jm.end(), ' '), jm.end());
+  CHECK(jt.find("\"model_code\":\"torchtitan\"") != std::string::npos);
+  CHECK(jm.find("model_code") == std::string::npos);
 }
