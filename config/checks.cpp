@@ -210,6 +210,21 @@ void check_scenario(const Scenario& s, const Sink& err) {
   if (attention_of(s) == Attention::sdpa_math && !(s.hardware.peak_flops_fp32 > 0))
     err("features.attention", "attention \"sdpa_math\" runs its matmuls in fp32 on the CUDA cores, but hardware '" +
                                   s.hardware.name + "' has no peak_tflops_fp32");
+  // torchtitan's block (docs/fsdp.md): its dense Llama model.py (RMSNorm, RoPE, GQA, SwiGLU) over
+  // F.scaled_dot_product_attention's fused backends, with bf16 parameters (FSDP2 MixedPrecisionPolicy).
+  if (s.features.model_code == ModelCode::torchtitan) {
+    const std::string tt = "features.model_code = \"torchtitan\" is torchtitan's dense Llama block";
+    if (m.activation != models::Activation::swiglu || m.mla || m.is_moe())
+      err("features.model_code", tt + " (RMSNorm, RoPE, GQA, SwiGLU): model '" + m.name +
+                                     "' is not one (GELU, MLA or MoE layers)");
+    const Attention a = attention_of(s);
+    if (a != Attention::flash && a != Attention::cudnn)
+      err("features.model_code", tt + " calling F.scaled_dot_product_attention's flash or cuDNN backend: attention \"" +
+                                     std::string(to_string(a)) + "\" is another path");
+    if (tr.master_weights == MasterWeights::fp32_autocast)
+      err("features.model_code", tt + " with bf16 parameters (FSDP2's MixedPrecisionPolicy): master_weights "
+                                     "\"fp32-autocast\" is the plain PyTorch AMP recipe");
+  }
   if (!ok) return;
 
   // Products of in-range values that the accounting forms: one micro-batch's activation

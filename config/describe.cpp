@@ -89,6 +89,8 @@ std::string describe(const Scenario& s) {
        << ", offload " << to_string(f.offload) << ", fp8_all_gather " << yn(f.fp8_all_gather) << ", reduce_dtype "
        << (f.reduce_fp32 ? "fp32" : "bf16") << ", fsdp_version " << f.fsdp_version << "\n";
   if (f.fp32_cross_entropy) os << "  cross_entropy fp32 (torch F.cross_entropy over logits.float())\n";
+  if (f.model_code == ModelCode::torchtitan)
+    os << "  model_code torchtitan (torchtitan's Llama block" << (f.fused_kernels ? ", torch.compile'd" : ", eager") << ")\n";
   if (s.cost.price_per_gpu_hour > 0)
     os << "cost: " << s.cost.price_per_gpu_hour << " USD per GPU-hour"
        << (s.cost.price_from_hardware ? " (the hardware profile's on-demand list price)" : "") << "\n";

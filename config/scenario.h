@@ -46,6 +46,13 @@ enum class Offload { none, optimizer, params };
 // Absent: derived from flash_attention (true: flash; false: torch_eager under fp32-autocast,
 // else megatron_unfused when fused_kernels, megatron_unfused_fp32 when not): attention_of().
 enum class Attention { flash, cudnn, hf_eager, sdpa_math, megatron_unfused, megatron_unfused_fp32, torch_eager };
+// The model code a transformer block runs (features.model_code; docs/fsdp.md "torchtitan's eager block"):
+//  megatron    Megatron-Core / Transformer Engine's block: fused kernels with fused_kernels, their
+//              unfused pieces without (the kernel lists of earlier versions)
+//  torchtitan  torchtitan's Llama model.py run eagerly: RMSNorm computing in fp32 (x.float(), type_as),
+//              RoPE as a complex fp32 multiply, repeat_kv copies of K and V before SDPA, separate
+//              wq/wk/wv and w1/w3 linears; with fused_kernels (torch.compile) Inductor's fused chains
+enum class ModelCode { megatron, torchtitan };
 
 // "gpipe", "1f1b", "interleaved-1f1b", "zb-h1", "zb-h2", "zb-v", "dualpipe", "dualpipev", "zb-auto", "v-half", "v-min"
 const char* to_string(ScheduleKind);
@@ -57,6 +64,7 @@ const char* to_string(Precision);
 const char* to_string(MasterWeights);   // "bf16-params", "fp32-autocast"
 const char* to_string(Offload);         // "none", "optimizer", "params"
 const char* to_string(Attention);       // "flash", "cudnn", "hf_eager", ...
+const char* to_string(ModelCode);       // "megatron", "torchtitan"
 const std::vector<std::string>& attention_names();   // in Attention order
 
 struct Training {
@@ -162,6 +170,8 @@ struct Features {
   bool fp8_attention = false;
   // features.attention; absent: derived from flash_attention (attention_of below).
   std::optional<Attention> attention;
+  // features.model_code: whose block code runs (ModelCode above).
+  ModelCode model_code = ModelCode::megatron;
 };
 
 // Mixture-of-experts dispatch and memory measures ([moe], docs/moe-dualpipe.md).

@@ -43,7 +43,7 @@ const std::vector<std::string> kFeatureKeys = {"flash_attention", "fused_kernels
                                                "overlap_p2p_comm", "reshard_after_forward", "fsdp_prefetch", "offload",
                                                "fp8_all_gather", "reduce_dtype", "fp8_attention",
                                                "optimizer_post_validation", "recompute_every",
-                                               "fsdp_version", "cross_entropy"};
+                                               "fsdp_version", "cross_entropy", "model_code"};
 const std::vector<std::string> kCostKeys = {"price_per_gpu_hour"};
 const std::vector<std::string> kMoeKeys = {"dispatcher", "max_nodes_per_token", "comm_sms", "fp8_dispatch",
                                            "imbalance", "nvlink_gbs", "rdma_gbs", "recompute_norm_up_proj",
@@ -305,6 +305,8 @@ void read_scenario(Ctx& ctx, Scenario& s, const Value& root, const std::string& 
     ctx.read_int(*t, "fsdp_version", p, f.fsdp_version);
     int ce = ctx.read_enum(*t, "cross_entropy", p, {"fused", "fp32"});
     if (ce >= 0) f.fp32_cross_entropy = ce == 1;
+    int mc = ctx.read_enum(*t, "model_code", p, {"megatron", "torchtitan"});
+    if (mc >= 0) f.model_code = static_cast<ModelCode>(mc);
     int o = ctx.read_enum(*t, "offload", p, {"none", "optimizer", "params"});
     if (o >= 0) f.offload = static_cast<Offload>(o);
     ctx.read_bool(*t, "fp8_all_gather", p, f.fp8_all_gather);

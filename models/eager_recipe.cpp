@@ -1,6 +1,6 @@
 // The plain PyTorch recipe (training.master_weights = "fp32-autocast", docs/fidelity.md):
 // autocast's weight casts, torch.compile'd regions, eager kernels' bandwidth families, and
-// the autograd engine issuing B and W.
+// the autograd engine issuing B and W; torchtitan's eager Llama block (features.model_code).
 #include <algorithm>
 #include <string>
 
@@ -102,6 +102,98 @@ void add_autocast_casts(LayerKernels& lk, std::initializer_list<std::size_t*> ma
     }
   }
   lk.w = std::move(w);
+}
+
+// torchtitan's Llama block run eagerly (features.model_code = "torchtitan", docs/fsdp.md). The
+// model code is pytorch/torchtitan torchtitan/models/llama/model.py and torchtitan/models/norms.py
+// at commit 4d88a8a44fe439f73f564b83d60b29a906ef3507 (2024-12-03; the Llama 3 of the published
+// runs): each kernel below is one that run 23's H200 trace of that block lists
+// (validation/runs/run23-eager-trace: torch.profiler, Llama-3-8B, seq 8192), with the bytes of
+// its tensors; all memory-bound, priced by the cost model's bandwidth (its measured eager
+// family where the calibration has one: cast_up / cast_down / repeat, validation/kernel_bw.py).
+// fp32 is 4 bytes, bf16 2.
+namespace {
+Kernel fam(Kernel k, hardware::MemFamily f) {
+  k.family = f;
+  return k;
+}
+}  // namespace
+
+// RMSNorm.forward: self._norm(x.float()).type_as(x) * self.weight, _norm(x) = x *
+// torch.rsqrt(x.pow(2).mean(-1, keepdim=True) + eps): x.float() (a bf16 -> fp32 copy), pow,
+// mean, + eps and rsqrt on [n], x * r, type_as (fp32 -> bf16), * weight (bf16, broadcast).
+// Autograd's backward, in run order as the trace lists it: dY * normed (the weight's gradient)
+// and its sum over tokens, dY * w, type_as's backward (bf16 -> fp32), dr = sum_h(d(xr) * x),
+// d(xr) * r, rsqrt / add-eps backward on [n] (pow, mul, mul), mean's backward (expand / h),
+// pow's backward (x * 2, times the gradient), the two paths of dx summed, and x.float()'s
+// backward (fp32 -> bf16).
+void torchtitan_rmsnorm_kernels(double n, double h, std::vector<Kernel>& f, std::vector<Kernel>& b) {
+  using hardware::MemFamily;
+  const double x = n * h;
+  f.push_back(fam(memk("rmsnorm_to_fp32", 2 * x, 4 * x, 0), MemFamily::cast_up));
+  f.push_back(memk("rmsnorm_pow", 4 * x, 4 * x, x));
+  f.push_back(memk("rmsnorm_mean", 4 * x, 4 * n, x));
+  f.push_back(memk("rmsnorm_add_eps", 4 * n, 4 * n, n));
+  f.push_back(memk("rmsnorm_rsqrt", 4 * n, 4 * n, n));
+  f.push_back(memk("rmsnorm_mul", 4 * x + 4 * n, 4 * x, x));
+  f.push_back(fam(memk("rmsnorm_to_bf16", 4 * x, 2 * x, 0), MemFamily::cast_down));
+  f.push_back(memk("rmsnorm_weight", 2 * x + 2 * h, 2 * x, x));
+  const std::vector<Kernel> nb = {
+      memk("rmsnorm_wgrad_mul", 4 * x, 2 * x, x),                        // dY * normed
+      memk("rmsnorm_weight_bwd", 2 * x + 2 * h, 2 * x, x),               // dY * w
+      memk("rmsnorm_wgrad_sum", 2 * x, 2 * h, x),                        // sum over tokens
+      fam(memk("rmsnorm_to_bf16_bwd", 2 * x, 4 * x, 0), MemFamily::cast_up),
+      memk("rmsnorm_rgrad_mul", 8 * x, 4 * x, x),                        // d(xr) * x
+      memk("rmsnorm_mul_bwd", 4 * x + 4 * n, 4 * x, x),                  // d(xr) * r
+      memk("rmsnorm_rgrad_sum", 4 * x, 4 * n, x),                        // sum over h
+      memk("rmsnorm_rsqrt_bwd", 8 * n, 4 * n, n, 3),                     // pow, mul, mul on [n]
+      memk("rmsnorm_mean_bwd", 4 * n, 4 * x, x),                         // expand / h
+      memk("rmsnorm_pow_bwd", 4 * x, 4 * x, x),                          // x * 2
+      memk("rmsnorm_pow_grad_mul", 8 * x, 4 * x, x),                     // times the gradient
+      memk("rmsnorm_dx_accumulate", 8 * x, 4 * x, x),                    // the two paths of dx
+      fam(memk("rmsnorm_to_fp32_bwd", 4 * x, 2 * x, 0), MemFamily::cast_down)};
+  for (auto it = nb.rbegin(); it != nb.rend(); ++it) b.push_back(*it);   // b is built in F order
+}
+
+// apply_rotary_emb on q or k ([n, width] bf16, heads of head_dim): view_as_complex(x.float()
+// .reshape(..., -1, 2)) (a bf16 -> fp32 copy), the complex multiply by freqs_cis ([n, head_dim / 2]
+// complex64, broadcast over heads: 6 FLOPs per complex element), view_as_real(...).type_as(x)
+// (fp32 -> bf16). Backward, in run order: type_as's backward (bf16 -> fp32), freqs_cis.conj()
+// materialised ([n, head_dim / 2] complex64), the gradient times it, .float()'s backward
+// (fp32 -> bf16).
+void torchtitan_rope_kernels(double n, double width, double head_dim, const char* tag, std::vector<Kernel>& f,
+                             std::vector<Kernel>& b) {
+  using hardware::MemFamily;
+  const double x = n * width, fc = 4 * n * head_dim;   // freqs: n * head_dim / 2 complex64 of 8 bytes
+  const bool q = tag[0] == 'q';
+  f.push_back(fam(memk(q ? "rope_q_to_fp32" : "rope_k_to_fp32", 2 * x, 4 * x, 0), MemFamily::cast_up));
+  f.push_back(memk(q ? "rope_q_complex_mul" : "rope_k_complex_mul", 4 * x + fc, 4 * x, 3 * x));
+  f.push_back(fam(memk(q ? "rope_q_to_bf16" : "rope_k_to_bf16", 4 * x, 2 * x, 0), MemFamily::cast_down));
+  const std::vector<Kernel> rb = {
+      fam(memk(q ? "rope_q_to_bf16_bwd" : "rope_k_to_bf16_bwd", 2 * x, 4 * x, 0), MemFamily::cast_up),
+      memk(q ? "rope_q_freqs_conj" : "rope_k_freqs_conj", fc, fc, 0),
+      memk(q ? "rope_q_complex_mul_bwd" : "rope_k_complex_mul_bwd", 4 * x + fc, 4 * x, 3 * x),
+      fam(memk(q ? "rope_q_to_fp32_bwd" : "rope_k_to_fp32_bwd", 4 * x, 2 * x, 0), MemFamily::cast_down)};
+  for (auto it = rb.rbegin(); it != rb.rend(); ++it) b.push_back(*it);
+}
+
+// repeat_kv(x, n_rep) = x.unsqueeze(3).expand(...).reshape(bs, slen, n_kv_heads * n_rep, head_dim):
+// the reshape of the expanded view copies K (or V) to every query head (bf16); its backward sums
+// the n_rep copies back (a reduction over the repeat dimension). Not with n_rep = 1 (MHA): repeat_kv
+// returns x itself.
+void torchtitan_repeat_kv(double n, double kv_width, double rep, const char* tag, std::vector<Kernel>& f,
+                          std::vector<Kernel>& b) {
+  const double x = n * kv_width;
+  const bool k = tag[0] == 'k';
+  f.push_back(fam(memk(k ? "k_repeat" : "v_repeat", 2 * x, 2 * x * rep, 0), hardware::MemFamily::repeat));
+  b.push_back(memk(k ? "k_repeat_bwd" : "v_repeat_bwd", 2 * x * rep, 2 * x, x * rep));
+}
+
+// Linears that read one tensor (wq, wk, wv of the normed x; w1, w3 of the MLP's) are separate
+// nn.Linear modules: autograd sums their input gradients, paths - 1 bf16 adds over [n, h].
+Kernel torchtitan_input_grad_sum(const char* name, double n, double h, int paths) {
+  const double x = n * h;
+  return memk(name, 4 * x, 2 * x, x, paths - 1);
 }
 
 }  // namespace mfusim::models::detail

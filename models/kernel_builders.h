@@ -66,5 +66,15 @@ void tag_eager_families(std::vector<hardware::Kernel>& ks);
 void tag_eager_families(LayerKernels& lk);
 void mark_autograd(LayerKernels& lk);
 void add_autocast_casts(LayerKernels& lk, std::initializer_list<std::size_t*> marks);
+// torchtitan's Llama block run eagerly (features.model_code = "torchtitan", fused_kernels false):
+// its RMSNorm over `n` tokens of width h, its RoPE on a [n, width] bf16 tensor (freqs of
+// head_dim / 2 complex64 per token), repeat_kv of a [n, kv_width] tensor `rep` times, and the
+// sum of `paths` input gradients of linears that read one tensor [n, h].
+void torchtitan_rmsnorm_kernels(double n, double h, std::vector<hardware::Kernel>& f, std::vector<hardware::Kernel>& b);
+void torchtitan_rope_kernels(double n, double width, double head_dim, const char* tag,
+                             std::vector<hardware::Kernel>& f, std::vector<hardware::Kernel>& b);
+void torchtitan_repeat_kv(double n, double kv_width, double rep, const char* tag, std::vector<hardware::Kernel>& f,
+                          std::vector<hardware::Kernel>& b);
+hardware::Kernel torchtitan_input_grad_sum(const char* name, double n, double h, int paths);
 
 }  // namespace mfusim::models::detail

@@ -36,10 +36,23 @@ LayerKernels layer_kernels(const ModelSpec& m, int layer, const RankShape& r) {
   const double dqk = qk_head_dim(m), dv = v_head_dim(m);
 
   const bool f32 = r.fp32_autocast;   // fp32 residual stream (fp32_norm_kernels)
+  // torchtitan's block run eagerly (eager_recipe.cpp). Under torch.compile (fused_kernels: torchtitan
+  // compiles each TransformerBlock) Inductor fuses every pointwise op and reduction between two
+  // extern kernels (mm, SDPA) into Triton kernels: RMSNorm with its x.float() / type_as casts is one
+  // kernel (the fused norm below), RoPE's casts and complex multiply one per tensor (the fused rope),
+  // the sums of the linears' input gradients go into the norm backward's loads. What it cannot
+  // fuse away is repeat_kv: SDPA is an extern kernel that reads dense K and V buffers, so the
+  // expanded view is realised into one (a copy of the repeated size, and its reduction in
+  // backward) compiled or not. SDPA's transposes are no copies in either mode: q / k / v
+  // .transpose(1, 2) are views, the flash and cuDNN backends read [b, s, h, d] by strides and
+  // write their output in that layout, so output.transpose(1, 2).contiguous() is a no-op (run 23's
+  // trace: no copy between SDPA and wo).
+  const bool tt_eager = r.torchtitan && !fused;
   auto block_norm = [&](std::vector<Kernel>& f, std::vector<Kernel>& b) {
     const char* tag = gpt_style(m) ? "layernorm" : "rmsnorm";
     const char* tag_bwd = gpt_style(m) ? "layernorm_bwd" : "rmsnorm_bwd";
-    if (f32) fp32_norm_kernels(m, Tn, h, fused, true, tag, tag_bwd, f, b);
+    if (tt_eager) torchtitan_rmsnorm_kernels(Tn, h, f, b);
+    else if (f32) fp32_norm_kernels(m, Tn, h, fused, true, tag, tag_bwd, f, b);
     else norm_kernels(m, Tn, h, e, fused, tag, tag_bwd, f, b);
   };
   auto block_residual = [&](std::vector<Kernel>& f, std::vector<Kernel>& b) {
@@ -67,14 +80,23 @@ LayerKernels layer_kernels(const ModelSpec& m, int layer, const RankShape& r) {
     rope_kernels(T, heads * rope, e, fused, "rope_q", "rope_q_bwd", lk.f, lk.b);
     rope_kernels(T, rope, e, fused, "rope_k", "rope_k_bwd", lk.f, lk.b);
   } else {
+    if (tt_eager) lk.b.push_back(torchtitan_input_grad_sum("qkv_dx_sum", T, h, 3));   // wq, wk, wv
     linear("qkv", "qkv_dgrad", "qkv_wgrad", T, h, (heads + 2 * kv) * dqk, e, lk, 1, r.fp8);
     // Plain PyTorch splits the one QKV output into q, k, v views; autograd's SplitBackward
     // concatenates dq, dk, dv into one gradient before the dgrad (run 8 trace: one
     // CatArrayBatchedCopy per layer, 15-16 us at s1.3b seq 4096, fused 0 and 1).
     if (r.fp32_autocast) lk.b.push_back(memk("qkv_split_bwd", e * T * (heads + 2 * kv) * dqk, e * T * (heads + 2 * kv) * dqk, 0));
-    if (has_rope(m)) {
+    if (tt_eager) {
+      torchtitan_rope_kernels(T, heads * dqk, dqk, "q", lk.f, lk.b);
+      torchtitan_rope_kernels(T, kv * dqk, dqk, "k", lk.f, lk.b);
+    } else if (has_rope(m)) {
       rope_kernels(T, heads * dqk, e, fused, "rope_q", "rope_q_bwd", lk.f, lk.b);
       rope_kernels(T, kv * dqk, e, fused, "rope_k", "rope_k_bwd", lk.f, lk.b);
+    }
+    // torchtitan's repeat_kv before SDPA (GQA: fewer K/V heads than query heads), eager or compiled.
+    if (r.torchtitan && kv < heads) {
+      torchtitan_repeat_kv(T, kv * dqk, heads / kv, "k", lk.f, lk.b);
+      torchtitan_repeat_kv(T, kv * dv, heads / kv, "v", lk.f, lk.b);
     }
   }
   std::size_t core_begin = lk.f.size();
@@ -133,6 +155,7 @@ LayerKernels layer_kernels(const ModelSpec& m, int layer, const RankShape& r) {
   } else {
     const double f = static_cast<double>(m.ffn_hidden) / tp;
     const double up = m.activation == Activation::swiglu ? 2 * f : f;
+    if (tt_eager) lk.b.push_back(torchtitan_input_grad_sum("mlp_up_dx_sum", T, h, 2));   // w1, w3
     linear("mlp_up", "mlp_up_dgrad", "mlp_up_wgrad", T, h, up, e, lk, 1, r.fp8);
     // Gate and up are chunks of one GEMM output: ChunkBackward concatenates their gradients
     // (run 8 trace: 43-45 us per layer at s1.3b seq 4096).
@@ -164,6 +187,19 @@ LayerKernels layer_kernels(const ModelSpec& m, int layer, const RankShape& r) {
   }
 
   mark_autograd(lk);
+  // torchtitan checkpoints with torch.utils.checkpoint (non-reentrant), whose replay stops once
+  // the last tensor the backward needs is recomputed (early stop, PyTorch's default): a dense
+  // block's w2 and the residual add after it are not replayed (their outputs are not saved for
+  // the backward; run 23's trace). Applied to per-op SAC, whose w2 is saved anyway: the last
+  // residual add is not replayed. Under full AC the trace shows w2 not replayed either (34 of the
+  // 36 forward kernels again); that is recorded in docs/fsdp.md, not applied here.
+  std::size_t f_end = lk.f.size();
+  if (r.torchtitan && !m.mla && !m.is_moe_layer(layer))
+    for (std::size_t i = lk.f.size(); i-- > lk.f_mlp;)
+      if (lk.f[i].kind == hardware::KernelKind::gemm) {
+        f_end = i;
+        break;
+      }
   if (r.recompute == Recompute::full) {
     lk.r = lk.f;
   } else if (r.recompute == Recompute::selective) {
@@ -178,7 +214,7 @@ LayerKernels layer_kernels(const ModelSpec& m, int layer, const RankShape& r) {
     // the gate/up GEMM. The core attention is not recomputed; every memory-bound kernel is.
     // Other GEMMs (MLA, MoE, the router) by the same rule over their order in the pass.
     int mm = 0;
-    for (std::size_t i = 0; i < lk.f.size(); ++i) {
+    for (std::size_t i = 0; i < f_end; ++i) {
       if (i >= core_begin && i < core_end) continue;
       const Kernel& k = lk.f[i];
       if (k.kind != hardware::KernelKind::gemm) {
@@ -256,7 +292,9 @@ LayerKernels head_kernels(const ModelSpec& m, const RankShape& r) {
   const double T = static_cast<double>(r.micro_batch) * static_cast<double>(r.seq_len) / r.cp;
   const double Tn = r.sequence_parallel ? T / tp : T;
   const double v = static_cast<double>(m.vocab) / tp;
-  if (r.fp32_autocast)   // the last layer's fp32 output: fp32 norm, cast for the LM head
+  if (r.torchtitan && !r.fused_kernels)   // torchtitan's final RMSNorm (the block's class, eager)
+    torchtitan_rmsnorm_kernels(Tn, h, lk.f, lk.b);
+  else if (r.fp32_autocast)   // the last layer's fp32 output: fp32 norm, cast for the LM head
     fp32_norm_kernels(m, Tn, h, r.fused_kernels, false, gpt_style(m) ? "final_layernorm" : "final_rmsnorm",
                       gpt_style(m) ? "final_layernorm_bwd" : "final_rmsnorm_bwd", lk.f, lk.b);
   else

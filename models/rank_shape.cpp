@@ -31,6 +31,7 @@ RankShape rank_shape(const config::Scenario& s) {
   sh.recompute = s.features.recompute;
   sh.recompute_every = s.features.recompute_every;
   sh.fp32_cross_entropy = s.features.fp32_cross_entropy;
+  sh.torchtitan = s.features.model_code == config::ModelCode::torchtitan;
   sh.bytes_per_element = 2;
   sh.fp32_autocast = s.training.master_weights == config::MasterWeights::fp32_autocast;
   sh.fp8 = s.training.precision == hardware::Precision::fp8 && s.hardware.peak_flops_fp8 > 0;

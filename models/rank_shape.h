@@ -47,6 +47,11 @@ struct RankShape {
   // gradients are not accumulated by the GEMM: ZeRO-3 / FSDP (per-unit gradients reduce-scattered) and
   // the plain PyTorch autocast recipe (its own cast and add kernels, eager_recipe.cpp).
   int wgrad_accumulate_bytes = 0;
+  // torchtitan's Llama block (features.model_code = "torchtitan"; docs/fsdp.md): its eager
+  // kernels (fp32 RMSNorm and complex RoPE with their casts, repeat_kv, the input-gradient sums
+  // of separate linears), or with fused_kernels what torch.compile leaves of them; per-op
+  // SAC's replay stops before the block's last residual add (torch.utils.checkpoint's early stop).
+  bool torchtitan = false;
 };
 // Whether layer `layer` (0-based, in the model) is checkpointed under the shape's recompute.
 bool checkpointed(const RankShape&, int layer);

@@ -240,6 +240,7 @@ void write_resolved(JsonWriter& w, const config::Scenario& s) {
   w.key("reduce_dtype").value(f.reduce_fp32 ? "fp32" : "bf16");
   w.key("fsdp_version").value(f.fsdp_version);
   w.key("cross_entropy").value(f.fp32_cross_entropy ? "fp32" : "fused");
+  if (f.model_code != config::ModelCode::megatron) w.key("model_code").value(config::to_string(f.model_code));   // absent: megatron
   w.end_object();
   w.key("cost").begin_object().key("price_per_gpu_hour").value(s.cost.price_per_gpu_hour);
   w.key("price_source").value(s.cost.price_from_hardware ? "hardware" : s.cost.price_per_gpu_hour > 0 ? "scenario" : "none");

@@ -108,6 +108,11 @@ struct Mechanisms {
   // (validation/h200_compare.h: 31.0 us per forward op, 26.2 us per backward op, 728 / 951 us
   // per checkpointed block's forward / recomputation). Off: no host cost (the bare launch gaps).
   bool eager_host = true;
+  // torchtitan's block (features.model_code = "torchtitan", docs/fsdp.md): its eager kernels (fp32
+  // RMSNorm and complex RoPE with their casts, repeat_kv, the input-gradient sums of separate
+  // linears; with torch.compile repeat_kv only) and per-op SAC's replay ending before the last
+  // residual add. Checked against run 23's kernel trace. Off: the Megatron block.
+  bool torchtitan_block = true;
 };
 
 inline const hardware::Calibration& shipped_calibration(const std::string& rel) {
@@ -203,6 +208,7 @@ inline config::Scenario row_scenario(const Row& r, const Mechanisms& mech = {}) 
   const bool torchtitan = r.at("id").rfind("TT", 0) == 0;
   F.fsdp_version = mech.fsdp2_copies && torchtitan ? 2 : 1;
   F.fp32_cross_entropy = mech.torch_loss && torchtitan;
+  if (mech.torchtitan_block && torchtitan) F.model_code = config::ModelCode::torchtitan;
   F.python_gc = false;
   F.dataloader_workers = 2;
   return s;
