@@ -22,10 +22,10 @@ TEST_CASE("fsdp rows: every published row is a valid scenario and the medians pe
                                                 validation::source_path("validation/fsdp/split.csv"));
   REQUIRE(rows.size() == 97);
   struct Half { const char* name; double tps, mem; };
-  // The tile-form attention fit (run 22, docs/cost-model.md §2) prices an 8k causal forward ~8% faster
-  // than the single-call fit did (measured back to back: the old fit carried the host's dispatch); the
-  // rows, already too fast, move with it: tuning median 34.8 -> 37.1%, held-out 41.0 -> 41.4%.
-  for (const Half h : {Half{"tuning", 0.371, 0.194}, Half{"heldout", 0.420, 0.204}}) {
+  // The tile-form attention fit (run 22, docs/cost-model.md §2) moved the tuning median 34.8 -> 37.1%
+  // (an 8k causal forward priced ~8% faster, measured back to back); the eager kernel families measured
+  // on the H200 in run 8, now in the shipped h200.toml too, brought it to 34.9% (held-out 41.4%).
+  for (const Half h : {Half{"tuning", 0.358, 0.194}, Half{"heldout", 0.420, 0.204}}) {
     std::vector<double> tps, mem;
     int n = 0;
     for (const auto& r : rows) {
