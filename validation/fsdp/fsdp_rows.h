@@ -5,8 +5,8 @@
 //
 // Row -> scenario (the rules, the same for every row; no per-row factor):
 //  * hardware: "A100" a100-sxm-80gb (40 GB rows: 40 GiB), "H200" h200, "H100"
-//    h100-sxm (the 94-96 GB HBM2e parts: 94 GiB capacity, the 80 GB part's
-//    bandwidth and peak otherwise).
+//    h100-sxm (the 94-96 GB HBM2e parts: 94 GiB capacity; the 96 GB Grand Teton parts
+//    2.4 TB/s HBM as torchtitan's benchmark doc states; the 80 GB part's peak otherwise).
 //  * model: inline from the row (layers, hidden, ffn, heads, kv heads, vocab);
 //    MPT: GELU MLP, tied embeddings; Llama: SwiGLU, untied.
 //  * layout: tp, pp, cp as published, dp = gpus / (tp pp cp); HSDP rows
@@ -133,6 +133,11 @@ inline config::Scenario row_scenario(const Row& r, const Mechanisms& mech = {}) 
   const double gib = 1024.0 * 1024.0 * 1024.0;
   if (gpu.find("A100 40GB") != std::string::npos) s.hardware.hbm_bytes = 40 * gib;
   if (gpu.find("96GB") != std::string::npos || gpu.find("94/95GB") != std::string::npos) s.hardware.hbm_bytes = 94 * gib;
+  // Meta's Grand Teton H100s: "96GB HBM2e with 2.4 TB/sec peak memory bandwidth", "the default 500W power
+  // limit" (pytorch/torchtitan benchmarks/asyncTP_llama3_h100_2025-06_torchtitan.md @2887250bb, Hardware):
+  // memory-bound kernels run against that bandwidth (the calibration's fractions apply to it). The power
+  // limit is not modelled (no measurement at 500 W here). The 94/95 GB rows' bandwidth is not stated.
+  if (gpu.find("96GB HBM2e") != std::string::npos) s.hardware.hbm_bandwidth = 2.4e12;
   if (mech.eager_host) {
     s.hardware.host_overhead = validation::kEagerHostOverheadS;
     s.hardware.host_compiled_overhead = validation::kCompiledHostOverheadS;
