@@ -24,6 +24,16 @@ import sac_probe as sp
 GIB = 1024 ** 3
 
 
+class Stack(nn.Module):
+    """The blocks behind one forward (FSDP2's root must implement forward; run 24a's first try wrapped a ModuleList)."""
+    def __init__(self, blocks):
+        super().__init__()
+        self.blocks = blocks
+
+    def forward(self, x, freqs, mode):
+        return sp.run_blocks(self.blocks, x, freqs, mode)
+
+
 def stats():
     s = torch.cuda.memory_stats()
     return (torch.cuda.max_memory_allocated() / GIB, torch.cuda.max_memory_reserved() / GIB,
@@ -44,10 +54,12 @@ def run(cfg, mode, layers, seq, mbs, fsdp, rows):
         mp = MixedPrecisionPolicy(param_dtype=torch.bfloat16, reduce_dtype=torch.float32)
         for b in blocks:
             fully_shard(b, mp_policy=mp, reshard_after_forward=True)
-        fully_shard(blocks, mp_policy=mp, reshard_after_forward=True)
-        opt = torch.optim.AdamW(blocks.parameters(), lr=1e-5, foreach=True)
+        model = Stack(blocks)
+        fully_shard(model, mp_policy=mp, reshard_after_forward=True)
+        opt = torch.optim.AdamW(model.parameters(), lr=1e-5, foreach=True)
     else:
         blocks = blocks.to("cuda", torch.bfloat16)
+        model = Stack(blocks)
         opt = None
     times = []
     for it in range(5):
@@ -56,7 +68,7 @@ def run(cfg, mode, layers, seq, mbs, fsdp, rows):
             torch.cuda.reset_peak_memory_stats()
         x = torch.randn(mbs, seq, dim, device="cuda", dtype=torch.bfloat16, requires_grad=True)
         t0 = time.time()
-        y = sp.run_blocks(blocks, x, freqs, mode)
+        y = model(x, freqs, mode)
         y.float().pow(2).mean().backward()
         if opt is not None:
             opt.step()
@@ -71,7 +83,7 @@ def run(cfg, mode, layers, seq, mbs, fsdp, rows):
     rows.append([cfg, mode, layers, seq, mbs, round(a, 3), round(r, 3), round(r / a, 4) if a > 0 else 0, retries, segs,
                  round(inactive, 3), round(statistics.median(times[3:]), 2)])
     print(",".join(str(v) for v in rows[-1]), flush=True)
-    del blocks, opt
+    del model, blocks, opt
     torch.cuda.empty_cache()
 
 
