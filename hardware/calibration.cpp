@@ -355,7 +355,7 @@ Calibration fit_probe(const std::string& probe_path, std::string* report, const 
       double f = 4.0 * b * h * s * skv * d * (causal ? 0.5 : 1.0) * (pass == "bwd" ? CostDefaults::flash_bwd_flop_ratio : 1.0);
       att.push_back({true, pass == "bwd", f, t, skv, b, h, s, skv, causal});
     } else if (impl == "materialized") {
-      double by = (pass == "bwd" ? 7.0 : 4.0) * b * h * s * s * 2.0;
+      double by = (pass == "bwd" ? 7.0 : 4.0) * b * h * s * skv * 2.0;
       att.push_back({false, pass == "bwd", by, t});
     }
   }
@@ -371,6 +371,14 @@ Calibration fit_probe(const std::string& probe_path, std::string* report, const 
     att.erase(std::remove_if(att.begin(), att.end(), [&](const A& a) { return a.flash && a.t < 3 * shortest[a.bwd]; }),
               att.end());
     host_bound = n0 - att.size();
+    for (int pass = 0; pass < 2; ++pass) {
+      const bool had = shortest[pass] < 1e300;
+      const auto left = std::count_if(att.begin(), att.end(), [&](const A& a) { return a.flash && a.bwd == (pass == 1); });
+      if (had && left < 2)
+        fail(probe_path, std::string("back-to-back fused attention: fewer than 2 ") + (pass ? "backward" : "forward") +
+                             " samples at or above 3 x the shortest call (shorter ones are the host's dispatch, left out);"
+                             " measure larger calls (validation/attention_sdpa.py --back-to-back)");
+    }
   }
   if (!att.empty()) {
     AttentionFit& af = cal.attention;

@@ -181,16 +181,18 @@ static double table_seconds(double measured, const GemmFit& fit, double peak) {
 }
 
 double CostModel::gemm_seconds(const Kernel& kn) const {
-  // Accumulating into the output (Kernel::accumulate_bytes): the epilogue's extra traffic, its exposed
-  // share as measured (CostDefaults, run 19).
+  // Accumulating into the output (Kernel::accumulate_bytes): the epilogue's extra traffic over every
+  // weight matrix the call writes, its exposed share as measured (CostDefaults, run 19). A grouped call's
+  // rate (grouped_eff) is a tile efficiency of its main loop: it divides the GEMM, not this traffic.
   double epilogue = 0;
   if (kn.accumulate_bytes > 0) {
     const bool f32 = kn.accumulate_bytes >= 4;
-    const double extra = static_cast<double>(kn.m) * static_cast<double>(kn.n) * (f32 ? 6.0 : 2.0);
+    const double extra = static_cast<double>(kn.m) * static_cast<double>(kn.n) * std::max(1, kn.accumulate_outputs) *
+                         (f32 ? 6.0 : 2.0);
     epilogue = extra * (f32 ? CostDefaults::wgrad_accumulate_share_fp32 : CostDefaults::wgrad_accumulate_share_bf16) /
                bandwidth_;
   }
-  return gemm_core_seconds(kn) + epilogue;
+  return gemm_core_seconds(kn) / (kn.grouped_eff > 0 ? kn.grouped_eff : 1.0) + epilogue;
 }
 
 double CostModel::gemm_core_seconds(const Kernel& kn) const {
@@ -332,7 +334,7 @@ double CostModel::time(const Kernel& kn) const {
   if (kn.count <= 0) return 0;
   double one = 0;
   switch (kn.kind) {
-    case KernelKind::gemm: one = gemm_seconds(kn) / (kn.grouped_eff > 0 ? kn.grouped_eff : 1.0); break;
+    case KernelKind::gemm: one = gemm_seconds(kn); break;   // grouped_eff applied inside
     case KernelKind::attention_fwd:
     case KernelKind::attention_bwd: one = attention_seconds(kn); break;
     case KernelKind::memory: one = memory_seconds(kn); break;

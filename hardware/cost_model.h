@@ -21,14 +21,14 @@ namespace mfusim::hardware {
 // Default curve parameters, documented with their sources in docs/cost-model.md.
 struct CostDefaults {
   static constexpr double gemm_eff_max_bf16 = 0.84;   // so 8192^3 bf16 -> 0.80 of peak (H200 measured 787 TF/s)
-  static constexpr double gemm_eff_max_fp8 = 0.70;
+  static constexpr double gemm_eff_max_fp8 = 0.70;    // cuBLASLt fp8 on H100: ~1.3-1.4 PF/s of 1979
   // The share of a wgrad GEMM's extra epilogue traffic when it accumulates into main_grad (beta = 1)
   // that is not hidden under the main loop: extra bytes per output element 6 (fp32: read 4, write 4
   // instead of a bf16 write of 2) or 2 (bf16: the read); run 19 (validation/runs/run19-wgrad-acc, one
   // H200, 12 wgrad GEMMs of three Megatron layouts inside a sustained layer sequence, against the
   // calibrated copy bandwidth): fp32 0.44-0.72, median 0.59; bf16 0.21-0.48, median 0.34.
   static constexpr double wgrad_accumulate_share_fp32 = 0.59;
-  static constexpr double wgrad_accumulate_share_bf16 = 0.34;    // cuBLASLt fp8 on H100: ~1.3-1.4 PF/s of 1979
+  static constexpr double wgrad_accumulate_share_bf16 = 0.34;
   static constexpr double gemm_size_knee = 512;       // (mnk)^(1/3) scale of the total-work saturation
   static constexpr double gemm_k_knee = 380;          // k / (k + knee): epilogue cost in k units (fit to H200 shapes)
   static constexpr double flash_fwd_eff = 0.65;       // FA3 / cuDNN bf16 fwd, long sequences (H200 measured 0.64-0.67)

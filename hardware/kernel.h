@@ -78,6 +78,9 @@ struct Kernel {
   // fusion into main_grad): the output's element size, 4 (fp32 main_grad) or 2 (bf16); 0 = written once.
   // The epilogue then reads the old value and writes the wider one (CostModel::gemm_seconds, run 19).
   int accumulate_bytes = 0;
+  // Weight matrices one accumulating call writes into (a grouped expert wgrad: one per expert; m x n is
+  // one expert's weight).
+  int accumulate_outputs = 1;
 };
 
 }  // namespace mfusim::hardware

@@ -115,9 +115,19 @@ void scale_expert_kernels(const config::Scenario& s, std::vector<hardware::Kerne
 }
 
 void scale_expert_wgrads(const config::Scenario& s, std::vector<hardware::Kernel>& ks) {
-  if (s.moe.imbalance == 1.0) return;
-  for (std::size_t i = 0; i < ks.size(); ++i)
-    if (std::string_view(ks[i].name).rfind("expert_", 0) == 0) scale_expert_kernels(s, ks, i, i + 1);
+  const double im = s.moe.imbalance;
+  if (im == 1.0) return;
+  // A weight gradient's tokens are its reduction (k); its output is the weight (m x n), which the
+  // imbalance does not change.
+  for (hardware::Kernel& k : ks)
+    if (k.kind == hardware::KernelKind::gemm && std::string_view(k.name).rfind("expert_", 0) == 0) {
+      k.k = std::max<std::int64_t>(1, std::llround(static_cast<double>(k.k) * im));
+      k.flops *= im;
+      k.bytes = 0;   // recomputed from the shape
+    } else if (std::string_view(k.name).rfind("expert_", 0) == 0) {
+      k.flops *= im;
+      k.bytes *= im;
+    }
 }
 
 void group_expert_gemms(const config::Scenario& s, std::vector<hardware::Kernel>& ks, std::size_t from, std::size_t to,
@@ -135,6 +145,7 @@ void group_expert_gemms(const config::Scenario& s, std::vector<hardware::Kernel>
     std::int64_t& tokens = wgrad ? k.k : k.m;
     k.grouped_eff = hardware::grouped_gemm_efficiency(s.calibration->gemm_grouped, static_cast<double>(tokens));
     tokens *= k.count;
+    if (wgrad) k.accumulate_outputs = k.count;   // each expert's main_grad (the epilogue, CostModel::gemm_seconds)
     k.flops = per_flops * k.count;
     k.bytes = per_bytes * k.count;   // every expert's own weights
     k.count = 1;

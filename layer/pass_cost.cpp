@@ -227,9 +227,10 @@ PassCost LayerCosts::pass_cost(const std::vector<Kernel>& ks, bool backward, boo
   // Context parallelism as Transformer Engine runs it (ring attention, P2P): the rank's queries
   // meet the K/V chunks of the cp ranks in cp steps; in each of the first cp-1 steps the next
   // chunk's send/recv runs beside the step's attention (in the backward K/V and their gradients
-  // travel: twice the bytes). With load-balanced causal chunks (each rank holds chunks i and
-  // 2cp-1-i) every step carries the same attention work, core / cp. A step lasts as long as its
-  // transfer or its compute, the compute slowed by the NCCL kernels beside it
+  // travel: twice the bytes). Flash attention runs each step as its own calls at their shapes
+  // (cp_step_times: load-balanced causal chunks, each rank holding chunks i and 2cp-1-i); a
+  // materialised core has no such lowering, its steps are core / cp each. A step lasts as long as
+  // its transfer or its compute, the compute slowed by the NCCL kernels beside it
   // (hardware::compute_slowdown of the P2P footprint) while the transfer runs. What the ring adds
   // to the attention core is exposed in the attention segment.
   const int cp = s_.parallel.cp;
@@ -238,18 +239,22 @@ PassCost LayerCosts::pass_cost(const std::vector<Kernel>& ks, bool backward, boo
   auto attn_seg = [&](const std::vector<const Kernel*>& v) {
     Seg sg = with_tp(seg(v), backward ? TpOverlapSite::backward_attention : TpOverlapSite::forward_attention);
     if (cp_step_s > 0) {
-      // Each attention call of the segment runs as the ring's steps (cp_step_times); what the ring
-      // takes beyond the call priced whole is exposed in the attention segment. A materialised
-      // (non-flash) core has no ring lowering: its steps are core / cp each.
-      double extra = 0;
+      // A flash call runs as the ring's steps (cp_step_times): what the ring takes beyond the call
+      // priced whole is exposed in the attention segment. The materialised pieces (QK^T, AV and their
+      // gradients: several attention kernels of one ring) share one ring of core / cp steps.
+      double extra = 0, materialised_core = 0;
       for (const Kernel* k : v) {
         if (k->kind != hardware::KernelKind::attention_fwd && k->kind != hardware::KernelKind::attention_bwd) continue;
         const double core = cost_.time(*k) - cost_.launch_time(*k);
         const bool ring_shape = k->flash && k->seq_q > 1 && k->seq_kv > 0 && k->batch > 0 && k->heads > 0 && k->head_dim > 0;
+        if (!ring_shape) {
+          materialised_core += core;
+          continue;
+        }
         const double e = s_.training.precision == config::Precision::fp8 && !k->keep_bf16 ? 1.0 : 2.0;   // fp8 attention or bf16
-        extra += ring_shape ? std::max(0.0, cp_ring_time(cp_step_times(cost_, *k, cp, e), cp_step_s, cp_slow) - core)
-                            : cp_ring_extra(core, cp_step_s, cp, cp_slow);
+        extra += std::max(0.0, cp_ring_time(cp_step_times(cost_, *k, cp, e), cp_step_s, cp_slow) - core);
       }
+      if (materialised_core > 0) extra += cp_ring_extra(materialised_core, cp_step_s, cp, cp_slow);
       sg.ns += sim::checked_ns(extra, "the CP ring exchange");
     }
     return sg;

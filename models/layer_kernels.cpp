@@ -6,6 +6,7 @@
 #include <algorithm>
 #include <cmath>
 #include <string>
+#include <string_view>
 
 #include "models/conventions.h"
 #include "models/kernel_builders.h"
@@ -17,10 +18,12 @@ using hardware::Kernel;
 
 namespace {
 // Megatron's gradient-accumulation fusion (RankShape::wgrad_accumulate_bytes): every weight-gradient
-// GEMM accumulates into main_grad.
+// GEMM of a Transformer Engine linear accumulates into main_grad; the MoE router is a torch linear
+// (its gradient reaches main_grad through the DDP hook, not the GEMM's epilogue).
 void tag_wgrad_accumulation(LayerKernels& lk, const RankShape& r) {
   for (Kernel& k : lk.w)
-    if (k.kind == hardware::KernelKind::gemm) k.accumulate_bytes = r.wgrad_accumulate_bytes;
+    if (k.kind == hardware::KernelKind::gemm && std::string_view(k.name) != "router_wgrad")
+      k.accumulate_bytes = r.wgrad_accumulate_bytes;
 }
 }  // namespace
 

@@ -38,7 +38,8 @@ RankShape rank_shape(const config::Scenario& s) {
   sh.fp8_attention = s.features.fp8_attention;
   sh.recompute_norm_up_proj = s.moe.recompute_norm_up_proj;
   sh.fp8_activation_cache = s.moe.fp8_activation_cache;
-  sh.wgrad_accumulate_bytes = sh.fp32_autocast || s.parallel.zero() >= 3 ? 0 : (s.features.reduce_fp32 ? 4 : 2);
+  sh.wgrad_accumulate_bytes =
+      sh.fp32_autocast || sh.torchtitan || s.parallel.zero() >= 3 ? 0 : (s.features.reduce_fp32 ? 4 : 2);
   return sh;
 }
 

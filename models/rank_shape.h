@@ -45,7 +45,8 @@ struct RankShape {
   // Megatron's gradient-accumulation fusion (its default with Transformer Engine; NeMo's recipes): each
   // wgrad GEMM accumulates into main_grad, fp32 (4) or bf16 (2, features.reduce_dtype); 0 where the
   // gradients are not accumulated by the GEMM: ZeRO-3 / FSDP (per-unit gradients reduce-scattered) and
-  // the plain PyTorch autocast recipe (its own cast and add kernels, eager_recipe.cpp).
+  // the plain PyTorch autocast recipe (its own cast and add kernels, eager_recipe.cpp), and torchtitan's
+  // code (no main_grad: autograd writes .grad).
   int wgrad_accumulate_bytes = 0;
   // torchtitan's Llama block (features.model_code = "torchtitan"; docs/fsdp.md): its eager
   // kernels (fp32 RMSNorm and complex RoPE with their casts, repeat_kv, the input-gradient sums

@@ -158,3 +158,25 @@ TEST_CASE("cp ring: per-step times, the last step without a transfer") {
   CHECK(bi[2] == doctest::Approx(bi[3]));
   CHECK(bi[0] < bi[1]);   // the first step has no gradient accumulation
 }
+
+TEST_CASE("fit_probe: back-to-back samples that are all host-bound are refused, not silently dropped") {
+  // Every sample of a pass within 3 x the shortest (the host's dispatch): fewer than 2 left.
+  std::string probe = "format = \"mfusim-probe-1\"\n[provenance]\ngpu = \"NVIDIA H200\"\n";
+  for (double s : {512.0, 1024.0})
+    for (auto [pass, t] : {std::pair{"fwd", 40e-6}, std::pair{"bwd", 150e-6}}) {
+      char buf[512];
+      std::snprintf(buf, sizeof buf,
+                    "[[attention]]\nimpl = \"cudnn_fused\"\npass = \"%s\"\ntiming = \"back_to_back\"\nbatch = 1\nheads = 8\n"
+                    "kv_heads = 8\nseq = %g\nhead_dim = 128\ncausal = true\nseconds = %.12g\n",
+                    pass, s, t * s / 512);
+      probe += buf;
+    }
+  write(tmp("probe_hostbound.toml"), probe);
+  bool threw = false;
+  try {
+    fit_probe(tmp("probe_hostbound.toml"));
+  } catch (const std::runtime_error& e) {
+    threw = std::string(e.what()).find("fewer than 2") != std::string::npos;
+  }
+  CHECK(threw);
+}

@@ -59,3 +59,49 @@ TEST_CASE("wgrad accumulation: the epilogue's cost against run 19's measurement"
   CHECK(f32 > b16);
   CHECK(b16 > plain);
 }
+
+TEST_CASE("wgrad accumulation: a grouped expert call accumulates into every expert's weight, outside its rate") {
+  const auto hw = config::load_hardware(kRoot + "/hardware/h200.toml");
+  const auto cal = hardware::read_calibration(kRoot + "/hardware/calibration/h200.toml");
+  const hardware::CostModel cm(hw, hardware::Precision::bf16, &cal, false);
+  hardware::Kernel g;
+  g.kind = hardware::KernelKind::gemm;
+  g.m = 2048;
+  g.n = 1408;
+  g.k = 8 * 512;   // eight experts' tokens, grouped (layer/moe_dispatch.cpp group_expert_gemms)
+  auto t = [&](int acc, int outputs, double grouped) {
+    hardware::Kernel x = g;
+    x.accumulate_bytes = acc;
+    x.accumulate_outputs = outputs;
+    x.grouped_eff = grouped;
+    return cm.time(x) - cm.launch_time(x);
+  };
+  const double one = t(4, 1, 0) - t(0, 1, 0), eight = t(4, 8, 0) - t(0, 8, 0);
+  CHECK(one > 0);
+  CHECK(eight == doctest::Approx(8 * one).epsilon(1e-9));
+  // The grouped rate divides the main loop only: the epilogue is the same at any grouped_eff.
+  CHECK(t(4, 8, 0.5) - t(0, 8, 0.5) == doctest::Approx(eight).epsilon(1e-9));
+  CHECK(t(0, 8, 0.5) == doctest::Approx(2 * t(0, 8, 0)).epsilon(1e-9));
+}
+
+TEST_CASE("wgrad accumulation: not the MoE router (a torch linear), not torchtitan's code") {
+  const std::string moe = "model = \"mixtral-8x7b\"\nhardware = \"h100-sxm\"\n[cluster]\ngpus = 8\n[training]\nseq_len = 4096\n"
+                          "global_batch = 8\nmicro_batch = 1\n[parallel]\nep = 8\ndistributed_optimizer = true\n";
+  const auto s = config::load_scenario_string(moe, "moe.toml").base;
+  const auto sh = models::rank_shape(s);
+  REQUIRE(sh.wgrad_accumulate_bytes == 4);
+  bool router = false, expert = false;
+  for (const auto& k : models::layer_kernels(s.model, 0, sh).w) {
+    if (std::string(k.name) == "router_wgrad") {
+      router = true;
+      CHECK(k.accumulate_bytes == 0);
+    }
+    if (std::string(k.name).rfind("expert_", 0) == 0) {
+      expert = true;
+      CHECK(k.accumulate_bytes == 4);
+    }
+  }
+  CHECK(router);
+  CHECK(expert);
+  CHECK(models::rank_shape(scen("[features]\nmodel_code = \"torchtitan\"\n")).wgrad_accumulate_bytes == 0);
+}
