@@ -241,7 +241,8 @@ double CostModel::attention_seconds(const Kernel& kn) const {
     double flops = has_shape ? full_fwd * (kn.causal ? 0.5 : 1.0) * (bwd ? CostDefaults::flash_bwd_flop_ratio : 1.0)
                              : kn.flops;
     double eff = 0;
-    if (cal && cal_->attention.tile_form && has_shape && (bwd ? cal_->attention.flash_bwd_eff : cal_->attention.flash_fwd_eff) > 0) {
+    const double cal_eff = cal ? (bwd ? cal_->attention.flash_bwd_eff : cal_->attention.flash_fwd_eff) : 0.0;
+    if (cal_eff > 0 && cal_->attention.tile_form && has_shape) {
       // The tile form (calibration.h AttentionFit): executed tiles over counted ones, the knee on the
       // call's whole work.
       const auto& a = cal_->attention;
@@ -249,12 +250,12 @@ double CostModel::attention_seconds(const Kernel& kn) const {
                                                 static_cast<double>(kn.seq_q), static_cast<double>(kn.seq_kv), kn.causal,
                                                 a.diagonal_tile_weight);
       const double knee = bwd ? a.flash_bwd_tile_knee : a.flash_fwd_tile_knee;
-      eff = (bwd ? a.flash_bwd_eff : a.flash_fwd_eff) * tl.executed / (tl.executed + knee);
+      eff = cal_eff * tl.executed / (tl.executed + knee);
       flops *= tl.executed / tl.counted;
-    } else if (cal && (bwd ? cal_->attention.flash_bwd_eff : cal_->attention.flash_fwd_eff) > 0) {
+    } else if (cal_eff > 0) {
       // The calibration fits both efficiencies against the FLOPs counted here
       // (hardware/calibration.cpp: causal halves, backward = 2.5 x forward).
-      eff = bwd ? cal_->attention.flash_bwd_eff : cal_->attention.flash_fwd_eff;
+      eff = cal_eff;
       const double knee = bwd ? cal_->attention.flash_bwd_seq_knee : cal_->attention.flash_fwd_seq_knee;
       if (knee > 0 && kn.seq_kv > 0) eff *= static_cast<double>(kn.seq_kv) / (static_cast<double>(kn.seq_kv) + knee);
     } else {

@@ -97,37 +97,35 @@ int deepep_sms(const config::Scenario& s) {
   return s.moe.comm_sms;
 }
 
+namespace {
+// One expert kernel of the slowest EP rank: a GEMM's tokens (the rows of the forward and input-gradient
+// GEMMs, the reduction of the weight gradient's, as in group_expert_gemms: the weight itself does not
+// grow) and every kernel's FLOPs by the imbalance.
+void scale_expert_kernel(hardware::Kernel& k, double im, bool wgrad) {
+  if (k.kind == hardware::KernelKind::gemm) {
+    std::int64_t& tokens = wgrad ? k.k : k.m;
+    tokens = std::max<std::int64_t>(1, std::llround(static_cast<double>(tokens) * im));
+    k.flops *= im;
+    k.bytes = 0;   // recomputed from the shape
+  } else {
+    k.flops *= im;
+    k.bytes *= im;
+  }
+}
+}  // namespace
+
 void scale_expert_kernels(const config::Scenario& s, std::vector<hardware::Kernel>& ks, std::size_t from,
                           std::size_t to) {
   const double im = s.moe.imbalance;
   if (im == 1.0) return;
-  for (std::size_t i = std::min(from, ks.size()); i < std::min(to, ks.size()); ++i) {
-    hardware::Kernel& k = ks[i];
-    if (k.kind == hardware::KernelKind::gemm) {
-      k.m = std::max<std::int64_t>(1, std::llround(static_cast<double>(k.m) * im));
-      k.flops *= im;
-      k.bytes = 0;   // recomputed from the shape
-    } else {
-      k.flops *= im;
-      k.bytes *= im;
-    }
-  }
+  for (std::size_t i = std::min(from, ks.size()); i < std::min(to, ks.size()); ++i) scale_expert_kernel(ks[i], im, false);
 }
 
 void scale_expert_wgrads(const config::Scenario& s, std::vector<hardware::Kernel>& ks) {
   const double im = s.moe.imbalance;
   if (im == 1.0) return;
-  // A weight gradient's tokens are its reduction (k); its output is the weight (m x n), which the
-  // imbalance does not change.
   for (hardware::Kernel& k : ks)
-    if (k.kind == hardware::KernelKind::gemm && std::string_view(k.name).rfind("expert_", 0) == 0) {
-      k.k = std::max<std::int64_t>(1, std::llround(static_cast<double>(k.k) * im));
-      k.flops *= im;
-      k.bytes = 0;   // recomputed from the shape
-    } else if (std::string_view(k.name).rfind("expert_", 0) == 0) {
-      k.flops *= im;
-      k.bytes *= im;
-    }
+    if (std::string_view(k.name).rfind("expert_", 0) == 0) scale_expert_kernel(k, im, true);
 }
 
 void group_expert_gemms(const config::Scenario& s, std::vector<hardware::Kernel>& ks, std::size_t from, std::size_t to,

@@ -96,13 +96,18 @@ std::vector<double> cp_step_times(const hardware::CostModel& cost, const Kernel&
                d = static_cast<double>(k.head_dim);
   auto device = [&](const Kernel& x) { return cost.time(x) - cost.launch_time(x); };
   auto call = [&](std::int64_t sq, std::int64_t skv, bool causal) {
+    // The step's flash call as models/ builds one (its bytes and FLOPs at this shape), with the
+    // rank kernel's other properties (precision, keep_bf16).
+    std::vector<Kernel> f, bk;
+    models::detail::attention_kernels(models::ModelSpec{}, {b, h, kvh, static_cast<double>(sq), static_cast<double>(skv), d, d},
+                                      static_cast<int>(e), config::Attention::flash, f, bk);
+    const Kernel& built = bwd ? bk.front() : f.front();
     Kernel x = k;
     x.seq_q = sq;
     x.seq_kv = skv;
     x.causal = causal;
-    const double q = b * sq * h * d * e, kv = 2 * b * skv * kvh * d * e, lse = b * h * sq * 4;
-    x.bytes = bwd ? 2 * q + 2 * kv + 2 * q + lse : 2 * q + kv + lse;   // bwd: Q,O,dO,LSE,K,V read, dQ,dK,dV written
-    x.flops = (bwd ? 2.0 : 1.0) * 4 * b * h * static_cast<double>(sq) * static_cast<double>(skv) * d * (causal ? 0.5 : 1.0);
+    x.bytes = built.bytes;
+    x.flops = built.flops;
     return device(x);
   };
   auto pass = [&](const char* name, double read, double write) {

@@ -106,10 +106,8 @@ TEST_CASE("calibration files: an unknown attention form is an error at its posit
 TEST_CASE("the shipped H200 fit prices run 21b's calls (held out of its fit) and its measured ring") {
   // run 21b (validation/runs/run21-cp-ring/results/cp_ring_loop.csv): cuDNN calls back to back on the
   // H200, not among run 22's samples that hardware/calibration/h200.toml was fitted on.
-  const HardwareSpec hw = config::load_hardware(kRoot + "/hardware/h200.toml");
-  const Calibration cal = read_calibration(kRoot + "/hardware/calibration/h200.toml");
-  REQUIRE(cal.attention.tile_form);
-  const CostModel cm(hw, Precision::bf16, &cal, false);
+  const CostModel& cm = shipped_h200_cost_model();
+  REQUIRE(read_calibration(kRoot + "/hardware/calibration/h200.toml").attention.tile_form);
   auto ms = [&](const Kernel& k) { return 1e3 * (cm.time(k) - cm.launch_time(k)); };
   std::map<std::string, double> m;   // item of the llama3-8b tp1 cp2 case -> measured ms
   {
@@ -149,9 +147,7 @@ TEST_CASE("cp ring: per-step times, the last step without a transfer") {
   CHECK(layer::cp_ring_time({3.0, 0.5}, 1.0, 1.0) == doctest::Approx(3.5));
   CHECK(layer::cp_ring_time({0.5, 3.0}, 1.0, 1.0) == doctest::Approx(1.0 + 3.0));
   // cp 4 causal: four steps; a bidirectional model's steps are all the same call.
-  const HardwareSpec hw = config::load_hardware(kRoot + "/hardware/h200.toml");
-  const Calibration cal = read_calibration(kRoot + "/hardware/calibration/h200.toml");
-  const CostModel cm(hw, Precision::bf16, &cal, false);
+  const CostModel& cm = shipped_h200_cost_model();
   CHECK(layer::cp_step_times(cm, flash(false, 1, 32, 8, 2048, 8192, true), 4, 2.0).size() == 4);
   const auto bi = layer::cp_step_times(cm, flash(true, 1, 32, 8, 2048, 8192, false), 4, 2.0);
   REQUIRE(bi.size() == 4);

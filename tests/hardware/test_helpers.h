@@ -5,7 +5,9 @@
 #include <stdexcept>
 #include <string>
 
+#include "config/loader.h"
 #include "hardware/calibration.h"
+#include "hardware/cost_model.h"
 #include "hardware/hardware_spec.h"
 
 namespace mfusim::hardware::testing {
@@ -54,6 +56,14 @@ inline std::string error_of(const std::string& path) {
     return e.what();
   }
   return "";
+}
+// The shipped H200 profile with its shipped calibration (hardware/h200.toml,
+// hardware/calibration/h200.toml), bf16, read once: the cost model the measured evidence is checked against.
+inline const CostModel& shipped_h200_cost_model() {
+  static const HardwareSpec hw = config::load_hardware(std::string(MFUSIM_TEST_DIR) + "/../hardware/h200.toml");
+  static const Calibration cal = read_calibration(std::string(MFUSIM_TEST_DIR) + "/../hardware/calibration/h200.toml");
+  static const CostModel cm(hw, Precision::bf16, &cal, false);
+  return cm;
 }
 inline std::string g12(double v) {
   char b[64];

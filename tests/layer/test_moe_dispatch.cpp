@@ -382,3 +382,33 @@ TEST_CASE("the coarse lowering plays the Figure-4 pair as the per-layer tasks do
     CHECK(b.breakdown.ep_comm_exposed == doctest::Approx(a.breakdown.ep_comm_exposed).epsilon(0.1));
   }
 }
+
+TEST_CASE("moe.imbalance scales an expert GEMM's tokens: the rows forward, the reduction of the weight gradient") {
+  const auto s = load("2048xh800_deepseek_v3.toml", {"moe.imbalance=1.5"});
+  const auto lk = models::layer_kernels(s.model, s.model.layers - 1, models::rank_shape(s));   // a MoE layer
+  auto f = lk.f;
+  auto w = lk.w;
+  layer::scale_expert_kernels(s, f, lk.f_experts, lk.f_experts_end);
+  layer::scale_expert_wgrads(s, w);
+  int fwd = 0, wgrad = 0;
+  for (std::size_t i = lk.f_experts; i < lk.f_experts_end; ++i)
+    if (lk.f[i].kind == hardware::KernelKind::gemm) {
+      ++fwd;
+      CHECK(f[i].m == std::llround(lk.f[i].m * 1.5));   // tokens
+      CHECK(f[i].n == lk.f[i].n);
+      CHECK(f[i].k == lk.f[i].k);
+    }
+  for (std::size_t i = 0; i < lk.w.size(); ++i) {
+    if (lk.w[i].kind != hardware::KernelKind::gemm || std::string(lk.w[i].name).rfind("expert_", 0) != 0) {
+      CHECK(w[i].flops == lk.w[i].flops);   // not an expert kernel: untouched
+      continue;
+    }
+    ++wgrad;
+    CHECK(w[i].k == std::llround(lk.w[i].k * 1.5));   // tokens are the reduction
+    CHECK(w[i].m == lk.w[i].m);                        // the weight does not grow
+    CHECK(w[i].n == lk.w[i].n);
+    CHECK(w[i].flops == doctest::Approx(lk.w[i].flops * 1.5));
+  }
+  CHECK(fwd >= 2);
+  CHECK(wgrad >= 2);
+}

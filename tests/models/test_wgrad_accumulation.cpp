@@ -9,6 +9,7 @@
 #include "hardware/cost_model.h"
 #include "models/layer_kernels.h"
 #include "models/rank_shape.h"
+#include "tests/hardware/test_helpers.h"
 
 using namespace mfusim;
 
@@ -40,9 +41,7 @@ TEST_CASE("wgrad accumulation: Megatron's fused accumulation into main_grad, not
 TEST_CASE("wgrad accumulation: the epilogue's cost against run 19's measurement") {
   // Run 19, Llama 3.1 8B tp1 cp2, the QKV wgrad (m 4096 x n 6144, k 4096 tokens), sustained on the
   // H200: bf16 output 311.78 us; accumulated into fp32 337.28 us (x1.082), into bf16 315.78 (x1.013).
-  const auto hw = config::load_hardware(kRoot + "/hardware/h200.toml");
-  const auto cal = hardware::read_calibration(kRoot + "/hardware/calibration/h200.toml");
-  const hardware::CostModel cm(hw, hardware::Precision::bf16, &cal, false);
+  const hardware::CostModel& cm = hardware::testing::shipped_h200_cost_model();
   hardware::Kernel g;
   g.kind = hardware::KernelKind::gemm;
   g.m = 4096;
@@ -61,9 +60,7 @@ TEST_CASE("wgrad accumulation: the epilogue's cost against run 19's measurement"
 }
 
 TEST_CASE("wgrad accumulation: a grouped expert call accumulates into every expert's weight, outside its rate") {
-  const auto hw = config::load_hardware(kRoot + "/hardware/h200.toml");
-  const auto cal = hardware::read_calibration(kRoot + "/hardware/calibration/h200.toml");
-  const hardware::CostModel cm(hw, hardware::Precision::bf16, &cal, false);
+  const hardware::CostModel& cm = hardware::testing::shipped_h200_cost_model();
   hardware::Kernel g;
   g.kind = hardware::KernelKind::gemm;
   g.m = 2048;
