@@ -224,9 +224,10 @@ double CostModel::gemm_core_seconds(const Kernel& kn) const {
 double CostModel::attention_seconds(const Kernel& kn) const {
   const bool bwd = kn.kind == KernelKind::attention_bwd;
   const bool has_shape = kn.batch > 0 && kn.heads > 0 && kn.seq_q > 0 && kn.seq_kv > 0 && kn.head_dim > 0;
-  // Score and context matmuls: 4 * b * heads * s_q * s_kv * d per forward.
-  const double full_fwd = has_shape ? 4.0 * static_cast<double>(kn.batch) * kn.heads * kn.seq_q * kn.seq_kv * kn.head_dim
-                                    : 0.0;
+  // Score and context matmuls: 2 * b * heads * s_q * s_kv * (d_qk + d_v) per forward (4 * ... * d when
+  // the value head is as wide as the query's; MLA's is narrower: 192 + 128).
+  const double full_fwd =
+      has_shape ? 2.0 * static_cast<double>(kn.batch) * kn.heads * kn.seq_q * kn.seq_kv * (kn.head_dim + kn.v_dim()) : 0.0;
   const bool cal = cal_ && cal_->has_attention;
   // bf16 unless the kernel runs in fp8 (features.fp8_attention; models/ marks the others keep_bf16).
   const double peak = peak_of(kn);

@@ -56,6 +56,9 @@ struct Kernel {
   std::int64_t m = 0, n = 0, k = 0;
   // attention (per rank): batch, query heads, kv heads, query/key lengths, head dim
   std::int64_t batch = 0, heads = 0, kv_heads = 0, seq_q = 0, seq_kv = 0, head_dim = 0;
+  // The value head's width when it differs from the query/key's (MLA: 192 vs 128); 0: head_dim.
+  std::int64_t head_dim_v = 0;
+  double v_dim() const { return static_cast<double>(head_dim_v > 0 ? head_dim_v : head_dim); }
   bool causal = true;
   bool flash = true;            // false: materialised s x s scores (softmax in HBM)
   bool compiled = false;        // issued by one torch.compile'd call (host cost host_compiled_overhead)

@@ -93,13 +93,13 @@ std::vector<double> cp_step_times(const hardware::CostModel& cost, const Kernel&
   const bool bwd = k.kind == hardware::KernelKind::attention_bwd;
   const std::int64_t local = k.seq_q, half = std::max<std::int64_t>(1, k.seq_q / 2);
   const double b = static_cast<double>(k.batch), h = static_cast<double>(k.heads), kvh = static_cast<double>(k.kv_heads),
-               d = static_cast<double>(k.head_dim);
+               d = static_cast<double>(k.head_dim), dv = k.v_dim();
   auto device = [&](const Kernel& x) { return cost.time(x) - cost.launch_time(x); };
   auto call = [&](std::int64_t sq, std::int64_t skv, bool causal) {
     // The step's flash call as models/ builds one (its bytes and FLOPs at this shape), with the
     // rank kernel's other properties (precision, keep_bf16).
     std::vector<Kernel> f, bk;
-    models::detail::attention_kernels(models::ModelSpec{}, {b, h, kvh, static_cast<double>(sq), static_cast<double>(skv), d, d},
+    models::detail::attention_kernels(models::ModelSpec{}, {b, h, kvh, static_cast<double>(sq), static_cast<double>(skv), d, dv},
                                       static_cast<int>(e), config::Attention::flash, f, bk);
     const Kernel& built = bwd ? bk.front() : f.front();
     Kernel x = k;
@@ -113,7 +113,9 @@ std::vector<double> cp_step_times(const hardware::CostModel& cost, const Kernel&
   auto pass = [&](const char* name, double read, double write) {
     return device(models::detail::memk(name, read, write, write / e));
   };
-  const double q_el = b * local * h * d, kv_el = 2 * b * local * kvh * d, lse_el = b * h * local;
+  // Elements of Q (and dQ), of K and V together (and dK, dV), of the output O, and of the lse.
+  const double q_el = b * local * h * d, kv_el = b * local * kvh * (d + dv), o_el = b * local * h * dv,
+               lse_el = b * h * local;
   std::vector<double> steps;
   steps.reserve(static_cast<std::size_t>(cp));
   if (!k.causal) {
@@ -138,8 +140,8 @@ std::vector<double> cp_step_times(const hardware::CostModel& cost, const Kernel&
     }
   }
   if (!bwd) {   // the output corrections after the loop, on the rank with whole-chunk corrections
-    double corr = pass("cp_out_correction_init", e * q_el + 8 * lse_el, e * q_el);
-    for (int i = 1; i < cp; ++i) corr += pass("cp_out_correction", 2 * e * q_el + 8 * lse_el, e * q_el);
+    double corr = pass("cp_out_correction_init", e * o_el + 8 * lse_el, e * o_el);
+    for (int i = 1; i < cp; ++i) corr += pass("cp_out_correction", 2 * e * o_el + 8 * lse_el, e * o_el);
     steps.back() += corr;
   }
   return steps;

@@ -24,6 +24,7 @@ Kernel attn_kernel(KernelKind kind, const char* name, const AttnShape& s, bool f
   k.seq_q = std::llround(s.seq_q);
   k.seq_kv = std::llround(s.seq_kv);
   k.head_dim = std::llround(s.dqk);
+  k.head_dim_v = std::llround(s.dv);
   k.causal = causal;
   k.flash = flash;
   k.flops = flops;

@@ -176,3 +176,26 @@ TEST_CASE("fit_probe: back-to-back samples that are all host-bound are refused, 
   }
   CHECK(threw);
 }
+
+TEST_CASE("attention: MLA's narrower value head (d_qk 192, d_v 128) is priced at 2 b h s^2 (d_qk + d_v)") {
+  // QK^T runs at d_qk, PV at d_v: the call's work is that of a head of (192 + 128) / 2 = 160 for both.
+  auto shaped = [](bool bwd, double dqk, double dv) {
+    std::vector<Kernel> f, bk;
+    models::detail::attention_kernels(models::ModelSpec{}, {1, 128, 128, 4096, 4096, dqk, dv}, 2, config::Attention::flash,
+                                      f, bk);
+    return bwd ? bk.front() : f.front();
+  };
+  const CostModel& cm = shipped_h200_cost_model();
+  for (bool bwd : {false, true}) {
+    const Kernel mla = shaped(bwd, 192, 128);
+    CHECK(mla.head_dim == 192);
+    CHECK(mla.head_dim_v == 128);
+    CHECK(cm.time(mla) == doctest::Approx(cm.time(shaped(bwd, 160, 160))).epsilon(1e-9));
+    CHECK(cm.time(mla) < cm.time(shaped(bwd, 192, 192)));
+  }
+  // The ring's output corrections move O (width d_v), not Q: an MLA ring costs less than a 192/192 one.
+  const auto mla_ring = layer::cp_step_times(cm, shaped(false, 192, 128), 2, 2.0);
+  const auto wide_ring = layer::cp_step_times(cm, shaped(false, 192, 192), 2, 2.0);
+  REQUIRE(mla_ring.size() == 2);
+  CHECK(mla_ring[1] < wide_ring[1]);
+}
