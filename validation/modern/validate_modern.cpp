@@ -113,10 +113,11 @@ int main(int argc, char** argv) {
     for (const auto profile : profiles) {
       std::printf("%s== profile: %s%s ==\n\n", markdown ? "### " : "", vm::to_string(profile),
                   profile == vm::Profile::calibrated
-                      ? " (H100 rows: hardware/calibration/h200.toml, HBM-scaled; Blackwell rows: datasheet)"
+                      ? " (H100 rows: hardware/calibration/h200.toml, HBM-scaled; B200 rows' GEMMs: "
+                        "hardware/calibration/b200-xla.toml; GB200/GB300 rows: datasheet)"
                   : profile == vm::Profile::sustained
                       ? " (H100 rows: hardware/calibration/h200-sustained.toml, GEMMs at the power-capped clock; "
-                        "Blackwell rows: datasheet)"
+                        "B200 rows' GEMMs: hardware/calibration/b200-xla.toml; GB200/GB300 rows: datasheet)"
                       : " (no calibration)");
       if (markdown) {
         std::printf("| row | half | published step s | predicted step s | error | configuration simulated |\n");

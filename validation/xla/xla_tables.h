@@ -1,0 +1,302 @@
+#pragma once
+// OpenXLA's published GPU performance tables (validation/xla/SOURCES.md) against the cost model.
+// Header-only so that the `validation_xla` program and the doctest
+// (tests/validation/test_xla_tables.cpp) run the very same comparison.
+//
+// matmul.csv: XLA's measured batched GEMMs b x [m, k] x [k, n] (b 1, 2, 4; m, n, k 256..4096),
+// achieved FLOP/s = 2 b m n k / (median CUPTI kernel time), H100 (sm_90) and B200 (sm_100_B200).
+// collectives.csv: XLA's measured collectives inside one 8-GPU node, throughput = the swept tensor
+// size / the executable's median time (all-gather: the gathered output; reduce-scatter: the input;
+// all-reduce and all-to-all: the buffer), which is the nccl-tests size S collective_time takes.
+//
+// A GEMM row is priced as one Kernel of m' = b x m, n, k (the same FLOPs; b = 1 rows are the exact
+// measured shape) by a CostModel of the profile's hardware, precision and calibration, execution
+// time without the launch (the kernel time XLA's CUPTI tracer records). ratio = model time /
+// measured time: below 1 the model is faster than the measurement.
+#include <algorithm>
+#include <cmath>
+#include <cstdio>
+#include <fstream>
+#include <map>
+#include <optional>
+#include <sstream>
+#include <stdexcept>
+#include <string>
+#include <vector>
+
+#include "config/loader.h"
+#include "hardware/calibration.h"
+#include "hardware/collectives.h"
+#include "hardware/cost_model.h"
+#include "hardware/kernel.h"
+
+namespace mfusim::validation::xla {
+
+struct GemmRow {
+  std::string gpu, revision, dtype;   // "H100" / "B200"; "71feedd" (current) ...; "bf16" / "fp8_e4m3"
+  long long b = 0, m = 0, n = 0, k = 0;
+  double flops_per_s = 0;
+  double flops() const { return 2.0 * static_cast<double>(b) * m * n * k; }
+  double seconds() const { return flops() / flops_per_s; }
+};
+
+struct CollectiveRow {
+  std::string gpu, op;   // op as XLA names it: all-reduce, all-gather, reduce-scatter, all-to-all
+  int groups = 0, group_size = 0;
+  double bytes = 0, throughput = 0;   // bytes: nccl-tests S; throughput: bytes / second as published
+  double seconds() const { return bytes / throughput; }
+};
+
+inline std::vector<std::string> split(const std::string& line) {
+  std::vector<std::string> out;
+  std::stringstream ss(line);
+  std::string f;
+  while (std::getline(ss, f, ',')) out.push_back(f);
+  return out;
+}
+
+inline double number(const std::string& path, int line, const std::string& s) {
+  std::size_t used = 0;
+  double v = 0;
+  try {
+    v = std::stod(s, &used);
+  } catch (const std::exception&) {
+    used = 0;
+  }
+  if (used != s.size() || !std::isfinite(v) || v <= 0)
+    throw std::runtime_error(path + ":" + std::to_string(line) + ":1: error: expected a positive number, got '" + s + "'");
+  return v;
+}
+
+// Rows of a CSV with the given header; each with `columns` fields.
+inline std::vector<std::pair<int, std::vector<std::string>>> read_csv(const std::string& path, const std::string& header) {
+  std::ifstream in(path);
+  if (!in) throw std::runtime_error(path + ":1:1: error: cannot open");
+  std::string line;
+  if (!std::getline(in, line) || line != header)
+    throw std::runtime_error(path + ":1:1: error: expected the header '" + header + "'");
+  const std::size_t columns = split(header).size();
+  std::vector<std::pair<int, std::vector<std::string>>> rows;
+  int no = 1;
+  while (std::getline(in, line)) {
+    ++no;
+    if (line.empty()) continue;
+    auto f = split(line);
+    if (f.size() != columns)
+      throw std::runtime_error(path + ":" + std::to_string(no) + ":1: error: expected " + std::to_string(columns) +
+                               " fields, got " + std::to_string(f.size()));
+    rows.emplace_back(no, std::move(f));
+  }
+  return rows;
+}
+
+inline std::vector<GemmRow> read_matmul(const std::string& path) {
+  std::vector<GemmRow> out;
+  for (auto& [no, f] : read_csv(path, "gpu,revision,b,m,n,k,dtype,flops_per_s")) {
+    GemmRow r;
+    r.gpu = f[0];
+    r.revision = f[1];
+    r.b = static_cast<long long>(number(path, no, f[2]));
+    r.m = static_cast<long long>(number(path, no, f[3]));
+    r.n = static_cast<long long>(number(path, no, f[4]));
+    r.k = static_cast<long long>(number(path, no, f[5]));
+    r.dtype = f[6];
+    r.flops_per_s = number(path, no, f[7]);
+    if (r.dtype != "bf16" && r.dtype != "fp8_e4m3")
+      throw std::runtime_error(path + ":" + std::to_string(no) + ":1: error: unknown dtype '" + r.dtype + "'");
+    out.push_back(r);
+  }
+  return out;
+}
+
+inline std::vector<CollectiveRow> read_collectives(const std::string& path) {
+  std::vector<CollectiveRow> out;
+  for (auto& [no, f] : read_csv(path, "gpu,op,groups,group_size,dtype,tensor_bytes,throughput_bytes_per_s")) {
+    CollectiveRow r;
+    r.gpu = f[0];
+    r.op = f[1];
+    r.groups = static_cast<int>(number(path, no, f[2]));
+    r.group_size = static_cast<int>(number(path, no, f[3]));
+    r.bytes = number(path, no, f[5]);
+    r.throughput = number(path, no, f[6]);
+    out.push_back(r);
+  }
+  return out;
+}
+
+inline hardware::Collective collective_of(const std::string& op) {
+  if (op == "all-reduce") return hardware::Collective::all_reduce;
+  if (op == "all-gather") return hardware::Collective::all_gather;
+  if (op == "reduce-scatter") return hardware::Collective::reduce_scatter;
+  if (op == "all-to-all") return hardware::Collective::all_to_all;
+  throw std::runtime_error("unknown collective '" + op + "'");
+}
+
+// nccl-tests bus bandwidth of a measured time (the factor collective_time's ring model uses).
+inline double bus_factor(const std::string& op, int n) {
+  if (op == "all-reduce") return 2.0 * (n - 1) / n;
+  return static_cast<double>(n - 1) / n;
+}
+
+// A hardware profile with an optional calibration, as validate_modern's profiles build them.
+struct Profile {
+  std::string name;
+  hardware::HardwareSpec hw;
+  std::optional<hardware::Calibration> cal;
+  std::string cal_path;
+  const hardware::Calibration* calibration() const { return cal ? &*cal : nullptr; }
+};
+
+inline std::string source_path(const std::string& rel) { return std::string(MFUSIM_SOURCE_DIR) + "/" + rel; }
+
+inline hardware::HardwareSpec hardware_of(const std::string& gpu) {
+  static const std::map<std::string, std::string> file = {{"H100", "h100-sxm"}, {"B200", "b200"}};
+  const auto it = file.find(gpu);
+  if (it == file.end()) throw std::runtime_error("no hardware profile for " + gpu);
+  return config::load_hardware(source_path("hardware/" + it->second + ".toml"));
+}
+
+// "datasheet": no calibration. "calibrated": the file `run` (and validate_modern's calibrated
+// profile) picks for the GPU when a scenario names none (hardware::default_calibration_file);
+// none for a GPU without one. `file`: a named calibration instead.
+inline Profile make_profile(const std::string& gpu, const std::string& name, const std::string& file = "") {
+  Profile p;
+  p.name = name;
+  p.hw = hardware_of(gpu);
+  std::string rel = file;
+  if (name == "calibrated" && rel.empty()) rel = hardware::default_calibration_file(p.hw);
+  if (name != "datasheet" && !rel.empty()) {
+    p.cal_path = rel;
+    p.cal = hardware::read_calibration(source_path(rel));
+  }
+  return p;
+}
+
+// The cost model's execution time of a measured GEMM (no launch overhead).
+inline double model_seconds(const Profile& p, const GemmRow& r) {
+  const hardware::Precision prec = r.dtype == "fp8_e4m3" ? hardware::Precision::fp8 : hardware::Precision::bf16;
+  const hardware::CostModel cost(p.hw, prec, p.calibration());
+  hardware::Kernel g;
+  g.kind = hardware::KernelKind::gemm;
+  g.name = "xla_gemm";
+  g.m = r.b * r.m;
+  g.n = r.n;
+  g.k = r.k;
+  g.count = 1;
+  g.flops = r.flops();
+  return cost.time(g) - cost.launch_time(g);
+}
+
+inline double model_seconds(const Profile& p, const CollectiveRow& r) {
+  hardware::Group g;
+  g.size = r.group_size;
+  g.domains = 1;
+  g.per_domain = r.group_size;
+  return hardware::collective_time(collective_of(r.op), r.bytes, g, p.hw, hardware::AlgoChoice::auto_, p.calibration())
+      .seconds;
+}
+
+struct RatioSummary {
+  int n = 0;
+  double median = 0, geomean = 0, min = 0, max = 0;
+  double time_ratio = 0;   // sum of model times / sum of measured times (weights the long shapes)
+};
+
+inline RatioSummary summarise(const std::vector<double>& model, const std::vector<double>& measured) {
+  RatioSummary s;
+  s.n = static_cast<int>(model.size());
+  if (s.n == 0) return s;
+  std::vector<double> r;
+  double lsum = 0, tm = 0, tx = 0;
+  for (std::size_t i = 0; i < model.size(); ++i) {
+    r.push_back(model[i] / measured[i]);
+    lsum += std::log(r.back());
+    tm += model[i];
+    tx += measured[i];
+  }
+  std::sort(r.begin(), r.end());
+  s.median = r.size() % 2 ? r[r.size() / 2] : 0.5 * (r[r.size() / 2 - 1] + r[r.size() / 2]);
+  s.geomean = std::exp(lsum / s.n);
+  s.min = r.front();
+  s.max = r.back();
+  s.time_ratio = tm / tx;
+  return s;
+}
+
+// The subsets the summary reports: every shape, b = 1 (the exact measured shape), and the
+// training-size ones (b = 1, m, n, k >= 2048; the measured FLOP/s saturates there).
+enum class Subset { all, single, large };
+inline bool in_subset(const GemmRow& r, Subset s) {
+  if (s == Subset::all) return true;
+  if (r.b != 1) return false;
+  return s == Subset::single || (r.m >= 2048 && r.n >= 2048 && r.k >= 2048);
+}
+inline const char* to_string(Subset s) {
+  return s == Subset::all ? "all (b x m priced as one GEMM)" : s == Subset::single ? "b = 1" : "b = 1, m,n,k >= 2048";
+}
+
+inline RatioSummary gemm_summary(const Profile& p, const std::vector<GemmRow>& rows, const std::string& gpu,
+                                 const std::string& dtype, const std::string& revision, Subset subset) {
+  std::vector<double> model, measured;
+  for (const GemmRow& r : rows) {
+    if (r.gpu != gpu || r.dtype != dtype || r.revision != revision || !in_subset(r, subset)) continue;
+    model.push_back(model_seconds(p, r));
+    measured.push_back(r.seconds());
+  }
+  return summarise(model, measured);
+}
+
+// Large messages (>= 256 MiB: the alpha-beta line's bandwidth term; below it XLA's per-execution
+// overhead, tens of microseconds at 1 KiB, dominates the published time).
+inline RatioSummary collective_summary(const Profile& p, const std::vector<CollectiveRow>& rows, const std::string& gpu,
+                                       const std::string& op, int group_size, double min_bytes = 256.0 * (1 << 20)) {
+  std::vector<double> model, measured;
+  for (const CollectiveRow& r : rows) {
+    if (r.gpu != gpu || r.op != op || r.group_size != group_size || r.bytes < min_bytes) continue;
+    model.push_back(model_seconds(p, r));
+    measured.push_back(r.seconds());
+  }
+  return summarise(model, measured);
+}
+
+// The table as a probe output (probe/ TOML, "mfusim-probe-1"): one [[gemm]] sample per measured GEMM of
+// `gpu` (revision 71feedd, bf16 and fp8_e4m3), a batched one as m' = b x m as it is priced above.
+inline void write_probe(const std::vector<GemmRow>& rows, const std::string& gpu, const std::string& path) {
+  std::ofstream f(path);
+  if (!f) throw std::runtime_error(path + ": error: cannot write");
+  f << "# OpenXLA's published " << gpu << " GEMM measurements (validation/xla/matmul.csv, SOURCES.md) as a probe output;\n"
+    << "# written by validation_xla --fit. Fit with: mfusim calibrate " << path << " --out FILE\n"
+    << "format = \"mfusim-probe-1\"\n\n[provenance]\n"
+    << "gpu = \"" << hardware_of(gpu).name << "\"\n"
+    << "source = \"openxla/xla xla/service/gpu/model/matmul_interpolator_data.h @71feeddf7cc3c9c7878eee18ea43c983631e6e84\"\n"
+    << "timing = \"XLA matmul_perf_table_gen: 1 warm-up, 10 runs, median CUPTI kernel time; XLA-autotuned kernel\"\n"
+    << "gemm_layout = \"lhs[b,m,k] x rhs[b,k,n] -> [b,m,n]; batched rows as m = b x m\"\n";
+  char buf[64];
+  for (const GemmRow& r : rows) {
+    if (r.gpu != gpu || r.revision != "71feedd") continue;
+    std::snprintf(buf, sizeof buf, "%.6e", r.seconds());
+    f << "\n[[gemm]]\nlabel = \"xla b=" << r.b << "\"\ndtype = \"" << r.dtype << "\"\nm = " << r.b * r.m << "\nn = " << r.n
+      << "\nk = " << r.k << "\nseconds = " << buf << "\n";
+  }
+  if (!f) throw std::runtime_error(path + ": error: write failed");
+}
+
+// `mfusim calibrate`'s fit (hardware::fit_probe) of such a probe, with each GEMM fit re-expressed against
+// the GPU's datasheet dense peak: fit_probe knows the H100/H200 peaks and uses the best measured rate
+// for any other GPU, while the cost model multiplies eff_max by the hardware profile's own peak.
+// peak x eff_max is what the fit determines, so eff_max' = eff_max x peak_fit / peak_datasheet gives the
+// same curve, and the exact-shape table is then used as measured (table_seconds: equal peaks).
+inline hardware::Calibration fit_from_probe(const std::string& probe, const std::string& gpu, std::string* report) {
+  hardware::Calibration cal = hardware::fit_probe(probe, report);
+  const hardware::HardwareSpec hw = hardware_of(gpu);
+  auto rebase = [](hardware::GemmFit& f, double peak) {
+    if (!(f.peak_flops > 0) || !(peak > 0)) return;
+    f.eff_max *= f.peak_flops / peak;
+    f.peak_flops = peak;
+  };
+  if (cal.has_gemm) rebase(cal.gemm, hw.peak_flops_bf16);
+  if (cal.has_gemm_fp8) rebase(cal.gemm_fp8, hw.peak_flops_fp8);
+  return cal;
+}
+
+}  // namespace mfusim::validation::xla
