@@ -44,8 +44,8 @@
 //  * mbs not stated (NeMo long-sequence tables): 1.
 //  * fp8 rows: precision fp8 for every recipe (delayed, current scaling and
 //    MXFP8 alike: the simulator has one fp8 path).
-// Not expressible (listed with the reason, never dropped): Megatron-FSDP rows
-// (fsdp > 0), the Llama 3 paper rows (Meta's own stack: micro-batch and
+// Megatron-FSDP rows (fsdp > 0): ZeRO-3 over a sharding group of `fsdp` ranks (row_scenario).
+// Not expressible (listed with the reason, never dropped): the Llama 3 paper rows (Meta's own stack: micro-batch and
 // virtual stages not stated, FSDP-style data parallelism), and any layout the
 // scenario validator refuses.
 //
@@ -226,6 +226,7 @@ inline std::string layout_text(const config::Scenario& s) {
                   " mbs" + std::to_string(s.training.micro_batch) + " gbs" + std::to_string(s.training.global_batch) +
                   " " + config::to_string(s.training.precision);
   if (s.features.tp_comm_overlap) t += " tp-overlap";
+  if (p.zero() == 3) t += " zero3(shard " + std::to_string(p.shard()) + ")";
   if (p.account_for_embedding_in_pipeline_split || p.account_for_loss_in_pipeline_split) t += " split(emb+loss)";
   return t;
 }
@@ -235,11 +236,6 @@ inline std::optional<config::Scenario> row_scenario(const ModernRow& r, Profile 
   if (r.id.rfind("LLAMA3-", 0) == 0) {
     why = "Meta's 4D-parallel stack: micro-batch and virtual stages not stated, FSDP-style data parallelism "
           "(parameters sharded, not resharded after forward)";
-    return std::nullopt;
-  }
-  if (r.fsdp > 0) {
-    why = "Megatron-FSDP (sharding group " + std::to_string(r.fsdp) +
-          "): per-layer parameter all-gather and gradient reduce-scatter are not modelled";
     return std::nullopt;
   }
   config::Scenario s;
@@ -309,6 +305,16 @@ inline std::optional<config::Scenario> row_scenario(const ModernRow& r, Profile 
   f.python_gc = false;
   f.dataloader_workers = 8;
   if (r.id.rfind("MB", 0) != 0) f.reduce_fp32 = false;   // NeMo rows: grad_reduce_in_fp32 = False
+  if (r.fsdp > 0) {
+    // Megatron-FSDP with optimizer state, gradients and parameters sharded (ZeRO-3,
+    // `optim_grads_params`) over a sharding group of `fsdp` dp ranks: per-layer parameter
+    // all-gathers and gradient reduce-scatters (docs/fsdp.md). Its buffers are the parameters'
+    // own storage ("zero copy communication ... ParamAndGradBuffer", the megatron-fsdp package
+    // description, pypi.org/project/megatron-fsdp): FSDP1's no-copy path, not FSDP2's copies.
+    p.zero_stage = 3;
+    p.shard_degree = r.fsdp < p.dp ? r.fsdp : 0;
+    f.fsdp_version = 1;
+  }
   const auto diags = config::validate(s);
   if (!diags.empty()) {
     why = "scenario refused:";
