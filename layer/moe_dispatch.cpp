@@ -152,10 +152,22 @@ void group_expert_gemms(const config::Scenario& s, std::vector<hardware::Kernel>
 
 void add_norm_up_proj_recompute(std::vector<hardware::Kernel>& f, std::vector<hardware::Kernel>& b) {
   std::vector<hardware::Kernel> again;
-  for (const hardware::Kernel& k : f) {
-    const std::string_view n(k.name);
+  for (std::size_t i = 0; i < f.size(); ++i) {
+    const std::string_view n(f[i].name);
+    if (n == "q_up" || n == "kv_up") {
+      // an fp8 up-projection quantises its recomputed input again (the kernels just before it:
+      // profile-data train.json, attn(B): per_token_cast_to_fp8 and the scales' transpose before
+      // each recomputed up-projection GEMM)
+      std::size_t j = i;
+      while (j > 0) {
+        const std::string_view p(f[j - 1].name);
+        if (p != "fp8_quant_x" && p != "fp8_scale_transpose" && p != "fp8_cast_x") break;
+        --j;
+      }
+      again.insert(again.end(), f.begin() + static_cast<std::ptrdiff_t>(j), f.begin() + static_cast<std::ptrdiff_t>(i));
+    }
     if (n == "rmsnorm" || n == "layernorm" || n == "q_norm" || n == "kv_norm" || n == "q_up" || n == "kv_up")
-      again.push_back(k);
+      again.push_back(f[i]);
   }
   b.insert(b.end(), again.begin(), again.end());
 }
