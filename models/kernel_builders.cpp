@@ -228,6 +228,10 @@ Kernel fp8_scale_transpose(const char* name, double rows, double cols) {
 // (1x128), utils::transpose of the scales, the fp8 GEMM; backward per_token_cast_to_fp8 of dy,
 // batched_transpose of the fp8 weight, the scales, the dgrad GEMM, per_channel_cast_and_transpose
 // of x and of dy (128x1); the wgrad GEMM (fp8_dptp128c_acc) on those.
+// DeepGEMM's README (github.com/deepseek-ai/DeepGEMM, README.md "Notices", commit
+// 55ab91f72f76e8a6db0e86282c3169a88d93df1b): "It requires the LHS scaling factor to be TMA-aligned
+// and transposed, and it only supports the NT format (non-transposed LHS and transposed RHS). For
+// transposition or other FP8 casting operations, please implement or fuse them into prior kernels".
 void linear_blockwise(const char* name, const char* dname, const char* wname, double tokens, double in, double out,
                       int e, LayerKernels& lk, int count, const Fp8Operands& io) {
   const double rows = tokens * count;   // all of the group's tokens (one kernel over the experts)

@@ -36,7 +36,7 @@ void fp8_linear(const RankShape& r, const char* name, const char* dname, const c
 }
 
 // The operands of a linear whose input is kept for its weight gradient: the forward's fp8 copy
-// under moe.fp8_activation_cache (DeepSeek-V3 §3.3.4), else the bf16 input.
+// under moe.fp8_activation_cache (DeepSeek-V3 §3.3.3), else the bf16 input.
 Fp8Operands kept_input(const RankShape& r, int e) {
   Fp8Operands io;
   io.x_saved_bytes = r.fp8_activation_cache ? kFp8TileBytes : e;
@@ -49,7 +49,7 @@ Fp8Operands bf16_input(int e) {
   return io;
 }
 
-// moe.fp8_activation_cache (DeepSeek-V3 §3.3.4, "Low-Precision Storage"): the SwiGLU input (the
+// moe.fp8_activation_cache (DeepSeek-V3 §3.3.3, "Low-Precision Storage"): the SwiGLU input (the
 // gate and up GEMM's output, `rows` x 2 `width`) is kept in fp8 1x128 tiles and the SwiGLU output
 // recomputed in the backward, as models/memory.cpp keeps it. Forward: the quantisation of the cache
 // (profile-data train.json: per_token_cast_to_fp8 of the expert GEMM's output after it); backward:
@@ -170,7 +170,7 @@ LayerKernels layer_kernels(const ModelSpec& m, int layer, const RankShape& r) {
     for (std::size_t i = core_b_begin; i < lk.b.size(); ++i) lk.b[i].keep_bf16 = true;
   }
   // moe.fp8_activation_cache: the attention output (the output projection's input, which the
-  // attention backward reads too) kept in fp8 1x128 tiles (DeepSeek-V3 §3.3.4 keeps it in its E5M6
+  // attention backward reads too) kept in fp8 1x128 tiles (DeepSeek-V3 §3.3.3 keeps it in its E5M6
   // format; models/memory.cpp counts 1 byte + one fp32 scale per 128), quantised after the core and
   // dequantised at the start of the backward (profile-data train.json:
   // per_token_cast_to_fp8_with_fp8_special_fmt after the flash forward,
@@ -199,7 +199,7 @@ LayerKernels layer_kernels(const ModelSpec& m, int layer, const RankShape& r) {
     linear("router", "router_dgrad", "router_wgrad", Tn, h, E, e, lk);
     lk.f.back().keep_bf16 = lk.b.back().keep_bf16 = lk.w.back().keep_bf16 = true;   // a torch linear, not TE fp8
     push(lk.f, lk.b, {"router_topk", "router_topk_bwd", 4 * Tn * E, 12 * Tn * k, Tn * E});
-    // Blockwise recipe with DeepEP's fp8 dispatch (DeepSeek-V3 §3.3.4: the activation before the
+    // Blockwise recipe with DeepEP's fp8 dispatch (DeepSeek-V3 §3.3.3: the activation before the
     // MoE up-projections quantised to fp8 for the dispatch): the rank's tokens quantised once in
     // 1x128 tiles before the dispatch; the shared expert's first GEMM reads the same copy
     // (profile-data train.json: one per_token_cast_to_fp8 of [4096, 7168] at the end of attn(F)).
@@ -215,7 +215,7 @@ LayerKernels layer_kernels(const ModelSpec& m, int layer, const RankShape& r) {
     // Blockwise: the routed experts' fp8 weights transposed in the forward, their scales laid out by
     // the permute (profile-data train.json: batched_transpose before each m_grouped GEMM, no scale
     // transpose); with the fp8 dispatch the first GEMM's input arrives quantised and the second's
-    // output gradient too (§3.3.4: the gradient before the down projections is sent in fp8).
+    // output gradient too (§3.3.3: the gradient before the down projections is sent in fp8).
     Fp8Operands fc1_io = kept_input(r, e), fc2_io = bf16_input(e);
     fc1_io.weight_transpose_in_forward = fc2_io.weight_transpose_in_forward = true;
     fc1_io.scale_transpose = fc2_io.scale_transpose = !r.fp8_dispatch;
