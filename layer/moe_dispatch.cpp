@@ -100,8 +100,9 @@ int deepep_sms(const config::Scenario& s) {
 namespace {
 // One expert kernel of the slowest EP rank: a GEMM's tokens (the rows of the forward and input-gradient
 // GEMMs, the reduction of the weight gradient's, as in group_expert_gemms: the weight itself does not
-// grow) and every kernel's FLOPs by the imbalance.
+// grow) and every kernel's FLOPs by the imbalance; the transposed fp8 copy of the weights unchanged.
 void scale_expert_kernel(hardware::Kernel& k, double im, bool wgrad) {
+  if (std::string_view(k.name) == "fp8_weight_transpose") return;   // the experts' weights: no more of them
   if (k.kind == hardware::KernelKind::gemm) {
     std::int64_t& tokens = wgrad ? k.k : k.m;
     tokens = std::max<std::int64_t>(1, std::llround(static_cast<double>(tokens) * im));

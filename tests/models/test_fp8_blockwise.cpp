@@ -208,3 +208,25 @@ TEST_CASE("blockwise fp8: a step without overlap is slower by the time of the ad
   CHECK(dk > 0.005);   // the weight transposes and the second quantisation of x and dy cost milliseconds
   CHECK(ds == doctest::Approx(dk).epsilon(0.02));
 }
+
+TEST_CASE("moe.imbalance scales the experts' token kernels, not the transposed copy of their weights") {
+  const auto s = deepseek({"moe.imbalance=1.2"});
+  const int L = s.model.moe->dense_layers;
+  const auto lk = models::layer_kernels(s.model, L, models::rank_shape(s));
+  auto f = lk.f, b = lk.b;
+  layer::scale_expert_kernels(s, f, lk.f_experts, lk.f_experts_end);
+  layer::scale_expert_kernels(s, b, lk.b_experts, lk.b_experts_end);
+  int transposes = 0, quants = 0;
+  for (std::size_t i = lk.f_experts; i < lk.f_experts_end; ++i)
+    if (std::string_view(f[i].name) == "fp8_weight_transpose") {
+      CHECK(f[i].bytes == lk.f[i].bytes);
+      ++transposes;
+    }
+  for (std::size_t i = lk.b_experts; i < lk.b_experts_end; ++i)
+    if (std::string_view(b[i].name).rfind("fp8_quant", 0) == 0) {
+      CHECK(b[i].bytes == doctest::Approx(1.2 * lk.b[i].bytes));
+      ++quants;
+    }
+  CHECK(transposes == 2);   // the routed experts' two weights, in the forward
+  CHECK(quants >= 4);       // x and dy of both GEMMs for the weight gradients, dy of the first
+}
