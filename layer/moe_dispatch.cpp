@@ -153,6 +153,7 @@ void group_expert_gemms(const config::Scenario& s, std::vector<hardware::Kernel>
 
 void add_norm_up_proj_recompute(std::vector<hardware::Kernel>& f, std::vector<hardware::Kernel>& b) {
   std::vector<hardware::Kernel> again;
+  const bool mla = std::any_of(f.begin(), f.end(), [](const hardware::Kernel& k) { return std::string_view(k.name) == "kv_up"; });
   for (std::size_t i = 0; i < f.size(); ++i) {
     const std::string_view n(f[i].name);
     if (n == "q_up" || n == "kv_up") {
@@ -167,7 +168,11 @@ void add_norm_up_proj_recompute(std::vector<hardware::Kernel>& f, std::vector<ha
       }
       again.insert(again.end(), f.begin() + static_cast<std::ptrdiff_t>(j), f.begin() + static_cast<std::ptrdiff_t>(i));
     }
-    if (n == "rmsnorm" || n == "layernorm" || n == "q_norm" || n == "kv_norm" || n == "q_up" || n == "kv_up")
+    // with MLA, the rotary embeddings and the dense K and V built from the recomputed projections
+    // (profile-data train.json, attn(B): rotary, _copy_tensor_kernel, direct_copy, rotary again
+    // before the flash backward)
+    const bool mla_core = mla && (n == "rope_q" || n == "rope_k" || n == "mla_k_concat" || n == "mla_v_copy");
+    if (n == "rmsnorm" || n == "layernorm" || n == "q_norm" || n == "kv_norm" || n == "q_up" || n == "kv_up" || mla_core)
       again.push_back(f[i]);
   }
   b.insert(b.end(), again.begin(), again.end());

@@ -137,6 +137,17 @@ LayerKernels layer_kernels(const ModelSpec& m, int layer, const RankShape& r) {
                norm_in);
     rope_kernels(T, heads * rope, e, fused, "rope_q", "rope_q_bwd", lk.f, lk.b);
     rope_kernels(T, rope, e, fused, "rope_k", "rope_k_bwd", lk.f, lk.b);
+    // The attention core reads dense Q, K and V: K = [k_nope | k_pe] per head with the one rotary
+    // k_pe broadcast over the heads, V copied out of kv_up's output, where it interleaves with
+    // k_nope per head; the backward splits dK (k_pe's gradient summed over the heads) and copies dV
+    // back (profile-data train.json, RopeLoraFlashAttnVarlenFunc: _copy_tensor_kernel and
+    // direct_copy between the rotary kernels and the flash forward, two copies after the flash
+    // backward).
+    const double nope = static_cast<double>(l.qk_nope_head_dim), vd = static_cast<double>(l.v_head_dim);
+    lk.f.push_back(memk("mla_k_concat", e * T * (heads * nope + rope), e * T * heads * (nope + rope), 0));
+    lk.f.push_back(memk("mla_v_copy", e * T * heads * vd, e * T * heads * vd, 0));
+    lk.b.push_back(memk("mla_k_concat_bwd", e * T * heads * (nope + rope), e * T * (heads * nope + rope), T * heads * rope));
+    lk.b.push_back(memk("mla_v_copy_bwd", e * T * heads * vd, e * T * heads * vd, 0));
   } else {
     if (tt_eager) lk.b.push_back(torchtitan_input_grad_sum("qkv_dx_sum", T, h, 3));   // wq, wk, wv
     fp8_linear(r, "qkv", "qkv_dgrad", "qkv_wgrad", T, h, (heads + 2 * kv) * dqk, e, lk, 1, norm_in);

@@ -27,6 +27,8 @@ CLASSES = [
     ("batched_transpose", "fp8 weight transpose", "fp8_weight_transpose"),
     ("utils::transpose", "scale transpose", "fp8_scale_transpose"),
     ("cast_back_impl", "fp8 cache dequantise", "fp8_cache_swiglu_in_dequant"),
+    ("_copy_tensor_kernel", "MLA K and V copies", "mla_k_concat, mla_v_copy (and _bwd)"),
+    ("rotary_kernel", "rotary embedding", "rope_q, rope_k (and _bwd)"),
     ("GemmKernel", "fp8 GEMM (DeepGEMM)", "the GEMMs"),
     ("xmma_gemm", "bf16 GEMM (router)", "router"),
     ("flash", "attention", "flash_attn_*"),
@@ -55,7 +57,7 @@ def main():
     for cls, us in sorted(total.items(), key=lambda kv: -kv[1]):
         print(f"{cls:50s} {calls[cls]:5d} {us:9.0f} {us / LAYERS:9.0f}  {priced.get(cls, '')}")
         if cls not in ("fp8 GEMM (DeepGEMM)", "bf16 GEMM (router)", "attention", "DeepEP (communication SMs)", "other",
-                       "SwiGLU fused with 1x128 quantisation"):
+                       "SwiGLU fused with 1x128 quantisation", "MLA K and V copies", "rotary embedding"):
             fp8 += us
     print(f"{'fp8 work around the GEMMs (the quantise and transpose classes)':50s} {'':5s} {fp8:9.0f} {fp8 / LAYERS:9.0f}")
     return 0

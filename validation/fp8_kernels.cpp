@@ -32,6 +32,12 @@ const char* class_of(std::string_view n) {
   if (n == "fp8_cache_attn_out_dequant") return "attention output cache (dequantise)";
   return nullptr;
 }
+// Not fp8 work; printed beside it for the comparison with the profile's MLA kernels.
+const char* other_class_of(std::string_view n) {
+  if (n.rfind("mla_k_concat", 0) == 0 || n.rfind("mla_v_copy", 0) == 0) return "MLA K and V copies";
+  if (n.rfind("rope_", 0) == 0) return "rotary embedding";
+  return nullptr;
+}
 }  // namespace
 
 int main(int argc, char** argv) {
@@ -65,7 +71,7 @@ int main(int argc, char** argv) {
     layer::group_expert_gemms(s, ks.b, ks.b_experts, ks.b_experts_end, false);
     layer::group_expert_gemms(s, ks.w, 0, ks.w.size(), true);
     if (s.moe.recompute_norm_up_proj) layer::add_norm_up_proj_recompute(ks.f, ks.b);
-    std::map<std::string, std::pair<int, double>> cls;
+    std::map<std::string, std::pair<int, double>> cls, other;
     double gemm = 0, all = 0, fp8 = 0;
     for (const auto* v : {&ks.f, &ks.b, &ks.w})
       for (const hardware::Kernel& k : *v) {
@@ -77,12 +83,17 @@ int main(int argc, char** argv) {
           cls[c].second += t;
           fp8 += t;
         }
+        if (const char* c = other_class_of(k.name)) {
+          other[c].first += k.count;
+          other[c].second += t;
+        }
       }
     std::printf("%s: MoE layer %d, precision %s, fp8 recipe %s\n", path.c_str(), layer,
                 config::to_string(s.training.precision), s.features.fp8_blockwise ? "blockwise" : "tensorwise");
     std::printf("%-50s %5s %9s\n", "class", "calls", "us/layer");
     for (const auto& [c, v] : cls) std::printf("%-50s %5d %9.0f\n", c.c_str(), v.first, v.second * 1e6);
     std::printf("%-50s %5s %9.0f\n", "fp8 work around the GEMMs", "", fp8 * 1e6);
+    for (const auto& [c, v] : other) std::printf("%-50s %5d %9.0f\n", c.c_str(), v.first, v.second * 1e6);
     std::printf("%-50s %5s %9.0f\n", "GEMMs", "", gemm * 1e6);
     std::printf("%-50s %5s %9.0f\n", "all kernels of the layer", "", all * 1e6);
   } catch (const std::exception& e) {

@@ -230,3 +230,30 @@ TEST_CASE("moe.imbalance scales the experts' token kernels, not the transposed c
   CHECK(transposes == 2);   // the routed experts' two weights, in the forward
   CHECK(quants >= 4);       // x and dy of both GEMMs for the weight gradients, dy of the first
 }
+
+TEST_CASE("MLA: the dense K and V the attention core reads are copies, built again with the up-projections") {
+  const auto s = deepseek();
+  const auto& l = *s.model.mla;
+  const double T = 4096, H = static_cast<double>(s.model.heads), nope = static_cast<double>(l.qk_nope_head_dim),
+               rope = static_cast<double>(l.qk_rope_head_dim), vd = static_cast<double>(l.v_head_dim);
+  auto ks = models::layer_kernels(s.model, 0, models::rank_shape(s));
+  // K: k_nope of every head and the one k_pe read, [T, H, nope + rope] written; V copied out
+  CHECK(named(ks.f, "mla_k_concat").bytes == doctest::Approx(2 * T * (H * nope + rope) + 2 * T * H * (nope + rope)));
+  CHECK(named(ks.f, "mla_v_copy").bytes == doctest::Approx(2 * 2 * T * H * vd));
+  CHECK(count_named(ks.b, "mla_k_concat_bwd") == 1);
+  CHECK(count_named(ks.b, "mla_v_copy_bwd") == 1);
+  auto f = ks.f, b = ks.b;
+  layer::add_norm_up_proj_recompute(f, b);
+  for (const char* n : {"rope_q", "rope_k", "mla_k_concat", "mla_v_copy"}) {
+    CAPTURE(n);
+    CHECK(count_named(b, n) == 1);
+  }
+  // a model without MLA has none, and its rotary embedding is not recomputed with the norms
+  config::LoadOptions o;
+  const auto d = config::load_scenario(kRoot + "/scenarios/64xgb200_mixtral_8x7b.toml", o).base;
+  auto dk = models::layer_kernels(d.model, 0, models::rank_shape(d));
+  CHECK(count_named(dk.f, "mla_k_concat") == 0);
+  auto df = dk.f, db = dk.b;
+  layer::add_norm_up_proj_recompute(df, db);
+  CHECK(count_named(db, "rope_q") == 0);
+}
