@@ -168,6 +168,11 @@ struct Features {
   // fp8 recipes: attention (Transformer Engine's DotProductAttention) in fp8 too (TE's
   // recipe fp8_dpa; default False there): false prices it at the bf16 peak.
   bool fp8_attention = false;
+  // features.fp8_recipe: "tensorwise" (Transformer Engine's per-tensor scaling: one fused
+  // cast-transpose per GEMM input) or "blockwise" (DeepSeek-V3's fine-grained scaling, arXiv
+  // 2412.19437 §3.3.2: activations in 1x128 tiles, weights in 128x128 blocks, DeepGEMM's NT-only
+  // GEMMs; models/kernel_builders.cpp, linear_blockwise).
+  bool fp8_blockwise = false;
   // features.attention; absent: derived from flash_attention (attention_of below).
   std::optional<Attention> attention;
   // features.model_code: whose block code runs (ModelCode above).

@@ -43,7 +43,7 @@ const std::vector<std::string> kFeatureKeys = {"flash_attention", "fused_kernels
                                                "overlap_p2p_comm", "reshard_after_forward", "fsdp_prefetch", "offload",
                                                "fp8_all_gather", "reduce_dtype", "fp8_attention",
                                                "optimizer_post_validation", "recompute_every",
-                                               "fsdp_version", "cross_entropy", "model_code"};
+                                               "fsdp_version", "cross_entropy", "model_code", "fp8_recipe"};
 const std::vector<std::string> kCostKeys = {"price_per_gpu_hour"};
 const std::vector<std::string> kMoeKeys = {"dispatcher", "max_nodes_per_token", "comm_sms", "fp8_dispatch",
                                            "imbalance", "nvlink_gbs", "rdma_gbs", "recompute_norm_up_proj",
@@ -313,6 +313,8 @@ void read_scenario(Ctx& ctx, Scenario& s, const Value& root, const std::string& 
     int rd = ctx.read_enum(*t, "reduce_dtype", p, {"fp32", "bf16"});
     if (rd >= 0) f.reduce_fp32 = rd == 0;
     ctx.read_bool(*t, "fp8_attention", p, f.fp8_attention);
+    int fr = ctx.read_enum(*t, "fp8_recipe", p, {"tensorwise", "blockwise"});
+    if (fr >= 0) f.fp8_blockwise = fr == 1;
     // features.attention decides flash_attention; both in one table must agree (an
     // overlay that sets one of them drops the other: config/overrides.cpp).
     const int a = ctx.read_enum(*t, "attention", p, attention_names());

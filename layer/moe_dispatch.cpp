@@ -100,8 +100,9 @@ int deepep_sms(const config::Scenario& s) {
 namespace {
 // One expert kernel of the slowest EP rank: a GEMM's tokens (the rows of the forward and input-gradient
 // GEMMs, the reduction of the weight gradient's, as in group_expert_gemms: the weight itself does not
-// grow) and every kernel's FLOPs by the imbalance.
+// grow) and every kernel's FLOPs by the imbalance; the transposed fp8 copy of the weights unchanged.
 void scale_expert_kernel(hardware::Kernel& k, double im, bool wgrad) {
+  if (std::string_view(k.name) == "fp8_weight_transpose") return;   // the experts' weights: no more of them
   if (k.kind == hardware::KernelKind::gemm) {
     std::int64_t& tokens = wgrad ? k.k : k.m;
     tokens = std::max<std::int64_t>(1, std::llround(static_cast<double>(tokens) * im));
@@ -152,10 +153,27 @@ void group_expert_gemms(const config::Scenario& s, std::vector<hardware::Kernel>
 
 void add_norm_up_proj_recompute(std::vector<hardware::Kernel>& f, std::vector<hardware::Kernel>& b) {
   std::vector<hardware::Kernel> again;
-  for (const hardware::Kernel& k : f) {
-    const std::string_view n(k.name);
-    if (n == "rmsnorm" || n == "layernorm" || n == "q_norm" || n == "kv_norm" || n == "q_up" || n == "kv_up")
-      again.push_back(k);
+  const bool mla = std::any_of(f.begin(), f.end(), [](const hardware::Kernel& k) { return std::string_view(k.name) == "kv_up"; });
+  for (std::size_t i = 0; i < f.size(); ++i) {
+    const std::string_view n(f[i].name);
+    if (n == "q_up" || n == "kv_up") {
+      // an fp8 up-projection quantises its recomputed input again (the kernels just before it:
+      // profile-data train.json, attn(B): per_token_cast_to_fp8 and the scales' transpose before
+      // each recomputed up-projection GEMM)
+      std::size_t j = i;
+      while (j > 0) {
+        const std::string_view p(f[j - 1].name);
+        if (p != "fp8_quant_x" && p != "fp8_scale_transpose" && p != "fp8_cast_x") break;
+        --j;
+      }
+      again.insert(again.end(), f.begin() + static_cast<std::ptrdiff_t>(j), f.begin() + static_cast<std::ptrdiff_t>(i));
+    }
+    // with MLA, the rotary embeddings and the dense K and V built from the recomputed projections
+    // (profile-data train.json, attn(B): rotary, _copy_tensor_kernel, direct_copy, rotary again
+    // before the flash backward)
+    const bool mla_core = mla && (n == "rope_q" || n == "rope_k" || n == "mla_k_concat" || n == "mla_v_copy");
+    if (n == "rmsnorm" || n == "layernorm" || n == "q_norm" || n == "kv_norm" || n == "q_up" || n == "kv_up" || mla_core)
+      again.push_back(f[i]);
   }
   b.insert(b.end(), again.begin(), again.end());
 }

@@ -72,7 +72,9 @@ void group_expert_gemms(const config::Scenario&, std::vector<hardware::Kernel>& 
                         bool wgrad);
 
 // moe.recompute_norm_up_proj: the forward's RMSNorms and MLA up-projections (q_up, kv_up)
-// run again in the backward, appended to its last (attention) segment.
+// run again in the backward, appended to its last (attention) segment; an fp8 up-projection
+// with the quantisation of its input (the fp8 kernels just before it in the forward); with MLA the
+// rotary embeddings and the dense K and V copies the attention core reads, built from them again.
 void add_norm_up_proj_recompute(std::vector<hardware::Kernel>& f, std::vector<hardware::Kernel>& b);
 
 // The expert-data-parallel group (Megatron: dp * cp * tp / (ep * etp), etp = 1), which

@@ -201,4 +201,55 @@ void linear(const char* name, const char* dname, const char* wname, double token
   }
 }
 
+namespace {
+void set_fp8_gemm_bytes(Kernel& g) {
+  g.bytes = static_cast<double>(g.m) * g.k + static_cast<double>(g.k) * g.n + 2.0 * g.m * g.n;
+}
+}  // namespace
+
+Kernel fp8_quantise(const char* name, double rows, double cols, double read_bytes) {
+  const double x = rows * cols;
+  return memk(name, read_bytes * x, x + 4.0 * rows * std::ceil(cols / 128.0), 2 * x);
+}
+
+Kernel fp8_weight_transpose(const char* name, double rows, double cols) {
+  const double b = rows * cols + 4.0 * std::ceil(rows / 128.0) * std::ceil(cols / 128.0);
+  return memk(name, b, b, 0);
+}
+
+Kernel fp8_scale_transpose(const char* name, double rows, double cols) {
+  const double b = 4.0 * rows * std::ceil(cols / 128.0);
+  return memk(name, b, b, 0);
+}
+
+// The kernels and their order as DeepSeek's training code runs them for one linear
+// (github.com/deepseek-ai/profile-data, train.json: one DualPipe F&B pair of 4 MoE layers on an
+// H800, EP 64; LinearWithGradAccumulationFP8 and its backward): forward per_token_cast_to_fp8
+// (1x128), utils::transpose of the scales, the fp8 GEMM; backward per_token_cast_to_fp8 of dy,
+// batched_transpose of the fp8 weight, the scales, the dgrad GEMM, per_channel_cast_and_transpose
+// of x and of dy (128x1); the wgrad GEMM (fp8_dptp128c_acc) on those.
+// DeepGEMM's README (github.com/deepseek-ai/DeepGEMM, README.md "Notices", commit
+// 55ab91f72f76e8a6db0e86282c3169a88d93df1b): "It requires the LHS scaling factor to be TMA-aligned
+// and transposed, and it only supports the NT format (non-transposed LHS and transposed RHS). For
+// transposition or other FP8 casting operations, please implement or fuse them into prior kernels".
+void linear_blockwise(const char* name, const char* dname, const char* wname, double tokens, double in, double out,
+                      int e, LayerKernels& lk, int count, const Fp8Operands& io) {
+  const double rows = tokens * count;   // all of the group's tokens (one kernel over the experts)
+  if (!io.x_quantised) lk.f.push_back(fp8_quantise("fp8_quant_x", rows, in, 2));
+  if (io.scale_transpose) lk.f.push_back(fp8_scale_transpose("fp8_scale_transpose", rows, in));
+  if (io.weight_transpose_in_forward) lk.f.push_back(fp8_weight_transpose("fp8_weight_transpose", out * count, in));
+  lk.f.push_back(gemm(name, tokens, out, in, e, count));
+  set_fp8_gemm_bytes(lk.f.back());
+  // b is built in forward order and reversed once: pushed here last-to-first.
+  lk.b.push_back(fp8_quantise("fp8_quant_t_dy", rows, out, io.dy_saved_bytes));
+  lk.b.push_back(fp8_quantise("fp8_quant_t_x", rows, in, io.x_saved_bytes));
+  lk.b.push_back(gemm(dname, tokens, in, out, e, count));
+  set_fp8_gemm_bytes(lk.b.back());
+  if (io.scale_transpose) lk.b.push_back(fp8_scale_transpose("fp8_scale_transpose", rows, out));
+  if (!io.weight_transpose_in_forward) lk.b.push_back(fp8_weight_transpose("fp8_weight_transpose", out * count, in));
+  if (!io.dy_quantised) lk.b.push_back(fp8_quantise("fp8_quant_dy", rows, out, 2));
+  lk.w.push_back(gemm(wname, in, out, tokens, e, count));
+  set_fp8_gemm_bytes(lk.w.back());
+}
+
 }  // namespace mfusim::models::detail

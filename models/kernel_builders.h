@@ -48,6 +48,40 @@ void linear(const char* name, const char* dname, const char* wname, double token
 // gradient (Hopper's fp8 GEMMs take TN operands only).
 hardware::Kernel fp8_cast_transpose(const char* name, double rows, double cols, int count = 1);
 
+// DeepSeek-V3's fine-grained fp8 (features.fp8_recipe = "blockwise"; arXiv 2412.19437 §3.3.2):
+// an activation in 1x128 tiles is 1 byte per element + one fp32 scale per 128 elements, a weight
+// in 128x128 blocks 1 byte + one fp32 scale per 128 x 128.
+constexpr double kFp8TileBytes = 1.0 + 4.0 / 128.0;
+constexpr double kFp8BlockBytes = 1.0 + 4.0 / (128.0 * 128.0);
+// Quantise `rows` x `cols` elements read at `read_bytes` each (2: bf16; kFp8TileBytes: an fp8
+// copy dequantised, transposed and quantised again, §3.5.2) into fp8 tiles of 128 with their
+// scales: one pass, amax and scale per tile (2 op/element).
+hardware::Kernel fp8_quantise(const char* name, double rows, double cols, double read_bytes);
+// The transposed fp8 copy of a [rows, cols] weight in 128x128 blocks (scales transposed with it).
+hardware::Kernel fp8_weight_transpose(const char* name, double rows, double cols);
+// The scales of a [rows, cols] activation in 1x128 tiles rewritten in the layout the GEMM's TMA
+// reads (DeepGEMM's get_col_major_tma_aligned_tensor): one fp32 per 128 elements read and written.
+hardware::Kernel fp8_scale_transpose(const char* name, double rows, double cols);
+// Where a blockwise linear's operands come from (linear_blockwise).
+struct Fp8Operands {
+  bool x_quantised = false;     // x arrives in fp8 1x128 tiles (quantised before the dispatch, or by a fused SwiGLU)
+  double x_saved_bytes = 2;     // bytes per element of the x the weight gradient's 128x1 copy is made from
+  bool dy_quantised = false;    // dy arrives in fp8 1x128 tiles (quantised before the combine's backward)
+  double dy_saved_bytes = 2;    // the same for dy
+  bool weight_transpose_in_forward = false;   // the fp8 weight transposed in the forward (routed experts)
+  bool scale_transpose = true;  // false: the kernel before the GEMM writes the scales in its layout (the experts' permute)
+};
+// A linear layer under the blockwise recipe, per micro-batch ( `count` GEMMs of `tokens` rows,
+// the routed experts of a rank; their memory-bound kernels one launch over all of them):
+//   F: x quantised in 1x128 tiles, its scales transposed, the GEMM.
+//   B: dy quantised in 1x128 tiles, the fp8 weight transposed (DeepGEMM is NT only: the input
+//      gradient reduces over the output dimension), dy's scales transposed, the dgrad GEMM, then
+//      the weight gradient's operands: x and dy transposed and quantised in 128x1 tiles.
+//   W: the wgrad GEMM on the two transposed copies.
+// GEMM operands 1-byte fp8, outputs bf16, as linear().
+void linear_blockwise(const char* name, const char* dname, const char* wname, double tokens, double in, double out,
+                      int e, LayerKernels& lk, int count, const Fp8Operands& io);
+
 // ---- attention_kernels.cpp ----
 struct AttnShape {
   double batch, heads, kv_heads, seq_q, seq_kv, dqk, dv;

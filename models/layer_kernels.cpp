@@ -25,6 +25,56 @@ void tag_wgrad_accumulation(LayerKernels& lk, const RankShape& r) {
     if (k.kind == hardware::KernelKind::gemm && std::string_view(k.name) != "router_wgrad")
       k.accumulate_bytes = r.wgrad_accumulate_bytes;
 }
+
+// A linear layer in the rank's fp8 recipe: Transformer Engine's per-tensor cast-transpose
+// (linear with fp8), or DeepSeek-V3's blockwise quantisation (linear_blockwise) with the
+// operands' sources `io`; bf16 without fp8.
+void fp8_linear(const RankShape& r, const char* name, const char* dname, const char* wname, double tokens, double in,
+                double out, int e, LayerKernels& lk, int count, const Fp8Operands& io) {
+  if (r.fp8 && r.fp8_blockwise) linear_blockwise(name, dname, wname, tokens, in, out, e, lk, count, io);
+  else linear(name, dname, wname, tokens, in, out, e, lk, count, r.fp8);
+}
+
+// The operands of a linear whose input is kept for its weight gradient: the forward's fp8 copy
+// under moe.fp8_activation_cache (DeepSeek-V3 §3.3.3), else the bf16 input.
+Fp8Operands kept_input(const RankShape& r, int e) {
+  Fp8Operands io;
+  io.x_saved_bytes = r.fp8_activation_cache ? kFp8TileBytes : e;
+  return io;
+}
+// An input recomputed in the backward (moe.recompute_norm_up_proj) or dequantised there: bf16.
+Fp8Operands bf16_input(int e) {
+  Fp8Operands io;
+  io.x_saved_bytes = e;
+  return io;
+}
+
+// moe.fp8_activation_cache (DeepSeek-V3 §3.3.3, "Low-Precision Storage"): the SwiGLU input (the
+// gate and up GEMM's output, `rows` x 2 `width`) is kept in fp8 1x128 tiles and the SwiGLU output
+// recomputed in the backward, as models/memory.cpp keeps it. Forward: the quantisation of the cache
+// (profile-data train.json: per_token_cast_to_fp8 of the expert GEMM's output after it); backward:
+// its dequantisation (cast_back_impl) and the SwiGLU backward also writing the recomputed output
+// (swiglu_forward_backward_with_weight), which the down projection's weight gradient reads. Call
+// after activation_kernels, with the index of its first forward kernel.
+void swiglu_fp8_cache(const ModelSpec& m, const RankShape& r, double rows, double width, int e, LayerKernels& lk,
+                      std::size_t act_f) {
+  if (!r.fp8_activation_cache || m.activation != Activation::swiglu) return;
+  const double x = rows * width;
+  lk.f.insert(lk.f.begin() + static_cast<std::ptrdiff_t>(act_f), fp8_quantise("fp8_cache_swiglu_in", rows, 2 * width, e));
+  lk.b.back().bytes += e * x;   // the SwiGLU backward writes the recomputed output too
+  // pushed after the SwiGLU backward in forward order: runs before it
+  lk.b.push_back(memk("fp8_cache_swiglu_in_dequant", kFp8TileBytes * 2 * x, e * 2 * x, 2 * x));
+}
+
+// Blockwise recipe: the SwiGLU writes its output in fp8 1x128 tiles, the down projection's
+// input (profile-data train.json: swiglu_forward_with_weight_and_per_token_cast_to_fp8), so
+// that projection quantises nothing in the forward.
+bool fused_swiglu_quant(const ModelSpec& m, const RankShape& r, double rows, double width, int e,
+                        std::vector<Kernel>& f) {
+  if (!(r.fp8 && r.fp8_blockwise) || m.activation != Activation::swiglu) return false;
+  f.back().bytes -= (e - kFp8TileBytes) * rows * width;
+  return true;
+}
 }  // namespace
 
 LayerKernels layer_kernels(const ModelSpec& m, int layer, const RankShape& r) {
@@ -63,6 +113,10 @@ LayerKernels layer_kernels(const ModelSpec& m, int layer, const RankShape& r) {
     else residual_kernels(m, Tn, h, e, fused, f, b);
   };
 
+  // The norm outputs that feed the block's first linears: recomputed in the backward under
+  // moe.recompute_norm_up_proj (bf16), else kept (in fp8 under moe.fp8_activation_cache).
+  const Fp8Operands norm_in = r.recompute_norm_up_proj ? bf16_input(e) : kept_input(r, e);
+
   // --- attention block ---
   block_norm(lk.f, lk.b);
   if (m.mla) {
@@ -70,21 +124,33 @@ LayerKernels layer_kernels(const ModelSpec& m, int layer, const RankShape& r) {
     const double rope = static_cast<double>(l.qk_rope_head_dim);
     if (l.q_lora_rank > 0) {
       const double ql = static_cast<double>(l.q_lora_rank);
-      linear("q_down", "q_down_dgrad", "q_down_wgrad", T, h, ql, e, lk, 1, r.fp8);   // duplicated over tp
+      fp8_linear(r, "q_down", "q_down_dgrad", "q_down_wgrad", T, h, ql, e, lk, 1, norm_in);   // duplicated over tp
       norm_kernels(m, T, ql, e, fused, "q_norm", "q_norm_bwd", lk.f, lk.b);
-      linear("q_up", "q_up_dgrad", "q_up_wgrad", T, ql, heads * dqk, e, lk, 1, r.fp8);
+      fp8_linear(r, "q_up", "q_up_dgrad", "q_up_wgrad", T, ql, heads * dqk, e, lk, 1, norm_in);
     } else {
-      linear("q_proj", "q_proj_dgrad", "q_proj_wgrad", T, h, heads * dqk, e, lk, 1, r.fp8);
+      fp8_linear(r, "q_proj", "q_proj_dgrad", "q_proj_wgrad", T, h, heads * dqk, e, lk, 1, norm_in);
     }
     const double kvl = static_cast<double>(l.kv_lora_rank);
-    linear("kv_down", "kv_down_dgrad", "kv_down_wgrad", T, h, kvl + rope, e, lk, 1, r.fp8);   // duplicated over tp
+    fp8_linear(r, "kv_down", "kv_down_dgrad", "kv_down_wgrad", T, h, kvl + rope, e, lk, 1, norm_in);   // duplicated over tp
     norm_kernels(m, T, kvl, e, fused, "kv_norm", "kv_norm_bwd", lk.f, lk.b);
-    linear("kv_up", "kv_up_dgrad", "kv_up_wgrad", T, kvl, heads * (l.qk_nope_head_dim + l.v_head_dim), e, lk, 1, r.fp8);
+    fp8_linear(r, "kv_up", "kv_up_dgrad", "kv_up_wgrad", T, kvl, heads * (l.qk_nope_head_dim + l.v_head_dim), e, lk, 1,
+               norm_in);
     rope_kernels(T, heads * rope, e, fused, "rope_q", "rope_q_bwd", lk.f, lk.b);
     rope_kernels(T, rope, e, fused, "rope_k", "rope_k_bwd", lk.f, lk.b);
+    // The attention core reads dense Q, K and V: K = [k_nope | k_pe] per head with the one rotary
+    // k_pe broadcast over the heads, V copied out of kv_up's output, where it interleaves with
+    // k_nope per head; the backward splits dK (k_pe's gradient summed over the heads) and copies dV
+    // back (profile-data train.json, RopeLoraFlashAttnVarlenFunc: _copy_tensor_kernel and
+    // direct_copy between the rotary kernels and the flash forward, two copies after the flash
+    // backward).
+    const double nope = static_cast<double>(l.qk_nope_head_dim), vd = static_cast<double>(l.v_head_dim);
+    lk.f.push_back(memk("mla_k_concat", e * T * (heads * nope + rope), e * T * heads * (nope + rope), 0));
+    lk.f.push_back(memk("mla_v_copy", e * T * heads * vd, e * T * heads * vd, 0));
+    lk.b.push_back(memk("mla_k_concat_bwd", e * T * heads * (nope + rope), e * T * (heads * nope + rope), T * heads * rope));
+    lk.b.push_back(memk("mla_v_copy_bwd", e * T * heads * vd, e * T * heads * vd, 0));
   } else {
     if (tt_eager) lk.b.push_back(torchtitan_input_grad_sum("qkv_dx_sum", T, h, 3));   // wq, wk, wv
-    linear("qkv", "qkv_dgrad", "qkv_wgrad", T, h, (heads + 2 * kv) * dqk, e, lk, 1, r.fp8);
+    fp8_linear(r, "qkv", "qkv_dgrad", "qkv_wgrad", T, h, (heads + 2 * kv) * dqk, e, lk, 1, norm_in);
     // Plain PyTorch splits the one QKV output into q, k, v views; autograd's SplitBackward
     // concatenates dq, dk, dv into one gradient before the dgrad (run 8 trace: one
     // CatArrayBatchedCopy per layer, 15-16 us at s1.3b seq 4096, fused 0 and 1).
@@ -114,7 +180,19 @@ LayerKernels layer_kernels(const ModelSpec& m, int layer, const RankShape& r) {
     for (std::size_t i = core_begin; i < core_end; ++i) lk.f[i].keep_bf16 = true;
     for (std::size_t i = core_b_begin; i < lk.b.size(); ++i) lk.b[i].keep_bf16 = true;
   }
-  linear("attn_out", "attn_out_dgrad", "attn_out_wgrad", T, heads * dv, h, e, lk, 1, r.fp8);
+  // moe.fp8_activation_cache: the attention output (the output projection's input, which the
+  // attention backward reads too) kept in fp8 1x128 tiles (DeepSeek-V3 §3.3.3 keeps it in its E5M6
+  // format; models/memory.cpp counts 1 byte + one fp32 scale per 128), quantised after the core and
+  // dequantised at the start of the backward (profile-data train.json:
+  // per_token_cast_to_fp8_with_fp8_special_fmt after the flash forward,
+  // per_token_cast_back_special_fmt in the output projection's backward). The projection's weight
+  // gradient then reads the bf16 copy.
+  const double o = T * heads * dv;
+  if (r.fp8_activation_cache) {
+    lk.f.push_back(memk("fp8_cache_attn_out", e * o, kFp8TileBytes * o, 2 * o));
+    lk.b.push_back(memk("fp8_cache_attn_out_dequant", kFp8TileBytes * o, e * o, o));
+  }
+  fp8_linear(r, "attn_out", "attn_out_dgrad", "attn_out_wgrad", T, heads * dv, h, e, lk, 1, bf16_input(e));
   block_residual(lk.f, lk.b);
 
   // --- MLP block ---
@@ -132,6 +210,12 @@ LayerKernels layer_kernels(const ModelSpec& m, int layer, const RankShape& r) {
     linear("router", "router_dgrad", "router_wgrad", Tn, h, E, e, lk);
     lk.f.back().keep_bf16 = lk.b.back().keep_bf16 = lk.w.back().keep_bf16 = true;   // a torch linear, not TE fp8
     push(lk.f, lk.b, {"router_topk", "router_topk_bwd", 4 * Tn * E, 12 * Tn * k, Tn * E});
+    // Blockwise recipe with DeepEP's fp8 dispatch (DeepSeek-V3 §3.3.3: the activation before the
+    // MoE up-projections quantised to fp8 for the dispatch): the rank's tokens quantised once in
+    // 1x128 tiles before the dispatch; the shared expert's first GEMM reads the same copy
+    // (profile-data train.json: one per_token_cast_to_fp8 of [4096, 7168] at the end of attn(F)).
+    const bool fp8_moe_in = r.fp8 && r.fp8_blockwise && r.fp8_dispatch;
+    if (fp8_moe_in) lk.f.push_back(fp8_quantise("fp8_quant_dispatch", Tn, h, e));
     push(lk.f, lk.b, {"moe_permute", "moe_unpermute_grad", e * Tn * h, e * Tn * k * h, 0});
     // Tokens one expert sees on this rank: the tp group's T tokens of each of
     // the ep ranks, top_k copies, spread over all experts (balanced routing).
@@ -139,19 +223,47 @@ LayerKernels layer_kernels(const ModelSpec& m, int layer, const RankShape& r) {
     const int groups = std::max(1, static_cast<int>(std::lround(per_rank)));
     lk.f_experts = lk.f.size();
     bx0 = lk.b.size();
-    linear("expert_fc1", "expert_fc1_dgrad", "expert_fc1_wgrad", m_e, h, 2 * fe / tp, e, lk, groups, r.fp8);
+    // Blockwise: the routed experts' fp8 weights transposed in the forward, their scales laid out by
+    // the permute (profile-data train.json: batched_transpose before each m_grouped GEMM, no scale
+    // transpose); with the fp8 dispatch the first GEMM's input arrives quantised and the second's
+    // output gradient too (§3.3.3: the gradient before the down projections is sent in fp8).
+    Fp8Operands fc1_io = kept_input(r, e), fc2_io = bf16_input(e);
+    fc1_io.weight_transpose_in_forward = fc2_io.weight_transpose_in_forward = true;
+    fc1_io.scale_transpose = fc2_io.scale_transpose = !r.fp8_dispatch;
+    if (fp8_moe_in) {
+      fc1_io.x_quantised = true;
+      fc1_io.x_saved_bytes = kFp8TileBytes;
+      fc2_io.dy_quantised = true;
+      fc2_io.dy_saved_bytes = kFp8TileBytes;
+    }
+    fp8_linear(r, "expert_fc1", "expert_fc1_dgrad", "expert_fc1_wgrad", m_e, h, 2 * fe / tp, e, lk, groups, fc1_io);
+    std::size_t act_f = lk.f.size();
     activation_kernels(m, m_e * groups, fe / tp, e, fused, lk.f, lk.b);
-    linear("expert_fc2", "expert_fc2_dgrad", "expert_fc2_wgrad", m_e, fe / tp, h, e, lk, groups, r.fp8);
+    fc2_io.x_quantised = fused_swiglu_quant(m, r, m_e * groups, fe / tp, e, lk.f);
+    swiglu_fp8_cache(m, r, m_e * groups, fe / tp, e, lk, act_f);
+    fp8_linear(r, "expert_fc2", "expert_fc2_dgrad", "expert_fc2_wgrad", m_e, fe / tp, h, e, lk, groups, fc2_io);
     lk.f_experts_end = lk.f.size();
     bx1 = lk.b.size();
+    // ... and the output gradient quantised before the combine's backward (profile-data train.json:
+    // per_token_cast_to_fp8 of [4096, 7168] at the start of combine(B)); runs before the experts'
+    // backward (b is reversed).
+    if (fp8_moe_in) lk.b.push_back(fp8_quantise("fp8_quant_combine_grad", Tn, h, e));
     push(lk.f, lk.b, {"moe_unpermute", "moe_permute_grad", e * Tn * k * h + 4 * Tn * k, e * Tn * h, Tn * k * h});
     if (mo.shared_experts > 0) {
       const double fs = mo.shared_experts * fe / tp;
       lk.f_shared = lk.f.size();
       bs0 = lk.b.size();
-      linear("shared_fc1", "shared_fc1_dgrad", "shared_fc1_wgrad", T, h, 2 * fs, e, lk, 1, r.fp8);
+      Fp8Operands s1 = norm_in, s2 = bf16_input(e);
+      if (fp8_moe_in) {
+        s1.x_quantised = true;   // the dispatch's copy
+        s1.x_saved_bytes = kFp8TileBytes;
+      }
+      fp8_linear(r, "shared_fc1", "shared_fc1_dgrad", "shared_fc1_wgrad", T, h, 2 * fs, e, lk, 1, s1);
+      const std::size_t act_s = lk.f.size();
       activation_kernels(m, T, fs, e, fused, lk.f, lk.b);
-      linear("shared_fc2", "shared_fc2_dgrad", "shared_fc2_wgrad", T, fs, h, e, lk, 1, r.fp8);
+      s2.x_quantised = fused_swiglu_quant(m, r, T, fs, e, lk.f);
+      swiglu_fp8_cache(m, r, T, fs, e, lk, act_s);
+      fp8_linear(r, "shared_fc2", "shared_fc2_dgrad", "shared_fc2_wgrad", T, fs, h, e, lk, 1, s2);
       lk.f_shared_end = lk.f.size();
       bs1 = lk.b.size();
     }
@@ -159,13 +271,17 @@ LayerKernels layer_kernels(const ModelSpec& m, int layer, const RankShape& r) {
     const double f = static_cast<double>(m.ffn_hidden) / tp;
     const double up = m.activation == Activation::swiglu ? 2 * f : f;
     if (tt_eager) lk.b.push_back(torchtitan_input_grad_sum("mlp_up_dx_sum", T, h, 2));   // w1, w3
-    linear("mlp_up", "mlp_up_dgrad", "mlp_up_wgrad", T, h, up, e, lk, 1, r.fp8);
+    fp8_linear(r, "mlp_up", "mlp_up_dgrad", "mlp_up_wgrad", T, h, up, e, lk, 1, norm_in);
     // Gate and up are chunks of one GEMM output: ChunkBackward concatenates their gradients
     // (run 8 trace: 43-45 us per layer at s1.3b seq 4096).
     if (r.fp32_autocast && m.activation == Activation::swiglu)
       lk.b.push_back(memk("mlp_up_chunk_bwd", e * T * up, e * T * up, 0));
+    const std::size_t act_d = lk.f.size();
     activation_kernels(m, T, f, e, fused, lk.f, lk.b);
-    linear("mlp_down", "mlp_down_dgrad", "mlp_down_wgrad", T, f, h, e, lk, 1, r.fp8);
+    Fp8Operands down = bf16_input(e);
+    down.x_quantised = fused_swiglu_quant(m, r, T, f, e, lk.f);
+    swiglu_fp8_cache(m, r, T, f, e, lk, act_d);
+    fp8_linear(r, "mlp_down", "mlp_down_dgrad", "mlp_down_wgrad", T, f, h, e, lk, 1, down);
   }
   block_residual(lk.f, lk.b);
 
@@ -273,7 +389,7 @@ LayerKernels mtp_kernels(const ModelSpec& m, const RankShape& r) {
   const double Tn = r.sequence_parallel ? T / r.tp : T;
   norm_kernels(m, Tn, h, e, r.fused_kernels, "mtp_hnorm", "mtp_hnorm_bwd", pre.f, pre.b);
   norm_kernels(m, Tn, h, e, r.fused_kernels, "mtp_enorm", "mtp_enorm_bwd", pre.f, pre.b);
-  linear("mtp_proj", "mtp_proj_dgrad", "mtp_proj_wgrad", T, 2 * h, h / r.tp, e, pre, 1, r.fp8);
+  fp8_linear(r, "mtp_proj", "mtp_proj_dgrad", "mtp_proj_wgrad", T, 2 * h, h / r.tp, e, pre, 1, kept_input(r, e));
   std::reverse(pre.b.begin(), pre.b.end());
   mark_autograd(pre);
   LayerKernels lk = layer_kernels(m, std::max(0, m.layers - 1), r);

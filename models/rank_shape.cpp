@@ -36,6 +36,8 @@ RankShape rank_shape(const config::Scenario& s) {
   sh.fp32_autocast = s.training.master_weights == config::MasterWeights::fp32_autocast;
   sh.fp8 = s.training.precision == hardware::Precision::fp8 && s.hardware.peak_flops_fp8 > 0;
   sh.fp8_attention = s.features.fp8_attention;
+  sh.fp8_blockwise = s.features.fp8_blockwise;
+  sh.fp8_dispatch = s.moe.dispatcher == config::MoeDispatcher::deepep && s.moe.fp8_dispatch && s.parallel.ep > 1;
   sh.recompute_norm_up_proj = s.moe.recompute_norm_up_proj;
   sh.fp8_activation_cache = s.moe.fp8_activation_cache;
   sh.wgrad_accumulate_bytes =

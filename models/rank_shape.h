@@ -31,6 +31,14 @@ struct RankShape {
   // fp8 with their quantise kernels; attention in fp8 only with fp8_attention; the LM head bf16.
   bool fp8 = false;
   bool fp8_attention = false;
+  // features.fp8_recipe = "blockwise" (with fp8): DeepSeek-V3's fine-grained quantisation
+  // (arXiv 2412.19437 §3.3.2) instead of Transformer Engine's per-tensor cast-transpose: 1x128
+  // activation tiles for the forward and input-gradient GEMMs, 128x1 transposed copies for the
+  // weight gradient, the fp8 weight transposed per micro-batch (DeepGEMM is NT only, §3.5.2).
+  bool fp8_blockwise = false;
+  // moe.dispatcher = "deepep" with moe.fp8_dispatch and ep > 1: the tokens cross the EP dispatch
+  // in fp8 1x128 tiles (DeepEP's dispatch takes the fp8 tensor and its scales), quantised before it.
+  bool fp8_dispatch = false;
   // DeepSeek-V3's memory measures (moe.recompute_norm_up_proj, moe.fp8_activation_cache;
   // arXiv 2412.19437 §3.2.3, §3.3.2): RMSNorm outputs and MLA up-projection outputs are not
   // kept (recomputed in backward); Linear inputs are cached in fp8 with one fp32 scale per 128.

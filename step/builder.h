@@ -100,6 +100,11 @@ class Builder {
   bool holds_mtp(int rank) const;
   double mtp_params() const;
   double mtp_expert_params() const;
+  // Whether the rank holds pipeline stage `stage`; the embedding's parameters it holds (the first
+  // stage), the final norm's and output head's (the last stage); step/data_parallel.cpp.
+  bool holds_stage(int rank, int stage) const;
+  double embedding_params(int rank) const;
+  double head_params(int rank) const;
 
   // ---- fsdp.cpp: ZeRO-2/3, FSDP units, HSDP, offload (docs/fsdp.md) ----
   bool zero_sharded() const;   // zero stage >= 2, HSDP or offload: fsdp.cpp takes the DP work over

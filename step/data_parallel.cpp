@@ -29,6 +29,34 @@ double Builder::mtp_expert_params() const {
   return s_.model.mtp_depth > 0 ? s_.model.mtp_depth * mtp_cost_.expert_params : 0.0;
 }
 
+namespace {
+// The parameters of the embedding (on the rank that holds the first stage) and of the final norm
+// and output head (the last stage; with tied embeddings Megatron's copy of the embedding there),
+// which no layer's LayerCost counts: models::static_memory's, less the MTP modules (counted apart).
+double end_params(const config::Scenario& s, bool embedding, bool head, bool fp32_autocast) {
+  if (!embedding && !head) return 0;
+  models::ModelSpec m = s.model;
+  m.mtp_depth = 0;
+  return models::static_memory(m, {}, embedding, head, s.parallel.tp, s.parallel.ep, 1, false, fp32_autocast).params /
+         models::param_bytes(fp32_autocast);
+}
+}  // namespace
+
+bool Builder::holds_stage(int rank, int stage) const {
+  const auto& st = rank_stages_[static_cast<std::size_t>(rank)];
+  return std::find(st.begin(), st.end(), stage) != st.end();
+}
+double Builder::embedding_params(int rank) const {
+  return holds_stage(rank, 0) ? end_params(s_, true, false, layers_.shape().fp32_autocast) : 0.0;
+}
+double Builder::head_params(int rank) const {
+  // with tied embeddings, a rank that also holds the embedding keeps no second copy
+  if (!holds_stage(rank, S_ - 1)) return 0.0;
+  const bool fp32 = layers_.shape().fp32_autocast;
+  return holds_stage(rank, 0) ? end_params(s_, true, true, fp32) - end_params(s_, true, false, fp32)
+                              : end_params(s_, false, true, fp32);
+}
+
 // Distributed optimizer with overlapped parameter all-gather: the gather of
 // each bucket runs at the start of the step; a layer's first forward waits for it.
 void Builder::add_param_gathers() {
@@ -74,15 +102,21 @@ void Builder::add_param_gathers() {
         fill += split ? mtp_params() - mtp_expert_params() : mtp_params();
         if (split) expert_fill += mtp_expert_params();
       };
+      // The embedding joins the first layer's bucket (its forward runs right before it), the final
+      // norm and output head the last layer's with the MTP modules (dense parameters: the DP group).
+      fill += embedding_params(r);
+      const double head = head_params(r);
       for (int l : layers) {
         const auto& lc = layers_.layer_cost(l);
         fill += split ? lc.params - lc.expert_params : lc.params;
         if (split) expert_fill += lc.expert_params;
         if (mtp && l == layers.back()) add_mtp();
+        if (l == layers.back()) fill += head;
         members.push_back(l);
         if (fill + expert_fill >= bucket_params(P.dp)) flush();
       }
       if (mtp && layers.empty()) add_mtp();
+      if (layers.empty()) fill += head;
       flush();
     }
   }
@@ -101,6 +135,10 @@ void Builder::on_grad_final(int rank, int layer, TaskId t) {
   const auto& lc = layers_.layer_cost(layer);
   // The MTP modules' backward runs first in the last stage's backward (step/op_items.cpp), so their
   // gradients are final once that stage's last layer's are: they join its bucket.
+  // The output head's and final norm's backward runs first in the last stage's backward too: the same bucket
+  // (Megatron registers the output layer last, so its gradients fill the first bucket).
+  if (sit->second == S_ - 1 && layer == out_.stage_layers[static_cast<std::size_t>(S_ - 1)].back())
+    bucket_fill_[rank] += head_params(rank);
   if (sit->second == S_ - 1 && holds_mtp(rank) && layer == out_.stage_layers[static_cast<std::size_t>(S_ - 1)].back()) {
     if (s_.parallel.ep > 1) {
       bucket_fill_[rank] += mtp_params() - mtp_expert_params();
@@ -184,6 +222,10 @@ void Builder::add_grad_reduce_and_optimizer() {
           bucket_fill_[r] += P.ep > 1 ? mtp_params() - mtp_expert_params() : mtp_params();
           if (P.ep > 1) expert_fill_[r] += mtp_expert_params();
         }
+        if (out_.stage_layers[static_cast<std::size_t>(S_ - 1)].empty()) bucket_fill_[r] += head_params(r);
+        // The embedding's gradient is final when the first stage's backward ends (its weight
+        // gradient is that backward's last kernel): the last bucket (Megatron registers it first).
+        bucket_fill_[r] += embedding_params(r);
         flush_bucket(r, last_compute_[r]);
         flush_expert_bucket(r, last_compute_[r]);
       } else {
