@@ -217,7 +217,7 @@ PassCost LayerCosts::pass_cost(const std::vector<Kernel>& ks, bool backward, boo
     return sg;
   };
   // The backward runs the combine's gradient first (token home -> experts, the dispatch's
-  // direction; DeepSeek-V3 §3.3.4 sends these gradients in fp8 too) and the dispatch's gradient
+  // direction; DeepSeek-V3 §3.3.3 sends these gradients in fp8 too) and the dispatch's gradient
   // second (experts -> token home, the combine's direction, bf16): each priced as the forward
   // transfer of its direction.
   auto with_a2a = [&](Seg sg, bool dispatch) {
