@@ -131,7 +131,7 @@ class Gemm:
                 self.bytes = 4.0 * m * n
             else:  # quant_1x128 in torch ops
                 self.cs = [torch.empty(m, n, device="cuda", dtype=torch.float8_e4m3fn) for _ in range(3)]
-                self.ss = [torch.empty(m * n // 128, 1, device="cuda", dtype=torch.float32) for _ in range(3)]
+                self.ss = [torch.empty(m * n // 128, 1, device="cuda", dtype=torch.bfloat16) for _ in range(3)]
                 def fn(i):
                     x = self.xs[i % 3].view(-1, 128)
                     torch.amax(x.abs(), dim=1, keepdim=True, out=self.ss[i % 3])
