@@ -33,7 +33,7 @@ std::int64_t CachingAllocator::would_create(std::int64_t bytes, int stream) cons
   const std::int64_t size = round_size(bytes);
   const bool small = size <= kSmallSize;
   const auto& p = pool(small);
-  const auto it = p.lower_bound(Key{stream, size, std::numeric_limits<std::int64_t>::min(), -1});
+  const auto it = std::lower_bound(p.begin(), p.end(), Key{stream, size, std::numeric_limits<std::int64_t>::min(), -1});
   if (it != p.end() && std::get<0>(*it) == stream) return 0;
   return segment_size(size);
 }
@@ -47,7 +47,7 @@ CachingAllocator::Allocation CachingAllocator::allocate(std::int64_t bytes, int 
   Allocation out;
   // get_free_block: the smallest free block of this pool and stream that fits, lowest address first.
   std::int64_t b = -1;
-  const auto it = p.lower_bound(Key{stream, size, std::numeric_limits<std::int64_t>::min(), -1});
+  const auto it = std::lower_bound(p.begin(), p.end(), Key{stream, size, std::numeric_limits<std::int64_t>::min(), -1});
   if (it != p.end() && std::get<0>(*it) == stream) {
     b = std::get<3>(*it);
     p.erase(it);
@@ -83,7 +83,7 @@ CachingAllocator::Allocation CachingAllocator::allocate(std::int64_t bytes, int 
     if (blk.next >= 0) blocks_[static_cast<std::size_t>(blk.next)].prev = r;
     blk.next = r;
     blk.size = size;
-    p.insert(key(r));
+    insert(p, key(r));
   }
   Block& blk = blocks_[static_cast<std::size_t>(b)];
   blk.allocated = true;
@@ -93,17 +93,16 @@ CachingAllocator::Allocation CachingAllocator::allocate(std::int64_t bytes, int 
   out.segment = blk.segment;
   out.offset = blk.address - segments_[static_cast<std::size_t>(blk.segment)].address;
   out.size = blk.size;
-  live_[out.id] = b;
+  live_.push_back(b);
   return out;
 }
 
 void CachingAllocator::free(std::int64_t id) {
-  const auto it = live_.find(id);
-  if (it == live_.end())
+  if (id < 0 || id >= next_id_ || live_[static_cast<std::size_t>(id)] < 0)
     throw std::invalid_argument("caching allocator: free of allocation " + std::to_string(id) +
                                 ", which is not live");
-  const std::int64_t b = it->second;
-  live_.erase(it);
+  const std::int64_t b = live_[static_cast<std::size_t>(id)];
+  live_[static_cast<std::size_t>(id)] = -1;
   Block& blk = blocks_[static_cast<std::size_t>(b)];
   blk.allocated = false;
   allocated_ -= blk.size;
@@ -113,7 +112,7 @@ void CachingAllocator::free(std::int64_t id) {
     Block& cur = blocks_[static_cast<std::size_t>(b)];
     const std::int64_t n = before ? cur.prev : cur.next;
     if (n < 0 || blocks_[static_cast<std::size_t>(n)].allocated) continue;
-    p.erase(key(n));
+    erase(p, key(n));
     const Block other = blocks_[static_cast<std::size_t>(n)];
     if (before) {
       cur.address = other.address;
@@ -126,7 +125,7 @@ void CachingAllocator::free(std::int64_t id) {
     cur.size += other.size;
     free_slots_.push_back(n);
   }
-  p.insert(key(b));
+  insert(p, key(b));
 }
 
 }  // namespace mfusim::sim

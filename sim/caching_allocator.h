@@ -26,10 +26,9 @@
 // Where cudaMalloc places a segment is the driver's choice; it only matters for ties in best fit
 // (equal-size free blocks in different segments). The model places segments one after another unless
 // the caller names the address (the replay test uses the recorded addresses to check the rules exactly).
+#include <algorithm>
 #include <cstdint>
-#include <map>
 #include <optional>
-#include <set>
 #include <tuple>
 #include <vector>
 
@@ -85,16 +84,20 @@ class CachingAllocator {
     std::int64_t prev = -1, next = -1;  // neighbours in the segment (block indices)
   };
   using Key = std::tuple<int, std::int64_t, std::int64_t, std::int64_t>;  // stream, size, address, block
-  std::set<Key>& pool(bool small) { return small ? small_free_ : large_free_; }
-  const std::set<Key>& pool(bool small) const { return small ? small_free_ : large_free_; }
+  // A pool's free blocks, sorted (BlockComparatorSize's order); a flat vector: pools hold few blocks.
+  using Pool = std::vector<Key>;
+  Pool& pool(bool small) { return small ? small_free_ : large_free_; }
+  const Pool& pool(bool small) const { return small ? small_free_ : large_free_; }
+  static void insert(Pool& p, const Key& k) { p.insert(std::lower_bound(p.begin(), p.end(), k), k); }
+  static void erase(Pool& p, const Key& k) { p.erase(std::lower_bound(p.begin(), p.end(), k)); }
   Key key(std::int64_t b) const { return {blocks_[b].stream, blocks_[b].size, blocks_[b].address, b}; }
   std::int64_t new_block(const Block& b);
 
   std::vector<Block> blocks_;
   std::vector<std::int64_t> free_slots_;
-  std::set<Key> small_free_, large_free_;
+  Pool small_free_, large_free_;
   std::vector<Segment> segments_;
-  std::map<std::int64_t, std::int64_t> live_;  // allocation id -> block
+  std::vector<std::int64_t> live_;  // allocation id -> block (-1: freed)
   std::int64_t next_id_ = 0, next_address_ = 0;
   std::int64_t allocated_ = 0, reserved_ = 0, peak_allocated_ = 0, peak_reserved_ = 0;
 };
