@@ -331,33 +331,33 @@ std::vector<std::int64_t> reserved_peaks(const sim::TaskGraph& g, const sim::Tim
     std::vector<std::size_t> key_of(ch.size());
     for (std::size_t i = 0; i < ch.size(); ++i)
       key_of[i] = key_ids.emplace(std::make_tuple(ch[i].microbatch, ch[i].chunk, ch[i].layer), key_ids.size()).first->second;
-    sim::CachingAllocator alloc;
-    std::vector<Live> live;
-    std::vector<std::vector<std::size_t>> by_key(key_ids.size());   // live indices per key, in order
-    std::unordered_map<std::int64_t, std::vector<std::size_t>> by_size;
-    std::unordered_map<std::uint64_t, std::vector<std::size_t>> by_key_size;
-    live.reserve(ch.size());
-    // Every block is freed by the step's end, so a step that creates no segment leaves the allocator as
-    // it found it (each segment one free block): the steps after it repeat it. Played until then (at
-    // most `steps` times), its peak is the steady state's.
-    for (int step = 0; step < steps; ++step) {
-      alloc.reset_peaks();
-      const std::size_t segments_before = alloc.segments().size();
-      live.clear();
-      for (auto& v : by_key) v.clear();
-      by_size.clear();
-      by_key_size.clear();
+    // The pairing depends on the order of the changes only, not on the allocator: worked out once, as a
+    // script of allocations (a slot each) and frees (of a slot), then played.
+    struct Op {
+      std::int64_t bytes;   // > 0: allocate into slot `slot`; 0: free slot `slot`
+      int stream;
+      std::size_t slot;
+    };
+    std::vector<Op> script;
+    script.reserve(ch.size() + 16);
+    {
+      std::vector<Live> live;   // Live::id is unused here: the slot is the index
+      std::vector<std::vector<std::size_t>> by_key(key_ids.size());   // live slots per key, in order
+      std::unordered_map<std::int64_t, std::vector<std::size_t>> by_size;
+      std::unordered_map<std::uint64_t, std::vector<std::size_t>> by_key_size;
+      live.reserve(ch.size());
       auto ks_key = [](std::size_t key, std::int64_t bytes) {
         return (static_cast<std::uint64_t>(key) << 44) ^ static_cast<std::uint64_t>(bytes);
       };
       auto add = [&](std::int64_t bytes, int stream, std::size_t key) {
-        live.push_back(Live{alloc.allocate(bytes, stream).id, bytes, stream, key, true});
+        script.push_back(Op{bytes, stream, live.size()});
+        live.push_back(Live{-1, bytes, stream, key, true});
         by_key[key].push_back(live.size() - 1);
         by_size[bytes].push_back(live.size() - 1);
         by_key_size[ks_key(key, bytes)].push_back(live.size() - 1);
       };
       auto release = [&](std::size_t i) {
-        alloc.free(live[i].id);
+        script.push_back(Op{0, live[i].stream, i});
         live[i].alive = false;
       };
       auto trim = [&](std::vector<std::size_t>& v) { while (!v.empty() && !live[v.back()].alive) v.pop_back(); };
@@ -390,21 +390,19 @@ std::vector<std::int64_t> reserved_peaks(const sim::TaskGraph& g, const sim::Tim
         auto& mine = by_key[key];
         mine.erase(std::remove_if(mine.begin(), mine.end(), [&](std::size_t i) { return !live[i].alive; }), mine.end());
         std::int64_t key_sum = 0;
-        for (std::size_t i : mine)
-          if (live[i].alive) key_sum += live[i].size;
+        for (std::size_t i : mine) key_sum += live[i].size;
         if (key_sum == need) {
-          for (std::size_t i : mine)
-            if (live[i].alive) release(i);
+          for (std::size_t i : mine) release(i);
           mine.clear();
           continue;
         }
         // 3. the latest blocks (of the key first) until the bytes are covered; what a block holds beyond
         // them stays allocated as a block of its own.
         for (int pass = 0; pass < 2 && need > 0; ++pass)
-          for (std::size_t j = live.size(); j-- > 0 && need > 0;) {
-            if (!live[j].alive || (pass == 0 && live[j].key != key)) continue;
-            const Live b = live[j];
-            release(j);
+          for (std::size_t k = live.size(); k-- > 0 && need > 0;) {
+            if (!live[k].alive || (pass == 0 && live[k].key != key)) continue;
+            const Live b = live[k];
+            release(k);
             if (b.size > need) {
               add(b.size - need, b.stream, b.key);
               need = 0;
@@ -413,8 +411,22 @@ std::vector<std::int64_t> reserved_peaks(const sim::TaskGraph& g, const sim::Tim
             }
           }
       }
-      for (std::size_t i = 0; i < live.size(); ++i)
-        if (live[i].alive) release(i);
+      for (std::size_t k = 0; k < live.size(); ++k)   // what the step left allocated goes with it
+        if (live[k].alive) release(k);
+    }
+    // Every block is freed by the step's end, so a step that creates no segment leaves the allocator as
+    // it found it (each segment one free block): the steps after it repeat it. Played until then (at
+    // most `steps` times), its peak is the steady state's.
+    sim::CachingAllocator alloc;
+    std::vector<std::int64_t> ids;
+    for (int step = 0; step < steps; ++step) {
+      alloc.reset_peaks();
+      const std::size_t segments_before = alloc.segments().size();
+      ids.assign(script.size(), -1);
+      for (const Op& op : script) {
+        if (op.bytes > 0) ids[op.slot] = alloc.allocate(op.bytes, op.stream).id;
+        else alloc.free(ids[op.slot]);
+      }
       if (alloc.segments().size() == segments_before) break;
     }
     out[r] = alloc.peak_reserved();
