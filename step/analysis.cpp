@@ -4,8 +4,12 @@
 #include <algorithm>
 #include <array>
 #include <cstdint>
+#include <map>
+#include <tuple>
+#include <unordered_map>
 #include <stdexcept>
 
+#include "sim/caching_allocator.h"
 #include "sim/process_memory.h"
 
 namespace mfusim::step {
@@ -277,6 +281,157 @@ void summarize(StepResult& r, const std::vector<RankParts>& parts, double T) {
   r.breakdown = parts[crit].b;
   r.breakdown_rank = crit;
   r.bubble_fraction = T > 0 ? bubble_sum / P / T : 0;
+}
+
+std::vector<std::int64_t> reserved_peaks(const sim::TaskGraph& g, const sim::Timeline& tl, int P, const Lowered* low,
+                                         int steps) {
+  std::vector<std::int64_t> out(static_cast<std::size_t>(std::max(P, 0)), 0);
+  if (!g.any_memory() || P <= 0) return out;
+  // The memory changes of each rank in time order: frees (at a task's end) before allocations (at a
+  // start) at the same instant, then in task order.
+  struct Change {
+    std::int64_t at = 0;
+    int order = 0;     // 0 free, 1 allocation
+    sim::TaskId task = 0;
+    std::int64_t bytes = 0;   // allocated, or freed
+    int stream = 0, microbatch = -1, chunk = -1, layer = -1;
+  };
+  std::vector<std::vector<Change>> changes(out.size());
+  const auto& streams = g.streams();
+  const auto& tasks = g.tasks();
+  // Which tasks change memory (one sequential pass), then their intervals in the timeline's order.
+  std::vector<std::uint8_t> changes_memory(tasks.size(), 0);
+  for (std::size_t i = 0; i < tasks.size(); ++i)
+    changes_memory[i] = tasks[i].memory_delta != 0 || tasks[i].memory_release > 0;
+  for (const auto& iv : tl.intervals) {
+    if (!changes_memory[static_cast<std::size_t>(iv.task)]) continue;
+    const auto& sp = g.task(iv.task);
+    auto& c = changes[static_cast<std::size_t>(streams[static_cast<std::size_t>(sp.stream)].rank)];
+    const int layer = low && static_cast<std::size_t>(iv.task) < low->info.size()
+                          ? low->info[static_cast<std::size_t>(iv.task)].layer : -1;
+    if (sp.memory_delta > 0)
+      c.push_back({iv.start.ns, 1, iv.task, sp.memory_delta, sp.stream, sp.microbatch, sp.chunk, layer});
+    const std::int64_t freed = (sp.memory_delta < 0 ? -sp.memory_delta : 0) + sp.memory_release;
+    if (freed > 0) c.push_back({iv.end.ns, 0, iv.task, freed, sp.stream, sp.microbatch, sp.chunk, layer});
+  }
+  struct Live {
+    std::int64_t id = -1, size = 0;
+    int stream = 0;
+    std::size_t key = 0;
+    bool alive = false;
+  };
+  for (std::size_t r = 0; r < out.size(); ++r) {
+    auto& ch = changes[r];
+    if (ch.empty()) continue;
+    std::sort(ch.begin(), ch.end(), [](const Change& a, const Change& b) {
+      return a.at != b.at ? a.at < b.at : a.order != b.order ? a.order < b.order : a.task < b.task;
+    });
+    // A free pairs with blocks of its task's micro-batch, chunk and layer (key) first.
+    std::map<std::tuple<int, int, int>, std::size_t> key_ids;
+    std::vector<std::size_t> key_of(ch.size());
+    for (std::size_t i = 0; i < ch.size(); ++i)
+      key_of[i] = key_ids.emplace(std::make_tuple(ch[i].microbatch, ch[i].chunk, ch[i].layer), key_ids.size()).first->second;
+    // The pairing depends on the order of the changes only, not on the allocator: worked out once, as a
+    // script of allocations (a slot each) and frees (of a slot), then played.
+    struct Op {
+      std::int64_t bytes;   // > 0: allocate into slot `slot`; 0: free slot `slot`
+      int stream;
+      std::size_t slot;
+    };
+    std::vector<Op> script;
+    script.reserve(ch.size() + 16);
+    {
+      std::vector<Live> live;   // Live::id is unused here: the slot is the index
+      std::vector<std::vector<std::size_t>> by_key(key_ids.size());   // live slots per key, in order
+      std::unordered_map<std::int64_t, std::vector<std::size_t>> by_size;
+      std::unordered_map<std::uint64_t, std::vector<std::size_t>> by_key_size;
+      live.reserve(ch.size());
+      auto ks_key = [](std::size_t key, std::int64_t bytes) {
+        return (static_cast<std::uint64_t>(key) << 44) ^ static_cast<std::uint64_t>(bytes);
+      };
+      auto add = [&](std::int64_t bytes, int stream, std::size_t key) {
+        script.push_back(Op{bytes, stream, live.size()});
+        live.push_back(Live{-1, bytes, stream, key, true});
+        by_key[key].push_back(live.size() - 1);
+        by_size[bytes].push_back(live.size() - 1);
+        by_key_size[ks_key(key, bytes)].push_back(live.size() - 1);
+      };
+      auto release = [&](std::size_t i) {
+        script.push_back(Op{0, live[i].stream, i});
+        live[i].alive = false;
+      };
+      auto trim = [&](std::vector<std::size_t>& v) { while (!v.empty() && !live[v.back()].alive) v.pop_back(); };
+      for (std::size_t c = 0; c < ch.size(); ++c) {
+        const std::size_t key = key_of[c];
+        if (ch[c].order == 1) {
+          add(ch[c].bytes, ch[c].stream, key);
+          continue;
+        }
+        std::int64_t need = ch[c].bytes;
+        // 1. one live block of exactly this size: of this key, else the latest of any key.
+        std::ptrdiff_t hit = -1;
+        if (auto ks = by_key_size.find(ks_key(key, need)); ks != by_key_size.end()) {
+          trim(ks->second);
+          if (!ks->second.empty() && live[ks->second.back()].size == need && live[ks->second.back()].key == key)
+            hit = static_cast<std::ptrdiff_t>(ks->second.back());
+        }
+        if (hit < 0) {
+          auto bs = by_size.find(need);
+          if (bs != by_size.end()) {
+            trim(bs->second);
+            if (!bs->second.empty()) hit = static_cast<std::ptrdiff_t>(bs->second.back());
+          }
+        }
+        if (hit >= 0) {
+          release(static_cast<std::size_t>(hit));
+          continue;
+        }
+        // 2. every live block of the key when they add up to it (a layer's activations and its recompute).
+        auto& mine = by_key[key];
+        mine.erase(std::remove_if(mine.begin(), mine.end(), [&](std::size_t i) { return !live[i].alive; }), mine.end());
+        std::int64_t key_sum = 0;
+        for (std::size_t i : mine) key_sum += live[i].size;
+        if (key_sum == need) {
+          for (std::size_t i : mine) release(i);
+          mine.clear();
+          continue;
+        }
+        // 3. the latest blocks (of the key first) until the bytes are covered; what a block holds beyond
+        // them stays allocated as a block of its own.
+        for (int pass = 0; pass < 2 && need > 0; ++pass)
+          for (std::size_t k = live.size(); k-- > 0 && need > 0;) {
+            if (!live[k].alive || (pass == 0 && live[k].key != key)) continue;
+            const Live b = live[k];
+            release(k);
+            if (b.size > need) {
+              add(b.size - need, b.stream, b.key);
+              need = 0;
+            } else {
+              need -= b.size;
+            }
+          }
+      }
+      for (std::size_t k = 0; k < live.size(); ++k)   // what the step left allocated goes with it
+        if (live[k].alive) release(k);
+    }
+    // Every block is freed by the step's end, so a step that creates no segment leaves the allocator as
+    // it found it (each segment one free block): the steps after it repeat it. Played until then (at
+    // most `steps` times), its peak is the steady state's.
+    sim::CachingAllocator alloc;
+    std::vector<std::int64_t> ids;
+    for (int step = 0; step < steps; ++step) {
+      alloc.reset_peaks();
+      const std::size_t segments_before = alloc.segments().size();
+      ids.assign(script.size(), -1);
+      for (const Op& op : script) {
+        if (op.bytes > 0) ids[op.slot] = alloc.allocate(op.bytes, op.stream).id;
+        else alloc.free(ids[op.slot]);
+      }
+      if (alloc.segments().size() == segments_before) break;
+    }
+    out[r] = alloc.peak_reserved();
+  }
+  return out;
 }
 
 }  // namespace mfusim::step

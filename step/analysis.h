@@ -34,4 +34,16 @@ std::vector<double> balanced_bubble(const sim::TaskGraph& g, const Lowered* low,
 // to `imbalance` (the parts still sum to the same total).
 void split_imbalance(std::vector<RankParts>& parts, const std::vector<double>& balanced);
 
+// Per rank: the caching allocator's reserved peak (bytes) over the step's allocation stream
+// (sim/caching_allocator.h). The stream is the timeline's memory changes on that rank in time order: a
+// task's memory_delta > 0 is one block allocated at its start on the task's stream, a free (memory_delta
+// < 0, memory_release) at its end returns the live blocks it pairs with (the same size and micro-batch,
+// chunk and layer first). The step is played again and again through one allocator (every step
+// allocates the same; the cache carries over, as in training) until a step creates no segment (it then
+// repeats for ever; at most `steps` plays), and the peak is that last step's, as torch reports it after
+// reset_peak_memory_stats. Bytes outside the timeline (weights, optimizer state) are not part of it
+// (allocated once, in blocks of their own size).
+std::vector<std::int64_t> reserved_peaks(const sim::TaskGraph& g, const sim::Timeline& tl, int P, const Lowered* low,
+                                         int steps = 8);
+
 }  // namespace mfusim::step

@@ -34,6 +34,10 @@ struct Memory {
   bool fits = true;
   std::vector<double> per_stage_peak_gib;     // per pipeline rank
   double params_gib = 0, grads_gib = 0, optimizer_gib = 0, activations_gib = 0;   // on the peak rank
+  // The caching allocator's reserved peak (torch.cuda.max_memory_reserved): the timeline's allocations
+  // played through sim/caching_allocator.h (step::reserved_peaks), plus the same static bytes and runtime
+  // reserve as peak_gib; the largest over ranks (normally >= peak_gib: segments hold every block).
+  double peak_reserved_gib = 0;
 };
 
 struct RankView {           // per pipeline rank, for the text report

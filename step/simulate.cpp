@@ -125,6 +125,13 @@ StepResult simulate(const config::Scenario& s, const SimulateOptions& opt) {
   r.memory.grads_gib = low->grads_bytes[peak_rank] / kGiB;
   r.memory.optimizer_gib = low->optimizer_bytes[peak_rank] / kGiB;
   r.memory.activations_gib = (peak_bytes - low->static_bytes[peak_rank] - kRuntimeReserveBytes) / kGiB;
+  if (opt.reserved_memory) {
+    const auto reserved = reserved_peaks(g, *tl, P, low.get());
+    double top = 0;
+    for (int rk = 0; rk < P; ++rk)
+      top = std::max(top, low->static_bytes[rk] + static_cast<double>(reserved[static_cast<std::size_t>(rk)]) + kRuntimeReserveBytes);
+    r.memory.peak_reserved_gib = top / kGiB;
+  }
   if (opt.keep_timeline) {
     r.graph = std::shared_ptr<const sim::TaskGraph>(low, &low->graph);
     r.timeline = tl;

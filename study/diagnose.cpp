@@ -219,6 +219,7 @@ Diagnosis diagnose(const std::string& path, const config::LoadOptions& lo, const
   const auto loaded = config::load_scenario(path, lo);
   step::SimulateOptions so;
   so.keep_timeline = false;
+  so.reserved_memory = false;   // levers are judged on time and the allocated peak
   d.base = step::simulate(loaded.base, so);
   auto cands = lever_candidates(loaded.base);
   // Memory is the limit: shard more of the states (docs/fsdp.md).

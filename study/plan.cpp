@@ -547,6 +547,7 @@ PlanResult plan(const config::Scenario& base, int gpus, const PlanOptions& opt, 
     // The ranking needs the step time and the idle fraction, not its split into bubble and imbalance
     // (a second simulation per layout): plan's reports keep the idle time in `bubble`.
     so.split_imbalance = false;
+    so.reserved_memory = false;   // ranked by the allocated peak
     try {
       pts[i].result = step::simulate(todo[i], so);
       pts[i].scenario = std::move(todo[i]);
