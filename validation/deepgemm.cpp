@@ -13,6 +13,7 @@
 #include <vector>
 
 #include "config/loader.h"
+#include "validation/scenario_args.h"
 #include "hardware/cost_model.h"
 #include "hardware/kernel.h"
 #include "layer/moe_dispatch.h"
@@ -83,17 +84,9 @@ hardware::Kernel gemm(long long m, long long n, long long k, int count, const ch
 }  // namespace
 
 int main(int argc, char** argv) {
-  std::string path = "scenarios/2048xh800_deepseek_v3.toml";
+  std::string path;
   config::LoadOptions lo;
-  for (int i = 1; i < argc; ++i) {
-    const std::string a = argv[i];
-    if (a == "--set" && i + 1 < argc) lo.overrides.push_back(argv[++i]);
-    else if (!a.empty() && a[0] != '-') path = a;
-    else {
-      std::fprintf(stderr, "usage: %s [SCENARIO] [--set KEY=VALUE ...]\n", argv[0]);
-      return 2;
-    }
-  }
+  if (!validation::scenario_args(argc, argv, path, lo)) return 2;
   try {
     const config::Scenario s = config::load_scenario(path, lo).base;
     hardware::CostModel cost(s.hardware, s.training.precision, s.calibration ? &*s.calibration : nullptr,

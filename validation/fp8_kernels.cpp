@@ -12,6 +12,7 @@
 #include <string_view>
 
 #include "config/loader.h"
+#include "validation/scenario_args.h"
 #include "hardware/cost_model.h"
 #include "layer/moe_dispatch.h"
 #include "models/layer_kernels.h"
@@ -41,17 +42,9 @@ const char* other_class_of(std::string_view n) {
 }  // namespace
 
 int main(int argc, char** argv) {
-  std::string path = "scenarios/2048xh800_deepseek_v3.toml";
+  std::string path;
   config::LoadOptions lo;
-  for (int i = 1; i < argc; ++i) {
-    const std::string a = argv[i];
-    if (a == "--set" && i + 1 < argc) lo.overrides.push_back(argv[++i]);
-    else if (!a.empty() && a[0] != '-') path = a;
-    else {
-      std::fprintf(stderr, "usage: %s [SCENARIO] [--set KEY=VALUE ...]\n", argv[0]);
-      return 2;
-    }
-  }
+  if (!validation::scenario_args(argc, argv, path, lo)) return 2;
   try {
     const config::Scenario s = config::load_scenario(path, lo).base;
     if (!s.model.is_moe()) {

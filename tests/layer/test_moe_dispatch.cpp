@@ -10,6 +10,7 @@
 #include <vector>
 
 #include "config/loader.h"
+#include "tests/shipped_scenario.h"
 #include "hardware/calibration.h"
 #include "hardware/cost_model.h"
 #include "hardware/interference.h"
@@ -29,9 +30,7 @@ namespace {
 const std::string kRoot = std::filesystem::path(MFUSIM_TEST_DIR).parent_path().string();
 
 config::Scenario load(const std::string& file, const std::vector<std::string>& sets = {}) {
-  config::LoadOptions o;
-  o.overrides = sets;
-  return config::load_scenario(kRoot + "/scenarios/" + file, o).base;
+  return testing::shipped_scenario(file, sets);
 }
 
 step::StepResult run(const config::Scenario& s) { return step::simulate(s, step::SimulateOptions{}); }

@@ -10,17 +10,15 @@
 #include <vector>
 
 #include "config/loader.h"
+#include "tests/shipped_scenario.h"
 #include "models/memory.h"
 #include "step/lower.h"
 
 using namespace mfusim;
 
 namespace {
-const std::string kRoot = std::filesystem::path(MFUSIM_TEST_DIR).parent_path().string();
 config::Scenario load(const std::string& file, const std::vector<std::string>& sets = {}) {
-  config::LoadOptions o;
-  o.overrides = sets;
-  return config::load_scenario(kRoot + "/scenarios/" + file, o).base;
+  return testing::shipped_scenario(file, sets);
 }
 }  // namespace
 
