@@ -75,6 +75,24 @@ bool fused_swiglu_quant(const ModelSpec& m, const RankShape& r, double rows, dou
   f.back().bytes -= (e - kFp8TileBytes) * rows * width;
   return true;
 }
+
+// The activation between an MLP's two linears (`rows` x `width` out) with what the fp8 recipe adds
+// around it (fused_swiglu_quant, swiglu_fp8_cache); true when the second linear's input arrives
+// quantised.
+bool mlp_activation(const ModelSpec& m, const RankShape& r, double rows, double width, int e, bool fused,
+                    LayerKernels& lk) {
+  const std::size_t act = lk.f.size();
+  activation_kernels(m, rows, width, e, fused, lk.f, lk.b);
+  const bool quantised = fused_swiglu_quant(m, r, rows, width, e, lk.f);
+  swiglu_fp8_cache(m, r, rows, width, e, lk, act);
+  return quantised;
+}
+
+// An input that arrives in fp8 1x128 tiles (the copy quantised before DeepEP's dispatch) and is kept so.
+void arrives_quantised(Fp8Operands& io) {
+  io.x_quantised = true;
+  io.x_saved_bytes = kFp8TileBytes;
+}
 }  // namespace
 
 LayerKernels layer_kernels(const ModelSpec& m, int layer, const RankShape& r) {
@@ -231,16 +249,12 @@ LayerKernels layer_kernels(const ModelSpec& m, int layer, const RankShape& r) {
     fc1_io.weight_transpose_in_forward = fc2_io.weight_transpose_in_forward = true;
     fc1_io.scale_transpose = fc2_io.scale_transpose = !r.fp8_dispatch;
     if (fp8_moe_in) {
-      fc1_io.x_quantised = true;
-      fc1_io.x_saved_bytes = kFp8TileBytes;
+      arrives_quantised(fc1_io);
       fc2_io.dy_quantised = true;
       fc2_io.dy_saved_bytes = kFp8TileBytes;
     }
     fp8_linear(r, "expert_fc1", "expert_fc1_dgrad", "expert_fc1_wgrad", m_e, h, 2 * fe / tp, e, lk, groups, fc1_io);
-    std::size_t act_f = lk.f.size();
-    activation_kernels(m, m_e * groups, fe / tp, e, fused, lk.f, lk.b);
-    fc2_io.x_quantised = fused_swiglu_quant(m, r, m_e * groups, fe / tp, e, lk.f);
-    swiglu_fp8_cache(m, r, m_e * groups, fe / tp, e, lk, act_f);
+    fc2_io.x_quantised = mlp_activation(m, r, m_e * groups, fe / tp, e, fused, lk);
     fp8_linear(r, "expert_fc2", "expert_fc2_dgrad", "expert_fc2_wgrad", m_e, fe / tp, h, e, lk, groups, fc2_io);
     lk.f_experts_end = lk.f.size();
     bx1 = lk.b.size();
@@ -254,15 +268,9 @@ LayerKernels layer_kernels(const ModelSpec& m, int layer, const RankShape& r) {
       lk.f_shared = lk.f.size();
       bs0 = lk.b.size();
       Fp8Operands s1 = norm_in, s2 = bf16_input(e);
-      if (fp8_moe_in) {
-        s1.x_quantised = true;   // the dispatch's copy
-        s1.x_saved_bytes = kFp8TileBytes;
-      }
+      if (fp8_moe_in) arrives_quantised(s1);   // the dispatch's copy
       fp8_linear(r, "shared_fc1", "shared_fc1_dgrad", "shared_fc1_wgrad", T, h, 2 * fs, e, lk, 1, s1);
-      const std::size_t act_s = lk.f.size();
-      activation_kernels(m, T, fs, e, fused, lk.f, lk.b);
-      s2.x_quantised = fused_swiglu_quant(m, r, T, fs, e, lk.f);
-      swiglu_fp8_cache(m, r, T, fs, e, lk, act_s);
+      s2.x_quantised = mlp_activation(m, r, T, fs, e, fused, lk);
       fp8_linear(r, "shared_fc2", "shared_fc2_dgrad", "shared_fc2_wgrad", T, fs, h, e, lk, 1, s2);
       lk.f_shared_end = lk.f.size();
       bs1 = lk.b.size();
@@ -276,11 +284,8 @@ LayerKernels layer_kernels(const ModelSpec& m, int layer, const RankShape& r) {
     // (run 8 trace: 43-45 us per layer at s1.3b seq 4096).
     if (r.fp32_autocast && m.activation == Activation::swiglu)
       lk.b.push_back(memk("mlp_up_chunk_bwd", e * T * up, e * T * up, 0));
-    const std::size_t act_d = lk.f.size();
-    activation_kernels(m, T, f, e, fused, lk.f, lk.b);
     Fp8Operands down = bf16_input(e);
-    down.x_quantised = fused_swiglu_quant(m, r, T, f, e, lk.f);
-    swiglu_fp8_cache(m, r, T, f, e, lk, act_d);
+    down.x_quantised = mlp_activation(m, r, T, f, e, fused, lk);
     fp8_linear(r, "mlp_down", "mlp_down_dgrad", "mlp_down_wgrad", T, f, h, e, lk, 1, down);
   }
   block_residual(lk.f, lk.b);

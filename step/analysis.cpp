@@ -315,7 +315,7 @@ std::vector<std::int64_t> reserved_peaks(const sim::TaskGraph& g, const sim::Tim
     if (freed > 0) c.push_back({iv.end.ns, 0, iv.task, freed, sp.stream, sp.microbatch, sp.chunk, layer});
   }
   struct Live {
-    std::int64_t id = -1, size = 0;
+    std::int64_t size = 0;
     int stream = 0;
     std::size_t key = 0;
     bool alive = false;
@@ -341,7 +341,7 @@ std::vector<std::int64_t> reserved_peaks(const sim::TaskGraph& g, const sim::Tim
     std::vector<Op> script;
     script.reserve(ch.size() + 16);
     {
-      std::vector<Live> live;   // Live::id is unused here: the slot is the index
+      std::vector<Live> live;   // a slot each: the index is the slot
       std::vector<std::vector<std::size_t>> by_key(key_ids.size());   // live slots per key, in order
       std::unordered_map<std::int64_t, std::vector<std::size_t>> by_size;
       std::unordered_map<std::uint64_t, std::vector<std::size_t>> by_key_size;
@@ -351,7 +351,7 @@ std::vector<std::int64_t> reserved_peaks(const sim::TaskGraph& g, const sim::Tim
       };
       auto add = [&](std::int64_t bytes, int stream, std::size_t key) {
         script.push_back(Op{bytes, stream, live.size()});
-        live.push_back(Live{-1, bytes, stream, key, true});
+        live.push_back(Live{bytes, stream, key, true});
         by_key[key].push_back(live.size() - 1);
         by_size[bytes].push_back(live.size() - 1);
         by_key_size[ks_key(key, bytes)].push_back(live.size() - 1);

@@ -105,6 +105,9 @@ class Builder {
   bool holds_stage(int rank, int stage) const;
   double embedding_params(int rank) const;
   double head_params(int rank) const;
+  // The last stage's gradients beyond its layers (final norm and output head, MTP modules) into the
+  // rank's filling DP buckets (overlap_grad_reduce).
+  void fill_last_stage_end(int rank);
 
   // ---- fsdp.cpp: ZeRO-2/3, FSDP units, HSDP, offload (docs/fsdp.md) ----
   bool zero_sharded() const;   // zero stage >= 2, HSDP or offload: fsdp.cpp takes the DP work over

@@ -57,6 +57,17 @@ double Builder::head_params(int rank) const {
                               : end_params(s_, false, true, fp32);
 }
 
+void Builder::fill_last_stage_end(int rank) {
+  bucket_fill_[rank] += head_params(rank);
+  if (!holds_mtp(rank)) return;
+  if (s_.parallel.ep > 1) {   // the MTP modules' routed experts: the expert-DP buckets
+    bucket_fill_[rank] += mtp_params() - mtp_expert_params();
+    expert_fill_[rank] += mtp_expert_params();
+  } else {
+    bucket_fill_[rank] += mtp_params();
+  }
+}
+
 // Distributed optimizer with overlapped parameter all-gather: the gather of
 // each bucket runs at the start of the step; a layer's first forward waits for it.
 void Builder::add_param_gathers() {
@@ -133,20 +144,11 @@ void Builder::on_grad_final(int rank, int layer, TaskId t) {
   if (--rem > 0) return;
   if (!s_.features.overlap_grad_reduce || s_.parallel.dp * s_.parallel.cp <= 1) return;
   const auto& lc = layers_.layer_cost(layer);
-  // The MTP modules' backward runs first in the last stage's backward (step/op_items.cpp), so their
-  // gradients are final once that stage's last layer's are: they join its bucket.
-  // The output head's and final norm's backward runs first in the last stage's backward too: the same bucket
-  // (Megatron registers the output layer last, so its gradients fill the first bucket).
+  // The output head's, final norm's and MTP modules' backward runs first in the last stage's backward
+  // (step/op_items.cpp), so their gradients are final once that stage's last layer's are: they join
+  // its bucket (Megatron registers the output layer last, so its gradients fill the first bucket).
   if (sit->second == S_ - 1 && layer == out_.stage_layers[static_cast<std::size_t>(S_ - 1)].back())
-    bucket_fill_[rank] += head_params(rank);
-  if (sit->second == S_ - 1 && holds_mtp(rank) && layer == out_.stage_layers[static_cast<std::size_t>(S_ - 1)].back()) {
-    if (s_.parallel.ep > 1) {
-      bucket_fill_[rank] += mtp_params() - mtp_expert_params();
-      expert_fill_[rank] += mtp_expert_params();
-    } else {
-      bucket_fill_[rank] += mtp_params();
-    }
-  }
+    fill_last_stage_end(rank);
   if (s_.parallel.ep > 1) {   // routed experts: their own buckets over the expert-DP group (Megatron)
     bucket_fill_[rank] += lc.params - lc.expert_params;
     expert_fill_[rank] += lc.expert_params;
@@ -217,12 +219,9 @@ void Builder::add_grad_reduce_and_optimizer() {
   for (int r = 0; r < p_; ++r) {
     if (dp_group > 1) {
       if (s_.features.overlap_grad_reduce) {
-        // A last stage without layers (a head-only virtual stage): the MTP gradients in the last buckets.
-        if (holds_mtp(r) && out_.stage_layers[static_cast<std::size_t>(S_ - 1)].empty()) {
-          bucket_fill_[r] += P.ep > 1 ? mtp_params() - mtp_expert_params() : mtp_params();
-          if (P.ep > 1) expert_fill_[r] += mtp_expert_params();
-        }
-        if (out_.stage_layers[static_cast<std::size_t>(S_ - 1)].empty()) bucket_fill_[r] += head_params(r);
+        // A last stage without layers (a head-only virtual stage): the head's and MTP gradients in the
+        // last buckets.
+        if (out_.stage_layers[static_cast<std::size_t>(S_ - 1)].empty()) fill_last_stage_end(r);
         // The embedding's gradient is final when the first stage's backward ends (its weight
         // gradient is that backward's last kernel): the last bucket (Megatron registers it first).
         bucket_fill_[r] += embedding_params(r);

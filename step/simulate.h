@@ -52,7 +52,7 @@ struct SimulateOptions {
   // (a second, coarse simulation with every stage's work set to the mean; step/imbalance.cpp).
   bool split_imbalance = true;
   // Play the timeline's allocations through the caching-allocator model for memory.peak_reserved_gib
-  // (step::reserved_peaks; ~6 ms on the 128 x H100 70B step). plan and diagnose rank layouts by the
+  // (step::reserved_peaks: a replay of each rank's allocations). plan and diagnose rank layouts by the
   // allocated peak and leave it off (peak_reserved_gib stays 0 there).
   bool reserved_memory = true;
 };
