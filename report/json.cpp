@@ -313,7 +313,9 @@ void write_step(JsonWriter& w, const step::StepResult& r, const std::vector<step
   w.key("optimizer").value(m.optimizer_gib);
   w.key("activations").value(m.activations_gib);
   w.end_object();
-  w.key("peak_reserved_gib").value(m.peak_reserved_gib);   // the caching allocator's reserved peak (additive)
+  // The caching allocator's reserved peak (additive); absent where it was not computed (plan's
+  // candidates: SimulateOptions::reserved_memory off).
+  if (m.peak_reserved_gib > 0) w.key("peak_reserved_gib").value(m.peak_reserved_gib);
   w.end_object();
   if (s.training.tokens_to_train > 0) {
     w.key("days_to_train").value(r.days_to_train);

@@ -131,8 +131,11 @@ std::string text_report(const step::StepResult& r, const std::vector<step::WhatI
   o << "  pipeline bubble  " << pct(r.bubble_fraction) << " of the step (mean over pipeline ranks)\n";
   if (!lab)
     o << "  memory           peak " << fmt("%.1f", r.memory.peak_gib) << " of " << fmt("%.1f", r.memory.capacity_gib)
-      << " GiB per GPU: " << (r.memory.fits ? "fits" : "DOES NOT FIT") << "; reserved by the caching allocator "
-      << fmt("%.1f", r.memory.peak_reserved_gib) << " GiB\n";
+      << " GiB per GPU: " << (r.memory.fits ? "fits" : "DOES NOT FIT")
+      << (r.memory.peak_reserved_gib > 0
+              ? "; reserved by the caching allocator " + fmt("%.1f", r.memory.peak_reserved_gib) + " GiB"
+              : std::string())
+      << "\n";
   if (r.days_to_train > 0) {
     o << "  time to train    " << fmt("%.1f", r.days_to_train) << " days";
     if (r.cost_usd > 0) o << ", $" << thousands(r.cost_usd);

@@ -37,6 +37,7 @@ struct Memory {
   // The caching allocator's reserved peak (torch.cuda.max_memory_reserved): the timeline's allocations
   // played through sim/caching_allocator.h (step::reserved_peaks), plus the same static bytes and runtime
   // reserve as peak_gib; the largest over ranks (normally >= peak_gib: segments hold every block).
+  // 0: not computed (SimulateOptions::reserved_memory off); the reports then leave it out.
   double peak_reserved_gib = 0;
 };
 

@@ -53,7 +53,7 @@ struct SimulateOptions {
   bool split_imbalance = true;
   // Play the timeline's allocations through the caching-allocator model for memory.peak_reserved_gib
   // (step::reserved_peaks: a replay of each rank's allocations). plan and diagnose rank layouts by the
-  // allocated peak and leave it off (peak_reserved_gib stays 0 there).
+  // allocated peak and leave it off (peak_reserved_gib stays 0 there, and reports leave it out).
   bool reserved_memory = true;
 };
 

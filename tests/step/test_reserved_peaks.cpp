@@ -2,6 +2,8 @@
 #include <doctest/doctest.h>
 
 #include "config/loader.h"
+#include "report/json.h"
+#include "report/text.h"
 #include "sim/engine.h"
 #include "step/analysis.h"
 #include "step/simulate.h"
@@ -75,4 +77,18 @@ TEST_CASE("reserved peaks: the simulated step reports a reserved peak at least i
     CHECK(r.memory.peak_reserved_gib >= r.memory.peak_gib - 1e-9);
     CHECK(r.memory.peak_reserved_gib <= r.memory.peak_gib * 1.3);
   }
+}
+
+TEST_CASE("reserved peaks: a step simulated without them reports none (no 0 GiB in JSON or text)") {
+  using namespace mfusim;
+  const auto s = config::load_scenario(std::string(MFUSIM_TEST_DIR) + "/../scenarios/8xh100_llama3_8b.toml").base;
+  step::SimulateOptions off;
+  off.reserved_memory = false;   // as plan and diagnose simulate their candidates
+  const auto without = step::simulate(s, off);
+  const auto with = step::simulate(s);
+  CHECK(without.memory.peak_reserved_gib == 0.0);
+  CHECK(report::to_json(without).find("peak_reserved_gib") == std::string::npos);
+  CHECK(report::text_report(without, {}).find("reserved by the caching allocator") == std::string::npos);
+  CHECK(report::to_json(with).find("peak_reserved_gib") != std::string::npos);
+  CHECK(report::text_report(with, {}).find("reserved by the caching allocator") != std::string::npos);
 }
