@@ -1,4 +1,5 @@
 // validation_fp8_kernels [SCENARIO] [--set KEY=VALUE ...]
+// MFUSIM_KERNELS=1 in the environment also lists every kernel of the layer (pass, name, calls, us).
 // The fp8 work around the GEMMs of one MoE layer (one forward and one backward of one micro-batch
 // on one rank) as the cost model prices it for the scenario (default: the DeepSeek-V3 H800
 // scenario), summed in the classes validation/deepseek_profile.py sums DeepSeek's published
@@ -7,6 +8,7 @@
 // norm and up-projection recompute; times with the launch, without the held-SM slowdown the
 // lowering applies beside an EP transfer.
 #include <cstdio>
+#include <cstdlib>
 #include <map>
 #include <string>
 #include <string_view>
@@ -66,9 +68,14 @@ int main(int argc, char** argv) {
     if (s.moe.recompute_norm_up_proj) layer::add_norm_up_proj_recompute(ks.f, ks.b);
     std::map<std::string, std::pair<int, double>> cls, other;
     double gemm = 0, all = 0, fp8 = 0;
+    const char* list = std::getenv("MFUSIM_KERNELS");
+    const bool listing = list != nullptr && std::string(list) == "1";
     for (const auto* v : {&ks.f, &ks.b, &ks.w})
       for (const hardware::Kernel& k : *v) {
         const double t = cost.time(k);
+        if (listing)
+          std::printf("%c %-32s %4d %9.1f  %s\n", v == &ks.f ? 'F' : v == &ks.b ? 'B' : 'W', k.name, k.count, t * 1e6,
+                      k.kind == hardware::KernelKind::gemm ? "gemm" : k.kind == hardware::KernelKind::memory ? "" : "attention");
         all += t;
         if (k.kind == hardware::KernelKind::gemm) gemm += t;
         if (const char* c = class_of(k.name)) {

@@ -2,6 +2,7 @@
 // as a scenario (validation/fsdp/fsdp_rows.h), tokens/s per GPU and peak memory
 // vs published, with the median |error| per half of validation/fsdp/split.csv.
 //   build/validation/validate_fsdp [--half tuning|heldout|all] [--markdown] [--without MECHANISM]...
+//   build/validation/validate_fsdp --report ROW_ID [--without MECHANISM]...   (one row's full simulated report)
 // Results and the mapping: docs/fsdp.md.
 #include <cmath>
 #include <cstdio>
@@ -9,6 +10,7 @@
 #include <string>
 #include <vector>
 
+#include "report/text.h"
 #include "validation/fsdp/fsdp_rows.h"
 
 using namespace mfusim;
@@ -16,11 +18,13 @@ using namespace mfusim;
 int main(int argc, char** argv) {
   std::string half = "all";
   bool markdown = false;
+  std::string report_row;
   validation::fsdp::Mechanisms mech;
   for (int i = 1; i < argc; ++i) {
     const std::string a = argv[i];
     if (a == "--markdown") markdown = true;
     else if (a == "--half" && i + 1 < argc) half = argv[++i];
+    else if (a == "--report" && i + 1 < argc) report_row = argv[++i];
     else if (a == "--without" && i + 1 < argc) {
       const std::string m = argv[++i];
       if (m == "calibrated") mech.calibrated = false;
@@ -37,7 +41,7 @@ int main(int argc, char** argv) {
       }
     }
     else {
-      std::fprintf(stderr, "validate_fsdp: error: unknown argument '%s' (--half tuning|heldout|all, --markdown)\n", a.c_str());
+      std::fprintf(stderr, "validate_fsdp: error: unknown argument '%s' (--half tuning|heldout|all, --markdown, --report ROW_ID, --without MECHANISM)\n", a.c_str());
       return 2;
     }
   }
@@ -48,6 +52,20 @@ int main(int argc, char** argv) {
   try {
     const auto rows = validation::fsdp::read_rows(validation::source_path("validation/fsdp/rows.csv"),
                                                   validation::source_path("validation/fsdp/split.csv"));
+    if (!report_row.empty()) {
+      for (const auto& r : rows) {
+        if (r.at("id") != report_row) continue;
+        const auto s = validation::fsdp::row_scenario(r, mech);
+        const auto diags = config::validate(s);
+        if (!diags.empty()) throw config::ConfigError(diags);
+        const auto res = step::simulate(s);
+        std::printf("%s (%s half): published %g tokens/s/GPU\n\n%s", report_row.c_str(), r.half.c_str(),
+                    r.real("tokens_per_s_per_gpu"), report::text_report(res).c_str());
+        return 0;
+      }
+      std::fprintf(stderr, "validate_fsdp: error: no row '%s' in validation/fsdp/rows.csv\n", report_row.c_str());
+      return 2;
+    }
     std::map<std::string, std::vector<double>> tps, mem, signed_tps;
     std::map<std::string, std::map<std::string, std::vector<double>>> by_source;   // half -> source -> |error|
     std::map<std::string, int> skipped;
