@@ -87,6 +87,11 @@ CostModel::CostModel(const HardwareSpec& hw, Precision precision, const Calibrat
     for (int f = 1; f < kMemFamilies; ++f)
       if (cal_->memory.family_bandwidth[f] > 0)
         family_bw_[f] = cal_->memory.family_bandwidth[f] * (ref > 0 ? hw.hbm_bandwidth / ref : 1.0);
+    // The top-k is a radix select in each row's CTA, bound by the SMs, not HBM (run 28): its rate
+    // transfers unscaled to another GPU of the calibration's family (the same 132 SMs and clocks on
+    // H100, H800 and H200).
+    if (const double tk = cal_->memory.family_bandwidth[static_cast<int>(MemFamily::topk)]; tk > 0)
+      family_bw_[static_cast<int>(MemFamily::topk)] = tk;
     if (cal_->memory.launch_overhead_s > 0) launch_ = cal_->memory.launch_overhead_s;
     if (cal_->memory.graph_launch_overhead_s > 0) gap_ = cal_->memory.graph_launch_overhead_s;
   }

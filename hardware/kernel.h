@@ -39,6 +39,10 @@ enum class MemFamily : unsigned char {
   rope_compiled_bwd,
   swiglu_compiled,  // torch.compile(dynamic=True) Triton kernel of SwiGLU
   swiglu_compiled_bwd,
+  // The MoE router's top-k (torch.topk over the fp32 scores, at::native::sbtopk: a radix select in one
+  // CTA per row, run 28): not an HBM stream; its rate on the model's byte count (scores read, indices
+  // and values written) is measured like a bandwidth.
+  topk,
   count_
 };
 constexpr int kMemFamilies = static_cast<int>(MemFamily::count_);
@@ -47,7 +51,7 @@ constexpr const char* kMemFamilyNames[kMemFamilies] = {
     "generic", "cast_down", "cast_up", "add_mixed", "add_f32", "eltwise", "masked_fill", "repeat",
     "softmax_fwd", "softmax_bwd", "log_softmax", "norm_fwd", "norm_bwd", "fill", "adamw",
     "rope_eager", "rope_eager_bwd", "swiglu_eager", "swiglu_eager_bwd", "rope_compiled", "rope_compiled_bwd",
-    "swiglu_compiled", "swiglu_compiled_bwd"};
+    "swiglu_compiled", "swiglu_compiled_bwd", "topk"};
 
 struct Kernel {
   KernelKind kind = KernelKind::memory;

@@ -227,7 +227,16 @@ LayerKernels layer_kernels(const ModelSpec& m, int layer, const RankShape& r) {
     // Router on the rank's own tokens; top-k; permutation into expert order.
     linear("router", "router_dgrad", "router_wgrad", Tn, h, E, e, lk);
     lk.f.back().keep_bf16 = lk.b.back().keep_bf16 = lk.w.back().keep_bf16 = true;   // a torch linear, not TE fp8
+    // The top-k of the fp32 scores (torch.topk: a radix select per row, MemFamily::topk, run 28);
+    // under DeepSeek-V3's node-limited gate a first pass over the same scores takes each group's
+    // top-2 for the group scores (the small top-M over the groups rides in its launch). The
+    // backward scatters the k gradients into the zeroed [T, E] scores (TopkBackward).
+    if (r.node_limited_routing) {
+      push(lk.f, lk.b, {"router_group_topk", "router_group_topk_bwd", 4 * Tn * E, 12 * Tn * 2 * r.ep_nodes, Tn * E});
+      lk.f.back().family = hardware::MemFamily::topk;
+    }
     push(lk.f, lk.b, {"router_topk", "router_topk_bwd", 4 * Tn * E, 12 * Tn * k, Tn * E});
+    lk.f.back().family = hardware::MemFamily::topk;
     // Blockwise recipe with DeepEP's fp8 dispatch (DeepSeek-V3 §3.3.3: the activation before the
     // MoE up-projections quantised to fp8 for the dispatch): the rank's tokens quantised once in
     // 1x128 tiles before the dispatch; the shared expert's first GEMM reads the same copy

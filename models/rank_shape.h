@@ -39,6 +39,12 @@ struct RankShape {
   // moe.dispatcher = "deepep" with moe.fp8_dispatch and ep > 1: the tokens cross the EP dispatch
   // in fp8 1x128 tiles (DeepEP's dispatch takes the fp8 tensor and its scales), quantised before it.
   bool fp8_dispatch = false;
+  // moe.dispatcher = "deepep" over an EP group spanning more nodes than moe.max_nodes_per_token:
+  // DeepSeek-V3's node-limited gate (§2.1.2; its group-limited top-k: the experts in as many groups
+  // as the EP group has nodes, a token's top-k taken within the M best groups, each group scored by
+  // the sum of its top-2 scores). Its router runs two top-k passes over the [T, E] scores.
+  bool node_limited_routing = false;
+  int ep_nodes = 1;   // nodes (NVLink domains) the EP group spans: the gate's groups
   // DeepSeek-V3's memory measures (moe.recompute_norm_up_proj, moe.fp8_activation_cache;
   // arXiv 2412.19437 §3.2.3, §3.3.2): RMSNorm outputs and MLA up-projection outputs are not
   // kept (recomputed in backward); Linear inputs are cached in fp8 with one fp32 scale per 128.

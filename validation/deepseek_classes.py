@@ -69,7 +69,7 @@ def simulated_class(name):
         return "rotary embedding"
     if name.startswith(("rmsnorm", "q_norm", "kv_norm", "residual_add")):
         return "RMSNorm (with the residual add)"
-    if name.startswith("router_topk"):
+    if name.startswith(("router_topk", "router_group_topk")):
         return "router top-k and dispatch layout"
     if name.startswith(("moe_permute", "moe_unpermute")):
         return "token permutation (expand and weighted reduce)"
