@@ -10,6 +10,9 @@ namespace mfusim::hardware {
 namespace {
 constexpr double kSmLogSlope = 0.094;     // a in S(k) = 1 + a ln(1 + k), fitted to results-14b (hold rows)
 constexpr double kHbmQuadratic = 1.2;     // H(f) = 1 + 1.2 f^2, fitted to results-14b (copy / hold rows)
+constexpr double kAttnShare = 0.51;       // A(k) = 1 + 0.51 k / (132 - k), run 29 (hold rows, 4 shapes x 4 k)
+constexpr double kMemHbmBase = 0.23;      // c(u) = 0.23 + 0.54 u, run 26 (copy rows: copy, cast, transpose)
+constexpr double kMemHbmSlope = 0.54;
 constexpr int kNcclNvlinkChannels = 32;   // Hopper NVLink collectives (interference.h)
 constexpr int kNcclNetChannels = 2;       // per NIC peer
 constexpr int kNcclP2pNvlinkCtas = 16;    // send/recv, all-to-all over NVLink
@@ -32,6 +35,28 @@ double hbm_slowdown(double f) {
 double compute_slowdown(const CommFootprint& c, const HardwareSpec& hw) {
   const double f = hw.hbm_bandwidth > 0 ? c.hbm_bytes_per_s / hw.hbm_bandwidth : 0.0;
   return sm_slowdown(c.sms) * hbm_slowdown(f);
+}
+
+double attention_sm_slowdown(int held_sms) {
+  if (held_sms <= 0) return 1.0;
+  const int k = std::min(held_sms, kMeasuredSms - 1);
+  return 1.0 + kAttnShare * static_cast<double>(k) / static_cast<double>(kMeasuredSms - k);
+}
+
+double memory_hbm_coefficient(double u) {
+  if (!(u > 0)) u = 0;
+  return kMemHbmBase + kMemHbmSlope * std::min(u, 1.0);
+}
+
+Contention contention(const CommFootprint& c, const HardwareSpec& hw) {
+  Contention out;
+  double f = hw.hbm_bandwidth > 0 ? c.hbm_bytes_per_s / hw.hbm_bandwidth : 0.0;
+  if (!(f > 0)) f = 0;
+  f = std::min(f, 1.0);
+  out.gemm = sm_slowdown(c.sms) * hbm_slowdown(f);
+  out.attention = attention_sm_slowdown(c.sms) * hbm_slowdown(f);
+  out.hbm = f;
+  return out;
 }
 
 CommFootprint nccl_footprint(Collective c, const Group& g, const HardwareSpec& hw, const Calibration* cal) {

@@ -44,6 +44,29 @@ double compute_slowdown(const CommFootprint&, const HardwareSpec&);
 double sm_slowdown(int held_sms);               // S(k)
 double hbm_slowdown(double hbm_fraction);       // H(f)
 
+// Each kind of compute kernel has its own sensitivity (runs 14, 26 and 29, the same method and side
+// kernels on one H200; docs/cost-model.md 4b):
+// * GEMMs: S(k) x H(f) above (run 14).
+// * Attention (cuDNN flash forward and backward, DeepSeek-V3's MLA and Llama-70B GQA shapes, run 29):
+//   beside k held SMs 0.99-1.03 (k = 8), 1.06-1.09 (16), 1.08-1.11 (20), 1.16-1.18 (32), about half
+//   the SM share's loss (the power-capped clock rises as fewer SMs draw power): A(k) = 1 + 0.51 k /
+//   (132 - k), within 0.03 of the 16 medians; streaming SMs add the GEMM's H(f) (copy / hold 1.03-1.26).
+// * Memory-bound kernels (fp8 cast, copy, transpose, eager 1x128 quantisation, run 26): beside held SMs
+//   0.99-1.04 (no SM term); beside streaming SMs 1 + c f, where c grows with the kernel's own HBM use u
+//   (its achieved rate over the datasheet bandwidth): c = 0.23 + 0.54 u (least squares over the copy,
+//   cast and transpose, u 0.13-0.86).
+double attention_sm_slowdown(int held_sms);     // A(k)
+double memory_hbm_coefficient(double own_hbm_use);   // c(u)
+
+// What one communication kernel does to the compute beside it, per kind of compute kernel.
+struct Contention {
+  double gemm = 1.0;        // time multiplier of GEMMs (and of anything not classified): S(k) H(f)
+  double attention = 1.0;   // of attention kernels: A(k) H(f)
+  double hbm = 0.0;         // f, the side's HBM traffic over the GPU's bandwidth (memory-bound: 1 + c(u) f)
+  bool operator==(const Contention&) const = default;
+};
+Contention contention(const CommFootprint&, const HardwareSpec&);
+
 // NCCL's footprint of one collective or point-to-point exchange over `g`:
 // one CTA per channel. Collectives over NVLink run NCCL's Hopper default of 32
 // channels (16 searched ring channels x 2 execution channels; NCCL's "32 coll

@@ -29,8 +29,25 @@ std::pair<Seg, Seg> split_overlap(const Seg& sg) {
   tail.flops = sg.flops * (1 - share);
   head.bytes = sg.bytes * share;
   tail.bytes = sg.bytes * (1 - share);
-  head.comm_slowdown = tail.comm_slowdown = sg.comm_slowdown;
+  head.comm = tail.comm = sg.comm;
+  head.attn_share = tail.attn_share = sg.attn_share;
+  head.mem_share = tail.mem_share = sg.mem_share;
+  head.mem_coef = tail.mem_coef = sg.mem_coef;
   return {head, tail};
+}
+
+double seg_slowdown(const Seg& sg, const hardware::Contention& c) {
+  const double a = std::clamp(sg.attn_share, 0.0, 1.0), m = std::clamp(sg.mem_share, 0.0, 1.0 - a);
+  return (1.0 - a - m) * c.gemm + a * c.attention + m * (1.0 + sg.mem_coef * c.hbm);
+}
+
+sim::ComputeMix mix_of(const Seg& sg) {
+  auto q = [](double x) { return static_cast<std::uint8_t>(std::lround(std::clamp(x, 0.0, 1.0) * 255.0)); };
+  sim::ComputeMix m;
+  m.attention = q(sg.attn_share);
+  m.memory = q(std::min(sg.mem_share, 1.0 - m.attention / 255.0));
+  m.memory_coef = q(sg.mem_coef);
+  return m;
 }
 
 LayerCosts::LayerCosts(const Scenario& s)
@@ -147,23 +164,38 @@ std::vector<double> cp_step_times(const hardware::CostModel& cost, const Kernel&
   return steps;
 }
 
-double LayerCosts::comm_slowdown(Collective c, const hardware::Group& g) const {
-  if (g.size <= 1) return 1.0;
-  return hardware::compute_slowdown(hardware::nccl_footprint(c, g, s_.hardware, cal()), s_.hardware);
+hardware::Contention LayerCosts::comm_contention(Collective c, const hardware::Group& g) const {
+  if (g.size <= 1) return {};
+  return hardware::contention(hardware::nccl_footprint(c, g, s_.hardware, cal()), s_.hardware);
 }
 
 Seg LayerCosts::seg_of(const std::vector<const Kernel*>& ks, double extra_host) const {
   Seg sg;
   double longest = -1;
+  double attn = 0, mem = 0, mem_coef = 0;   // execution seconds by kind; memory: c-weighted
   for (const Kernel* k : ks) {
     sg.flops += k->flops * k->count;
     sg.bytes += k->bytes * k->count;
-    if (const double t = cost_.time(*k) - cost_.launch_time(*k); t > longest) {
+    const double t = cost_.time(*k) - cost_.launch_time(*k);
+    if (t > longest) {
       longest = t;
       sg.kernel = k->name;
     }
+    if (!(t > 0)) continue;
+    if (k->kind == hardware::KernelKind::attention_fwd || k->kind == hardware::KernelKind::attention_bwd) {
+      attn += t;
+    } else if (k->kind == hardware::KernelKind::memory) {
+      const double use = s_.hardware.hbm_bandwidth > 0 ? k->bytes * k->count / t / s_.hardware.hbm_bandwidth : 0.0;
+      mem += t;
+      mem_coef += t * hardware::memory_hbm_coefficient(use);
+    }
   }
   const hardware::StreamTime st = cost_.stream_time(ks, extra_host);
+  if (st.gpu_seconds > 0) {
+    sg.attn_share = std::min(1.0, attn / st.gpu_seconds);
+    sg.mem_share = std::min(1.0 - sg.attn_share, mem / st.gpu_seconds);
+  }
+  if (mem > 0) sg.mem_coef = mem_coef / mem;
   sg.ns = sim::checked_ns(st.gpu_seconds, "a compute segment's GPU time");
   sg.launch_ns = sim::checked_ns(std::max(0.0, st.gpu_seconds - st.exec_seconds), "a compute segment's launch time");
   sg.host_ns = sim::checked_ns(st.host_seconds, "a compute segment's host time");
@@ -212,8 +244,8 @@ PassCost LayerCosts::pass_cost(const std::vector<Kernel>& ks, bool backward, boo
     sg.comm_nic = place_.tp.crosses_domains();
     sg.comm_overlappable = true;
     if (tp_s > 0)
-      sg.comm_slowdown = sp ? hardware::compute_slowdown(hardware::userbuffers_footprint(site, s_.hardware, cal()), s_.hardware)
-                            : comm_slowdown(Collective::all_reduce, place_.tp);
+      sg.comm = sp ? hardware::contention(hardware::userbuffers_footprint(site, s_.hardware, cal()), s_.hardware)
+                   : comm_contention(Collective::all_reduce, place_.tp);
     return sg;
   };
   // The backward runs the combine's gradient first (token home -> experts, the dispatch's
@@ -225,10 +257,10 @@ PassCost LayerCosts::pass_cost(const std::vector<Kernel>& ks, bool backward, boo
     sg.comm_cat = Category::ep_comm;
     sg.comm_nic = ep.nic;
     // Beside compute the dispatch kernels hold SMs: DeepEP its fixed moe.comm_sms (the measured
-    // held-SM curve, hardware::compute_slowdown), Megatron's all-to-all NCCL's P2P footprint.
+    // held-SM curves, hardware::contention), Megatron's all-to-all NCCL's P2P footprint.
     if (sg.comm_ns > 0)
-      sg.comm_slowdown = deepep_sms(s_) > 0 ? hardware::compute_slowdown({deepep_sms(s_), 0.0}, s_.hardware)
-                                            : comm_slowdown(Collective::all_to_all, place_.ep);
+      sg.comm = deepep_sms(s_) > 0 ? hardware::contention({deepep_sms(s_), 0.0}, s_.hardware)
+                                   : comm_contention(Collective::all_to_all, place_.ep);
     return sg;
   };
   // Context parallelism as Transformer Engine runs it (ring attention, P2P): the rank's queries
@@ -238,11 +270,12 @@ PassCost LayerCosts::pass_cost(const std::vector<Kernel>& ks, bool backward, boo
   // (cp_step_times: load-balanced causal chunks, each rank holding chunks i and 2cp-1-i); a
   // materialised core has no such lowering, its steps are core / cp each. A step lasts as long as
   // its transfer or its compute, the compute slowed by the NCCL kernels beside it
-  // (hardware::compute_slowdown of the P2P footprint) while the transfer runs. What the ring adds
+  // (the attention curve of hardware::contention of the P2P footprint) while the transfer runs. What the ring adds
   // to the attention core is exposed in the attention segment.
   const int cp = s_.parallel.cp;
   const double cp_step_s = cp > 1 ? coll(Collective::send_recv, lc.cp_bytes * (backward ? 2.0 : 1.0), place_.cp) : 0;
-  const double cp_slow = cp > 1 ? comm_slowdown(Collective::send_recv, place_.cp) : 1.0;
+  // The ring's compute is attention: its own curve beside the P2P kernels (hardware::contention).
+  const double cp_slow = cp > 1 ? comm_contention(Collective::send_recv, place_.cp).attention : 1.0;
   auto attn_seg = [&](const std::vector<const Kernel*>& v) {
     Seg sg = with_tp(seg(v), backward ? TpOverlapSite::backward_attention : TpOverlapSite::forward_attention);
     if (cp_step_s > 0) {
@@ -311,7 +344,7 @@ PassCost LayerCosts::pass_cost(const std::vector<Kernel>& ks, bool backward, boo
 //    RoPE or attention core around them; what is left is exposed;
 //  * the chunked GEMMs run slower than whole ones (tp GEMMs of m/tp rows), a cost
 //    paid whether or not there was communication to hide;
-//  * while the collective runs the GEMM shares SMs and HBM with it (Seg::comm_slowdown,
+//  * while the collective runs the GEMM shares SMs and HBM with it (Seg::comm,
 //    the userbuffers kernels' footprint, hardware/interference.h).
 // The next segment's first GEMM is this layer's own (the next layer's is the same
 // shape); the window runs at the end of segment i on the timeline, so its length,
@@ -497,7 +530,7 @@ void LayerCosts::fb_passes(const models::LayerKernels& ks, LayerCost& lc) const 
     x.comm_nic = whole.comm_nic;
     x.comm_overlappable = whole.comm_overlappable;
     x.overlap_ns = whole.overlap_ns;
-    x.comm_slowdown = whole.comm_slowdown;
+    x.comm = whole.comm;
     y.beside = true;
     return std::pair<Seg, Seg>{x, y};
   };

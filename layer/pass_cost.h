@@ -25,8 +25,10 @@ namespace mfusim::layer {
 // the same GPU (the SMs its kernels hold, the HBM bandwidth they stream): the
 // factor of each kind of communication comes from its kernels' footprint
 // (hardware/interference.h, measured on the H200), carried by the segment
-// whose collective it is (Seg::comm_slowdown) and by the DP collectives
-// (LayerCosts::comm_slowdown).
+// whose collective it is (Seg::comm) and by the DP collectives
+// (LayerCosts::comm_contention); each kind of compute kernel slows by its own
+// curve, so a segment carries the attention and memory-bound shares of its time
+// (Seg::attn_share, mem_share; seg_slowdown).
 
 struct Seg {
   std::int64_t ns = 0;          // compute time on the GPU (execution + per-kernel gaps)
@@ -41,10 +43,14 @@ struct Seg {
   // tp_comm_overlap: compute the collective can run beside (the chunks of the GEMMs it is
   // pipelined with, see pass_cost); 0 = none.
   std::int64_t overlap_ns = 0;
-  // Time multiplier of compute while this collective runs beside it (its kernels' footprint,
-  // hardware::compute_slowdown); 1 = none. Used where the collective overlaps compute
-  // (tp_comm_overlap windows, EP all-to-all under another chain's compute).
-  double comm_slowdown = 1.0;
+  // What this collective does to compute beside it (its kernels' footprint, hardware::contention):
+  // the time multipliers of GEMMs and attention and its HBM share. Used where the collective
+  // overlaps compute (tp_comm_overlap windows, EP all-to-all under another chain's compute).
+  hardware::Contention comm{};
+  // What this segment's own time is made of (for its slowdown beside a collective): the shares of
+  // its GPU time in attention and in memory-bound kernels (the rest GEMMs and launch gaps), and c of
+  // its memory-bound part (hardware::memory_hbm_coefficient of each kernel's HBM use, time-weighted).
+  double attn_share = 0, mem_share = 0, mem_coef = 0;
   // What the trace shows of it (not part of its cost): the minimum HBM bytes its kernels read
   // and write (Kernel::bytes x count) and its longest-running kernel (a string literal of
   // models/; null: no kernels).
@@ -54,6 +60,12 @@ struct Seg {
   // chain's last collective (a weight gradient, the shared expert), so it may run beside it.
   bool beside = false;
 };
+
+// The time multiplier of segment `sg`'s compute beside a collective of contention `c` (its GEMM,
+// attention and memory-bound shares, each at its own curve).
+double seg_slowdown(const Seg& sg, const hardware::Contention& c);
+// The engine's form of the segment's shares (sim::ComputeMix, in 1/255).
+sim::ComputeMix mix_of(const Seg& sg);
 
 // A segment whose collective runs beside the chunked GEMMs it is pipelined with (tp_comm_overlap,
 // overlap_ns, see tp_overlap_windows), placed at the end: its part before the collective (head) and
@@ -107,8 +119,8 @@ class LayerCosts {
 
   // One collective over a group (0 for a group of one or no bytes).
   double coll(hardware::Collective c, double bytes, const hardware::Group& g) const;
-  // Time multiplier of compute while NCCL runs this collective over g beside it (1 for a group of one).
-  double comm_slowdown(hardware::Collective c, const hardware::Group& g) const;
+  // What NCCL running this collective over g does to compute beside it (none for a group of one).
+  hardware::Contention comm_contention(hardware::Collective c, const hardware::Group& g) const;
   // A segment's kernels run back to back on the GPU while the host issues them
   // asynchronously (host_time per launch, docs/fidelity.md): the segment's task carries its
   // GPU time (execution + per-kernel gaps) and its host issue time; the engine lets the host

@@ -14,7 +14,11 @@
 // `interferes` names its contention class (1..kContentionClasses-1, each with
 // its own factor: the footprint of its kind of communication kernel,
 // hardware/interference.h); while tasks of several classes run, compute runs at
-// the slowest class's rate.
+// the slowest class's rate. A class may give each kind of compute its own
+// factor (GEMMs, attention, memory-bound kernels: contention_class(gemm,
+// attention, hbm)); a compute task's ComputeMix says what share of its time is
+// attention and memory-bound work (the rest runs at the GEMM factor), and it
+// slows by the time-weighted blend of the factors.
 //
 // Memory: a task's positive memory_delta is allocated at its start, a negative
 // one freed at its end; memory_release (>= 0) is freed at its end as well (a
@@ -97,6 +101,14 @@ enum class Label : std::uint8_t {
   send_backward, // "send B mb<microbatch>" (... of gradients)
 };
 
+// What a compute task's time is made of, for its slowdown beside communication (the graph's
+// contention classes): attention and memory-bound shares of its duration in 1/255, the rest GEMMs
+// (and launch gaps); memory_coef: c of its memory-bound part (hardware::memory_hbm_coefficient), in
+// 1/255. All 0: the task is slowed like a GEMM.
+struct ComputeMix {
+  std::uint8_t attention = 0, memory = 0, memory_coef = 0;
+};
+
 // One task. Plain data (trivially copyable, 80 bytes): the graph stores these
 // in one vector and the lowering copies recorded blocks of them.
 struct TaskSpec {
@@ -110,6 +122,7 @@ struct TaskSpec {
   Category category = Category::other;
   char kind = 0;                    // 'F','B','W','R','S' (send), 'C' (collective), 'O' (optimizer)...
   std::uint8_t interferes = 0;      // contention class (0 = none): slows the rank's compute stream while running
+  ComputeMix mix;                   // compute tasks: how they slow beside an interfering task (above)
   Label label = Label::text;        // the name ("F mb3 chunk1"; may be empty for inner tasks): see Label
   std::uint16_t text = 0;           // Label::text: the graph's text number
   // Host (CPU) time to issue the task's kernels. The host issues a stream's tasks in queue
@@ -187,8 +200,14 @@ class TaskGraph {
   Block check_block(const TaskSpec* specs, std::size_t n) const;
   TaskId add_block(const TaskSpec* specs, Block& block);
   void set_contention(double factor);           // class 1's compute slowdown while interfering comm runs (e.g. 0.1 = 10%)
-  // The class whose factor is `factor` (added when none has it; at most kContentionClasses - 1 classes).
+  // The class whose factor is `factor` for every kind of compute (added when none has it; at most
+  // kContentionClasses - 1 classes).
   std::uint8_t contention_class(double factor);
+  // The class with a factor per kind of compute: `gemm` and `attention` (time multiplier - 1) and
+  // the side's HBM fraction f, memory-bound work slowing by 1 + c f (c: the task's ComputeMix).
+  std::uint8_t contention_class(double gemm, double attention, double hbm);
+  // Every class of `other` (a graph built from its tasks).
+  void copy_contention(const TaskGraph& other);
   static constexpr int kContentionClasses = 16;
   void reserve(std::size_t tasks);
   std::size_t size() const { return tasks_.size(); }
@@ -210,6 +229,10 @@ class TaskGraph {
   const std::vector<TaskId>& stream_tasks(StreamId) const;   // queue order
   double contention() const { return contention_[1]; }                 // class 1
   double contention(int cls) const { return contention_[static_cast<std::size_t>(cls)]; }
+  double contention_attention(int cls) const { return attention_[static_cast<std::size_t>(cls)]; }
+  double contention_hbm(int cls) const { return hbm_[static_cast<std::size_t>(cls)]; }
+  // True for a class of contention_class(factor): memory-bound work slows by the factor too.
+  bool contention_uniform(int cls) const { return uniform_[static_cast<std::size_t>(cls)] != 0; }
   double max_contention() const;                                          // the largest factor of any class
   // The dependency graph (vertex == TaskId), built on first use; thread-safe.
   const Graph& graph() const;
@@ -235,7 +258,10 @@ class TaskGraph {
   std::vector<std::vector<TaskId>> stream_tasks_;
   static constexpr StreamId kSharedByStreams = -2;
   std::vector<StreamId> resource_stream_;   // per resource: -1 unused, the one stream using it, or kSharedByStreams
-  std::array<double, kContentionClasses> contention_{};   // per class; [0] = none (0)
+  std::array<double, kContentionClasses> contention_{};   // per class (GEMMs); [0] = none (0)
+  std::array<double, kContentionClasses> attention_{};    // per class: attention
+  std::array<double, kContentionClasses> hbm_{};          // per class: the side's HBM fraction
+  std::array<char, kContentionClasses> uniform_{};        // per class: one factor for every kind
   int classes_ = 1;                                          // classes in use (1 + the highest)
   int ranks_ = 0;
   bool any_resources_ = false, any_interferes_ = false, any_memory_ = false;

@@ -124,8 +124,20 @@ class Executor {
   std::vector<std::int64_t> memory_;
   std::vector<std::int32_t> interferers_;
   std::vector<std::array<std::int32_t, TaskGraph::kContentionClasses>> class_count_;   // per rank, per class
-  std::vector<double> rank_slowdown_;                                                  // per rank
+  // Per rank, the slowest active class's factor for each kind of compute (GEMM, attention), the
+  // largest HBM fraction, and the largest uniform factor (classes of one factor for every kind).
+  struct RankSlowdown { double gemm = 1, attention = 1, hbm = 0, uniform = 1; };
+  std::vector<RankSlowdown> rank_slowdown_;
   std::array<double, TaskGraph::kContentionClasses> class_slowdown_{};
+  std::array<double, TaskGraph::kContentionClasses> class_attention_{};
+  std::array<double, TaskGraph::kContentionClasses> class_hbm_{};
+  std::array<char, TaskGraph::kContentionClasses> class_uniform_{};
+  // A compute task's time multiplier beside the rank's active classes (its ComputeMix blend).
+  static double blend(const RankSlowdown& r, const TaskSpec& t) {
+    const double a = t.mix.attention / 255.0, m = t.mix.memory / 255.0;
+    const double mem = std::max(r.uniform, 1.0 + (t.mix.memory_coef / 255.0) * r.hbm);
+    return (1.0 - a - m) * r.gemm + a * r.attention + m * mem;
+  }
   std::vector<std::vector<StreamId>> compute_streams_;
   // per resource
   std::vector<std::vector<TaskId>> active_;        // running tasks (resources used by several streams only)
@@ -151,7 +163,7 @@ inline double Executor::rate_of(const Stream& st, const TaskSpec& t) const {
     const double active = shared_[i] ? static_cast<double>(active_[i].size()) : 1.0;
     r = std::min(r, capacity_[i] / active);
   }
-  if (st.compute && interferers_[static_cast<std::size_t>(st.rank)] > 0) r /= rank_slowdown_[static_cast<std::size_t>(st.rank)];
+  if (st.compute && interferers_[static_cast<std::size_t>(st.rank)] > 0) r /= blend(rank_slowdown_[static_cast<std::size_t>(st.rank)], t);
   return r;
 }
 
@@ -159,9 +171,15 @@ void Executor::count_interferer(int rank, std::uint8_t c, int delta) {
   const auto r = static_cast<std::size_t>(rank);
   interferers_[r] += delta;
   class_count_[r][c] += delta;
-  double s = 1.0;
-  for (int k = 1; k < TaskGraph::kContentionClasses; ++k)
-    if (class_count_[r][static_cast<std::size_t>(k)] > 0) s = std::max(s, class_slowdown_[static_cast<std::size_t>(k)]);
+  RankSlowdown s;
+  for (int k = 1; k < TaskGraph::kContentionClasses; ++k) {
+    const auto i = static_cast<std::size_t>(k);
+    if (class_count_[r][i] <= 0) continue;
+    s.gemm = std::max(s.gemm, class_slowdown_[i]);
+    s.attention = std::max(s.attention, class_attention_[i]);
+    s.hbm = std::max(s.hbm, class_hbm_[i]);
+    if (class_uniform_[i]) s.uniform = std::max(s.uniform, class_slowdown_[i]);
+  }
   rank_slowdown_[r] = s;
 }
 
@@ -229,7 +247,7 @@ void Executor::start(Stream& st, StreamId s, TaskId t, std::int64_t now) {
     retime_neighbours(st, sp, t, now);
     return;
   }
-  if (st.compute && interferers_[static_cast<std::size_t>(st.rank)] > 0) r /= rank_slowdown_[static_cast<std::size_t>(st.rank)];
+  if (st.compute && interferers_[static_cast<std::size_t>(st.rank)] > 0) r /= blend(rank_slowdown_[static_cast<std::size_t>(st.rank)], sp);
   st.neighbours = false;
   st.remaining = static_cast<double>(sp.duration_ns);
   st.last_update = now;
@@ -318,8 +336,13 @@ Timeline Executor::play() {
 
   track_memory_ = g_.any_memory();
   dynamic_ = g_.any_resources() || (g_.any_interferes() && g_.max_contention() > 0);
-  for (int c = 0; c < TaskGraph::kContentionClasses; ++c)
-    class_slowdown_[static_cast<std::size_t>(c)] = c == 0 ? 1.0 : 1.0 + g_.contention(c);
+  for (int c = 0; c < TaskGraph::kContentionClasses; ++c) {
+    const auto i = static_cast<std::size_t>(c);
+    class_slowdown_[i] = c == 0 ? 1.0 : 1.0 + g_.contention(c);
+    class_attention_[i] = c == 0 ? 1.0 : 1.0 + g_.contention_attention(c);
+    class_hbm_[i] = c == 0 ? 0.0 : g_.contention_hbm(c);
+    class_uniform_[i] = c != 0 && g_.contention_uniform(c) ? 1 : 0;
+  }
 
   streams_.resize(S);
   compute_streams_.assign(R, {});
@@ -335,7 +358,7 @@ Timeline Executor::play() {
   memory_.assign(R, 0);
   interferers_.assign(R, 0);
   class_count_.assign(R, {});
-  rank_slowdown_.assign(R, 1.0);
+  rank_slowdown_.assign(R, RankSlowdown{});
   if (dynamic_) {
     const std::size_t nres = g_.resources().size();
     active_.assign(nres, {});

@@ -36,7 +36,7 @@ const char* to_string(Category c) {
 TaskGraph::TaskGraph() : texts_{std::string()}, lazy_(std::make_unique<Lazy>()) {}
 TaskGraph::TaskGraph(const TaskGraph& o)
     : tasks_(o.tasks_), texts_(o.texts_), names_(o.names_), edges_(o.edges_), streams_(o.streams_), resources_(o.resources_),
-      stream_tasks_(o.stream_tasks_), resource_stream_(o.resource_stream_), contention_(o.contention_), classes_(o.classes_), ranks_(o.ranks_),
+      stream_tasks_(o.stream_tasks_), resource_stream_(o.resource_stream_), contention_(o.contention_), attention_(o.attention_), hbm_(o.hbm_), uniform_(o.uniform_), classes_(o.classes_), ranks_(o.ranks_),
       any_resources_(o.any_resources_), any_interferes_(o.any_interferes_), any_memory_(o.any_memory_),
       lazy_(std::make_unique<Lazy>()) {}
 TaskGraph& TaskGraph::operator=(const TaskGraph& o) {
@@ -272,22 +272,57 @@ void TaskGraph::depend_all(const std::pair<TaskId, TaskId>* edges, std::size_t n
 
 void TaskGraph::set_contention(double factor) {
   if (!(factor >= 0)) throw std::logic_error("set_contention: factor must be >= 0");
-  contention_[1] = factor;
+  contention_[1] = attention_[1] = factor;
+  hbm_[1] = 0;
+  uniform_[1] = 1;
   classes_ = std::max(classes_, 2);
 }
 
 std::uint8_t TaskGraph::contention_class(double factor) {
   if (!(factor >= 0) || !std::isfinite(factor)) throw std::logic_error("contention_class: factor must be finite and >= 0");
-  for (int c = 1; c < classes_; ++c)
-    if (contention_[static_cast<std::size_t>(c)] == factor) return static_cast<std::uint8_t>(c);
+  for (int c = 1; c < classes_; ++c) {
+    const auto i = static_cast<std::size_t>(c);
+    if (uniform_[i] && contention_[i] == factor) return static_cast<std::uint8_t>(c);
+  }
   if (classes_ >= kContentionClasses) throw std::logic_error("contention_class: more than 15 contention classes");
-  contention_[static_cast<std::size_t>(classes_)] = factor;
+  const auto i = static_cast<std::size_t>(classes_);
+  contention_[i] = attention_[i] = factor;
+  hbm_[i] = 0;
+  uniform_[i] = 1;
   return static_cast<std::uint8_t>(classes_++);
+}
+
+std::uint8_t TaskGraph::contention_class(double gemm, double attention, double hbm) {
+  for (double x : {gemm, attention, hbm})
+    if (!(x >= 0) || !std::isfinite(x)) throw std::logic_error("contention_class: factors must be finite and >= 0");
+  for (int c = 1; c < classes_; ++c) {
+    const auto i = static_cast<std::size_t>(c);
+    if (!uniform_[i] && contention_[i] == gemm && attention_[i] == attention && hbm_[i] == hbm)
+      return static_cast<std::uint8_t>(c);
+  }
+  if (classes_ >= kContentionClasses) throw std::logic_error("contention_class: more than 15 contention classes");
+  const auto i = static_cast<std::size_t>(classes_);
+  contention_[i] = gemm;
+  attention_[i] = attention;
+  hbm_[i] = hbm;
+  uniform_[i] = 0;
+  return static_cast<std::uint8_t>(classes_++);
+}
+
+void TaskGraph::copy_contention(const TaskGraph& o) {
+  contention_ = o.contention_;
+  attention_ = o.attention_;
+  hbm_ = o.hbm_;
+  uniform_ = o.uniform_;
+  classes_ = std::max(classes_, o.classes_);
 }
 
 double TaskGraph::max_contention() const {
   double m = 0;
-  for (int c = 1; c < classes_; ++c) m = std::max(m, contention_[static_cast<std::size_t>(c)]);
+  for (int c = 1; c < classes_; ++c) {
+    const auto i = static_cast<std::size_t>(c);
+    m = std::max({m, contention_[i], attention_[i], hbm_[i]});
+  }
   return m;
 }
 

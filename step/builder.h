@@ -41,12 +41,13 @@ class Builder {
   void assign_ranks();         // which stages each rank runs, gradient-finishing passes per layer
   void add_static_memory();    // params, grads and optimizer state per rank
   void emit_ops(const std::vector<std::vector<std::int64_t>>& gc_before);
-  // The graph's contention class for compute slowed by `slowdown` (a time multiplier) beside a collective.
-  std::uint8_t interference_class(double slowdown);
+  // The graph's contention class of a collective whose kernels do `c` to the compute beside them.
+  std::uint8_t interference_class(const hardware::Contention& c);
   void add_optimizer_sync();   // the global gradient-norm check before every rank's optimizer
   TaskId add_task(int rank, sim::StreamId stream, std::int64_t ns, sim::Category cat, Name name, int mb, int chunk,
                   char kind, std::int64_t launch_ns = 0, double flops = 0, std::int64_t mem = 0,
-                  sim::ResourceList res = {}, std::uint8_t interferes = 0, std::int64_t host_ns = 0);
+                  sim::ResourceList res = {}, std::uint8_t interferes = 0, std::int64_t host_ns = 0,
+                  sim::ComputeMix mix = {});
 
   // ---- op_items.cpp: an op's items (segments of its layers' passes) ----
   std::vector<Item> op_items(int rank, const Op& op, bool forward_half);
@@ -78,6 +79,7 @@ class Builder {
   struct Merged {
     std::int64_t t = 0, launch = 0, mem = 0, host = 0;
     double flops = 0;
+    layer::Seg mix;   // the op's compute as one segment: its attention and memory-bound shares
     Parts parts{};
     std::vector<int> grad_layers;
     std::vector<int*> grad_counters;   // per grad_layers entry: grad_remaining_ of the rank, or null (not counted)

@@ -14,7 +14,8 @@ Builder::Merged Builder::play_merged(const std::vector<Item>* const* chains, std
   // The same rules as the per-layer lowering, played on one GPU without
   // other traffic: segments run in order on the compute stream; a segment
   // waits for its chain's previous collective; overlapped TP collectives start
-  // after the first GEMM chunk and slow the rest by their footprint (comm_slowdown);
+  // after the first GEMM chunk and slow the rest by their footprint (Seg::comm, each
+  // segment by its own mix of kernels: layer::seg_slowdown);
   // the two chains of F&B in fb_order's order (a `beside` segment waits for no collective).
   if (n > 2) throw std::logic_error("emit_merged: one or two chains");
   std::vector<FbStep> steps;
@@ -35,8 +36,11 @@ Builder::Merged Builder::play_merged(const std::vector<Item>* const* chains, std
   // A segment that runs while the EP stream is still busy (F&B pairs: the other chain's
   // transfer) runs slower by the transfer's footprint until the stream is done, as the
   // per-layer tasks do (the transfers issued before it run back to back until comm_free[1]).
-  double ep_k = 0;
-  auto compute = [&](std::int64_t ns) {
+  hardware::Contention ep_c{};
+  double attn_ns = 0, mem_ns = 0, mem_coef_ns = 0;   // the op's compute mix (Merged::mix)
+  auto compute = [&](const Seg& sg) {
+    const std::int64_t ns = sg.ns;
+    const double ep_k = seg_slowdown(sg, ep_c) - 1.0;
     if (!(ep_k > 0) || comm_free[1] <= t || ns <= 0) return t + ns;
     const std::int64_t during = comm_free[1] - t;
     if (static_cast<double>(ns) * (1 + ep_k) <= static_cast<double>(during))
@@ -56,9 +60,12 @@ Builder::Merged Builder::play_merged(const std::vector<Item>* const* chains, std
       launch += sg.launch_ns;
       host += sg.host_ns;
       flops += sg.flops;
+      attn_ns += static_cast<double>(sg.ns) * sg.attn_share;
+      mem_ns += static_cast<double>(sg.ns) * sg.mem_share;
+      mem_coef_ns += static_cast<double>(sg.ns) * sg.mem_share * sg.mem_coef;
       const auto ci = static_cast<std::size_t>(it.cat);
       if (sg.comm_ns <= 0) {
-        const std::int64_t te = compute(sg.ns);
+        const std::int64_t te = compute(sg);
         parts[ci] += te - t;
         t = te;
         continue;
@@ -66,7 +73,7 @@ Builder::Merged Builder::play_merged(const std::vector<Item>* const* chains, std
       const bool overlap = sg.comm_overlappable && tp_overlap && sg.ns > 0;
       const int stream = sg.comm_cat == Category::ep_comm ? 1 : 0;
       if (overlap) {
-        const double k = std::max(0.0, sg.comm_slowdown - 1.0);
+        const double k = std::max(0.0, seg_slowdown(sg, sg.comm) - 1.0);
         const std::int64_t head = sg.ns - std::min(sg.ns, sg.overlap_ns), tail = sg.ns - head;
         const std::int64_t cs = std::max(t + head, comm_free[stream]), ce = cs + sg.comm_ns;
         // Tail from t+head; slowed by (1+k) while the collective runs.
@@ -82,11 +89,11 @@ Builder::Merged Builder::play_merged(const std::vector<Item>* const* chains, std
         comm_free[stream] = ce;
         ready[c] = ce;
       } else {
-        const std::int64_t te = compute(sg.ns);
+        const std::int64_t te = compute(sg);
         parts[ci] += te - t;
         t = te;
         const std::int64_t cs = std::max(t, comm_free[stream]), ce = cs + sg.comm_ns;
-        if (stream == 1) ep_k = std::max(0.0, sg.comm_slowdown - 1.0);
+        if (stream == 1) ep_c = sg.comm;
         comm_free[stream] = ce;
         ready[c] = ce;
       }
@@ -99,6 +106,11 @@ Builder::Merged Builder::play_merged(const std::vector<Item>* const* chains, std
       t = ready[c];
     }
   m.t = t;
+  if (t > 0) {
+    m.mix.attn_share = attn_ns / static_cast<double>(t);
+    m.mix.mem_share = mem_ns / static_cast<double>(t);
+    m.mix.mem_coef = mem_ns > 0 ? mem_coef_ns / mem_ns : 0.0;
+  }
   m.launch = launch;
   m.host = host;
   m.mem = mem;
@@ -114,7 +126,8 @@ Builder::Merged Builder::play_merged(const std::vector<Item>* const* chains, std
 TaskId Builder::emit_merged_task(int rank, const Merged& m, Chain* const* ch, std::size_t n, const Name& name,
                                  int mb, int chunk, char kind, Category cat) {
   const sim::StreamId cs = out_.compute_stream[rank];
-  TaskId id = add_task(rank, cs, m.t, cat, name, mb, chunk, kind, m.launch, m.flops, m.mem, {}, false, m.host);
+  TaskId id = add_task(rank, cs, m.t, cat, name, mb, chunk, kind, m.launch, m.flops, m.mem, {}, false, m.host,
+                       layer::mix_of(m.mix));
   out_.info[static_cast<std::size_t>(id)].parts = static_cast<int>(out_.parts.size());
   out_.parts.push_back(m.parts);
   for (std::size_t c = 0; c < n; ++c) {

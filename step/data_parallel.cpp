@@ -91,13 +91,13 @@ void Builder::add_param_gathers() {
         const double t = layers_.coll(Collective::all_gather, fill * 2.0, layers_.placement().dp_cp);
         TaskId ag = add_task(r, dp_stream_[r], sim::checked_ns(t, "the DP parameter gather"), Category::dp_comm, "dp param gather", -1, -1, 'C', 0, 0, 0,
                              {layers_.placement().dp_cp.crosses_domains() ? nic_[r] : nvl_[r]},
-                             interference_class(layers_.comm_slowdown(Collective::all_gather, layers_.placement().dp_cp)));
+                             interference_class(layers_.comm_contention(Collective::all_gather, layers_.placement().dp_cp)));
         if (split && expert_fill > 0 && eg.size > 1) {
           out_.expert_dp_gather_bytes[r] += expert_fill * 2.0;
           const double te = layers_.coll(Collective::all_gather, expert_fill * 2.0, eg);
           TaskId eag = add_task(r, dp_stream_[r], sim::checked_ns(te, "the expert-DP parameter gather"), Category::dp_comm,
                                 "expert dp param gather", -1, -1, 'C', 0, 0, 0, {eg.crosses_domains() ? nic_[r] : nvl_[r]},
-                                interference_class(layers_.comm_slowdown(Collective::all_gather, eg)));
+                                interference_class(layers_.comm_contention(Collective::all_gather, eg)));
           out_.graph.depend(ag, eag);   // the layers wait for the later of the two (same in-order stream)
           ag = eag;
         }
@@ -172,7 +172,7 @@ void Builder::flush_expert_bucket(int rank, TaskId after) {
   const double t = layers_.coll(c, bytes, g);
   TaskId d = add_task(rank, dp_stream_[rank], sim::checked_ns(t, "the expert-DP gradient reduction"), Category::dp_comm,
                       "expert dp grad reduce", -1, -1, 'C', 0, 0, 0, {g.crosses_domains() ? nic_[rank] : nvl_[rank]},
-                      interference_class(layers_.comm_slowdown(c, g)));
+                      interference_class(layers_.comm_contention(c, g)));
   if (after >= 0) out_.graph.depend(after, d);
   dp_tasks_[rank].push_back(d);
 }
@@ -186,7 +186,7 @@ void Builder::flush_bucket(int rank, TaskId after) {
   const Collective c = s_.parallel.distributed_optimizer ? Collective::reduce_scatter : Collective::all_reduce;
   const double t = layers_.coll(c, bytes, g);
   TaskId d = add_task(rank, dp_stream_[rank], sim::checked_ns(t, "the DP gradient reduction"), Category::dp_comm, "dp grad reduce", -1, -1, 'C', 0, 0, 0,
-                      {g.crosses_domains() ? nic_[rank] : nvl_[rank]}, interference_class(layers_.comm_slowdown(c, g)));
+                      {g.crosses_domains() ? nic_[rank] : nvl_[rank]}, interference_class(layers_.comm_contention(c, g)));
   if (after >= 0) out_.graph.depend(after, d);
   dp_tasks_[rank].push_back(d);
   bucket_fill_[rank] = 0;
@@ -257,7 +257,7 @@ void Builder::add_grad_reduce_and_optimizer() {
     nk.count = 1;
     const layer::Seg ns = layers_.seg_of({&nk});
     norm_task[r] = add_task(r, out_.compute_stream[r], ns.ns, Category::optimizer, "grad norm", -1, -1, 'O',
-                            ns.launch_ns, 0, 0, {}, 0, ns.host_ns);
+                            ns.launch_ns, 0, 0, {}, 0, ns.host_ns, layer::mix_of(ns));
     for (TaskId d : dp_tasks_[r]) g.depend(d, norm_task[r]);
   }
   std::vector<TaskId> norm_ar(p_, -1);
@@ -290,7 +290,7 @@ void Builder::add_grad_reduce_and_optimizer() {
     k.count = 1;
     const layer::Seg opt_seg = layers_.seg_of({&k});
     TaskId optim = add_task(r, out_.compute_stream[r], opt_seg.ns, Category::optimizer, "optimizer step",
-                            -1, -1, 'O', opt_seg.launch_ns, 0, 0, {}, false, opt_seg.host_ns);
+                            -1, -1, 'O', opt_seg.launch_ns, 0, 0, {}, false, opt_seg.host_ns, layer::mix_of(opt_seg));
     for (TaskId d : dp_tasks_[r]) g.depend(d, optim);
     if (norm_ar[r] >= 0) g.depend(norm_ar[r], optim);
     if (P.distributed_optimizer && dp_group > 1 && !s_.features.overlap_param_gather) {

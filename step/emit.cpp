@@ -8,8 +8,9 @@
 // communication stream, which the next segment waits for. With
 // tp_comm_overlap the collective starts after the first GEMM chunk of its
 // segment and runs beside the rest (Megatron's userbuffer pipelining), slowing
-// compute by its kernels' footprint (Seg::comm_slowdown: a contention class of
-// the graph, interference_class). DualPipe's F&B interleaves the segments
+// compute by its kernels' footprint (Seg::comm: a contention class of the
+// graph, interference_class; each compute task slows by its own mix of GEMM,
+// attention and memory-bound work, Seg's shares as the task's ComputeMix). DualPipe's F&B interleaves the segments
 // of a forward and a backward chain so each chain's communication runs
 // under the other's compute (fb_order: with EP transfers, as the DeepSeek-V3
 // report's Figure 4 arranges a pair of chunks).
@@ -26,8 +27,8 @@ using layer::Seg;
 
 TaskId Builder::add_task(int rank, sim::StreamId stream, std::int64_t ns, Category cat, Name name, int mb,
                          int chunk, char kind, std::int64_t launch_ns, double flops, std::int64_t mem,
-                         sim::ResourceList res, std::uint8_t interferes, std::int64_t host_ns) {
-  sim::TaskSpec t = spec_of(stream, ns, cat, name.id, kind, mem, res, interferes, host_ns);
+                         sim::ResourceList res, std::uint8_t interferes, std::int64_t host_ns, sim::ComputeMix mix) {
+  sim::TaskSpec t = spec_of(stream, ns, cat, name.id, kind, mem, res, interferes, host_ns, mix);
   t.label = name.label;
   t.microbatch = mb;
   t.chunk = chunk;
@@ -45,8 +46,8 @@ TaskId Builder::add_task(int rank, sim::StreamId stream, std::int64_t ns, Catego
   return id;
 }
 
-std::uint8_t Builder::interference_class(double slowdown) {
-  return out_.graph.contention_class(std::max(0.0, slowdown - 1.0));
+std::uint8_t Builder::interference_class(const hardware::Contention& c) {
+  return out_.graph.contention_class(std::max(0.0, c.gemm - 1.0), std::max(0.0, c.attention - 1.0), std::max(0.0, c.hbm));
 }
 
 std::vector<FbStep> fb_order(const std::vector<Item>& f, const std::vector<Item>& b, bool rearrange) {
@@ -113,11 +114,11 @@ void Builder::emit_seg(int rank, Chain& ch, const Seg& sg, Category cat, const N
   TaskId head = -1, tail = -1;
   if (overlap && sg.ns > 0) {
     const auto [h, t] = split_overlap(sg);
-    head = add_task(rank, cs, h.ns, cat, name, mb, chunk, kind, h.launch_ns, h.flops, mem, {}, 0, h.host_ns);
-    tail = add_task(rank, cs, t.ns, cat, Name(), mb, chunk, kind, t.launch_ns, t.flops, 0, {}, 0, t.host_ns);
+    head = add_task(rank, cs, h.ns, cat, name, mb, chunk, kind, h.launch_ns, h.flops, mem, {}, 0, h.host_ns, mix_of(h));
+    tail = add_task(rank, cs, t.ns, cat, Name(), mb, chunk, kind, t.launch_ns, t.flops, 0, {}, 0, t.host_ns, mix_of(t));
   } else {
     head = tail = add_task(rank, cs, sg.ns, cat, name, mb, chunk, kind, sg.launch_ns, sg.flops, mem, {}, false,
-                           sg.host_ns);
+                           sg.host_ns, mix_of(sg));
   }
   last_compute_[rank] = tail;
   if (beside && sg.comm_ns == 0) {
@@ -133,7 +134,7 @@ void Builder::emit_seg(int rank, Chain& ch, const Seg& sg, Category cat, const N
     const sim::StreamId st = ep ? ep_stream_[rank] : tp_stream_[rank];
     const sim::ResourceId res = sg.comm_nic ? nic_[rank] : nvl_[rank];
     TaskId c = add_task(rank, st, sg.comm_ns, sg.comm_cat, Name(sim::Label::text, ep ? a2a_text_ : tp_text_), mb, chunk, 'C', 0, 0, 0,
-                        {res}, overlap || ep ? interference_class(sg.comm_slowdown) : std::uint8_t{0});
+                        {res}, overlap || ep ? interference_class(sg.comm) : std::uint8_t{0});
     out_.graph.depend(overlap ? head : tail, c);
     ch.pending.push_back(c);
     if (overlap) ch.pending.push_back(tail);

@@ -250,7 +250,7 @@ void Builder::fsdp_emit(int rank, Chain& ch, const std::vector<Item>& items, con
         const layer::Seg cs = layers_.seg_of({&k});
         const Item& first_item = items[u.begin];
         TaskId co = add_task(rank, out_.compute_stream[rank], cs.ns, first_item.cat, "fsdp copy-out", op.microbatch, op.chunk,
-                             first_item.kind, cs.launch_ns, 0, 0, {}, false, cs.host_ns);
+                             first_item.kind, cs.launch_ns, 0, 0, {}, false, cs.host_ns, layer::mix_of(cs));
         g.depend(ag, co);
       }
     }
@@ -315,7 +315,7 @@ void Builder::add_sharded_reduce_and_optimizer() {
       k.count = 1;
       const layer::Seg opt_seg = layers_.seg_of({&k});
       optim = add_task(r, out_.compute_stream[r], opt_seg.ns, Category::optimizer, "optimizer step", -1, -1, 'O',
-                       opt_seg.launch_ns, 0, 0, {}, false, opt_seg.host_ns);
+                       opt_seg.launch_ns, 0, 0, {}, false, opt_seg.host_ns, layer::mix_of(opt_seg));
       for (TaskId d : dp_tasks_[r]) g.depend(d, optim);
     } else {
       // ZeRO-Offload: fp32 gradient shard to the host, bf16 parameter shard back, over PCIe.

@@ -36,7 +36,7 @@ std::vector<double> balanced_bubble(const sim::TaskGraph& g, const Lowered* low,
       e.second += 1;
     }
   sim::TaskGraph b;
-  b.set_contention(g.contention());
+  b.copy_contention(g);
   for (const auto& st : streams) b.add_stream(st.rank, st.name, st.compute);
   for (const auto& rs : g.resources()) b.add_resource(rs.name, rs.capacity);
   std::vector<sim::TaskSpec> specs(tasks.begin(), tasks.end());

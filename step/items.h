@@ -57,8 +57,10 @@ struct Name {
 // programs (Replay) both build it here, so a replayed program adds exactly the
 // tasks add_task would have added.
 inline sim::TaskSpec spec_of(sim::StreamId stream, std::int64_t ns, sim::Category cat, std::uint16_t text, char kind,
-                             std::int64_t mem, sim::ResourceList res, std::uint8_t interferes, std::int64_t host_ns = 0) {
+                             std::int64_t mem, sim::ResourceList res, std::uint8_t interferes, std::int64_t host_ns = 0,
+                             sim::ComputeMix mix = {}) {
   sim::TaskSpec t;
+  t.mix = mix;
   t.host_ns = std::max<std::int64_t>(0, host_ns);
   t.stream = stream;
   t.duration_ns = std::max<std::int64_t>(0, ns);

@@ -17,8 +17,9 @@ void Replay::record_item(Program& pr, int rank, const Item& it, std::vector<Task
   // emit_seg, with task ids relative to the op's first task.
   const sim::StreamId cs = b_.out_.compute_stream[rank];
   auto add = [&](sim::StreamId stream, std::int64_t ns, Category cat, std::uint16_t text, char kind, std::int64_t launch_ns,
-                 double flops, std::int64_t mem, sim::ResourceList res, std::uint8_t interferes, std::int64_t host_ns = 0) {
-    pr.tasks.push_back(spec_of(stream, ns, cat, text, kind, mem, res, interferes, host_ns));
+                 double flops, std::int64_t mem, sim::ResourceList res, std::uint8_t interferes, std::int64_t host_ns = 0,
+                 sim::ComputeMix mix = {}) {
+    pr.tasks.push_back(spec_of(stream, ns, cat, text, kind, mem, res, interferes, host_ns, mix));
     pr.in_b.push_back(chain_b ? 1 : 0);
     TaskInfo info;
     info.launch_ns = launch_ns;
@@ -31,10 +32,10 @@ void Replay::record_item(Program& pr, int rank, const Item& it, std::vector<Task
   TaskId head = -1, tail = -1;
   if (overlap && sg.ns > 0) {
     const auto [h, t] = split_overlap(sg);
-    head = add(cs, h.ns, it.cat, 0, it.kind, h.launch_ns, h.flops, it.mem, {}, 0, h.host_ns);
-    tail = add(cs, t.ns, it.cat, 0, it.kind, t.launch_ns, t.flops, 0, {}, 0, t.host_ns);
+    head = add(cs, h.ns, it.cat, 0, it.kind, h.launch_ns, h.flops, it.mem, {}, 0, h.host_ns, layer::mix_of(h));
+    tail = add(cs, t.ns, it.cat, 0, it.kind, t.launch_ns, t.flops, 0, {}, 0, t.host_ns, layer::mix_of(t));
   } else {
-    head = tail = add(cs, sg.ns, it.cat, 0, it.kind, sg.launch_ns, sg.flops, it.mem, {}, 0, sg.host_ns);
+    head = tail = add(cs, sg.ns, it.cat, 0, it.kind, sg.launch_ns, sg.flops, it.mem, {}, 0, sg.host_ns, layer::mix_of(sg));
   }
   pr.last_compute = tail;
   if (beside && sg.comm_ns == 0) {   // emit_seg's `beside`: the chain's pending collective stays pending
@@ -49,7 +50,7 @@ void Replay::record_item(Program& pr, int rank, const Item& it, std::vector<Task
     const sim::StreamId st = ep ? b_.ep_stream_[rank] : b_.tp_stream_[rank];
     const sim::ResourceId res = sg.comm_nic ? b_.nic_[rank] : b_.nvl_[rank];
     const TaskId c = add(st, sg.comm_ns, sg.comm_cat, ep ? b_.a2a_text_ : b_.tp_text_, 'C', 0, 0, 0, {res},
-                         overlap || ep ? b_.interference_class(sg.comm_slowdown) : std::uint8_t{0});
+                         overlap || ep ? b_.interference_class(sg.comm) : std::uint8_t{0});
     pr.edges.emplace_back(overlap ? head : tail, c);
     pending.push_back(c);
     if (overlap) pending.push_back(tail);

@@ -101,3 +101,45 @@ TEST_CASE("interference: NCCL and userbuffers footprints") {
         compute_slowdown(nccl_footprint(Collective::reduce_scatter, node8, hw), hw));
   CHECK(compute_slowdown(nccl_footprint(Collective::reduce_scatter, node8, hw), hw) > 1.3);
 }
+
+// Run 29 (validation/runs/run29-attn-interference, results/interference_summary.txt): cuDNN flash
+// attention beside k held SMs, medians of 3 passes; MLA (128 heads, 4096, d_qk 192, d_v 128) and GQA
+// (8 q / 1 kv heads, 8192, d 128), forward and forward + backward.
+TEST_CASE("interference: attention beside held SMs follows A(k), half the SM share's loss (run 29)") {
+  struct A { int k; double fwd_mla, fb_mla, fwd_gqa, fb_gqa; };
+  const std::vector<A> rows = {{8, 1.028, 1.024, 1.008, 0.994},
+                               {16, 1.093, 1.067, 1.062, 1.060},
+                               {20, 1.089, 1.081, 1.079, 1.113},
+                               {32, 1.180, 1.168, 1.163, 1.155}};
+  for (const A& r : rows) {
+    const double model = attention_sm_slowdown(r.k);
+    for (double m : {r.fwd_mla, r.fb_mla, r.fwd_gqa, r.fb_gqa}) CHECK(std::abs(model - m) <= 0.04);
+    // far below the GEMM's curve at the same k (run 14, fc1 1.20-1.34 at k 8-32)
+    CHECK(model < sm_slowdown(r.k) - 0.05);
+  }
+  CHECK(attention_sm_slowdown(0) == 1.0);
+}
+
+// Run 26 (validation/runs/run26-mem-interference): memory-bound kernels beside held SMs 0.99-1.04 (no
+// SM term); beside HBM-streaming SMs s - 1 = c f with c = 0.69 (copy, own HBM use 0.86), 0.49 (fp8
+// cast, 0.67), 0.30 (transpose, 0.13).
+TEST_CASE("interference: the memory-bound coefficient grows with the kernel's own HBM use (run 26)") {
+  CHECK(memory_hbm_coefficient(0.86) == doctest::Approx(0.69).epsilon(0.05));
+  CHECK(memory_hbm_coefficient(0.67) == doctest::Approx(0.49).epsilon(0.12));
+  CHECK(memory_hbm_coefficient(0.13) == doctest::Approx(0.30).epsilon(0.05));
+  CHECK(memory_hbm_coefficient(-1) == memory_hbm_coefficient(0));
+  CHECK(memory_hbm_coefficient(5) == memory_hbm_coefficient(1));
+}
+
+TEST_CASE("interference: contention() gives each kind of compute its own factor") {
+  const HardwareSpec hw = h200();
+  const CommFootprint hold{20, 0.0}, stream{32, 2.0e12};
+  const Contention a = contention(hold, hw), b = contention(stream, hw);
+  CHECK(a.gemm == doctest::Approx(compute_slowdown(hold, hw)));
+  CHECK(a.attention == doctest::Approx(attention_sm_slowdown(20)));
+  CHECK(a.hbm == 0.0);
+  CHECK(b.hbm == doctest::Approx(2.0e12 / 4.8e12));
+  CHECK(b.gemm == doctest::Approx(compute_slowdown(stream, hw)));
+  CHECK(b.attention == doctest::Approx(attention_sm_slowdown(32) * hbm_slowdown(b.hbm)));
+  CHECK(contention(CommFootprint{}, hw) == Contention{});
+}

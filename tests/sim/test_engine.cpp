@@ -156,6 +156,46 @@ TEST_CASE("engine: contention classes: compute runs at the slowest running class
   CHECK_THROWS_AS(g.add(bad), std::logic_error);
 }
 
+TEST_CASE("engine: a class with a factor per kind of compute slows each task by its mix") {
+  // Class: GEMMs x1.5, attention x1.1, HBM fraction 0.5. Four compute tasks of 1000 ns, each alone
+  // beside the class's 10,000 ns transfer on its own rank: a GEMM task (no mix) ends at 1500, an
+  // attention task at 1100, a memory-bound task with c = 0.6 at 1000 x (1 + 0.6 x 0.5) = 1300, and a
+  // task half attention, half GEMMs at 1000 x (0.5 x 1.5 + 0.5 x 1.1) = 1300.
+  TaskGraph g;
+  const std::uint8_t cls = g.contention_class(0.5, 0.1, 0.5);
+  CHECK(g.contention_class(0.5, 0.1, 0.5) == cls);
+  CHECK(g.contention_class(0.5) != cls);   // a uniform class of the same GEMM factor is another class
+  CHECK_FALSE(g.contention_uniform(cls));
+  CHECK_THROWS_AS(g.contention_class(0.5, -0.1, 0.5), std::logic_error);
+  std::vector<TaskId> ks;
+  const ComputeMix mixes[4] = {{0, 0, 0}, {255, 0, 0}, {0, 255, 153}, {128, 0, 0}};
+  for (int r = 0; r < 4; ++r) {
+    auto c = g.add_stream(r, "compute", true), m = g.add_stream(r, "comm", false);
+    TaskSpec t = task(c, 1000);
+    t.mix = mixes[r];
+    ks.push_back(g.add(t));
+    TaskSpec x = task(m, 10000);
+    x.interferes = cls;
+    g.add(x);
+  }
+  auto tl = run(g);
+  CHECK(tl.of(ks[0]).end == Time{1500});
+  CHECK(tl.of(ks[1]).end == Time{1100});
+  CHECK(tl.of(ks[2]).end == Time{1300});
+  CHECK(std::abs(static_cast<double>(tl.of(ks[3]).end.ns) - 1000 * (128 / 255.0 * 1.1 + 127 / 255.0 * 1.5)) <= 1.0);
+  // A uniform class (contention_class(factor)) slows every kind alike.
+  TaskGraph h;
+  const std::uint8_t u = h.contention_class(0.5);
+  auto c = h.add_stream(0, "compute", true), m = h.add_stream(0, "comm", false);
+  TaskSpec t = task(c, 1000);
+  t.mix = {100, 155, 255};
+  auto k = h.add(t);
+  TaskSpec x = task(m, 10000);
+  x.interferes = u;
+  h.add(x);
+  CHECK(run(h).of(k).end == Time{1500});
+}
+
 TEST_CASE("engine: memory allocates at start, frees at end; peak per rank") {
   TaskGraph g;
   auto c = g.add_stream(0, "compute", true), c1 = g.add_stream(1, "compute", true);
