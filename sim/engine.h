@@ -109,7 +109,7 @@ struct ComputeMix {
   std::uint8_t attention = 0, memory = 0, memory_coef = 0;
 };
 
-// One task. Plain data (trivially copyable, 80 bytes): the graph stores these
+// One task. Plain data (trivially copyable, 88 bytes): the graph stores these
 // in one vector and the lowering copies recorded blocks of them.
 struct TaskSpec {
   std::int64_t duration_ns = 0;     // at full rate, alone on its resources
