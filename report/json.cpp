@@ -299,6 +299,7 @@ void write_step(JsonWriter& w, const step::StepResult& r, const std::vector<step
   w.key("launch_overhead").value(b.launch_overhead);
   w.end_object();
   w.key("breakdown_rank").value(r.breakdown_rank);
+  w.key("interference_s").value(r.interference_s);
   const auto& m = r.memory;
   w.key("memory").begin_object();
   w.key("capacity_gib").value(m.capacity_gib);

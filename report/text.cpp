@@ -163,6 +163,9 @@ std::string text_report(const step::StepResult& r, const std::vector<step::WhatI
     o << rstrip("  " + pad(name, 17) + lpad(format_seconds(v), 10) + lpad(pct(v / T), 9) + "  " + bar(v / T, 40)) << "\n";
   }
   o << "  " << pad("total", 17) << lpad(format_seconds(b.total()), 10) << "\n";
+  if (r.interference_s > 0)
+    o << "  (of the compute above, " << format_seconds(r.interference_s)
+      << " is its slowdown beside overlapped communication: the SMs and HBM traffic of its kernels)\n";
   const auto& m = r.memory;
   if (lab) {
     // No bytes in the lab: activations are counted in micro-batches.

@@ -35,7 +35,7 @@ int part_of(Category c) {
 
 // Where the busy time of a compute task goes, by its category.
 enum BusySlot : int { b_forward, b_backward, b_recompute, b_optimizer, b_dataloader, b_gc, b_launch, b_busy,
-                      b_tp, b_ep, b_cp, b_count };
+                      b_tp, b_ep, b_cp, b_interference, b_count };
 int busy_slot_of(Category c) {
   switch (c) {
     case Category::forward: return b_forward;
@@ -57,7 +57,7 @@ struct Sweep {
   std::array<std::int32_t, 8> count{};
   std::array<double, 8> exposed{};     // [1 + Part], [7] bubble ([0] unused)
   std::array<double, b_count> acc{};   // busy time by BusySlot, summed at the end events in completion order
-  std::array<char, 64> pad_{};         // to 256 bytes: a task code keeps its rank's byte offset above 7 flag bits
+  std::array<char, 56> pad_{};         // to 256 bytes: a task code keeps its rank's byte offset above 7 flag bits
   // Accrues the time since the previous event: while the compute stream is
   // idle, to the first communication present, else to the bubble. The events
   // come in time order (until >= prev); with the clock not moved the amount
@@ -174,6 +174,9 @@ std::vector<RankParts> analyze(const sim::TaskGraph& g, const sim::Timeline& tl,
     const double body = dur - launch;
     acc[b_launch] += launch;
     acc[b_busy] += dur;
+    // What communication beside it added (the engine's contention classes): its work beyond its
+    // duration at full rate, host wait apart.
+    acc[b_interference] += std::max(0.0, dur - host_wait - nominal);
     if (merged >= 0) [[unlikely]] {
       // A merged op task: split its time over the parts it absorbed, in proportion.
       const auto& pt = low->parts[static_cast<std::size_t>(merged)];
@@ -251,6 +254,7 @@ std::vector<RankParts> analyze(const sim::TaskGraph& g, const sim::Timeline& tl,
     b.gc = acc[b_gc];
     b.launch_overhead = acc[b_launch];
     parts[static_cast<std::size_t>(rk)].busy = acc[b_busy];
+    parts[static_cast<std::size_t>(rk)].interference = acc[b_interference];
     b.tp_comm_exposed = acc[b_tp] + exposed[1 + p_tp];
     b.ep_comm_exposed = acc[b_ep] + exposed[1 + p_ep];
     b.cp_comm_exposed = acc[b_cp] + exposed[1 + p_cp];
@@ -280,6 +284,7 @@ void summarize(StepResult& r, const std::vector<RankParts>& parts, double T) {
   }
   r.breakdown = parts[crit].b;
   r.breakdown_rank = crit;
+  r.interference_s = parts[crit].interference;
   r.bubble_fraction = T > 0 ? bubble_sum / P / T : 0;
 }
 

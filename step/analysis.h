@@ -14,6 +14,7 @@ namespace mfusim::step {
 struct RankParts {
   Breakdown b;
   double busy = 0;
+  double interference = 0;   // of the compute parts of b: what communication beside it added (StepResult::interference_s)
 };
 
 // low: the lowering's side information (merged op tasks' parts, send

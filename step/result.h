@@ -55,6 +55,10 @@ struct StepResult {
   double mfu = 0, mfu_attn = 0, hfu = 0, bubble_fraction = 0;
   Breakdown breakdown;
   int breakdown_rank = 0;
+  // Of the breakdown's compute parts (forward, backward, recompute, optimizer...), the time the
+  // communication running beside them added (its kernels' SMs and HBM traffic, hardware/interference.h):
+  // the compute tasks' time beyond their work at full rate, on the breakdown's rank.
+  double interference_s = 0;
   // One step's makespan (first task start to last task end); step_time_s is the period across
   // consecutive steps, equal to it unless steps overlap (optimizer post-validation, parameter gathers).
   double makespan_s = 0;

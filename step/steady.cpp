@@ -177,6 +177,7 @@ SteadyState steady_state(const sim::TaskGraph& g, const StepLinks& links, int P,
   for (std::size_t r = 0; r < out.parts.size(); ++r) {
     out.parts[r].b = minus(b[r].b, a[r].b);
     out.parts[r].busy = b[r].busy - a[r].busy;
+    out.parts[r].interference = b[r].interference - a[r].interference;
   }
   return out;
 }

@@ -47,3 +47,19 @@ TEST_CASE("interference: an overlapped gradient reduction slows the backward it 
   CHECK(beside.breakdown.backward > after.breakdown.backward * 1.001);
   CHECK(beside.breakdown.forward == doctest::Approx(after.breakdown.forward).epsilon(1e-9));
 }
+
+TEST_CASE("interference_s: the compute's slowdown beside overlapped communication, reported apart") {
+  // Overlapped reduction: the backward is longer than with the reduction after it, and interference_s
+  // says by how much (the same step otherwise; the breakdown's rank is the only rank).
+  const auto beside = step::simulate(config::load_scenario_string(scen(2, true), "b.toml").base);
+  const auto after = step::simulate(config::load_scenario_string(scen(2, false), "b.toml").base);
+  CHECK(after.interference_s == 0.0);   // nothing runs beside the compute
+  CHECK(beside.interference_s > 0.0);
+  // It is part of the compute, not an extra part: at most the backward's growth plus the rest of the
+  // compute's, and at least most of the backward's growth.
+  const double grew = beside.breakdown.backward - after.breakdown.backward;
+  CHECK(beside.interference_s <= beside.breakdown.forward + beside.breakdown.backward + beside.breakdown.optimizer);
+  CHECK(beside.interference_s == doctest::Approx(grew).epsilon(0.05));
+  // The parts still sum to the step.
+  CHECK(beside.breakdown.total() == doctest::Approx(beside.step_time_s).epsilon(0.01));
+}
