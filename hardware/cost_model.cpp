@@ -5,6 +5,8 @@
 #include <cctype>
 #include <cmath>
 #include <stdexcept>
+
+#include "hardware/interference.h"
 #include <string>
 #include <tuple>
 
@@ -87,11 +89,12 @@ CostModel::CostModel(const HardwareSpec& hw, Precision precision, const Calibrat
     for (int f = 1; f < kMemFamilies; ++f)
       if (cal_->memory.family_bandwidth[f] > 0)
         family_bw_[f] = cal_->memory.family_bandwidth[f] * (ref > 0 ? hw.hbm_bandwidth / ref : 1.0);
-    // The top-k is a radix select in each row's CTA, bound by the SMs, not HBM (run 28): its rate
-    // transfers unscaled to another GPU of the calibration's family (the same 132 SMs and clocks on
-    // H100, H800 and H200).
+    // The top-k is a radix select in each row's CTA, bound by the SMs, not HBM (run 28, on the H200's
+    // 132 SMs): its rate transfers by the SM count (unscaled where the profile gives none; H100, H800
+    // and H200 have the same 132 SMs and clocks). It is priced as a memory kernel, so beside held SMs
+    // it takes the memory-bound curve (no SM term): not measured for it.
     if (const double tk = cal_->memory.family_bandwidth[static_cast<int>(MemFamily::topk)]; tk > 0)
-      family_bw_[static_cast<int>(MemFamily::topk)] = tk;
+      family_bw_[static_cast<int>(MemFamily::topk)] = tk * (hw.sms > 0 ? hw.sms / static_cast<double>(kMeasuredSms) : 1.0);
     if (cal_->memory.launch_overhead_s > 0) launch_ = cal_->memory.launch_overhead_s;
     if (cal_->memory.graph_launch_overhead_s > 0) gap_ = cal_->memory.graph_launch_overhead_s;
   }

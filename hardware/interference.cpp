@@ -11,8 +11,8 @@ namespace {
 constexpr double kSmLogSlope = 0.094;     // a in S(k) = 1 + a ln(1 + k), fitted to results-14b (hold rows)
 constexpr double kHbmQuadratic = 1.2;     // H(f) = 1 + 1.2 f^2, fitted to results-14b (copy / hold rows)
 constexpr double kAttnShare = 0.51;       // A(k) = 1 + 0.51 k / (132 - k), run 29 (hold rows, 4 shapes x 4 k)
-constexpr double kMemHbmBase = 0.23;      // c(u) = 0.23 + 0.54 u, run 26 (copy rows: copy, cast, transpose)
-constexpr double kMemHbmSlope = 0.54;
+constexpr double kMemHbmBase = 0.213;     // c(u) = 0.213 + 0.504 u: least squares over run 26's three kernels'
+constexpr double kMemHbmSlope = 0.504;    // c (copy 0.687, cast 0.492, transpose 0.295 at u 0.854, 0.667, 0.131)
 constexpr int kNcclNvlinkChannels = 32;   // Hopper NVLink collectives (interference.h)
 constexpr int kNcclNetChannels = 2;       // per NIC peer
 constexpr int kNcclP2pNvlinkCtas = 16;    // send/recv, all-to-all over NVLink
@@ -32,10 +32,7 @@ double hbm_slowdown(double f) {
   return 1.0 + kHbmQuadratic * f * f;
 }
 
-double compute_slowdown(const CommFootprint& c, const HardwareSpec& hw) {
-  const double f = hw.hbm_bandwidth > 0 ? c.hbm_bytes_per_s / hw.hbm_bandwidth : 0.0;
-  return sm_slowdown(c.sms) * hbm_slowdown(f);
-}
+double compute_slowdown(const CommFootprint& c, const HardwareSpec& hw) { return contention(c, hw).gemm; }
 
 double attention_sm_slowdown(int held_sms) {
   if (held_sms <= 0) return 1.0;

@@ -50,11 +50,12 @@ double hbm_slowdown(double hbm_fraction);       // H(f)
 // * Attention (cuDNN flash forward and backward, DeepSeek-V3's MLA and Llama-70B GQA shapes, run 29):
 //   beside k held SMs 0.99-1.03 (k = 8), 1.06-1.09 (16), 1.08-1.11 (20), 1.16-1.18 (32), about half
 //   the SM share's loss (the power-capped clock rises as fewer SMs draw power): A(k) = 1 + 0.51 k /
-//   (132 - k), within 0.03 of the 16 medians; streaming SMs add the GEMM's H(f) (copy / hold 1.03-1.26).
+//   (132 - k), within 0.04 of the 16 medians; streaming SMs add the GEMM's H(f) (copy / hold 1.03-1.26).
 // * Memory-bound kernels (fp8 cast, copy, transpose, eager 1x128 quantisation, run 26): beside held SMs
-//   0.99-1.04 (no SM term); beside streaming SMs 1 + c f, where c grows with the kernel's own HBM use u
-//   (its achieved rate over the datasheet bandwidth): c = 0.23 + 0.54 u (least squares over the copy,
-//   cast and transpose, u 0.13-0.86).
+//   0.99-1.04 (no SM term); beside streaming SMs 1 + c f (f the side's alone rate over the datasheet
+//   bandwidth), where c grows with the kernel's own HBM use u (its achieved rate over the datasheet
+//   bandwidth): c = 0.213 + 0.504 u, the least squares over the copy's, cast's and transpose's c (0.687,
+//   0.492, 0.295 at u 0.854, 0.667, 0.131; each within 0.06).
 double attention_sm_slowdown(int held_sms);     // A(k)
 double memory_hbm_coefficient(double own_hbm_use);   // c(u)
 

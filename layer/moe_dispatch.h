@@ -52,7 +52,7 @@ EpTimes ep_times(const config::Scenario& s, const models::LayerComm& lc, const m
 // SMs the EP dispatch/combine kernels hold while they run: deepep's fixed moe.comm_sms
 // (DeepSeek-V3 §3.2.2: 20 of the H800's 132); 0 for Megatron's all-to-all (NCCL's P2P
 // footprint applies there) or when the setting leaves no SMs for compute. The compute beside
-// them slows by the measured held-SM curve (hardware::compute_slowdown, run 14).
+// them slows by the measured held-SM curves (hardware::contention, runs 14 and 29).
 int deepep_sms(const config::Scenario&);
 
 // Expert GEMMs of the slowest EP rank: the kernels' tokens scaled by moe.imbalance

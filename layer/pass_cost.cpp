@@ -30,22 +30,28 @@ std::pair<Seg, Seg> split_overlap(const Seg& sg) {
   head.bytes = sg.bytes * share;
   tail.bytes = sg.bytes * (1 - share);
   head.comm = tail.comm = sg.comm;
-  head.attn_share = tail.attn_share = sg.attn_share;
-  head.mem_share = tail.mem_share = sg.mem_share;
-  head.mem_coef = tail.mem_coef = sg.mem_coef;
+  // The tail is the chunked GEMMs (tp_overlap_windows): the attention and memory-bound kernels run
+  // in the head (at most the head's time).
+  head.attn_ns = std::min(sg.attn_ns, static_cast<double>(head.ns));
+  head.mem_ns = std::min(sg.mem_ns, static_cast<double>(head.ns) - head.attn_ns);
+  head.mem_coef = sg.mem_coef;
   return {head, tail};
 }
 
+double Seg::attn_share() const { return ns > 0 ? std::clamp(attn_ns / static_cast<double>(ns), 0.0, 1.0) : 0.0; }
+double Seg::mem_share() const {
+  return ns > 0 ? std::clamp(mem_ns / static_cast<double>(ns), 0.0, 1.0 - attn_share()) : 0.0;
+}
+
 double seg_slowdown(const Seg& sg, const hardware::Contention& c) {
-  const double a = std::clamp(sg.attn_share, 0.0, 1.0), m = std::clamp(sg.mem_share, 0.0, 1.0 - a);
-  return (1.0 - a - m) * c.gemm + a * c.attention + m * (1.0 + sg.mem_coef * c.hbm);
+  return sim::mix_slowdown(sg.attn_share(), sg.mem_share(), sg.mem_coef, c.gemm, c.attention, c.hbm);
 }
 
 sim::ComputeMix mix_of(const Seg& sg) {
   auto q = [](double x) { return static_cast<std::uint8_t>(std::lround(std::clamp(x, 0.0, 1.0) * 255.0)); };
   sim::ComputeMix m;
-  m.attention = q(sg.attn_share);
-  m.memory = q(std::min(sg.mem_share, 1.0 - m.attention / 255.0));
+  m.attention = q(sg.attn_share());
+  m.memory = std::min<std::uint8_t>(q(sg.mem_share()), static_cast<std::uint8_t>(255 - m.attention));
   m.memory_coef = q(sg.mem_coef);
   return m;
 }
@@ -191,10 +197,8 @@ Seg LayerCosts::seg_of(const std::vector<const Kernel*>& ks, double extra_host) 
     }
   }
   const hardware::StreamTime st = cost_.stream_time(ks, extra_host);
-  if (st.gpu_seconds > 0) {
-    sg.attn_share = std::min(1.0, attn / st.gpu_seconds);
-    sg.mem_share = std::min(1.0 - sg.attn_share, mem / st.gpu_seconds);
-  }
+  sg.attn_ns = attn * 1e9;
+  sg.mem_ns = mem * 1e9;
   if (mem > 0) sg.mem_coef = mem_coef / mem;
   sg.ns = sim::checked_ns(st.gpu_seconds, "a compute segment's GPU time");
   sg.launch_ns = sim::checked_ns(std::max(0.0, st.gpu_seconds - st.exec_seconds), "a compute segment's launch time");
@@ -295,7 +299,9 @@ PassCost LayerCosts::pass_cost(const std::vector<Kernel>& ks, bool backward, boo
         extra += std::max(0.0, cp_ring_time(cp_step_times(cost_, *k, cp, e), cp_step_s, cp_slow) - core);
       }
       if (materialised_core > 0) extra += cp_ring_extra(materialised_core, cp_step_s, cp, cp_slow);
-      sg.ns += sim::checked_ns(extra, "the CP ring exchange");
+      const std::int64_t add = sim::checked_ns(extra, "the CP ring exchange");
+      sg.ns += add;
+      sg.attn_ns += static_cast<double>(add);   // the ring's attention steps (slowed, or waiting for K/V)
     }
     return sg;
   };

@@ -47,10 +47,14 @@ struct Seg {
   // the time multipliers of GEMMs and attention and its HBM share. Used where the collective
   // overlaps compute (tp_comm_overlap windows, EP all-to-all under another chain's compute).
   hardware::Contention comm{};
-  // What this segment's own time is made of (for its slowdown beside a collective): the shares of
-  // its GPU time in attention and in memory-bound kernels (the rest GEMMs and launch gaps), and c of
-  // its memory-bound part (hardware::memory_hbm_coefficient of each kernel's HBM use, time-weighted).
-  double attn_share = 0, mem_share = 0, mem_coef = 0;
+  // What this segment's own time is made of (for its slowdown beside a collective): its GPU time in
+  // attention kernels and in memory-bound kernels (ns; the rest of `ns` GEMMs and launch gaps), and
+  // c of its memory-bound part (hardware::memory_hbm_coefficient of each kernel's HBM use,
+  // time-weighted). Shares are taken of `ns` when used (attn_share(), mem_share()), so time added to
+  // the segment later counts as GEMM work unless it says otherwise.
+  double attn_ns = 0, mem_ns = 0, mem_coef = 0;
+  double attn_share() const;
+  double mem_share() const;
   // What the trace shows of it (not part of its cost): the minimum HBM bytes its kernels read
   // and write (Kernel::bytes x count) and its longest-running kernel (a string literal of
   // models/; null: no kernels).
@@ -62,14 +66,15 @@ struct Seg {
 };
 
 // The time multiplier of segment `sg`'s compute beside a collective of contention `c` (its GEMM,
-// attention and memory-bound shares, each at its own curve).
+// attention and memory-bound shares, each at its own curve: sim::mix_slowdown).
 double seg_slowdown(const Seg& sg, const hardware::Contention& c);
 // The engine's form of the segment's shares (sim::ComputeMix, in 1/255).
 sim::ComputeMix mix_of(const Seg& sg);
 
 // A segment whose collective runs beside the chunked GEMMs it is pipelined with (tp_comm_overlap,
 // overlap_ns, see tp_overlap_windows), placed at the end: its part before the collective (head) and
-// the part beside it (tail), with the launch gaps, host issue and FLOPs shared in proportion.
+// the part beside it (tail), with the launch gaps, host issue and FLOPs shared in proportion; the
+// tail is GEMM chunks only, so the attention and memory-bound work stays in the head.
 std::pair<Seg, Seg> split_overlap(const Seg& sg);
 
 // The time ring attention (context parallelism, P2P) adds to an attention core of `core`

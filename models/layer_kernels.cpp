@@ -229,11 +229,14 @@ LayerKernels layer_kernels(const ModelSpec& m, int layer, const RankShape& r) {
     lk.f.back().keep_bf16 = lk.b.back().keep_bf16 = lk.w.back().keep_bf16 = true;   // a torch linear, not TE fp8
     // The top-k of the fp32 scores (torch.topk: a radix select per row, MemFamily::topk, run 28);
     // under DeepSeek-V3's node-limited gate a first pass over the same scores takes each group's
-    // top-2 for the group scores (the small top-M over the groups rides in its launch). The
-    // backward scatters the k gradients into the zeroed [T, E] scores (TopkBackward).
+    // top-2 for the group scores, forward only (only the indices of the groups' ranking are used:
+    // no gradient flows back through it); the top-M over the [T, groups] scores is not priced (a
+    // launch on a few bytes per token). The backward scatters the k gradients into the zeroed
+    // [T, E] scores (TopkBackward, or the gather's backward when only indices are kept).
     if (r.node_limited_routing) {
-      push(lk.f, lk.b, {"router_group_topk", "router_group_topk_bwd", 4 * Tn * E, 12 * Tn * 2 * r.ep_nodes, Tn * E});
-      lk.f.back().family = hardware::MemFamily::topk;
+      hardware::Kernel g = memk("router_group_topk", 4 * Tn * E, 12 * Tn * 2 * r.ep_nodes, Tn * E);
+      g.family = hardware::MemFamily::topk;
+      lk.f.push_back(g);
     }
     push(lk.f, lk.b, {"router_topk", "router_topk_bwd", 4 * Tn * E, 12 * Tn * k, Tn * E});
     lk.f.back().family = hardware::MemFamily::topk;

@@ -4,6 +4,8 @@
 
 #include <algorithm>
 
+#include "hardware/collectives.h"
+
 namespace mfusim::models {
 
 config::Attention attention_variant(const RankShape& r) {
@@ -40,11 +42,12 @@ RankShape rank_shape(const config::Scenario& s) {
   sh.fp8_attention = s.features.fp8_attention;
   sh.fp8_blockwise = s.features.fp8_blockwise;
   sh.fp8_dispatch = s.moe.dispatcher == config::MoeDispatcher::deepep && s.moe.fp8_dispatch && s.parallel.ep > 1;
-  {
-    const int per_node = std::max(1, s.hardware.gpus_per_node);
-    sh.ep_nodes = (s.parallel.ep + per_node - 1) / per_node;
-    sh.node_limited_routing = s.moe.dispatcher == config::MoeDispatcher::deepep && s.parallel.ep > 1 &&
-                              sh.ep_nodes > s.moe.max_nodes_per_token;
+  if (s.parallel.ep > 1) {
+    // The EP group's nodes as the dispatch places it (layer/moe_dispatch.cpp: ep.domains).
+    const auto& P = s.parallel;
+    sh.ep_nodes = std::max(1, hardware::place(hardware::Layout{P.tp, P.cp, P.ep, P.dp, P.pp}, s.hardware).ep.domains);
+    sh.node_limited_routing =
+        s.moe.dispatcher == config::MoeDispatcher::deepep && sh.ep_nodes > s.moe.max_nodes_per_token;
   }
   sh.recompute_norm_up_proj = s.moe.recompute_norm_up_proj;
   sh.fp8_activation_cache = s.moe.fp8_activation_cache;

@@ -42,7 +42,9 @@ struct RankShape {
   // moe.dispatcher = "deepep" over an EP group spanning more nodes than moe.max_nodes_per_token:
   // DeepSeek-V3's node-limited gate (§2.1.2; its group-limited top-k: the experts in as many groups
   // as the EP group has nodes, a token's top-k taken within the M best groups, each group scored by
-  // the sum of its top-2 scores). Its router runs two top-k passes over the [T, E] scores.
+  // the sum of its top-2 scores). Its router runs two top-k passes over the [T, E] scores. The gate
+  // is the model's (DeepSeek-V3: n_group 8, topk_group 4, its deployment's 8 nodes per EP group);
+  // here it follows the deployment: on, with ep_nodes groups, where routing is node-limited.
   bool node_limited_routing = false;
   int ep_nodes = 1;   // nodes (NVLink domains) the EP group spans: the gate's groups
   // DeepSeek-V3's memory measures (moe.recompute_norm_up_proj, moe.fp8_activation_cache;

@@ -102,12 +102,23 @@ enum class Label : std::uint8_t {
 };
 
 // What a compute task's time is made of, for its slowdown beside communication (the graph's
-// contention classes): attention and memory-bound shares of its duration in 1/255, the rest GEMMs
-// (and launch gaps); memory_coef: c of its memory-bound part (hardware::memory_hbm_coefficient), in
-// 1/255. All 0: the task is slowed like a GEMM.
+// contention classes): attention and memory-bound shares of its duration in 1/255 (attention +
+// memory <= 255), the rest GEMMs (and launch gaps); memory_coef: c of its memory-bound part
+// (hardware::memory_hbm_coefficient), in 1/255. All 0: the task is slowed like a GEMM. host_only:
+// host work on the compute stream (a GC pause, data loading on the training thread): the GPU is
+// idle, nothing slows it.
 struct ComputeMix {
-  std::uint8_t attention = 0, memory = 0, memory_coef = 0;
+  std::uint8_t attention = 0, memory = 0, memory_coef = 0, host_only = 0;
 };
+
+// The time multiplier of work made of GEMM, attention and memory-bound shares (a + m <= 1; the rest
+// GEMMs) beside communication whose kinds' factors are `gemm` and `attention` and whose HBM fraction
+// is `hbm` (memory-bound work: 1 + c hbm, c = memory_coef); `uniform` > 1: a class of one factor
+// for every kind, memory-bound work included. The engine's rule and the coarse lowering's.
+inline double mix_slowdown(double a, double m, double c, double gemm, double attention, double hbm, double uniform = 1.0) {
+  const double mem = std::max(uniform, 1.0 + c * hbm);
+  return (1.0 - a - m) * gemm + a * attention + m * mem;
+}
 
 // One task. Plain data (trivially copyable, 88 bytes): the graph stores these
 // in one vector and the lowering copies recorded blocks of them.

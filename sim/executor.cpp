@@ -134,9 +134,9 @@ class Executor {
   std::array<char, TaskGraph::kContentionClasses> class_uniform_{};
   // A compute task's time multiplier beside the rank's active classes (its ComputeMix blend).
   static double blend(const RankSlowdown& r, const TaskSpec& t) {
-    const double a = t.mix.attention / 255.0, m = t.mix.memory / 255.0;
-    const double mem = std::max(r.uniform, 1.0 + (t.mix.memory_coef / 255.0) * r.hbm);
-    return (1.0 - a - m) * r.gemm + a * r.attention + m * mem;
+    if (t.mix.host_only) return 1.0;
+    return mix_slowdown(t.mix.attention / 255.0, t.mix.memory / 255.0, t.mix.memory_coef / 255.0, r.gemm, r.attention,
+                        r.hbm, r.uniform);
   }
   std::vector<std::vector<StreamId>> compute_streams_;
   // per resource

@@ -105,6 +105,8 @@ void TaskGraph::check(const TaskSpec& spec, const std::string& name) const {
     throw std::logic_error("add: negative memory_release for task '" + label() + "'");
   if (spec.interferes >= kContentionClasses) [[unlikely]]
     throw std::logic_error("add: task '" + label() + "' has unknown contention class " + std::to_string(spec.interferes));
+  if (spec.mix.attention + spec.mix.memory > 255) [[unlikely]]
+    throw std::logic_error("add: task '" + label() + "' has attention and memory-bound shares above the whole");
   for (ResourceId r : spec.resources)
     if (r < 0 || static_cast<std::size_t>(r) >= resources_.size()) [[unlikely]]
       throw std::logic_error("add: task '" + label() + "' uses unknown resource " + std::to_string(r));

@@ -272,7 +272,8 @@ void Builder::emit_ops(const std::vector<std::vector<std::int64_t>>& gc_before) 
       while (next[r] < order[r].size() && ready(order[r][next[r]])) {
         const std::size_t k = next[r];
         if (!gc_before[r].empty() && gc_before[r][k] > 0) {
-          TaskId gc = add_task(r, out_.compute_stream[r], gc_before[r][k], Category::gc, "python gc", -1, -1, 'G');
+          TaskId gc = add_task(r, out_.compute_stream[r], gc_before[r][k], Category::gc, "python gc", -1, -1, 'G', 0, 0, 0,
+                               {}, 0, 0, kHostOnly);
           last_compute_[r] = gc;
         }
         const auto first = static_cast<TaskId>(out_.graph.size());

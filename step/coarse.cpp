@@ -37,7 +37,7 @@ Builder::Merged Builder::play_merged(const std::vector<Item>* const* chains, std
   // transfer) runs slower by the transfer's footprint until the stream is done, as the
   // per-layer tasks do (the transfers issued before it run back to back until comm_free[1]).
   hardware::Contention ep_c{};
-  double attn_ns = 0, mem_ns = 0, mem_coef_ns = 0;   // the op's compute mix (Merged::mix)
+  double seg_ns = 0, attn_ns = 0, mem_ns = 0, mem_coef_ns = 0;   // the op's compute mix (Merged::mix)
   auto compute = [&](const Seg& sg) {
     const std::int64_t ns = sg.ns;
     const double ep_k = seg_slowdown(sg, ep_c) - 1.0;
@@ -60,9 +60,10 @@ Builder::Merged Builder::play_merged(const std::vector<Item>* const* chains, std
       launch += sg.launch_ns;
       host += sg.host_ns;
       flops += sg.flops;
-      attn_ns += static_cast<double>(sg.ns) * sg.attn_share;
-      mem_ns += static_cast<double>(sg.ns) * sg.mem_share;
-      mem_coef_ns += static_cast<double>(sg.ns) * sg.mem_share * sg.mem_coef;
+      seg_ns += static_cast<double>(sg.ns);
+      attn_ns += static_cast<double>(sg.ns) * sg.attn_share();
+      mem_ns += static_cast<double>(sg.ns) * sg.mem_share();
+      mem_coef_ns += static_cast<double>(sg.ns) * sg.mem_share() * sg.mem_coef;
       const auto ci = static_cast<std::size_t>(it.cat);
       if (sg.comm_ns <= 0) {
         const std::int64_t te = compute(sg);
@@ -73,7 +74,8 @@ Builder::Merged Builder::play_merged(const std::vector<Item>* const* chains, std
       const bool overlap = sg.comm_overlappable && tp_overlap && sg.ns > 0;
       const int stream = sg.comm_cat == Category::ep_comm ? 1 : 0;
       if (overlap) {
-        const double k = std::max(0.0, seg_slowdown(sg, sg.comm) - 1.0);
+        // The tail beside the collective is the chunked GEMMs (layer::split_overlap).
+        const double k = std::max(0.0, sg.comm.gemm - 1.0);
         const std::int64_t head = sg.ns - std::min(sg.ns, sg.overlap_ns), tail = sg.ns - head;
         const std::int64_t cs = std::max(t + head, comm_free[stream]), ce = cs + sg.comm_ns;
         // Tail from t+head; slowed by (1+k) while the collective runs.
@@ -106,11 +108,14 @@ Builder::Merged Builder::play_merged(const std::vector<Item>* const* chains, std
       t = ready[c];
     }
   m.t = t;
-  if (t > 0) {
-    m.mix.attn_share = attn_ns / static_cast<double>(t);
-    m.mix.mem_share = mem_ns / static_cast<double>(t);
-    m.mix.mem_coef = mem_ns > 0 ? mem_coef_ns / mem_ns : 0.0;
+  // The merged task's mix: the shares of its segments' compute (its waits, already played, blend
+  // in proportion rather than as GEMM work).
+  m.mix.ns = t;
+  if (seg_ns > 0) {
+    m.mix.attn_ns = static_cast<double>(t) * attn_ns / seg_ns;
+    m.mix.mem_ns = static_cast<double>(t) * mem_ns / seg_ns;
   }
+  m.mix.mem_coef = mem_ns > 0 ? mem_coef_ns / mem_ns : 0.0;
   m.launch = launch;
   m.host = host;
   m.mem = mem;

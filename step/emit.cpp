@@ -205,7 +205,7 @@ void Builder::emit_op(int rank, const Op& op) {
         op.microbatch < static_cast<int>(data_task_.size()) && data_cost_ns_ > 0) {
       // Loading on the training thread: on the critical path, just before the micro-batch's forward.
       TaskId d = add_task(rank, out_.compute_stream[rank], data_cost_ns_, Category::dataloader, "load batch", op.microbatch,
-                          -1, 'D');
+                          -1, 'D', 0, 0, 0, {}, 0, 0, kHostOnly);
       for (TaskId x : ch.pending) out_.graph.depend(x, d);
       ch.pending = {d};
     }

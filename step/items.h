@@ -53,6 +53,10 @@ struct Name {
   explicit Name(sim::Label l, std::uint16_t i = 0) : label(l), id(i) {}
 };
 
+// The mix of host work on a compute stream (a GC pause, data loading on the training thread): the
+// GPU idles, communication beside it slows nothing (sim::ComputeMix::host_only).
+inline constexpr sim::ComputeMix kHostOnly{0, 0, 0, 1};
+
 // The TaskSpec of one lowered task. Builder::add_task and the recorded op
 // programs (Replay) both build it here, so a replayed program adds exactly the
 // tasks add_task would have added.

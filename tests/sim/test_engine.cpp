@@ -194,6 +194,22 @@ TEST_CASE("engine: a class with a factor per kind of compute slows each task by 
   x.interferes = u;
   h.add(x);
   CHECK(run(h).of(k).end == Time{1500});
+  // Host work on the compute stream (a GC pause, data loading): the GPU is idle, nothing slows it.
+  TaskGraph gh;
+  const std::uint8_t hc = gh.contention_class(0.5, 0.1, 0.5);
+  auto c2 = gh.add_stream(0, "compute", true), m2 = gh.add_stream(0, "comm", false);
+  TaskSpec hw = task(c2, 1000);
+  hw.mix.host_only = 1;
+  auto hk = gh.add(hw);
+  TaskSpec hx = task(m2, 10000);
+  hx.interferes = hc;
+  gh.add(hx);
+  CHECK(run(gh).of(hk).end == Time{1000});
+  // Shares above the whole are refused.
+  TaskSpec bad = task(c2, 10);
+  bad.mix.attention = 200;
+  bad.mix.memory = 100;
+  CHECK_THROWS_AS(gh.add(bad), std::logic_error);
 }
 
 TEST_CASE("engine: memory allocates at start, frees at end; peak per rank") {

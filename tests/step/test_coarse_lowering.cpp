@@ -53,4 +53,8 @@ TEST_CASE("coarse and per-layer lowerings agree on step time (no TP-comm overlap
   agree("128xh100_70b.toml", {"features.flash_attention=true", "features.python_gc=false", "schedule.name=dualpipev",
                               "parallel.pp=2", "features.recompute=none"});
   agree("1024xa100_gpt3_175b.toml", {});
+  // DualPipe with DeepEP's transfers beside the other chain's compute and the DP reduction overlapped:
+  // the coarse task plays the EP slowdown per segment kind (layer::seg_slowdown), the per-layer
+  // tasks get it from the engine (sim::ComputeMix).
+  agree("2048xh800_deepseek_v3.toml", {});
 }
