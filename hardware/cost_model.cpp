@@ -5,10 +5,10 @@
 #include <cctype>
 #include <cmath>
 #include <stdexcept>
-
-#include "hardware/interference.h"
 #include <string>
 #include <tuple>
+
+#include "hardware/interference.h"
 
 namespace mfusim::hardware {
 

@@ -6,6 +6,7 @@
 namespace mfusim::hardware {
 
 enum class KernelKind { gemm, attention_fwd, attention_bwd, memory };
+inline bool is_attention(KernelKind k) { return k == KernelKind::attention_fwd || k == KernelKind::attention_bwd; }
 
 // Which kind of eager PyTorch memory-bound kernel a memory kernel is. Eager kernels of
 // different kinds reach different fractions of the copy bandwidth on the same GPU (a dtype

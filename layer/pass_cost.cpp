@@ -60,8 +60,7 @@ LayerCosts::LayerCosts(const Scenario& s)
     : s_(s), cost_(s.hardware, s.training.precision, s.calibration ? &*s.calibration : nullptr, s.features.cuda_graphs) {}
 
 void LayerCosts::place() {
-  const auto& P = s_.parallel;
-  place_ = hardware::place(hardware::Layout{P.tp, P.cp, P.ep, P.dp, P.pp}, s_.hardware);
+  place_ = hardware::place(models::layout_of(s_), s_.hardware);
   shape_ = models::rank_shape(s_);
   models::settle_gemm_duty(s_.model, shape_, cost_);   // the clock of the kernel mix (Calibration::gemm_clock)
 }
@@ -188,7 +187,7 @@ Seg LayerCosts::seg_of(const std::vector<const Kernel*>& ks, double extra_host) 
       sg.kernel = k->name;
     }
     if (!(t > 0)) continue;
-    if (k->kind == hardware::KernelKind::attention_fwd || k->kind == hardware::KernelKind::attention_bwd) {
+    if (hardware::is_attention(k->kind)) {
       attn += t;
     } else if (k->kind == hardware::KernelKind::memory) {
       const double use = s_.hardware.hbm_bandwidth > 0 ? k->bytes * k->count / t / s_.hardware.hbm_bandwidth : 0.0;
@@ -288,7 +287,7 @@ PassCost LayerCosts::pass_cost(const std::vector<Kernel>& ks, bool backward, boo
       // gradients: several attention kernels of one ring) share one ring of core / cp steps.
       double extra = 0, materialised_core = 0;
       for (const Kernel* k : v) {
-        if (k->kind != hardware::KernelKind::attention_fwd && k->kind != hardware::KernelKind::attention_bwd) continue;
+        if (!hardware::is_attention(k->kind)) continue;
         const double core = cost_.time(*k) - cost_.launch_time(*k);
         const bool ring_shape = k->flash && k->seq_q > 1 && k->seq_kv > 0 && k->batch > 0 && k->heads > 0 && k->head_dim > 0;
         if (!ring_shape) {

@@ -4,9 +4,12 @@
 
 #include <algorithm>
 
-#include "hardware/collectives.h"
-
 namespace mfusim::models {
+
+hardware::Layout layout_of(const config::Scenario& s) {
+  const auto& P = s.parallel;
+  return hardware::Layout{P.tp, P.cp, P.ep, P.dp, P.pp};
+}
 
 config::Attention attention_variant(const RankShape& r) {
   using config::Attention;
@@ -42,12 +45,11 @@ RankShape rank_shape(const config::Scenario& s) {
   sh.fp8_attention = s.features.fp8_attention;
   sh.fp8_blockwise = s.features.fp8_blockwise;
   sh.fp8_dispatch = s.moe.dispatcher == config::MoeDispatcher::deepep && s.moe.fp8_dispatch && s.parallel.ep > 1;
-  if (s.parallel.ep > 1) {
-    // The EP group's nodes as the dispatch places it (layer/moe_dispatch.cpp: ep.domains).
-    const auto& P = s.parallel;
-    sh.ep_nodes = std::max(1, hardware::place(hardware::Layout{P.tp, P.cp, P.ep, P.dp, P.pp}, s.hardware).ep.domains);
-    sh.node_limited_routing =
-        s.moe.dispatcher == config::MoeDispatcher::deepep && sh.ep_nodes > s.moe.max_nodes_per_token;
+  if (s.moe.dispatcher == config::MoeDispatcher::deepep && s.parallel.ep > 1) {
+    // The EP group's nodes as the dispatch places it (layer/moe_dispatch.cpp: ep.domains); only the
+    // node-limited gate reads them.
+    sh.ep_nodes = std::max(1, hardware::place(layout_of(s), s.hardware).ep.domains);
+    sh.node_limited_routing = sh.ep_nodes > s.moe.max_nodes_per_token;
   }
   sh.recompute_norm_up_proj = s.moe.recompute_norm_up_proj;
   sh.fp8_activation_cache = s.moe.fp8_activation_cache;

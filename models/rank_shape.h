@@ -6,6 +6,7 @@
 #include <optional>
 
 #include "config/scenario.h"
+#include "hardware/collectives.h"
 
 namespace mfusim::models {
 
@@ -72,6 +73,8 @@ struct RankShape {
 };
 // Whether layer `layer` (0-based, in the model) is checkpointed under the shape's recompute.
 bool checkpointed(const RankShape&, int layer);
+// The scenario's parallel layout, as hardware::place takes it.
+hardware::Layout layout_of(const config::Scenario&);
 // The per-rank shape of a scenario (its parallel layout, micro-batch, features
 // and weights recipe): the one place that maps a Scenario to a RankShape.
 RankShape rank_shape(const config::Scenario&);

@@ -46,7 +46,7 @@ Split split(const std::vector<hardware::Kernel>& ks, const hardware::CostModel& 
 double attn_time(const std::vector<hardware::Kernel>& ks, const hardware::CostModel& cm) {
   double t = 0;
   for (const auto& k : ks)
-    if (k.kind == hardware::KernelKind::attention_fwd || k.kind == hardware::KernelKind::attention_bwd) t += cm.time(k);
+    if (hardware::is_attention(k.kind)) t += cm.time(k);
   return t;
 }
 
