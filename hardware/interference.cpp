@@ -45,6 +45,8 @@ double memory_hbm_coefficient(double u) {
   return kMemHbmBase + kMemHbmSlope * std::min(u, 1.0);
 }
 
+double sm_paced_comm_slowdown() { return 1.0 / kSmPacedCommBesideCompute; }
+
 Contention contention(const CommFootprint& c, const HardwareSpec& hw) {
   Contention out;
   double f = hw.hbm_bandwidth > 0 ? c.hbm_bytes_per_s / hw.hbm_bandwidth : 0.0;

@@ -59,11 +59,29 @@ double hbm_slowdown(double hbm_fraction);       // H(f)
 double attention_sm_slowdown(int held_sms);     // A(k)
 double memory_hbm_coefficient(double own_hbm_use);   // c(u)
 
+// What compute does to a communication kernel beside it, the other way round (runs 14b, 26 and 29:
+// the side kernel's own rate was recorded beside each compute kernel and alone;
+// validation/comm_beside_compute.py prints them). A kernel that moves data with k SMs (copy k,
+// k = 8-32) kept 0.685-0.760 of its alone rate beside the GEMMs (fc1, fc2, proj at Llama-70B
+// TP8 shapes, median 0.712 of 20) and 0.667-0.851 beside cuDNN flash attention (median 0.752 of
+// 16): 0.719 over the 36. The SM clock says why: alone the side ran at 1980 MHz, beside the
+// power-capped GEMM at 1455-1605 MHz (run 14b's clocks): a kernel paced by its SMs' issue runs at
+// the clock the compute holds the GPU at. Applied to communication paced by its SMs: DeepEP's
+// kernels (a fixed SM budget sized to the links: their published bandwidths are measured alone,
+// at the boost clock). NCCL's collectives are not slowed: whether their NVLink and NIC
+// bandwidths are paced by their channels' SMs has no measurement here (one GPU). Beside
+// memory-bound kernels the side also shared HBM (0.42-0.87, run 26), which a link-bound transfer
+// does not; the compute-bound value is used for every kind.
+constexpr double kSmPacedCommBesideCompute = 0.719;
+// The time multiplier of an SM-paced communication kernel while compute runs beside it.
+double sm_paced_comm_slowdown();
+
 // What one communication kernel does to the compute beside it, per kind of compute kernel.
 struct Contention {
   double gemm = 1.0;        // time multiplier of GEMMs (and of anything not classified): S(k) H(f)
   double attention = 1.0;   // of attention kernels: A(k) H(f)
   double hbm = 0.0;         // f, the side's HBM traffic over the GPU's bandwidth (memory-bound: 1 + c(u) f)
+  double self = 1.0;        // the kernel's own time multiplier while compute runs beside it (sm_paced_comm_slowdown)
   bool operator==(const Contention&) const = default;
 };
 Contention contention(const CommFootprint&, const HardwareSpec&);

@@ -261,9 +261,16 @@ PassCost LayerCosts::pass_cost(const std::vector<Kernel>& ks, bool backward, boo
     sg.comm_nic = ep.nic;
     // Beside compute the dispatch kernels hold SMs: DeepEP its fixed moe.comm_sms (the measured
     // held-SM curves, hardware::contention), Megatron's all-to-all NCCL's P2P footprint.
-    if (sg.comm_ns > 0)
-      sg.comm = deepep_sms(s_) > 0 ? hardware::contention({deepep_sms(s_), 0.0}, s_.hardware)
-                                   : comm_contention(Collective::all_to_all, place_.ep);
+    // DeepEP's kernels are paced by their SMs: beside compute they run at the clock it holds the
+    // GPU at (hardware::sm_paced_comm_slowdown; their published bandwidths are measured alone).
+    if (sg.comm_ns > 0) {
+      if (deepep_sms(s_) > 0) {
+        sg.comm = hardware::contention({deepep_sms(s_), 0.0}, s_.hardware);
+        sg.comm.self = hardware::sm_paced_comm_slowdown();
+      } else {
+        sg.comm = comm_contention(Collective::all_to_all, place_.ep);
+      }
+    }
     return sg;
   };
   // Context parallelism as Transformer Engine runs it (ring attention, P2P): the rank's queries

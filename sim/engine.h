@@ -18,7 +18,11 @@
 // factor (GEMMs, attention, memory-bound kernels: contention_class(gemm,
 // attention, hbm)); a compute task's ComputeMix says what share of its time is
 // attention and memory-bound work (the rest runs at the GEMM factor), and it
-// slows by the time-weighted blend of the factors.
+// slows by the time-weighted blend of the factors. A class may also slow its own tasks
+// while the rank computes (`self`, contention_class(gemm, attention, hbm, self)): a
+// communication kernel paced by its SMs runs at the clock that the compute beside it holds the
+// GPU at (hardware::sm_paced_comm_slowdown); a compute task on the rank whose ComputeMix is
+// host_only (the GPU idle) does not count.
 //
 // Memory: a task's positive memory_delta is allocated at its start, a negative
 // one freed at its end; memory_release (>= 0) is freed at its end as well (a
@@ -215,8 +219,9 @@ class TaskGraph {
   // kContentionClasses - 1 classes).
   std::uint8_t contention_class(double factor);
   // The class with a factor per kind of compute: `gemm` and `attention` (time multiplier - 1) and
-  // the side's HBM fraction f, memory-bound work slowing by 1 + c f (c: the task's ComputeMix).
-  std::uint8_t contention_class(double gemm, double attention, double hbm);
+  // the side's HBM fraction f, memory-bound work slowing by 1 + c f (c: the task's ComputeMix);
+  // `self`: the class's own tasks' time multiplier - 1 while a compute task runs on their rank.
+  std::uint8_t contention_class(double gemm, double attention, double hbm, double self = 0.0);
   // Every class of `other` (a graph built from its tasks).
   void copy_contention(const TaskGraph& other);
   static constexpr int kContentionClasses = 16;
@@ -244,6 +249,7 @@ class TaskGraph {
   double contention_hbm(int cls) const { return hbm_[static_cast<std::size_t>(cls)]; }
   // True for a class of contention_class(factor): memory-bound work slows by the factor too.
   bool contention_uniform(int cls) const { return uniform_[static_cast<std::size_t>(cls)] != 0; }
+  double contention_self(int cls) const { return self_[static_cast<std::size_t>(cls)]; }
   double max_contention() const;                                          // the largest factor of any class
   // The dependency graph (vertex == TaskId), built on first use; thread-safe.
   const Graph& graph() const;
@@ -273,6 +279,7 @@ class TaskGraph {
   std::array<double, kContentionClasses> attention_{};    // per class: attention
   std::array<double, kContentionClasses> hbm_{};          // per class: the side's HBM fraction
   std::array<char, kContentionClasses> uniform_{};        // per class: one factor for every kind
+  std::array<double, kContentionClasses> self_{};         // per class: its own tasks beside compute
   int classes_ = 1;                                          // classes in use (1 + the highest)
   int ranks_ = 0;
   bool any_resources_ = false, any_interferes_ = false, any_memory_ = false;

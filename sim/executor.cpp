@@ -97,6 +97,12 @@ class Executor {
     queue_.insert(work_end + st.host_wait, Ev{s, st.version});
   }
   void retime_neighbours(const Stream& st, const TaskSpec& spec, TaskId t, std::int64_t now);
+  // A compute task on a rank starts (+1) or ends (-1): the rank's running tasks of a class that
+  // slows beside compute (TaskGraph::contention_self) are re-timed when the rank's compute turns
+  // on or off. A compute task that ends as another starts at the same time (the usual case)
+  // changes nothing: finish() defers its check until the tasks it released have started.
+  bool counts_as_compute(const Stream& st, const TaskSpec& sp) const { return any_self_ && st.compute && !sp.mix.host_only; }
+  void retime_self(int rank, std::int64_t now);
   void memory_change(int rank, std::int64_t delta, std::int64_t now);
   [[noreturn]] void deadlock(std::int64_t now) const;
   void critical_path();
@@ -132,6 +138,11 @@ class Executor {
   std::array<double, TaskGraph::kContentionClasses> class_attention_{};
   std::array<double, TaskGraph::kContentionClasses> class_hbm_{};
   std::array<char, TaskGraph::kContentionClasses> class_uniform_{};
+  std::array<double, TaskGraph::kContentionClasses> class_self_{};   // 1 + contention_self
+  bool any_self_ = false;                 // some class slows beside compute
+  std::vector<std::int32_t> computing_;   // per rank: running compute tasks (not host-only)
+  std::vector<std::vector<StreamId>> comm_streams_;   // per rank (any_self_ only)
+  int deferred_rank_ = -1;                // finish(): the rank whose compute-off check waits
   // A compute task's time multiplier beside the rank's active classes (its ComputeMix blend).
   static double blend(const RankSlowdown& r, const TaskSpec& t) {
     if (t.mix.host_only) return 1.0;
@@ -164,7 +175,15 @@ inline double Executor::rate_of(const Stream& st, const TaskSpec& t) const {
     r = std::min(r, capacity_[i] / active);
   }
   if (st.compute && interferers_[static_cast<std::size_t>(st.rank)] > 0) r /= blend(rank_slowdown_[static_cast<std::size_t>(st.rank)], t);
+  else if (interferes(t, st) && computing_[static_cast<std::size_t>(st.rank)] > 0) r /= class_self_[t.interferes];
   return r;
+}
+
+void Executor::retime_self(int rank, std::int64_t now) {
+  for (StreamId cs : comm_streams_[static_cast<std::size_t>(rank)]) {
+    const Stream& c = streams_[static_cast<std::size_t>(cs)];
+    if (c.running >= 0 && class_self_[spec(c.running).interferes] != 1.0) retime(cs, now, false);
+  }
 }
 
 void Executor::count_interferer(int rank, std::uint8_t c, int delta) {
@@ -221,6 +240,8 @@ void Executor::start(Stream& st, StreamId s, TaskId t, std::int64_t now) {
   if (sp.memory_delta > 0) memory_change(st.rank, sp.memory_delta, now);
   st.host_clock = checked_add_ns(st.host_clock, sp.host_ns, "the host's issue time of a stream");
   st.host_floor = sp.host_ns > 0 ? st.host_clock : 0;
+  if (counts_as_compute(st, sp) && computing_[static_cast<std::size_t>(st.rank)]++ == 0 && st.rank != deferred_rank_)
+    retime_self(st.rank, now);
   if (!dynamic_) {
     ++st.version;
     queue_end(st, s, checked_add_ns(now, sp.duration_ns, "the end of a task"));
@@ -282,6 +303,11 @@ void Executor::finish(StreamId s, std::int64_t now) {
   if (freed != 0) memory_change(st.rank, -freed, now);
   st.running = -1;
   ++st.next;
+  const bool computed = counts_as_compute(st, sp);
+  if (computed) {
+    --computing_[static_cast<std::size_t>(st.rank)];
+    deferred_rank_ = st.rank;
+  }
   if (st.neighbours) {
     st.neighbours = false;
     for (ResourceId res : sp.resources) {
@@ -305,6 +331,10 @@ void Executor::finish(StreamId s, std::int64_t now) {
     if (now > d.ready_at) { d.ready_at = now; d.ready_by = t; }
     else if (t < d.ready_by) d.ready_by = t;
     if (--d.pending == 0) try_start(tasks_[j].stream, now);
+  }
+  if (computed) {
+    deferred_rank_ = -1;
+    if (computing_[static_cast<std::size_t>(st.rank)] == 0) retime_self(st.rank, now);
   }
 }
 
@@ -342,6 +372,8 @@ Timeline Executor::play() {
     class_attention_[i] = c == 0 ? 1.0 : 1.0 + g_.contention_attention(c);
     class_hbm_[i] = c == 0 ? 0.0 : g_.contention_hbm(c);
     class_uniform_[i] = c != 0 && g_.contention_uniform(c) ? 1 : 0;
+    class_self_[i] = c == 0 ? 1.0 : 1.0 + g_.contention_self(c);
+    any_self_ |= dynamic_ && class_self_[i] != 1.0;
   }
 
   streams_.resize(S);
@@ -355,6 +387,11 @@ Timeline Executor::play() {
     st.compute = streams[s].compute;
     if (st.compute) compute_streams_[static_cast<std::size_t>(st.rank)].push_back(static_cast<StreamId>(s));
   }
+  computing_.assign(R, 0);
+  comm_streams_.assign(any_self_ ? R : 0, {});
+  if (any_self_)
+    for (std::size_t s = 0; s < S; ++s)
+      if (!streams_[s].compute) comm_streams_[static_cast<std::size_t>(streams_[s].rank)].push_back(static_cast<StreamId>(s));
   memory_.assign(R, 0);
   interferers_.assign(R, 0);
   class_count_.assign(R, {});

@@ -36,7 +36,7 @@ const char* to_string(Category c) {
 TaskGraph::TaskGraph() : texts_{std::string()}, lazy_(std::make_unique<Lazy>()) {}
 TaskGraph::TaskGraph(const TaskGraph& o)
     : tasks_(o.tasks_), texts_(o.texts_), names_(o.names_), edges_(o.edges_), streams_(o.streams_), resources_(o.resources_),
-      stream_tasks_(o.stream_tasks_), resource_stream_(o.resource_stream_), contention_(o.contention_), attention_(o.attention_), hbm_(o.hbm_), uniform_(o.uniform_), classes_(o.classes_), ranks_(o.ranks_),
+      stream_tasks_(o.stream_tasks_), resource_stream_(o.resource_stream_), contention_(o.contention_), attention_(o.attention_), hbm_(o.hbm_), uniform_(o.uniform_), self_(o.self_), classes_(o.classes_), ranks_(o.ranks_),
       any_resources_(o.any_resources_), any_interferes_(o.any_interferes_), any_memory_(o.any_memory_),
       lazy_(std::make_unique<Lazy>()) {}
 TaskGraph& TaskGraph::operator=(const TaskGraph& o) {
@@ -294,12 +294,12 @@ std::uint8_t TaskGraph::contention_class(double factor) {
   return static_cast<std::uint8_t>(classes_++);
 }
 
-std::uint8_t TaskGraph::contention_class(double gemm, double attention, double hbm) {
-  for (double x : {gemm, attention, hbm})
+std::uint8_t TaskGraph::contention_class(double gemm, double attention, double hbm, double self) {
+  for (double x : {gemm, attention, hbm, self})
     if (!(x >= 0) || !std::isfinite(x)) throw std::logic_error("contention_class: factors must be finite and >= 0");
   for (int c = 1; c < classes_; ++c) {
     const auto i = static_cast<std::size_t>(c);
-    if (!uniform_[i] && contention_[i] == gemm && attention_[i] == attention && hbm_[i] == hbm)
+    if (!uniform_[i] && contention_[i] == gemm && attention_[i] == attention && hbm_[i] == hbm && self_[i] == self)
       return static_cast<std::uint8_t>(c);
   }
   if (classes_ >= kContentionClasses) throw std::logic_error("contention_class: more than 15 contention classes");
@@ -307,6 +307,7 @@ std::uint8_t TaskGraph::contention_class(double gemm, double attention, double h
   contention_[i] = gemm;
   attention_[i] = attention;
   hbm_[i] = hbm;
+  self_[i] = self;
   uniform_[i] = 0;
   return static_cast<std::uint8_t>(classes_++);
 }
@@ -316,6 +317,7 @@ void TaskGraph::copy_contention(const TaskGraph& o) {
   attention_ = o.attention_;
   hbm_ = o.hbm_;
   uniform_ = o.uniform_;
+  self_ = o.self_;
   classes_ = std::max(classes_, o.classes_);
 }
 
@@ -323,7 +325,7 @@ double TaskGraph::max_contention() const {
   double m = 0;
   for (int c = 1; c < classes_; ++c) {
     const auto i = static_cast<std::size_t>(c);
-    m = std::max({m, contention_[i], attention_[i], hbm_[i]});
+    m = std::max({m, contention_[i], attention_[i], hbm_[i], self_[i]});
   }
   return m;
 }

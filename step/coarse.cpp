@@ -2,6 +2,8 @@
 // compute task per op, its duration found by playing the op's chains on one
 // GPU by the same rules as the per-layer tasks.
 #include <algorithm>
+#include <cmath>
+#include <deque>
 #include <stdexcept>
 
 #include "step/builder.h"
@@ -31,21 +33,64 @@ Builder::Merged Builder::play_merged(const std::vector<Item>* const* chains, std
   double flops = 0;
   std::int64_t ready[2] = {0, 0};
   Category ready_cat[2] = {Category::other, Category::other};
-  std::int64_t comm_free[2] = {0, 0};   // tp, ep streams
+  std::int64_t comm_free = 0;   // the TP stream
   const bool tp_overlap = s_.features.tp_comm_overlap;
-  // A segment that runs while the EP stream is still busy (F&B pairs: the other chain's
-  // transfer) runs slower by the transfer's footprint until the stream is done, as the
-  // per-layer tasks do (the transfers issued before it run back to back until comm_free[1]).
-  hardware::Contention ep_c{};
+  // The EP stream: its transfers in the order issued, run back to back, each with the work left
+  // (ns at full rate). While the compute stream runs a segment, the transfer at the head slows
+  // the segment by its footprint (each kind of kernel by its own curve) and runs slower itself by
+  // its `self` factor (an SM-paced kernel beside compute); alone (the chain waits) it runs at full
+  // rate. As the per-layer tasks do in the engine.
+  struct Transfer { double left; std::size_t chain; hardware::Contention c; };
+  std::deque<Transfer> ep_queue;
+  int ep_pending[2] = {0, 0};   // the chain's transfers not yet done
+  std::int64_t ep_now = 0;      // the EP stream's progress is accounted up to here (<= t)
+  auto ep_done = [&](std::int64_t at) {
+    const Transfer& x = ep_queue.front();
+    --ep_pending[x.chain];
+    ready[x.chain] = std::max(ready[x.chain], at);
+    ep_queue.pop_front();
+  };
+  auto full_rate_end = [](const Transfer& x, std::int64_t from) {
+    return from + static_cast<std::int64_t>(std::ceil(x.left - 1e-6));
+  };
+  // From ep_now to `to` the transfers run at full rate: the chain waits, or a TP-overlapped segment
+  // ran (played by the TP stream's rule, which does not slow the EP transfer beside it).
+  auto ep_idle_to = [&](std::int64_t to) {
+    while (!ep_queue.empty() && full_rate_end(ep_queue.front(), ep_now) <= to) {
+      ep_now = full_rate_end(ep_queue.front(), ep_now);
+      ep_done(ep_now);
+    }
+    if (!ep_queue.empty() && to > ep_now) ep_queue.front().left -= static_cast<double>(to - ep_now);
+    ep_now = std::max(ep_now, to);
+  };
+  // The chain waits (nothing computes) until its transfers are done.
+  auto wait_ep = [&](std::size_t c) {
+    ep_idle_to(t);
+    while (ep_pending[c] > 0) {
+      t = ep_now = full_rate_end(ep_queue.front(), ep_now);
+      ep_done(t);
+    }
+  };
   double seg_ns = 0, attn_ns = 0, mem_ns = 0, mem_coef_ns = 0;   // the op's compute mix (Merged::mix)
   auto compute = [&](const Seg& sg) {
-    const std::int64_t ns = sg.ns;
-    const double ep_k = seg_slowdown(sg, ep_c) - 1.0;
-    if (!(ep_k > 0) || comm_free[1] <= t || ns <= 0) return t + ns;
-    const std::int64_t during = comm_free[1] - t;
-    if (static_cast<double>(ns) * (1 + ep_k) <= static_cast<double>(during))
-      return t + static_cast<std::int64_t>(static_cast<double>(ns) * (1 + ep_k));
-    return comm_free[1] + ns - static_cast<std::int64_t>(static_cast<double>(during) / (1 + ep_k));
+    ep_idle_to(t);
+    std::int64_t left = sg.ns;
+    while (left > 0 && !ep_queue.empty()) {
+      Transfer& x = ep_queue.front();
+      const double k = std::max(0.0, seg_slowdown(sg, x.c) - 1.0), f = std::max(1.0, x.c.self);
+      if (static_cast<double>(left) * (1 + k) <= x.left * f) {
+        const auto dt = static_cast<std::int64_t>(static_cast<double>(left) * (1 + k));
+        t += dt;
+        x.left -= static_cast<double>(dt) / f;
+        return ep_now = t;
+      }
+      const auto dt = static_cast<std::int64_t>(std::ceil(x.left * f - 1e-6));
+      left -= static_cast<std::int64_t>(static_cast<double>(dt) / (1 + k));
+      t += dt;
+      ep_done(t);
+    }
+    t += std::max<std::int64_t>(0, left);
+    return ep_now = t;
   };
   {
     for (const FbStep& st : steps) {
@@ -53,9 +98,11 @@ Builder::Merged Builder::play_merged(const std::vector<Item>* const* chains, std
       const Item& it = (*chains[c])[st.item];
       const Seg& sg = *it.seg;
       mem += it.mem;
-      if (!(st.beside && sg.comm_ns <= 0) && ready[c] > t) {
-        parts[static_cast<std::size_t>(ready_cat[c])] += ready[c] - t;
-        t = ready[c];
+      if (!(st.beside && sg.comm_ns <= 0)) {
+        const std::int64_t t0 = t;
+        wait_ep(c);
+        t = std::max(t, ready[c]);
+        parts[static_cast<std::size_t>(ready_cat[c])] += t - t0;
       }
       launch += sg.launch_ns;
       host += sg.host_ns;
@@ -66,18 +113,17 @@ Builder::Merged Builder::play_merged(const std::vector<Item>* const* chains, std
       mem_coef_ns += static_cast<double>(sg.ns) * sg.mem_share() * sg.mem_coef;
       const auto ci = static_cast<std::size_t>(it.cat);
       if (sg.comm_ns <= 0) {
-        const std::int64_t te = compute(sg);
-        parts[ci] += te - t;
-        t = te;
+        const std::int64_t t0 = t;
+        parts[ci] += compute(sg) - t0;
         continue;
       }
       const bool overlap = sg.comm_overlappable && tp_overlap && sg.ns > 0;
-      const int stream = sg.comm_cat == Category::ep_comm ? 1 : 0;
-      if (overlap) {
+      const bool ep = sg.comm_cat == Category::ep_comm;
+      if (overlap && !ep) {
         // The tail beside the collective is the chunked GEMMs (layer::split_overlap).
         const double k = std::max(0.0, sg.comm.gemm - 1.0);
         const std::int64_t head = sg.ns - std::min(sg.ns, sg.overlap_ns), tail = sg.ns - head;
-        const std::int64_t cs = std::max(t + head, comm_free[stream]), ce = cs + sg.comm_ns;
+        const std::int64_t cs = std::max(t + head, comm_free), ce = cs + sg.comm_ns;
         // Tail from t+head; slowed by (1+k) while the collective runs.
         const std::int64_t ts = t + head;
         std::int64_t te;
@@ -88,25 +134,29 @@ Builder::Merged Builder::play_merged(const std::vector<Item>* const* chains, std
         else te = ce + left - static_cast<std::int64_t>(during / (1 + k));
         parts[ci] += te - t;
         t = te;
-        comm_free[stream] = ce;
+        comm_free = ce;
         ready[c] = ce;
       } else {
-        const std::int64_t te = compute(sg);
-        parts[ci] += te - t;
-        t = te;
-        const std::int64_t cs = std::max(t, comm_free[stream]), ce = cs + sg.comm_ns;
-        if (stream == 1) ep_c = sg.comm;
-        comm_free[stream] = ce;
-        ready[c] = ce;
+        const std::int64_t t0 = t;
+        parts[ci] += compute(sg) - t0;
+        if (ep) {
+          ep_queue.push_back({static_cast<double>(sg.comm_ns), c, sg.comm});
+          ++ep_pending[c];
+        } else {
+          const std::int64_t cs = std::max(t, comm_free), ce = cs + sg.comm_ns;
+          comm_free = ce;
+          ready[c] = ce;
+        }
       }
       ready_cat[c] = sg.comm_cat;
     }
   }
-  for (std::size_t c = 0; c < n; ++c)
-    if (ready[c] > t) {
-      parts[static_cast<std::size_t>(ready_cat[c])] += ready[c] - t;
-      t = ready[c];
-    }
+  for (std::size_t c = 0; c < n; ++c) {
+    const std::int64_t t0 = t;
+    wait_ep(c);
+    t = std::max(t, ready[c]);
+    parts[static_cast<std::size_t>(ready_cat[c])] += t - t0;
+  }
   m.t = t;
   // The merged task's mix: the shares of its segments' compute (its waits, already played, blend
   // in proportion rather than as GEMM work).

@@ -47,7 +47,8 @@ TaskId Builder::add_task(int rank, sim::StreamId stream, std::int64_t ns, Catego
 }
 
 std::uint8_t Builder::interference_class(const hardware::Contention& c) {
-  return out_.graph.contention_class(std::max(0.0, c.gemm - 1.0), std::max(0.0, c.attention - 1.0), std::max(0.0, c.hbm));
+  return out_.graph.contention_class(std::max(0.0, c.gemm - 1.0), std::max(0.0, c.attention - 1.0), std::max(0.0, c.hbm),
+                                     std::max(0.0, c.self - 1.0));
 }
 
 std::vector<FbStep> fb_order(const std::vector<Item>& f, const std::vector<Item>& b, bool rearrange) {

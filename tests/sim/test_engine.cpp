@@ -212,6 +212,41 @@ TEST_CASE("engine: a class with a factor per kind of compute slows each task by 
   CHECK_THROWS_AS(gh.add(bad), std::logic_error);
 }
 
+TEST_CASE("engine: a class that slows beside compute runs its own tasks slower while the rank computes") {
+  // Class: GEMMs x1.2, its own tasks x1.5 beside compute. A 300 ns transfer from 0 beside 100 ns of
+  // compute on its rank: the compute ends at 120; the transfer does 120 / 1.5 = 80 by then and the
+  // 220 left alone at full rate: ends at 340.
+  auto one = [](std::vector<std::int64_t> compute, bool host_only, int compute_rank) {
+    TaskGraph g;
+    const std::uint8_t cls = g.contention_class(0.2, 0.0, 0.0, 0.5);
+    CHECK(g.contention_self(cls) == 0.5);
+    CHECK(g.contention_class(0.2, 0.0, 0.0) != cls);   // the same footprint without `self` is another class
+    auto m = g.add_stream(0, "comm", false);
+    g.add_stream(1, "comm", false);
+    auto c = g.add_stream(compute_rank, "compute", true);
+    TaskSpec x = task(m, 300);
+    x.interferes = cls;
+    const TaskId xi = g.add(x);
+    for (std::int64_t d : compute) {
+      TaskSpec t = task(c, d);
+      t.mix.host_only = host_only ? 1 : 0;
+      g.add(t);
+    }
+    return run(g).of(xi).end.ns;
+  };
+  CHECK(one({100}, false, 0) == 340);
+  // Compute back to back in two tasks (one ends as the next starts): the same as one task of their
+  // work. 50 ns at 1/1.2 end at 60, the second at 120: the transfer still ends at 340.
+  CHECK(one({50, 50}, false, 0) == 340);
+  // Host work on the compute stream (the GPU idle) and compute on another rank do not slow it.
+  CHECK(one({100}, true, 0) == 300);
+  CHECK(one({100}, false, 1) == 300);
+  // Compute past the transfer's end: all of it beside compute, 300 x 1.5 = 450; the compute runs at
+  // 1/1.2 until 450 (375 done) and ends at 1000 - 375 + 450 = 1075.
+  CHECK(one({1000}, false, 0) == 450);
+  CHECK_THROWS_AS(TaskGraph{}.contention_class(0.2, 0.0, 0.0, -0.1), std::logic_error);
+}
+
 TEST_CASE("engine: memory allocates at start, frees at end; peak per rank") {
   TaskGraph g;
   auto c = g.add_stream(0, "compute", true), c1 = g.add_stream(1, "compute", true);
