@@ -164,6 +164,19 @@ void check_scenario(const Scenario& s, const Sink& err) {
     err("moe.nvlink_gbs", "'moe.nvlink_gbs' must be in [0, 1e6] GB/s (got " + fmt(s.moe.nvlink_gbs) + ")");
   if (!(s.moe.rdma_gbs >= 0 && s.moe.rdma_gbs <= 1e6))
     err("moe.rdma_gbs", "'moe.rdma_gbs' must be in [0, 1e6] GB/s (got " + fmt(s.moe.rdma_gbs) + ")");
+  if (s.moe.overlap_ep_comm) {
+    // Megatron-LM's own conditions (transformer_config.py, overlap_moe_expert_parallel_comm).
+    const std::string sched = to_string(s.schedule.name);
+    if (!s.model.is_moe() || par.ep <= 1)
+      err("moe.overlap_ep_comm", "'moe.overlap_ep_comm' overlaps expert-parallel all-to-alls: it needs an MoE model "
+                                 "with parallel.ep > 1 (ep=" + std::to_string(par.ep) + ")");
+    else if (!schedules::combined_1f1b_applies(sched, par.pp))
+      err("moe.overlap_ep_comm", "'moe.overlap_ep_comm' (Megatron's combined 1F1B) runs with schedule "
+                                 "'interleaved-1f1b', or '1f1b' at pp = 1 (got '" + sched + "', pp=" + std::to_string(par.pp) +
+                                 "); DualPipe's F&B pairs overlap the all-to-alls already");
+    else if (s.features.recompute == Recompute::full)
+      err("moe.overlap_ep_comm", "'moe.overlap_ep_comm' cannot be used with features.recompute = \"full\" (as in Megatron-LM)");
+  }
   if (!(s.features.gc_interval_s > 0 && s.features.gc_interval_s <= 1e9))
     err("features.gc_interval_s", "'features.gc_interval_s' must be in (0, 1e9] s (got " + fmt(s.features.gc_interval_s) + ")");
   if (!(tr.tokens_to_train >= 0))

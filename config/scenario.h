@@ -204,6 +204,11 @@ struct Moe {
   // DualPipe's F&B pair with EP transfers: arranged as DeepSeek-V3's Figure 4 (true), or the
   // forward's and backward's segments alternated one by one (false; step/emit.cpp, fb_order).
   bool fb_rearrange = true;
+  // Megatron's EP all-to-all overlap (--overlap-moe-expert-parallel-comm, "combined 1F1B"): in the
+  // steady state of interleaved-1f1b (or 1f1b at pp = 1) one micro-batch's forward and another's
+  // backward run as one F&B pair, each layer's dispatch and combine beside the other's compute
+  // (schedules::PipelineShape::combined_1f1b; the pair is arranged as fb_rearrange says).
+  bool overlap_ep_comm = false;
 };
 
 struct Cost {

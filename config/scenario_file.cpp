@@ -47,7 +47,8 @@ const std::vector<std::string> kFeatureKeys = {"flash_attention", "fused_kernels
 const std::vector<std::string> kCostKeys = {"price_per_gpu_hour"};
 const std::vector<std::string> kMoeKeys = {"dispatcher", "max_nodes_per_token", "comm_sms", "fp8_dispatch",
                                            "imbalance", "nvlink_gbs", "rdma_gbs", "recompute_norm_up_proj",
-                                           "fp8_activation_cache", "ema", "ema_on_cpu", "fb_rearrange"};
+                                           "fp8_activation_cache", "ema", "ema_on_cpu", "fb_rearrange",
+                                           "overlap_ep_comm"};
 
 struct Resolved {
   Scenario scenario;
@@ -357,6 +358,7 @@ void read_scenario(Ctx& ctx, Scenario& s, const Value& root, const std::string& 
     ctx.read_bool(*t, "ema", p, mo.ema);
     ctx.read_bool(*t, "ema_on_cpu", p, mo.ema_on_cpu);
     ctx.read_bool(*t, "fb_rearrange", p, mo.fb_rearrange);
+    ctx.read_bool(*t, "overlap_ep_comm", p, mo.overlap_ep_comm);
   }
 
   // dp: derived unless given (the check phase compares a given one).

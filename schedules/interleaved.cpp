@@ -37,7 +37,10 @@ PipelineSchedule interleaved_1f1b(const PipelineShape& shape) {
       const int c = chunk_of(k, kind == OpKind::F);
       ops.push_back(Op{.kind = kind, .stage = c * p + r, .microbatch = microbatch_of(k), .chunk = c});
     };
-    const int warmup = std::min((p - r - 1) * 2 + (v - 1) * p, total);
+    // Combined 1F1B (Megatron's overlap_moe_expert_parallel_comm): one more warm-up forward "to ensure
+    // the forward and backward computations are independent in all 1f1b steps" (schedules.py), then
+    // each steady-state pair as one FB op (combined_1f1b_schedule_for_interleaved_pipelining).
+    const int warmup = std::min((p - r - 1) * 2 + (v - 1) * p + (shape.combined_1f1b ? 1 : 0), total);
     const int steady = total - warmup;
     // Phase 1 (warm-up): forwards only.
     for (int k = 0; k < warmup; ++k) emit(OpKind::F, k);
@@ -45,6 +48,15 @@ PipelineSchedule interleaved_1f1b(const PipelineShape& shape) {
     for (int i = 0; i < steady; ++i) {
       emit(OpKind::F, warmup + i);
       emit(OpKind::B, i);
+      if (shape.combined_1f1b) {
+        Op b = ops.back();
+        ops.pop_back();
+        Op& fb = ops.back();
+        fb.kind = OpKind::FB;
+        fb.microbatch_b = b.microbatch;
+        fb.stage_b = b.stage;
+        fb.chunk_b = b.chunk;
+      }
     }
     // Phase 3 (cool-down): the remaining backwards.
     for (int k = steady; k < total; ++k) emit(OpKind::B, k);

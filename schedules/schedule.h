@@ -37,7 +37,16 @@ struct PipelineShape {
   int ranks = 1;          // pipeline ranks (parallel.pp)
   int microbatches = 1;   // per pipeline per step
   int chunks = 1;         // vpp for interleaved; ignored by fixed-shape schedules
+  // Megatron's combined 1F1B (overlap_moe_expert_parallel_comm, megatron/core/pipeline_parallel/
+  // combined_1f1b.py): one more warm-up forward, then each steady-state forward and backward of
+  // different micro-batches run as one FB op whose EP all-to-alls hide under each other's
+  // compute. interleaved-1f1b, and 1f1b without a pipeline (pp = 1); combined_1f1b_applies.
+  bool combined_1f1b = false;
 };
+
+// Whether Megatron's combined 1F1B exists for this schedule: interleaved-1f1b, or 1f1b at pp = 1
+// (Megatron asserts a virtual pipeline whenever pp > 1).
+bool combined_1f1b_applies(const std::string& name, int pp);
 
 // A generated schedule plus what the lowering needs to route it.
 struct PipelineSchedule {

@@ -25,6 +25,10 @@ bool splits_w(const std::string& name) {
          name == "zb-auto" || name == "v-half" || name == "v-min";
 }
 
+bool combined_1f1b_applies(const std::string& name, int pp) {
+  return name == "interleaved-1f1b" || (name == "1f1b" && pp == 1);
+}
+
 std::vector<std::string> shape_errors(const std::string& name, const PipelineShape& s) {
   std::vector<std::string> errors;
   const std::string p = "pp=" + std::to_string(s.ranks);
@@ -61,6 +65,9 @@ std::vector<std::string> shape_errors(const std::string& name, const PipelineSha
     // block for any m >= 1, the warm-up and cool-down shortened by the greedy reordering.
     errors.push_back("unknown schedule '" + name + "'");
   }
+  if (s.combined_1f1b && !combined_1f1b_applies(name, s.ranks))
+    errors.push_back("the combined 1F1B (overlapped EP all-to-all) runs with interleaved-1f1b, or 1f1b at pp=1 (" + name +
+                     ", " + p + ")");
   return errors;
 }
 

@@ -50,7 +50,7 @@ void Builder::plan() {
   emb_cost_ = layers_.end_cost(true);
   head_cost_ = layers_.end_cost(false);
   if (s_.model.mtp_depth > 0) mtp_cost_ = layers_.mtp_cost();
-  const PipelineShape shape{p_, m_, schedules::chunks_for(sched_, P.vpp)};
+  const PipelineShape shape = pipeline_shape(s_);
   // A schedule planned from costs (zb-auto) gets this scenario's per-stage costs.
   out_.schedule = sched_ == "zb-auto" ? schedules::generate(sched_, shape, zb_auto_costs())
                                       : schedules::generate(sched_, shape);

@@ -9,6 +9,12 @@
 
 namespace mfusim::step {
 
+schedules::PipelineShape pipeline_shape(const config::Scenario& s) {
+  const std::string name = config::to_string(s.schedule.name);
+  return schedules::PipelineShape{s.parallel.pp, s.microbatches(), schedules::chunks_for(name, s.parallel.vpp),
+                                  s.moe.overlap_ep_comm && schedules::combined_1f1b_applies(name, s.parallel.pp)};
+}
+
 std::vector<std::vector<int>> split_layers(const config::Scenario& s, int stages) {
   const int L = s.model.layers;
   std::vector<int> counts(stages, 0);

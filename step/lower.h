@@ -63,6 +63,10 @@ struct Lowered {
 // Layers of each virtual stage (even split, or the scenario's uneven split).
 std::vector<std::vector<int>> split_layers(const config::Scenario&, int stages);
 
+// The scenario's pipeline shape for its schedule: pp, micro-batches, chunks, and Megatron's combined
+// 1F1B where moe.overlap_ep_comm asks for it and the schedule has one.
+schedules::PipelineShape pipeline_shape(const config::Scenario&);
+
 Lowered lower(const config::Scenario&, const LowerOptions& = {});
 
 }  // namespace mfusim::step

@@ -149,7 +149,7 @@ StepResult simulate_lab(const config::Scenario& s, const SimulateOptions& opt) {
   // zb-auto plans from the lab's costs, under the lab's memory accounting (LabOptions: M_W / M_B).
   const schedules::LabOptions lab_opt;
   const auto sched = schedules::generate(
-      name, schedules::PipelineShape{s.parallel.pp, s.microbatches(), schedules::chunks_for(name, s.parallel.vpp)},
+      name, pipeline_shape(s),
       schedules::stage_costs(*s.schedule.costs, s.parallel.pp, s.schedule.max_inflight, lab_opt.w_memory_fraction));
   auto lab = std::make_shared<schedules::LabResult>(schedules::run_lab(sched, *s.schedule.costs, lab_opt));
   StepResult r;

@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <cmath>
 
+#include "schedules/schedule.h"
 #include "step/simulate.h"
 #include "study/parallel_map.h"
 #include "study/plan.h"
@@ -101,6 +102,7 @@ std::vector<std::string> layout_changes(const config::Scenario& base, const conf
   if (base.moe.fp8_activation_cache != s.moe.fp8_activation_cache)
     out.push_back("moe.fp8_activation_cache=" + b2s(s.moe.fp8_activation_cache));
   if (base.moe.fb_rearrange != s.moe.fb_rearrange) out.push_back("moe.fb_rearrange=" + b2s(s.moe.fb_rearrange));
+  if (base.moe.overlap_ep_comm != s.moe.overlap_ep_comm) out.push_back("moe.overlap_ep_comm=" + b2s(s.moe.overlap_ep_comm));
   return out;
 }
 
@@ -200,7 +202,11 @@ std::vector<std::pair<std::string, std::vector<std::string>>> lever_candidates(c
   if (s.model.is_moe() && p.ep > 1) {
     if (s.moe.dispatcher != config::MoeDispatcher::deepep) c.push_back({"DeepEP dispatcher", {"moe.dispatcher=deepep"}});
     if (p.pp > 1 && s.schedule.name != config::ScheduleKind::dualpipe)
-      c.push_back({"schedule dualpipe", {"schedule.name=dualpipe", "parallel.vpp=1"}});
+      c.push_back({"schedule dualpipe", {"schedule.name=dualpipe", "parallel.vpp=1", "moe.overlap_ep_comm=false"}});
+    // Megatron's EP all-to-all overlap (combined 1F1B) where its schedule has one.
+    if (schedules::combined_1f1b_applies(config::to_string(s.schedule.name), p.pp) &&
+        s.features.recompute != config::Recompute::full)
+      flag("EP all-to-all overlap (combined 1F1B)", "moe.overlap_ep_comm", s.moe.overlap_ep_comm, true);
     for (int ep : {p.ep / 2, p.ep * 2})
       if (ep >= 1 && s.model.moe->experts % ep == 0 && (p.dp * p.cp * p.tp) % ep == 0)
         c.push_back({"EP degree", {"parallel.ep=" + std::to_string(ep)}});
@@ -270,7 +276,7 @@ Diagnosis diagnose(const std::string& path, const config::LoadOptions& lo, const
     const auto user_fixed = fixed_keys(lo.overrides);
     const std::vector<std::string> all = {"parallel.tp", "parallel.cp", "parallel.pp", "parallel.dp", "parallel.ep",
                                           "parallel.vpp", "training.micro_batch", "schedule.name", "features.recompute",
-                                          "parallel.sequence_parallel", "moe.fb_rearrange"};
+                                          "parallel.sequence_parallel", "moe.fb_rearrange", "moe.overlap_ep_comm"};
     const std::vector<PlannerLever> planner_levers = {
         {"recompute (planner)", {"features.recompute"}},
         {"micro-batch (planner)", {"training.micro_batch"}},

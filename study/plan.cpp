@@ -59,7 +59,8 @@ const std::vector<std::string>& searched_keys() {
   static const std::vector<std::string> k = {"parallel.tp",  "parallel.cp",          "parallel.pp",
                                              "parallel.dp",  "parallel.ep",          "parallel.vpp",
                                              "training.micro_batch", "schedule.name", "features.recompute",
-                                             "parallel.sequence_parallel", "moe.fb_rearrange"};
+                                             "parallel.sequence_parallel", "moe.fb_rearrange",
+                                             "moe.overlap_ep_comm"};
   return k;
 }
 
@@ -182,6 +183,7 @@ std::vector<config::Scenario> enumerate_layouts(const config::Scenario& base, in
   const auto& m = base.model;
   const SearchSpace sp = search_space(base, gpus, c);
   const bool schedule_held = c.fixed.count("schedule.name") > 0;
+  const bool held_overlap = c.fixed.count("moe.overlap_ep_comm") > 0;
   for (int tp : sp.tp)
     for (int cp : sp.cp)
       for (int pp : sp.pp) {
@@ -224,6 +226,11 @@ std::vector<config::Scenario> enumerate_layouts(const config::Scenario& base, in
                   s.schedule.costs.reset();
                   s.features.recompute = rc;
                   if (rc != config::Recompute::full) s.features.recompute_every = 1;   // only full recompute skips blocks
+                  // Megatron's combined 1F1B (moe.overlap_ep_comm) exists for an MoE model with ep > 1 under
+                  // interleaved-1f1b (or 1f1b without a pipeline) and no full recompute.
+                  const bool combinable = m.is_moe() && ep > 1 && rc != config::Recompute::full &&
+                                          schedules::combined_1f1b_applies(config::to_string(kind), pp);
+                  if (!combinable) s.moe.overlap_ep_comm = false;
                   if (base.parallel.zero() >= 2) {
                     // An FSDP/ZeRO scenario (docs/fsdp.md): the ZeRO stage and the HSDP shard degree
                     // too: full sharding, or shard within one NVLink domain and replicate across.
@@ -255,6 +262,13 @@ std::vector<config::Scenario> enumerate_layouts(const config::Scenario& base, in
                         mm.moe.recompute_norm_up_proj = true;
                         mm.moe.fp8_activation_cache = true;
                         vs2.push_back(mm);
+                      }
+                    // Megatron's EP all-to-all overlap, on and off, unless the user holds it.
+                    if (combinable && !held_overlap)
+                      for (std::size_t i = 0, n0 = vs2.size(); i < n0; ++i) {
+                        config::Scenario o = vs2[i];
+                        o.moe.overlap_ep_comm = !o.moe.overlap_ep_comm;
+                        vs2.push_back(o);
                       }
                     // DualPipe / DualPipeV: the F&B pair as the report's Figure 4 or alternated.
                     const bool dual = kind == config::ScheduleKind::dualpipe || kind == config::ScheduleKind::dualpipev;
@@ -299,7 +313,7 @@ double memory_lower_bound(const config::Scenario& s) {
   // the op's end), which only lowers the count.
   const std::string name = config::to_string(s.schedule.name);
   const auto sched = schedules::generate(
-      name, schedules::PipelineShape{s.parallel.pp, s.microbatches(), schedules::chunks_for(name, s.parallel.vpp)});
+      name, step::pipeline_shape(s));
   const int S = sched.stages;
   const auto layers = step::split_layers(s, S);
   const bool autocast = s.training.master_weights == config::MasterWeights::fp32_autocast;
@@ -364,7 +378,7 @@ double memory_lower_bound(const config::Scenario& s) {
 double step_time_lower_bound(const config::Scenario& s) {
   const std::string name = config::to_string(s.schedule.name);
   const auto sched = schedules::generate(
-      name, schedules::PipelineShape{s.parallel.pp, s.microbatches(), schedules::chunks_for(name, s.parallel.vpp)});
+      name, step::pipeline_shape(s));
   const int S = sched.stages;
   const auto layers = step::split_layers(s, S);
   hardware::CostModel cost(s.hardware, s.training.precision, s.calibration ? &*s.calibration : nullptr,
@@ -427,6 +441,7 @@ std::string layout_label(const config::Scenario& s) {
   if (p.ep > 1 && s.model.is_moe() && !s.moe.fb_rearrange &&
       (s.schedule.name == config::ScheduleKind::dualpipe || s.schedule.name == config::ScheduleKind::dualpipev))
     l += " fb-alternated";   // the F&B pair's segments alternated, not as the report's Figure 4
+  if (s.moe.overlap_ep_comm) l += " a2a-overlap";   // Megatron's combined 1F1B
   if (p.vpp > 1) l += " vpp" + std::to_string(p.vpp);
   l += " mb" + std::to_string(s.training.micro_batch);
   if (p.zero() >= 2) l += " zero" + std::to_string(p.zero());   // ZeRO-2/3 (docs/fsdp.md)

@@ -160,6 +160,22 @@ TEST_CASE("DeepEP's transfers beside compute last as long as DeepSeek's profile 
   CHECK(lc.comm_contention(hardware::Collective::all_to_all, lc.placement().ep).self == 1.0);
 }
 
+TEST_CASE("Megatron's combined 1F1B hides most of the EP all-to-all on the Megatron-Bridge H100 scenario") {
+  // moe.overlap_ep_comm: the steady state's forward and backward of different micro-batches as one
+  // F&B pair, arranged as the report's Figure 4 (Megatron's TransformerLayerSchedulePlan.run has the
+  // same order: combine_bwd | dispatch_fwd, dispatch_bwd | combine_fwd beside attention_fwd | mlp_bwd,
+  // mlp_dw, mlp_fwd | attention_bwd).
+  const auto on = run(load("1024xh100_deepseek_v3_megatron.toml"));
+  const auto off = run(load("1024xh100_deepseek_v3_megatron.toml", {"moe.overlap_ep_comm=false"}));
+  CAPTURE(on.breakdown.ep_comm_exposed);
+  CAPTURE(off.breakdown.ep_comm_exposed);
+  CHECK(on.step_time_s < off.step_time_s);
+  CHECK(on.breakdown.ep_comm_exposed < 0.2 * off.breakdown.ep_comm_exposed);
+  CHECK(on.breakdown.ep_comm_exposed <= 0.10 * on.step_time_s);
+  // The same work: the pairs change the order and the overlap, not the FLOPs.
+  CHECK(on.tokens_per_s * on.step_time_s == doctest::Approx(off.tokens_per_s * off.step_time_s).epsilon(1e-9));
+}
+
 TEST_CASE("DualPipe's F&B pair as Figure 4: each all-to-all beside a whole compute block of the other chain") {
   // One MoE layer per chain, cut as LayerCost::fb_f / fb_b: F = attention | router (dispatch) |
   // shared (beside) | experts (combine) | unpermute; B = unpermute' (combine's gradient) | shared

@@ -57,4 +57,6 @@ TEST_CASE("coarse and per-layer lowerings agree on step time (no TP-comm overlap
   // the coarse task plays the EP slowdown per segment kind (layer::seg_slowdown), the per-layer
   // tasks get it from the engine (sim::ComputeMix).
   agree("2048xh800_deepseek_v3.toml", {});
+  // Megatron's combined 1F1B: the steady state's F&B pairs in an interleaved schedule.
+  agree("1024xh100_deepseek_v3_megatron.toml", {});
 }
