@@ -148,6 +148,9 @@ SearchSpace search_space(const config::Scenario& base, int gpus, const SearchCon
   if (m.is_moe() && ep_searched && p.zero() < 2 &&
       (has(sp.schedules, config::ScheduleKind::dualpipe) || has(sp.schedules, config::ScheduleKind::dualpipev)))
     sp.fb_rearrange = held("moe.fb_rearrange") ? std::vector<int>{base.moe.fb_rearrange ? 1 : 0} : std::vector<int>{1, 0};
+  sp.overlap_ep_comm = m.is_moe() && ep_searched && !held("moe.overlap_ep_comm") &&
+                       (has(sp.schedules, config::ScheduleKind::interleaved_1f1b) ||
+                        (has(sp.schedules, config::ScheduleKind::one_f_one_b) && has(sp.pp, 1)));
   (void)gpus;
   return sp;
 }
@@ -168,6 +171,7 @@ std::string describe(const SearchSpace& sp) {
     for (std::size_t i = 0; i < sp.fb_rearrange.size(); ++i) s += (i ? "," : " ") + std::string(sp.fb_rearrange[i] ? "true" : "false");
     s += ")";
   }
+  if (sp.overlap_ep_comm) s += " (moe.overlap_ep_comm true,false)";
   s += " | recompute";
   for (std::size_t i = 0; i < sp.recompute.size(); ++i) s += (i ? "," : " ") + std::string(config::to_string(sp.recompute[i]));
   s += " | framework " + std::string(to_string(sp.framework));

@@ -59,6 +59,8 @@ struct SearchSpace {
   // plain alternation), searched for MoE models with ep > 1 under dualpipe / dualpipev, the only
   // points where it changes the step; empty: not searched (dense models, no DualPipe schedule).
   std::vector<int> fb_rearrange;
+  // Megatron's EP all-to-all overlap (moe.overlap_ep_comm) tried on and off where its schedule has it.
+  bool overlap_ep_comm = false;
 };
 SearchSpace search_space(const config::Scenario& base, int gpus, const SearchConstraints& = {});
 // One line: "tp 1,2,4,8 | cp 1,2,4 | ... (held by --set: schedule.name; framework megatron)".

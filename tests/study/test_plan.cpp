@@ -9,6 +9,7 @@
 
 #include "config/loader.h"
 #include "step/simulate.h"
+#include "schedules/schedule.h"
 #include "study/plan.h"
 
 namespace fs = std::filesystem;
@@ -287,4 +288,38 @@ TEST_CASE("plan: moe.fb_rearrange is searched for MoE with EP under DualPipe, he
   const auto sd = study::search_space(small(), 16);
   CHECK(sd.fb_rearrange.empty());
   CHECK(study::describe(sd).find("fb_rearrange") == std::string::npos);
+}
+
+TEST_CASE("plan: moe.overlap_ep_comm is searched where Megatron's combined 1F1B exists, off elsewhere, held by --set") {
+  const auto base =
+      config::load_scenario(kRoot + "/scenarios/1024xh100_deepseek_v3_megatron.toml", config::LoadOptions{}).base;
+  REQUIRE(base.moe.overlap_ep_comm);
+  study::SearchConstraints c;
+  c.fixed = {"parallel.tp", "parallel.cp", "parallel.pp", "parallel.dp", "training.micro_batch", "features.recompute",
+             "parallel.sequence_parallel"};
+  CHECK(study::describe(study::search_space(base, base.gpus, c)).find("moe.overlap_ep_comm true,false") != std::string::npos);
+  std::map<std::string, std::set<bool>> seen;   // ep + schedule + vpp + dispatcher + ds-mem -> overlap
+  int candidates = 0;
+  for (const auto& s : study::enumerate_layouts(base, base.gpus, c)) {
+    const bool combined = s.parallel.ep > 1 && schedules::combined_1f1b_applies(config::to_string(s.schedule.name), s.parallel.pp);
+    if (!combined) CHECK_FALSE(s.moe.overlap_ep_comm);   // never where it does not exist
+    const std::string k = "ep" + std::to_string(s.parallel.ep) + " " + config::to_string(s.schedule.name) + " vpp" +
+                          std::to_string(s.parallel.vpp) + " " + config::to_string(s.moe.dispatcher) +
+                          (s.moe.recompute_norm_up_proj ? " ds-mem" : "");
+    if (combined) seen[k].insert(s.moe.overlap_ep_comm);
+    ++candidates;
+  }
+  CHECK(candidates > 0);
+  REQUIRE_FALSE(seen.empty());
+  for (const auto& [k, v] : seen) {
+    INFO(k);
+    CHECK(v.size() == 2);
+  }
+  // Held by --set: one value, and the header does not list it as searched.
+  c.fixed = study::fixed_keys({"moe.overlap_ep_comm=false"});
+  CHECK(c.fixed.count("moe.overlap_ep_comm") == 1);
+  auto held = base;
+  held.moe.overlap_ep_comm = false;
+  CHECK(study::describe(study::search_space(held, base.gpus, c)).find("overlap_ep_comm true,false") == std::string::npos);
+  for (const auto& s : study::enumerate_layouts(held, base.gpus, c)) CHECK_FALSE(s.moe.overlap_ep_comm);
 }
