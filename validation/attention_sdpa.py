@@ -7,7 +7,7 @@ with one backend forced at a time (FLASH_ATTENTION = FlashAttention-2 kernels in
 PyTorch, CUDNN_ATTENTION = cuDNN fused SDPA; MATH = materialised reference), causal,
 bf16, head_dim 128, GQA via enable_gqa. Output: [[attention]] tables appended to the
 probe TOML (TOML allows an array of tables to continue anywhere in a file).
-Usage: attention_sdpa.py OUT_FRAGMENT.toml [--quick] [--sustained MS] [--back-to-back N]
+Usage: attention_sdpa.py OUT_FRAGMENT.toml [--quick] [--sustained MS] [--back-to-back N [--backend flash|cudnn]]
 --sustained MS: MS milliseconds of an 8192^3 bf16 matmul before each timed call (and 3 s first), so
 the kernels are timed at the power-capped clock of a training step (probe --sustained, run 15).
 --back-to-back N: N calls back to back between the two timing events (the median over repeats divided
@@ -17,6 +17,9 @@ one call per event pair fitted a 73 us per-call overhead). Measures the cuDNN ba
 square calls and, as context parallelism's ring runs them, non-causal calls of s x s/2 and s/2 x s
 (queries x keys), up to 128k tokens; samples carry seq_kv and timing = "back_to_back", which
 `mfusim calibrate` fits with the tile form (docs/cost-model.md, "Attention").
+--backend flash (with --back-to-back): the same set through the FLASH_ATTENTION backend (FlashAttention-2,
+SDPA's default on Hopper before torch 2.10), impl = "flash"; where it rejects enable_gqa, K and V are
+repeated to the query heads first (as torchtitan's model code does before SDPA).
 """
 import statistics, sys
 import torch
@@ -43,6 +46,9 @@ def heat(ms):
         x @ x
 
 LOOP = int(sys.argv[sys.argv.index("--back-to-back") + 1]) if "--back-to-back" in sys.argv else 1
+BACKEND = sys.argv[sys.argv.index("--backend") + 1] if "--backend" in sys.argv else "cudnn"
+if BACKEND not in ("flash", "cudnn"):
+    sys.exit("--backend: flash or cudnn")
 
 
 def timed(fn, repeats=7):
@@ -62,7 +68,9 @@ def timed(fn, repeats=7):
 
 
 def back_to_back(out):
-    """The --back-to-back sample set (cuDNN fused attention): see the module docstring."""
+    """The --back-to-back sample set (cuDNN fused attention, or FlashAttention-2 with --backend flash)."""
+    be = SDPBackend.FLASH_ATTENTION if BACKEND == "flash" else SDPBackend.CUDNN_ATTENTION
+    impl = "flash" if BACKEND == "flash" else "cudnn_fused"
     heat(3000.0 if HEAT_MS > 0 else 0.0)
     lines = ["", f"# ---- fused attention, back to back ({LOOP} calls per timing), validation/attention_sdpa.py ----",
              f"[sdpa_back_to_back_provenance]\ntorch = \"{torch.__version__}\"\ngpu = \"{torch.cuda.get_device_name(0)}\"\n"
@@ -80,26 +88,37 @@ def back_to_back(out):
         k = torch.randn(b, Hk, skv, 128, device="cuda", dtype=torch.bfloat16, requires_grad=True)
         v = torch.randn(b, Hk, skv, 128, device="cuda", dtype=torch.bfloat16, requires_grad=True)
         do = torch.randn(b, H, sq, 128, device="cuda", dtype=torch.bfloat16)
-        try:
-            with sdpa_kernel([SDPBackend.CUDNN_ATTENTION]):
-                def fwd():
-                    return F.scaled_dot_product_attention(q, k, v, is_causal=causal, enable_gqa=Hk != H)
-                def fb():
-                    fwd().backward(do)
-                tf, _ = timed(fwd)
-                tfb, _ = timed(fb)
-        except Exception as e:
-            print(f"cudnn b={b} H={H} Hkv={Hk} {sq}x{skv}: {str(e).splitlines()[0][:200]}", file=sys.stderr)
-            torch.cuda.empty_cache()
+        note = ""
+        tf = tfb = None
+        kk, vv = k, v
+        for gqa in ((True, False) if Hk != H else (False,)):
+            if not gqa and Hk != H:
+                kk = k.detach().repeat_interleave(H // Hk, 1).requires_grad_()
+                vv = v.detach().repeat_interleave(H // Hk, 1).requires_grad_()
+            try:
+                with sdpa_kernel([be]):
+                    def fwd():
+                        return F.scaled_dot_product_attention(q, kk, vv, is_causal=causal, enable_gqa=gqa)
+                    def fb():
+                        fwd().backward(do)
+                    tf, _ = timed(fwd)
+                    tfb, _ = timed(fb)
+                note = "" if gqa or Hk == H else " (K/V repeated: backend rejected enable_gqa)"
+                break
+            except Exception as e:
+                print(f"{BACKEND} b={b} H={H} Hkv={Hk} {sq}x{skv} gqa={gqa}: {str(e).splitlines()[0][:200]}", file=sys.stderr)
+                tf = tfb = None
+                torch.cuda.empty_cache()
+        if tf is None:
             continue
         flops_f = 4.0 * b * H * sq * skv * 128 * (0.5 if causal else 1.0)
         for pss, t, fl in (("fwd", tf, flops_f), ("bwd", tfb - tf, 2.5 * flops_f)):
-            lines.append(f"\n[[attention]]\nimpl = \"cudnn_fused\"\nsource = \"torch SDPA backend CUDNN_ATTENTION, back to back\"\n"
+            lines.append(f"\n[[attention]]\nimpl = \"{impl}\"\nsource = \"torch SDPA backend {be.name}, back to back{note}\"\n"
                          f"pass = \"{pss}\"\ntiming = \"back_to_back\"\nbatch = {b}\nheads = {H}\nkv_heads = {Hk}\nseq = {sq}\n"
                          f"seq_kv = {skv}\nhead_dim = 128\ncausal = {'true' if causal else 'false'}\nseconds = {t:.6g}\nflops = {fl:.6g}\n"
                          f"flops_convention = \"causal-halved; bwd = 2.5 x fwd (FA2 count incl. recompute)\"")
-            print(f"cudnn {pss} b={b} H={H:2d} Hkv={Hk:2d} {sq:6d}x{skv:6d} causal={int(causal)} {t*1e3:8.3f} ms  {fl/t*1e-12:6.1f} TFLOP/s", flush=True)
-        del q, k, v, do
+            print(f"{BACKEND} {pss} b={b} H={H:2d} Hkv={Hk:2d} {sq:6d}x{skv:6d} causal={int(causal)} {t*1e3:8.3f} ms  {fl/t*1e-12:6.1f} TFLOP/s", flush=True)
+        del q, k, v, do, kk, vv
         torch.cuda.empty_cache()
     with open(out, "w") as f:
         f.write("\n".join(lines) + "\n")
