@@ -231,7 +231,7 @@ void check_scenario(const Scenario& s, const Sink& err) {
       err("features.model_code", tt + " (RMSNorm, RoPE, GQA, SwiGLU): model '" + m.name +
                                      "' is not one (GELU, MLA or MoE layers)");
     const Attention a = attention_of(s);
-    if (a != Attention::flash && a != Attention::cudnn)
+    if (!fused_attention(a))
       err("features.model_code", tt + " calling F.scaled_dot_product_attention's flash or cuDNN backend: attention \"" +
                                      std::string(to_string(a)) + "\" is another path");
     if (tr.master_weights == MasterWeights::fp32_autocast)

@@ -321,7 +321,7 @@ void read_scenario(Ctx& ctx, Scenario& s, const Value& root, const std::string& 
     const int a = ctx.read_enum(*t, "attention", p, attention_names());
     if (a >= 0) {
       const auto att = static_cast<Attention>(a);
-      const bool fused = att == Attention::flash || att == Attention::cudnn;
+      const bool fused = fused_attention(att);
       if (const Value* fa = t->find("flash_attention"); fa && f.flash_attention != fused)
         ctx.error(fa->pos, "features.flash_attention = " + std::string(f.flash_attention ? "true" : "false") +
                            " contradicts features.attention = \"" + to_string(att) + "\" (" +

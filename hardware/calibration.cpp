@@ -128,23 +128,24 @@ void check_fit(const Calibration& c, const std::string& file) {
   };
   if (c.has_gemm) gemm("gemm", c.gemm);
   if (c.has_gemm_fp8) gemm("gemm_fp8", c.gemm_fp8);
-  if (c.has_attention) {
-    const auto& a = c.attention;
-    check("attention peak_tflops", a.peak_flops * 1e-12, kPeakTflopsBound);
-    check("attention hbm_bandwidth_gbs", a.hbm_bandwidth * 1e-9, kBandwidthGbsBound);
-    check("attention flash_fwd_eff", a.flash_fwd_eff, kEfficiencyBound);
-    check("attention flash_bwd_eff", a.flash_bwd_eff, kEfficiencyBound);
-    check("attention materialized_bw_eff", a.materialized_bw_eff, kEfficiencyBound);
-    check("attention flash_fwd_seq_knee", a.flash_fwd_seq_knee, kKneeBound);
-    check("attention flash_bwd_seq_knee", a.flash_bwd_seq_knee, kKneeBound);
-    check("attention overhead_us", a.overhead_s * 1e6, kOverheadUsBound);
+  auto attention = [&](const std::string& name, const AttentionFit& a) {
+    check(name + " peak_tflops", a.peak_flops * 1e-12, kPeakTflopsBound);
+    check(name + " hbm_bandwidth_gbs", a.hbm_bandwidth * 1e-9, kBandwidthGbsBound);
+    check(name + " flash_fwd_eff", a.flash_fwd_eff, kEfficiencyBound);
+    check(name + " flash_bwd_eff", a.flash_bwd_eff, kEfficiencyBound);
+    check(name + " materialized_bw_eff", a.materialized_bw_eff, kEfficiencyBound);
+    check(name + " flash_fwd_seq_knee", a.flash_fwd_seq_knee, kKneeBound);
+    check(name + " flash_bwd_seq_knee", a.flash_bwd_seq_knee, kKneeBound);
+    check(name + " overhead_us", a.overhead_s * 1e6, kOverheadUsBound);
     if (a.tile_form) {
-      check("attention flash_fwd_tile_knee", a.flash_fwd_tile_knee, kKneeBound);
-      check("attention flash_bwd_tile_knee", a.flash_bwd_tile_knee, kKneeBound);
-      check("attention diagonal_tile_weight", a.diagonal_tile_weight, kDiagonalWeightBound);
+      check(name + " flash_fwd_tile_knee", a.flash_fwd_tile_knee, kKneeBound);
+      check(name + " flash_bwd_tile_knee", a.flash_bwd_tile_knee, kKneeBound);
+      check(name + " diagonal_tile_weight", a.diagonal_tile_weight, kDiagonalWeightBound);
     }
-    check("attention rms_rel_error", a.rms_rel_error, kRmsBound);
-  }
+    check(name + " rms_rel_error", a.rms_rel_error, kRmsBound);
+  };
+  if (c.has_attention) attention("attention", c.attention);
+  if (c.has_attention_fa2) attention("attention_fa2", c.attention_fa2);
   if (c.has_memory) {
     const auto& m = c.memory;
     check("memory achieved_bandwidth_gbs", m.achieved_bandwidth * 1e-9, kBandwidthGbsBound);
@@ -315,7 +316,6 @@ Calibration fit_probe(const std::string& probe_path, std::string* report, const 
 
   // Attention: flash (fused) and materialised, one joint linear fit.
   struct A { bool flash, bwd; double x, t, s = 0; double b = 0, h = 0, sq = 0, skv = 0; bool causal = true; };
-  std::vector<A> att;
   double best_hbm = 0;
   for (const Reader& r : rows("memory")) {
     if (!(r.num("bytes") > 0) || !(r.num("seconds") > 0))
@@ -332,158 +332,168 @@ Calibration fit_probe(const std::string& probe_path, std::string* report, const 
   }
   if (!fused_attention.empty() && !fused_seen)
     fail(probe_path, "no [[attention]] samples with impl = \"" + fused_attention + "\" (asked for as the fused attention)");
-  // Fused samples timed back to back (validation/attention_sdpa.py --back-to-back) take the tile form
-  // and stand alone: a sample timed one call per event pair carries the host's dispatch (run 21b).
-  bool b2b = false;
-  for (const Reader& r : rows("attention"))
-    b2b |= r.str("impl") == fused_impl && r.str("timing") == "back_to_back";
-  for (const Reader& r : rows("attention")) {
-    std::string impl = r.str("impl"), pass = r.str("pass");
-    if (impl == fused_impl) impl = "flash";
-    else if (impl == "flash") continue;
-    if (pass != "fwd" && pass != "bwd") continue;  // e.g. softmax_fwd pieces
-    if (impl == "flash" && b2b && r.str("timing") != "back_to_back") continue;
-    double b = r.num("batch"), h = r.num("heads"), s = r.num("seq"), d = r.num("head_dim"), t = r.num("seconds");
-    const double skv = r.num("seq_kv", false, s);
-    bool causal = true;
-    if (const toml::node* c = r.node("causal")) causal = c->value_or(true);
-    if (!(b > 0) || !(h > 0) || !(s > 0) || !(skv > 0) || !(d > 0) || !(t > 0))
-      fail(probe_path, r.where, "attention sample needs positive batch, heads, seq, seq_kv, head_dim, seconds");
-    if (impl == "flash") {
-      // The executed-FLOP count the cost model divides by these efficiencies
-      // (hardware/cost_model.cpp): causal halves, backward = 2.5 x forward.
-      double f = 4.0 * b * h * s * skv * d * (causal ? 0.5 : 1.0) * (pass == "bwd" ? CostDefaults::flash_bwd_flop_ratio : 1.0);
-      att.push_back({true, pass == "bwd", f, t, skv, b, h, s, skv, causal});
-    } else if (impl == "materialized") {
-      double by = (pass == "bwd" ? 7.0 : 4.0) * b * h * s * skv * 2.0;
-      att.push_back({false, pass == "bwd", by, t});
+  // One fit of the fused attention `impl_fit` names (with the materialised pieces) into `af`, reported
+  // as `label`; false when no sample fits. Fused samples timed back to back (validation/attention_sdpa.py
+  // --back-to-back) take the tile form and stand alone: a sample timed one call per event pair carries
+  // the host's dispatch (run 21b).
+  auto fit_attention = [&](const std::string& impl_fit, AttentionFit& af, const char* label) -> bool {
+    std::vector<A> att;
+    bool b2b = false;
+    for (const Reader& r : rows("attention"))
+      b2b |= r.str("impl") == impl_fit && r.str("timing") == "back_to_back";
+    for (const Reader& r : rows("attention")) {
+      std::string impl = r.str("impl"), pass = r.str("pass");
+      if (impl == impl_fit) impl = "flash";
+      else if (impl == "flash") continue;
+      if (pass != "fwd" && pass != "bwd") continue;  // e.g. softmax_fwd pieces
+      if (impl == "flash" && b2b && r.str("timing") != "back_to_back") continue;
+      double b = r.num("batch"), h = r.num("heads"), s = r.num("seq"), d = r.num("head_dim"), t = r.num("seconds");
+      const double skv = r.num("seq_kv", false, s);
+      bool causal = true;
+      if (const toml::node* c = r.node("causal")) causal = c->value_or(true);
+      if (!(b > 0) || !(h > 0) || !(s > 0) || !(skv > 0) || !(d > 0) || !(t > 0))
+        fail(probe_path, r.where, "attention sample needs positive batch, heads, seq, seq_kv, head_dim, seconds");
+      if (impl == "flash") {
+        // The executed-FLOP count the cost model divides by these efficiencies
+        // (hardware/cost_model.cpp): causal halves, backward = 2.5 x forward.
+        double f = 4.0 * b * h * s * skv * d * (causal ? 0.5 : 1.0) * (pass == "bwd" ? CostDefaults::flash_bwd_flop_ratio : 1.0);
+        att.push_back({true, pass == "bwd", f, t, skv, b, h, s, skv, causal});
+      } else if (impl == "materialized") {
+        double by = (pass == "bwd" ? 7.0 : 4.0) * b * h * s * skv * 2.0;
+        att.push_back({false, pass == "bwd", by, t});
+      }
     }
-  }
-  // Back-to-back samples still carry the host's dispatch where a call is shorter than it (run 22: a
-  // forward never under 26 us, a backward never under 143 us, whatever its size): per pass, the samples
-  // under 3 x the pass's shortest are host-bound and left out of the device-time fit.
-  std::size_t host_bound = 0;
-  if (b2b) {
-    double shortest[2] = {1e300, 1e300};
-    for (const A& a : att)
-      if (a.flash) shortest[a.bwd] = std::min(shortest[a.bwd], a.t);
-    const auto n0 = att.size();
-    att.erase(std::remove_if(att.begin(), att.end(), [&](const A& a) { return a.flash && a.t < 3 * shortest[a.bwd]; }),
-              att.end());
-    host_bound = n0 - att.size();
-    for (int pass = 0; pass < 2; ++pass) {
-      const bool had = shortest[pass] < 1e300;
-      const auto left = std::count_if(att.begin(), att.end(), [&](const A& a) { return a.flash && a.bwd == (pass == 1); });
-      if (had && left < 2)
-        fail(probe_path, std::string("back-to-back fused attention: fewer than 2 ") + (pass ? "backward" : "forward") +
-                             " samples at or above 3 x the shortest call (shorter ones are the host's dispatch, left out);"
-                             " measure larger calls (validation/attention_sdpa.py --back-to-back)");
-    }
-  }
-  if (!att.empty()) {
-    AttentionFit& af = cal.attention;
-    af.peak_flops = ref.bf16 > 0 ? ref.bf16 : best_bf16;
-    af.hbm_bandwidth = ref.hbm > 0 ? ref.hbm : best_hbm;
-    bool any_f = false, any_b = false, any_m = false;
-    for (auto& a : att) { any_f |= a.flash && !a.bwd; any_b |= a.flash && a.bwd; any_m |= !a.flash; }
-    std::vector<int> col(3, -1);
-    int nc = 1;
-    if (any_f) col[0] = nc++;
-    if (any_b) col[1] = nc++;
-    if (any_m) col[2] = nc++;
-    need_samples(probe_path, "attention", att.size(), std::size_t(nc), "samples (an overhead and one efficiency per kind)");
-    // time = overhead + FLOPs / (peak x eff x s / (s + knee)) for flash, bytes / (HBM x eff) for
-    // the materialised pieces: linear in (overhead, 1 / eff) for given knees; the knees (forward
-    // and backward apart) by grid search, 0 .. 8192 in steps of 128, least relative rms.
-    // The flash column: FLOPs x (s + knee) / s in the seq form, FLOPs x (executed / counted tiles) x
-    // (N + knee) / N in the tile form (w the diagonal tile weight).
-    double w = 1;
-    auto flash_x = [&](const A& a, double knee) {
-      if (b2b) {
-        const AttentionTiles tl = attention_tiles(a.b, a.h, a.sq, a.skv, a.causal, w);
-        return a.x * (tl.executed / tl.counted) * (tl.executed + knee) / tl.executed;
-      }
-      return a.s > 0 ? a.x * (a.s + knee) / a.s : a.x;
-    };
-    auto solve_for = [&](double kf, double kb, Eigen::VectorXd& x) {
-      Eigen::MatrixXd M = Eigen::MatrixXd::Zero(Eigen::Index(att.size()), nc);
-      Eigen::VectorXd t(Eigen::Index(att.size()));
-      for (std::size_t i = 0; i < att.size(); ++i) {
-        auto ii = Eigen::Index(i);
-        M(ii, 0) = 1.0;
-        int c = att[i].flash ? (att[i].bwd ? col[1] : col[0]) : col[2];
-        const double knee = att[i].flash ? (att[i].bwd ? kb : kf) : 0.0;
-        M(ii, c) = att[i].flash ? flash_x(att[i], knee) : att[i].x;
-        t(ii) = att[i].t;
-      }
-      x = solve_rel(M, t);
-      std::vector<double> pr, me;
-      Eigen::VectorXd p = M * x;
-      for (std::size_t i = 0; i < att.size(); ++i) {
-        pr.push_back(std::max(0.0, x(0)) + p(Eigen::Index(i)) - x(0));
-        me.push_back(att[i].t);
-      }
-      return rms_rel(pr, me);
-    };
-    Eigen::VectorXd x;
-    double best = 1e300, bkf = 0, bkb = 0, bw = 1;
+    // Back-to-back samples still carry the host's dispatch where a call is shorter than it (run 22: a
+    // forward never under 26 us, a backward never under 143 us, whatever its size): per pass, the samples
+    // under 3 x the pass's shortest are host-bound and left out of the device-time fit.
+    std::size_t host_bound = 0;
     if (b2b) {
-      // Tile form: knees 0 and 128 x 2^(i/2) tiles (128 .. ~2M), the diagonal weight 1 .. 6 in halves.
-      std::vector<double> knees = {0};
-      for (int i = 0; i <= 28; ++i) knees.push_back(std::round(128 * std::pow(2.0, i / 2.0)));
-      for (double wd = 1; wd <= 6; wd += 0.5) {
-        w = wd;
-        for (double kf : knees)
-          for (double kb : knees) {
+      double shortest[2] = {1e300, 1e300};
+      for (const A& a : att)
+        if (a.flash) shortest[a.bwd] = std::min(shortest[a.bwd], a.t);
+      const auto n0 = att.size();
+      att.erase(std::remove_if(att.begin(), att.end(), [&](const A& a) { return a.flash && a.t < 3 * shortest[a.bwd]; }),
+                att.end());
+      host_bound = n0 - att.size();
+      for (int pass = 0; pass < 2; ++pass) {
+        const bool had = shortest[pass] < 1e300;
+        const auto left = std::count_if(att.begin(), att.end(), [&](const A& a) { return a.flash && a.bwd == (pass == 1); });
+        if (had && left < 2)
+          fail(probe_path, std::string("back-to-back fused attention: fewer than 2 ") + (pass ? "backward" : "forward") +
+                               " samples at or above 3 x the shortest call (shorter ones are the host's dispatch, left out);"
+                               " measure larger calls (validation/attention_sdpa.py --back-to-back)");
+      }
+    }
+    if (att.empty()) return false;
+    {
+      af.peak_flops = ref.bf16 > 0 ? ref.bf16 : best_bf16;
+      af.hbm_bandwidth = ref.hbm > 0 ? ref.hbm : best_hbm;
+      bool any_f = false, any_b = false, any_m = false;
+      for (auto& a : att) { any_f |= a.flash && !a.bwd; any_b |= a.flash && a.bwd; any_m |= !a.flash; }
+      std::vector<int> col(3, -1);
+      int nc = 1;
+      if (any_f) col[0] = nc++;
+      if (any_b) col[1] = nc++;
+      if (any_m) col[2] = nc++;
+      need_samples(probe_path, "attention", att.size(), std::size_t(nc), "samples (an overhead and one efficiency per kind)");
+      // time = overhead + FLOPs / (peak x eff x s / (s + knee)) for flash, bytes / (HBM x eff) for
+      // the materialised pieces: linear in (overhead, 1 / eff) for given knees; the knees (forward
+      // and backward apart) by grid search, 0 .. 8192 in steps of 128, least relative rms.
+      // The flash column: FLOPs x (s + knee) / s in the seq form, FLOPs x (executed / counted tiles) x
+      // (N + knee) / N in the tile form (w the diagonal tile weight).
+      double w = 1;
+      auto flash_x = [&](const A& a, double knee) {
+        if (b2b) {
+          const AttentionTiles tl = attention_tiles(a.b, a.h, a.sq, a.skv, a.causal, w);
+          return a.x * (tl.executed / tl.counted) * (tl.executed + knee) / tl.executed;
+        }
+        return a.s > 0 ? a.x * (a.s + knee) / a.s : a.x;
+      };
+      auto solve_for = [&](double kf, double kb, Eigen::VectorXd& x) {
+        Eigen::MatrixXd M = Eigen::MatrixXd::Zero(Eigen::Index(att.size()), nc);
+        Eigen::VectorXd t(Eigen::Index(att.size()));
+        for (std::size_t i = 0; i < att.size(); ++i) {
+          auto ii = Eigen::Index(i);
+          M(ii, 0) = 1.0;
+          int c = att[i].flash ? (att[i].bwd ? col[1] : col[0]) : col[2];
+          const double knee = att[i].flash ? (att[i].bwd ? kb : kf) : 0.0;
+          M(ii, c) = att[i].flash ? flash_x(att[i], knee) : att[i].x;
+          t(ii) = att[i].t;
+        }
+        x = solve_rel(M, t);
+        std::vector<double> pr, me;
+        Eigen::VectorXd p = M * x;
+        for (std::size_t i = 0; i < att.size(); ++i) {
+          pr.push_back(std::max(0.0, x(0)) + p(Eigen::Index(i)) - x(0));
+          me.push_back(att[i].t);
+        }
+        return rms_rel(pr, me);
+      };
+      Eigen::VectorXd x;
+      double best = 1e300, bkf = 0, bkb = 0, bw = 1;
+      if (b2b) {
+        // Tile form: knees 0 and 128 x 2^(i/2) tiles (128 .. ~2M), the diagonal weight 1 .. 6 in halves.
+        std::vector<double> knees = {0};
+        for (int i = 0; i <= 28; ++i) knees.push_back(std::round(128 * std::pow(2.0, i / 2.0)));
+        for (double wd = 1; wd <= 6; wd += 0.5) {
+          w = wd;
+          for (double kf : knees)
+            for (double kb : knees) {
+              if ((kf > 0 && !any_f) || (kb > 0 && !any_b)) continue;
+              const double e = solve_for(kf, kb, x);
+              if (e < best - 1e-12) { best = e; bkf = kf; bkb = kb; bw = wd; }
+            }
+        }
+        w = bw;
+      } else {
+        for (double kf = 0; kf <= 8192; kf += 128)
+          for (double kb = 0; kb <= 8192; kb += 128) {
             if ((kf > 0 && !any_f) || (kb > 0 && !any_b)) continue;
             const double e = solve_for(kf, kb, x);
-            if (e < best - 1e-12) { best = e; bkf = kf; bkb = kb; bw = wd; }
+            if (e < best - 1e-12) { best = e; bkf = kf; bkb = kb; }
           }
       }
-      w = bw;
-    } else {
-      for (double kf = 0; kf <= 8192; kf += 128)
-        for (double kb = 0; kb <= 8192; kb += 128) {
-          if ((kf > 0 && !any_f) || (kb > 0 && !any_b)) continue;
-          const double e = solve_for(kf, kb, x);
-          if (e < best - 1e-12) { best = e; bkf = kf; bkb = kb; }
-        }
+      solve_for(bkf, bkb, x);
+      af.tile_form = b2b;
+      if (b2b) {
+        af.flash_fwd_tile_knee = bkf;
+        af.flash_bwd_tile_knee = bkb;
+        af.diagonal_tile_weight = bw;
+      } else {
+        af.flash_fwd_seq_knee = bkf;
+        af.flash_bwd_seq_knee = bkb;
+      }
+      af.overhead_s = std::max(0.0, x(0));
+      if (any_f) af.flash_fwd_eff = 1.0 / (x(col[0]) * af.peak_flops);
+      if (any_b) af.flash_bwd_eff = 1.0 / (x(col[1]) * af.peak_flops);
+      if (any_m) af.materialized_bw_eff = 1.0 / (x(col[2]) * af.hbm_bandwidth);
+      std::vector<double> pred, meas;
+      for (auto& a : att) {
+        const double knee = a.bwd ? bkb : bkf;
+        double p = af.overhead_s + (a.flash ? flash_x(a, knee) / (af.peak_flops * (a.bwd ? af.flash_bwd_eff : af.flash_fwd_eff))
+                                            : a.x / (af.hbm_bandwidth * af.materialized_bw_eff));
+        pred.push_back(p);
+        meas.push_back(a.t);
+      }
+      af.rms_rel_error = rms_rel(pred, meas);
+      rep << label << ": " << att.size() << " samples (fused = " << impl_fit;
+      if (b2b) rep << ", back to back, " << host_bound << " host-bound left out";
+      rep << "), flash fwd eff " << fmt("%.3f", af.flash_fwd_eff) << ", flash bwd eff " << fmt("%.3f", af.flash_bwd_eff);
+      if (b2b)
+        rep << " (tile knees " << fmt("%.0f", bkf) << " / " << fmt("%.0f", bkb) << ", diagonal tile weight " << fmt("%.1f", bw) << ")";
+      else
+        rep << " (seq knees " << fmt("%.0f", bkf) << " / " << fmt("%.0f", bkb) << ")";
+      rep << ", materialized bw eff " << fmt("%.3f", af.materialized_bw_eff)
+          << ", overhead " << fmt("%.1f", af.overhead_s * 1e6) << " us, rms rel error "
+          << fmt("%.1f", af.rms_rel_error * 100) << "%\n";
     }
-    solve_for(bkf, bkb, x);
-    af.tile_form = b2b;
-    if (b2b) {
-      af.flash_fwd_tile_knee = bkf;
-      af.flash_bwd_tile_knee = bkb;
-      af.diagonal_tile_weight = bw;
-    } else {
-      af.flash_fwd_seq_knee = bkf;
-      af.flash_bwd_seq_knee = bkb;
-    }
-    af.overhead_s = std::max(0.0, x(0));
-    if (any_f) af.flash_fwd_eff = 1.0 / (x(col[0]) * af.peak_flops);
-    if (any_b) af.flash_bwd_eff = 1.0 / (x(col[1]) * af.peak_flops);
-    if (any_m) af.materialized_bw_eff = 1.0 / (x(col[2]) * af.hbm_bandwidth);
-    std::vector<double> pred, meas;
-    for (auto& a : att) {
-      const double knee = a.bwd ? bkb : bkf;
-      double p = af.overhead_s + (a.flash ? flash_x(a, knee) / (af.peak_flops * (a.bwd ? af.flash_bwd_eff : af.flash_fwd_eff))
-                                          : a.x / (af.hbm_bandwidth * af.materialized_bw_eff));
-      pred.push_back(p);
-      meas.push_back(a.t);
-    }
-    af.rms_rel_error = rms_rel(pred, meas);
-    cal.has_attention = true;
-    rep << "attention: " << att.size() << " samples (fused = " << fused_impl;
-    if (b2b) rep << ", back to back, " << host_bound << " host-bound left out";
-    rep << "), flash fwd eff " << fmt("%.3f", af.flash_fwd_eff) << ", flash bwd eff " << fmt("%.3f", af.flash_bwd_eff);
-    if (b2b)
-      rep << " (tile knees " << fmt("%.0f", bkf) << " / " << fmt("%.0f", bkb) << ", diagonal tile weight " << fmt("%.1f", bw) << ")";
-    else
-      rep << " (seq knees " << fmt("%.0f", bkf) << " / " << fmt("%.0f", bkb) << ")";
-    rep << ", materialized bw eff " << fmt("%.3f", af.materialized_bw_eff)
-        << ", overhead " << fmt("%.1f", af.overhead_s * 1e6) << " us, rms rel error "
-        << fmt("%.1f", af.rms_rel_error * 100) << "%\n";
-  }
+    return true;
+  };
+  cal.has_attention = fit_attention(fused_impl, cal.attention, "attention");
+  // FlashAttention-2 beside cuDNN's fused attention (run 31): its own fit, when measured back to back.
+  bool fa2_b2b = false;
+  for (const Reader& r : rows("attention")) fa2_b2b |= r.str("impl") == "flash" && r.str("timing") == "back_to_back";
+  if (fused_impl == "cudnn_fused" && fa2_b2b) cal.has_attention_fa2 = fit_attention("flash", cal.attention_fa2, "attention_fa2 (FlashAttention-2)");
 
   // Memory-bound kernels: time = bytes / bandwidth + fixed.
   std::vector<std::pair<double, double>> mem;

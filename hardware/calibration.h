@@ -141,6 +141,10 @@ struct Calibration {
   GemmFit gemm_fp8;
   std::vector<GemmSample> gemm_fp8_table;
   AttentionFit attention;
+  // FlashAttention-2 (SDPA's FLASH_ATTENTION backend, the default on Hopper before torch 2.10) where
+  // the fused attention above is cuDNN's: features.attention = "flash2" (run 31).
+  bool has_attention_fa2 = false;
+  AttentionFit attention_fa2;
   MemoryFit memory;
   CollectiveFit collectives;
   bool has_gemm_clock = false;

@@ -92,9 +92,8 @@ void write_calibration(const Calibration& c, const std::string& path) {
   };
   if (c.has_gemm) gemm("gemm", c.gemm, c.gemm_table);
   if (c.has_gemm_fp8) gemm("gemm_fp8", c.gemm_fp8, c.gemm_fp8_table);
-  if (c.has_attention) {
-    const auto& a = c.attention;
-    f << "\n[attention]\npeak_tflops = " << g(a.peak_flops * 1e-12) << "\nhbm_bandwidth_gbs = " << g(a.hbm_bandwidth * 1e-9)
+  auto attention = [&](const char* section, const AttentionFit& a) {
+    f << "\n[" << section << "]\npeak_tflops = " << g(a.peak_flops * 1e-12) << "\nhbm_bandwidth_gbs = " << g(a.hbm_bandwidth * 1e-9)
       << "\nflash_fwd_eff = " << g(a.flash_fwd_eff) << "\nflash_bwd_eff = " << g(a.flash_bwd_eff)
       << "\nflash_fwd_seq_knee = " << g(a.flash_fwd_seq_knee) << "\nflash_bwd_seq_knee = " << g(a.flash_bwd_seq_knee)
       << "\nmaterialized_bw_eff = " << g(a.materialized_bw_eff) << "\noverhead_us = " << g(a.overhead_s * 1e6)
@@ -102,7 +101,9 @@ void write_calibration(const Calibration& c, const std::string& path) {
     if (a.tile_form)
       f << "form = \"tiles\"\nflash_fwd_tile_knee = " << g(a.flash_fwd_tile_knee) << "\nflash_bwd_tile_knee = "
         << g(a.flash_bwd_tile_knee) << "\ndiagonal_tile_weight = " << g(a.diagonal_tile_weight) << "\n";
-  }
+  };
+  if (c.has_attention) attention("attention", c.attention);
+  if (c.has_attention_fa2) attention("attention_fa2", c.attention_fa2);
   if (c.has_memory) {
     const auto& m = c.memory;
     f << "\n[memory]\nachieved_bandwidth_gbs = " << g(m.achieved_bandwidth * 1e-9)
@@ -149,7 +150,7 @@ void write_calibration(const Calibration& c, const std::string& path) {
 Calibration read_calibration(const std::string& path) {
   toml::table root = parse_file(path);
   Reader top{path, &root, root.source()};
-  top.only({"format", "gpu", "gemm", "gemm_fp8", "attention", "memory", "memory_families", "collectives", "gemm_clock",
+  top.only({"format", "gpu", "gemm", "gemm_fp8", "attention", "attention_fa2", "memory", "memory_families", "collectives", "gemm_clock",
             "gemm_grouped"});
   if (top.str("format", "mfusim-calibration-1") != "mfusim-calibration-1")
     fail(path, top.node("format")->source(), "unsupported format '" + top.str("format") + "'");
@@ -188,12 +189,11 @@ Calibration read_calibration(const std::string& path) {
   };
   if (top.node("gemm")) { gemm("gemm", c.gemm, c.gemm_table); c.has_gemm = true; }
   if (top.node("gemm_fp8")) { gemm("gemm_fp8", c.gemm_fp8, c.gemm_fp8_table); c.has_gemm_fp8 = true; }
-  if (top.node("attention")) {
-    Reader r = top.sub("attention");
+  auto attention = [&](const char* section, AttentionFit& a) {
+    Reader r = top.sub(section);
     r.only({"peak_tflops", "hbm_bandwidth_gbs", "flash_fwd_eff", "flash_bwd_eff", "flash_fwd_seq_knee",
             "flash_bwd_seq_knee", "materialized_bw_eff", "overhead_us", "rms_rel_error", "form",
             "flash_fwd_tile_knee", "flash_bwd_tile_knee", "diagonal_tile_weight"});
-    auto& a = c.attention;
     a.peak_flops = r.bounded("peak_tflops", kPeakTflopsBound) * 1e12;
     a.hbm_bandwidth = r.bounded("hbm_bandwidth_gbs", kBandwidthGbsBound) * 1e9;
     a.flash_fwd_eff = r.bounded("flash_fwd_eff", kEfficiencyBound);
@@ -214,8 +214,9 @@ Calibration read_calibration(const std::string& path) {
       a.flash_bwd_tile_knee = r.bounded("flash_bwd_tile_knee", kKneeBound, false);
       a.diagonal_tile_weight = r.bounded("diagonal_tile_weight", kDiagonalWeightBound);
     }
-    c.has_attention = true;
-  }
+  };
+  if (top.node("attention")) { attention("attention", c.attention); c.has_attention = true; }
+  if (top.node("attention_fa2")) { attention("attention_fa2", c.attention_fa2); c.has_attention_fa2 = true; }
   if (top.node("memory")) {
     Reader r = top.sub("memory");
     r.only({"achieved_bandwidth_gbs", "launch_overhead_us", "graph_launch_overhead_us", "fixed_overhead_us", "rms_rel_error"});

@@ -237,10 +237,13 @@ double CostModel::attention_seconds(const Kernel& kn) const {
   const double full_fwd =
       has_shape ? 2.0 * static_cast<double>(kn.batch) * kn.heads * kn.seq_q * kn.seq_kv * (kn.head_dim + kn.v_dim()) : 0.0;
   const bool cal = cal_ && cal_->has_attention;
+  // A FlashAttention-2 call takes the calibration's FlashAttention-2 fit when it has one (run 31).
+  const AttentionFit* const fit = !cal ? nullptr : kn.flash && kn.fa2 && cal_->has_attention_fa2 ? &cal_->attention_fa2
+                                                                                                : &cal_->attention;
   // bf16 unless the kernel runs in fp8 (features.fp8_attention; models/ marks the others keep_bf16).
   const double peak = peak_of(kn);
   const bool fp8 = runs_fp8(kn);
-  const double overhead = cal ? cal_->attention.overhead_s : 0.0;
+  const double overhead = cal ? fit->overhead_s : 0.0;
 
   if (kn.flash) {
     // Executed FLOPs follow from the shape: causal halves the score and
@@ -250,11 +253,11 @@ double CostModel::attention_seconds(const Kernel& kn) const {
     double flops = has_shape ? full_fwd * (kn.causal ? 0.5 : 1.0) * (bwd ? CostDefaults::flash_bwd_flop_ratio : 1.0)
                              : kn.flops;
     double eff = 0;
-    const double cal_eff = cal ? (bwd ? cal_->attention.flash_bwd_eff : cal_->attention.flash_fwd_eff) : 0.0;
-    if (cal_eff > 0 && cal_->attention.tile_form && has_shape) {
+    const double cal_eff = cal ? (bwd ? fit->flash_bwd_eff : fit->flash_fwd_eff) : 0.0;
+    if (cal_eff > 0 && fit->tile_form && has_shape) {
       // The tile form (calibration.h AttentionFit): executed tiles over counted ones, the knee on the
       // call's whole work.
-      const auto& a = cal_->attention;
+      const auto& a = *fit;
       const AttentionTiles tl = attention_tiles(static_cast<double>(kn.batch), static_cast<double>(kn.heads),
                                                 static_cast<double>(kn.seq_q), static_cast<double>(kn.seq_kv), kn.causal,
                                                 a.diagonal_tile_weight);
@@ -265,7 +268,7 @@ double CostModel::attention_seconds(const Kernel& kn) const {
       // The calibration fits both efficiencies against the FLOPs counted here
       // (hardware/calibration.cpp: causal halves, backward = 2.5 x forward).
       eff = cal_eff;
-      const double knee = bwd ? cal_->attention.flash_bwd_seq_knee : cal_->attention.flash_fwd_seq_knee;
+      const double knee = bwd ? fit->flash_bwd_seq_knee : fit->flash_fwd_seq_knee;
       if (knee > 0 && kn.seq_kv > 0) eff *= static_cast<double>(kn.seq_kv) / (static_cast<double>(kn.seq_kv) + knee);
     } else {
       const double s = kn.seq_kv > 0 ? static_cast<double>(kn.seq_kv) : 1e9;

@@ -66,6 +66,8 @@ struct Kernel {
   double v_dim() const { return static_cast<double>(head_dim_v > 0 ? head_dim_v : head_dim); }
   bool causal = true;
   bool flash = true;            // false: materialised s x s scores (softmax in HBM)
+  bool fa2 = false;             // flash through FlashAttention-2 kernels (SDPA's FLASH_ATTENTION backend):
+                                // the calibration's [attention_fa2] fit where it has one
   bool compiled = false;        // issued by one torch.compile'd call (host cost host_compiled_overhead)
   bool autograd = false;        // issued by autograd's backward engine (host cost host_backward_overhead)
   MemFamily family = MemFamily::generic;   // memory kernels: achieved-bandwidth family

@@ -33,7 +33,7 @@ RankShape rank_shape(const config::Scenario& s) {
   sh.micro_batch = s.training.micro_batch;
   sh.seq_len = s.training.seq_len;
   sh.attention = config::attention_of(s);
-  sh.flash_attention = *sh.attention == config::Attention::flash || *sh.attention == config::Attention::cudnn;
+  sh.flash_attention = config::fused_attention(*sh.attention);
   sh.fused_kernels = s.features.fused_kernels;
   sh.recompute = s.features.recompute;
   sh.recompute_every = s.features.recompute_every;

@@ -199,3 +199,38 @@ TEST_CASE("attention: MLA's narrower value head (d_qk 192, d_v 128) is priced at
   REQUIRE(mla_ring.size() == 2);
   CHECK(mla_ring[1] < wide_ring[1]);
 }
+
+TEST_CASE("flash2: FlashAttention-2 calls take the shipped fit's [attention_fa2] (run 31), cuDNN's stay as they were") {
+  // Run 31 (validation/runs/run31-fa2-b2b/results): SDPA's FLASH_ATTENTION and CUDNN_ATTENTION backends
+  // back to back on the H200 at (1, 32 heads, 8 KV heads, 8192, causal): FA2 1.731 ms forward, 5.021 ms
+  // backward; cuDNN 0.889 / 2.882 ms.
+  const Calibration cal = read_calibration(kRoot + "/hardware/calibration/h200.toml");
+  REQUIRE(cal.has_attention_fa2);
+  CHECK(cal.attention_fa2.tile_form);
+  CHECK(cal.attention_fa2.flash_fwd_eff < cal.attention.flash_fwd_eff);
+  const CostModel& cm = shipped_h200_cost_model();
+  auto ms = [&](Kernel k, bool fa2) {
+    k.fa2 = fa2;
+    return 1e3 * (cm.time(k) - cm.launch_time(k));
+  };
+  const Kernel f = flash(false, 1, 32, 8, 8192, 8192, true), b = flash(true, 1, 32, 8, 8192, 8192, true);
+  CHECK(ms(f, true) == doctest::Approx(1.731).epsilon(0.12));
+  CHECK(ms(b, true) == doctest::Approx(5.021).epsilon(0.12));
+  CHECK(ms(f, false) == doctest::Approx(0.889).epsilon(0.12));
+  CHECK(ms(b, false) == doctest::Approx(2.882).epsilon(0.12));
+  // features.attention = "flash2" marks the fused kernels; the others are not.
+  std::vector<Kernel> fw, bw;
+  models::detail::attention_kernels(models::ModelSpec{}, {1, 32, 8, 8192, 8192, 128, 128}, 2, config::Attention::flash2, fw, bw);
+  REQUIRE(!fw.empty());
+  CHECK(fw.front().flash);
+  CHECK(fw.front().fa2);
+  CHECK(bw.front().fa2);
+  CHECK_FALSE(flash(false, 1, 32, 8, 8192, 8192, true).fa2);
+  // A calibration without the section prices FA2 calls as its fused attention (no other measurement).
+  Calibration no_fa2 = cal;
+  no_fa2.has_attention_fa2 = false;
+  const CostModel plain(cm.hardware(), config::Precision::bf16, &no_fa2, false);
+  Kernel k = f;
+  k.fa2 = true;
+  CHECK(plain.time(k) == doctest::Approx(cm.time(f)).epsilon(1e-12));
+}

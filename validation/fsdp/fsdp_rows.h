@@ -118,6 +118,13 @@ struct Mechanisms {
   // reserved peak (memory.peak_reserved_gib: the timeline's allocations through sim/caching_allocator.h);
   // the others against the allocated peak. Off: every row against the allocated peak (peak_gib).
   bool reserved_memory = true;
+  // The attention kernel: torchtitan's and fms-fsdp's rows call F.scaled_dot_product_attention, whose
+  // default backend on Hopper before torch 2.10 is FlashAttention-2 (cuDNN's is opt-in there:
+  // pytorch/pytorch#138522; #142132 measured default SDPA at 329 against cuDNN's 631 TFLOP/s on H100);
+  // fms-fsdp states "SDPA flash attention v2". features.attention = "flash2" (the calibration's
+  // [attention_fa2], run 31). llm-foundry's rows keep "flash": its Triton kernel (attn_impl = triton) is
+  // not measured here. Off: every row at the calibration's cuDNN fused attention.
+  bool sdpa_fa2 = true;
 };
 
 inline const hardware::Calibration& shipped_calibration(const std::string& rel) {
@@ -219,6 +226,7 @@ inline config::Scenario row_scenario(const Row& r, const Mechanisms& mech = {}) 
   F.fsdp_version = mech.fsdp2_copies && torchtitan ? 2 : 1;
   F.fp32_cross_entropy = mech.torch_loss && torchtitan;
   if (mech.torchtitan_block && torchtitan) F.model_code = config::ModelCode::torchtitan;
+  if (mech.sdpa_fa2 && (torchtitan || r.at("id").rfind("FMS", 0) == 0)) F.attention = config::Attention::flash2;
   F.python_gc = false;
   F.dataloader_workers = 2;
   return s;

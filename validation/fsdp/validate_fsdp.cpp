@@ -35,8 +35,9 @@ int main(int argc, char** argv) {
       else if (m == "eager_host") mech.eager_host = false;
       else if (m == "torchtitan_block") mech.torchtitan_block = false;
       else if (m == "reserved_memory") mech.reserved_memory = false;
+      else if (m == "sdpa_fa2") mech.sdpa_fa2 = false;
       else {
-        std::fprintf(stderr, "validate_fsdp: error: unknown mechanism '%s' (--without calibrated|framework_ac|op_sac|fsdp2_copies|torch_loss|eager_host|torchtitan_block|reserved_memory)\n", m.c_str());
+        std::fprintf(stderr, "validate_fsdp: error: unknown mechanism '%s' (--without calibrated|framework_ac|op_sac|fsdp2_copies|torch_loss|eager_host|torchtitan_block|reserved_memory|sdpa_fa2)\n", m.c_str());
         return 2;
       }
     }
