@@ -15,6 +15,11 @@ schedules::PipelineShape pipeline_shape(const config::Scenario& s) {
                                   s.moe.overlap_ep_comm && schedules::combined_1f1b_applies(name, s.parallel.pp)};
 }
 
+bool overlap_ep_comm_applies(const config::Scenario& s) {
+  return s.model.is_moe() && s.parallel.ep > 1 && s.features.recompute != config::Recompute::full &&
+         schedules::combined_1f1b_applies(config::to_string(s.schedule.name), s.parallel.pp);
+}
+
 std::vector<std::vector<int>> split_layers(const config::Scenario& s, int stages) {
   const int L = s.model.layers;
   std::vector<int> counts(stages, 0);

@@ -67,6 +67,11 @@ std::vector<std::vector<int>> split_layers(const config::Scenario&, int stages);
 // 1F1B where moe.overlap_ep_comm asks for it and the schedule has one.
 schedules::PipelineShape pipeline_shape(const config::Scenario&);
 
+// Whether moe.overlap_ep_comm (Megatron's combined 1F1B) can run on this layout: an MoE model with
+// ep > 1, a schedule that has the combined 1F1B, no full recompute (Megatron-LM's conditions, which
+// config/checks.cpp reports one by one); what plan searches and diagnose proposes.
+bool overlap_ep_comm_applies(const config::Scenario&);
+
 Lowered lower(const config::Scenario&, const LowerOptions& = {});
 
 }  // namespace mfusim::step

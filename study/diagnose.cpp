@@ -3,7 +3,7 @@
 #include <algorithm>
 #include <cmath>
 
-#include "schedules/schedule.h"
+#include "step/lower.h"
 #include "step/simulate.h"
 #include "study/parallel_map.h"
 #include "study/plan.h"
@@ -204,8 +204,7 @@ std::vector<std::pair<std::string, std::vector<std::string>>> lever_candidates(c
     if (p.pp > 1 && s.schedule.name != config::ScheduleKind::dualpipe)
       c.push_back({"schedule dualpipe", {"schedule.name=dualpipe", "parallel.vpp=1", "moe.overlap_ep_comm=false"}});
     // Megatron's EP all-to-all overlap (combined 1F1B) where its schedule has one.
-    if (schedules::combined_1f1b_applies(config::to_string(s.schedule.name), p.pp) &&
-        s.features.recompute != config::Recompute::full)
+    if (step::overlap_ep_comm_applies(s))
       flag("EP all-to-all overlap (combined 1F1B)", "moe.overlap_ep_comm", s.moe.overlap_ep_comm, true);
     for (int ep : {p.ep / 2, p.ep * 2})
       if (ep >= 1 && s.model.moe->experts % ep == 0 && (p.dp * p.cp * p.tp) % ep == 0)

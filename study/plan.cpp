@@ -232,8 +232,7 @@ std::vector<config::Scenario> enumerate_layouts(const config::Scenario& base, in
                   if (rc != config::Recompute::full) s.features.recompute_every = 1;   // only full recompute skips blocks
                   // Megatron's combined 1F1B (moe.overlap_ep_comm) exists for an MoE model with ep > 1 under
                   // interleaved-1f1b (or 1f1b without a pipeline) and no full recompute.
-                  const bool combinable = m.is_moe() && ep > 1 && rc != config::Recompute::full &&
-                                          schedules::combined_1f1b_applies(config::to_string(kind), pp);
+                  const bool combinable = step::overlap_ep_comm_applies(s);
                   if (!combinable) s.moe.overlap_ep_comm = false;
                   if (base.parallel.zero() >= 2) {
                     // An FSDP/ZeRO scenario (docs/fsdp.md): the ZeRO stage and the HSDP shard degree
