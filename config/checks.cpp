@@ -220,6 +220,16 @@ void check_scenario(const Scenario& s, const Sink& err) {
   if (tr.precision == Precision::fp8 && !(s.hardware.peak_flops_fp8 > 0))
     err("training.precision", "precision \"fp8\" needs FP8 tensor cores, but hardware '" + s.hardware.name +
                                   "' has no peak_tflops_fp8");
+  if (s.features.fp8_params) {
+    if (tr.precision != Precision::fp8)
+      err("features.fp8_params", "'features.fp8_params' keeps the weights in fp8, which needs training.precision = \"fp8\"");
+    else if (s.features.model_code == ModelCode::torchtitan)
+      err("features.fp8_params", "'features.fp8_params' is Megatron's --fp8-param-gather (Transformer Engine's fp8 weights); "
+                                 "torchtitan keeps bf16 weights: use features.fp8_all_gather for fp8 gathers");
+    else if (tr.master_weights == MasterWeights::fp32_autocast)
+      err("features.fp8_params", "'features.fp8_params' needs Megatron's bf16 weights recipe, not training.master_weights = "
+                                 "\"fp32-autocast\"");
+  }
   if (attention_of(s) == Attention::sdpa_math && !(s.hardware.peak_flops_fp32 > 0))
     err("features.attention", "attention \"sdpa_math\" runs its matmuls in fp32 on the CUDA cores, but hardware '" +
                                   s.hardware.name + "' has no peak_tflops_fp32");

@@ -173,6 +173,11 @@ struct Features {
   // fp8 recipes: attention (Transformer Engine's DotProductAttention) in fp8 too (TE's
   // recipe fp8_dpa; default False there): false prices it at the bf16 peak.
   bool fp8_attention = false;
+  // fp8 recipes, Megatron's --fp8-param-gather (Megatron-Bridge's and NeMo 2's fp8 precision presets
+  // set it): the linear layers' weights are held in fp8 only (Transformer Engine's Float8Tensor,
+  // with its transposed copy), no bf16 copy; the distributed optimizer's parameter all-gather (and
+  // under zero_stage 3 each unit's gather) moves 1 byte per linear weight. docs/cost-model.md.
+  bool fp8_params = false;
   // features.fp8_recipe: "tensorwise" (Transformer Engine's per-tensor scaling: one fused
   // cast-transpose per GEMM input) or "blockwise" (DeepSeek-V3's fine-grained scaling, arXiv
   // 2412.19437 §3.3.2: activations in 1x128 tiles, weights in 128x128 blocks, DeepGEMM's NT-only

@@ -84,13 +84,29 @@ StaticMemory rank_static_memory(const config::Scenario& s, const std::vector<int
     sm = static_memory(s.model, layers, has_embedding, has_head, P.tp, P.ep, P.dp, P.distributed_optimizer,
                        fp32_autocast);
   }
-  // fp8: Transformer Engine's cached fp8 weight copies, on the ranks that hold whole layers (not under
-  // ZeRO-3, where parameters are gathered per unit).
-  if (s.training.precision == config::Precision::fp8 && P.zero() < 3)
-    sm.params += static_memory(s.model, layers, has_embedding, has_head, P.tp, P.ep, P.dp, P.distributed_optimizer,
-                               fp32_autocast, true).params -
-                 static_memory(s.model, layers, has_embedding, has_head, P.tp, P.ep, P.dp, P.distributed_optimizer,
-                               fp32_autocast).params;
+  // fp8: Transformer Engine's cached fp8 weight copies (the weight and its transpose, 2 bytes per linear
+  // weight), on the ranks that hold whole layers (not under ZeRO-3, where parameters are gathered per unit).
+  const double fp8_copies =
+      static_memory(s.model, layers, has_embedding, has_head, P.tp, P.ep, P.dp, P.distributed_optimizer, fp32_autocast,
+                    true).params -
+      static_memory(s.model, layers, has_embedding, has_head, P.tp, P.ep, P.dp, P.distributed_optimizer, fp32_autocast)
+          .params;
+  if (s.training.precision == config::Precision::fp8 && P.zero() < 3) sm.params += fp8_copies;
+  // features.fp8_params (Megatron's --fp8-param-gather): the linear weights are the fp8 tensors
+  // themselves, so no bf16 copy of them is held: ZeRO-0..2 keep the fp8 weight and its transpose (the
+  // 2 bytes counted above) instead of bf16 + fp8 copies; under ZeRO-3 the held shard is fp8 (1 byte
+  // instead of 2), the fp32 master and the optimizer state unchanged.
+  if (s.features.fp8_params && s.training.precision == config::Precision::fp8 && sm.params > 0) {
+    const double linear = fp8_copies / 2.0;   // linear weights on the rank, unsharded
+    if (P.zero() < 3) {
+      sm.params -= 2.0 * linear;
+    } else {
+      const double all = static_memory(s.model, layers, has_embedding, has_head, P.tp, P.ep, 1, false, fp32_autocast)
+                             .params / param_bytes(fp32_autocast);
+      const double held = sm.params / param_bytes(fp32_autocast);
+      sm.params -= all > 0 ? linear * held / all : 0.0;
+    }
+  }
   // The accounting above counts fp32 gradients; a bf16 gradient buffer (features.reduce_dtype) holds half.
   sm.grads *= grad_bytes(s.features.reduce_fp32, fp32_autocast) / 4.0;
   return sm;
@@ -125,8 +141,15 @@ double activation_bytes(const ModelSpec& m, int layer, const RankShape& r) {
   // (rn), Linear inputs cached in fp8 with one fp32 scale per 128 elements (el).
   const bool rn = r.recompute_norm_up_proj;
   const double el = r.fp8_activation_cache ? 1.0 + 4.0 / 128.0 : e;
+  // Transformer Engine's fp8 linears (training.precision = "fp8" in Megatron's code) keep the input
+  // their weight gradient needs as its quantised copy, column-wise only, 1 byte per element (plus
+  // the 1x128 tiles' scales in the blockwise recipe); the bf16 tensor is not kept unless another op
+  // saves it (transformer_engine/pytorch/module/linear.py @d0067d0, "Discard unneeded data in input
+  // tensor"; TE 1.x kept the fp8 transpose, the same bytes). DeepSeek-V3's own cache (el) is its recipe.
+  const bool te8 = r.fp8 && !r.torchtitan && !r.fp32_autocast && !r.fp8_activation_cache;
+  const double eq = te8 ? 1.0 + (r.fp8_blockwise ? 4.0 / 128.0 : 0.0) : el;   // a linear's saved input
   per_token += e * h * rep;                                   // norm input
-  if (!rn) per_token += el * h * rep;                         // QKV GEMM input (norm output)
+  if (!rn) per_token += eq * h * rep;                         // QKV GEMM input (norm output)
   if (m.mla) {
     const auto& l = *m.mla;
     // latents are duplicated over tp: q down output (norm input) and q norm output, same for kv
@@ -136,7 +159,9 @@ double activation_bytes(const ModelSpec& m, int layer, const RankShape& r) {
     per_token += e * (heads * dqk + kvh * dqk) * shard;       // Q and K for QK^T
     per_token += e * kvh * dv * shard;                        // V
   }
-  per_token += el * heads * dv * shard;                       // attention output = out-projection input
+  // attention output = out-projection input (with TE fp8: attention keeps it in bf16 for its
+  // backward, the out-projection its fp8 copy)
+  per_token += (te8 ? e + eq : el) * heads * dv * shard;
   if (rc == Recompute::none) {
     if (r.flash_attention) {
       per_token += 4 * heads * shard;                         // softmax log-sum-exp (fp32)
@@ -160,9 +185,9 @@ double activation_bytes(const ModelSpec& m, int layer, const RankShape& r) {
   per_token += drop * h * rep;                                // dropout mask after out-projection
   // MLP block (Korthikanti: 19sbh for GPT)
   per_token += e * h * rep;                                   // norm input
-  auto mlp = [&](double width) {                              // activations of one (dense-width) MLP
-    return m.activation == Activation::swiglu ? e * 3 * width * shard   // gate+up output, SwiGLU output
-                                              : e * 2 * width * shard;  // GELU input, GELU output
+  auto mlp = [&](double width) {   // activations of one (dense-width) MLP; the activation's output is fc2's input
+    return m.activation == Activation::swiglu ? (e * 2 + eq) * width * shard   // gate+up output, SwiGLU output
+                                              : (e + eq) * width * shard;      // GELU input, GELU output
   };
   // fp8 cache (DeepSeek-V3 §3.3.2): the SwiGLU input (gate+up output) cached in fp8, its
   // output recomputed in backward; the expert/shared-expert inputs in fp8.
@@ -173,12 +198,12 @@ double activation_bytes(const ModelSpec& m, int layer, const RankShape& r) {
   if (m.is_moe_layer(layer)) {
     const auto& mo = *m.moe;
     const double fe = static_cast<double>(mo.expert_ffn_hidden);
-    if (!rn) per_token += el * h * rep;                       // router input (norm output)
+    if (!rn) per_token += (te8 ? e : el) * h * rep;           // router input (norm output; the router is bf16)
     per_token += 4 * mo.experts * rep;                        // router probabilities (fp32)
-    per_token += mo.top_k * (el * h * rep + mlp_cached(fe));  // permuted expert inputs and expert internals
+    per_token += mo.top_k * (eq * h * rep + mlp_cached(fe));  // permuted expert inputs and expert internals
     per_token += mo.shared_experts * mlp_cached(fe);
   } else {
-    if (!rn) per_token += el * h * rep;                       // fc1 input (norm output)
+    if (!rn) per_token += eq * h * rep;                       // fc1 input (norm output)
     per_token += mlp_cached(static_cast<double>(m.ffn_hidden));
   }
   per_token += drop * h * rep;                                // dropout mask after MLP

@@ -183,6 +183,7 @@ void Builder::add_static_memory() {
   out_.grads_bytes.assign(p_, 0);
   out_.optimizer_bytes.assign(p_, 0);
   rank_params_.assign(p_, 0);
+  rank_linear_params_.assign(p_, 0);
   for (int r = 0; r < p_; ++r) {
     std::vector<int> layers;
     bool emb = false, head = false;
@@ -194,6 +195,11 @@ void Builder::add_static_memory() {
     rank_params_[r] = models::static_memory(s_.model, layers, emb, head, P.tp, P.ep, P.dp, P.distributed_optimizer,
                                             shape.fp32_autocast).params /
                       models::param_bytes(shape.fp32_autocast);
+    rank_linear_params_[r] = (models::static_memory(s_.model, layers, emb, head, P.tp, P.ep, P.dp,
+                                                    P.distributed_optimizer, shape.fp32_autocast, true).params -
+                              models::static_memory(s_.model, layers, emb, head, P.tp, P.ep, P.dp,
+                                                    P.distributed_optimizer, shape.fp32_autocast).params) /
+                             2.0;
     const models::StaticMemory sm = models::rank_static_memory(s_, layers, emb, head, shape.fp32_autocast);
     out_.params_bytes[r] = sm.params;
     out_.grads_bytes[r] = sm.grads;

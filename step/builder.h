@@ -21,6 +21,12 @@
 
 namespace mfusim::step {
 
+// The parameter all-gather's bytes for one layer's parameters on a rank (step/data_parallel.cpp).
+struct GatherBytes {
+  double dense = 0, expert = 0, all = 0;   // all: dense + expert, gathered together
+};
+GatherBytes layer_gather_bytes(const config::Scenario&, int layer, const layer::LayerCost&);
+
 using schedules::Op;
 using schedules::OpKind;
 using sim::Category;
@@ -141,6 +147,7 @@ class Builder {
   bool split_w_ = false;
   std::vector<std::vector<int>> rank_stages_;   // per rank: the stages it runs
   std::vector<double> rank_params_;             // per rank: parameters held
+  std::vector<double> rank_linear_params_;      // per rank: of which linear weights (fp8 under fp8 recipes)
 
   // ---- per rank: streams and links ----
   std::uint16_t tp_text_ = 0, a2a_text_ = 0;   // "tp collective", "all-to-all"

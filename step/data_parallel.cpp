@@ -8,6 +8,7 @@
 
 #include "hardware/cost_model.h"
 #include "layer/moe_dispatch.h"
+#include "models/params.h"
 #include "sim/time.h"
 #include "step/builder.h"
 
@@ -40,7 +41,22 @@ double end_params(const config::Scenario& s, bool embedding, bool head, bool fp3
   return models::static_memory(m, {}, embedding, head, s.parallel.tp, s.parallel.ep, 1, false, fp32_autocast).params /
          models::param_bytes(fp32_autocast);
 }
+
 }  // namespace
+
+// The parameter all-gather's bytes for a layer's parameters on a rank: bf16, 2 bytes each; with
+// features.fp8_params the linear weights are gathered as the fp8 tensors they are held as (1 byte;
+// the linear weights of models::static_memory's fp8 copies), the norms in bf16.
+GatherBytes layer_gather_bytes(const config::Scenario& s, int layer, const layer::LayerCost& lc) {
+  const auto& P = s.parallel;
+  const bool fp8 = s.features.fp8_params;
+  const auto p = models::detail::layer_parts(s.model, layer);
+  GatherBytes b;
+  b.dense = 2.0 * (lc.params - lc.expert_params) - (fp8 ? p.tp_sharded / P.tp : 0.0);
+  b.expert = (fp8 ? 1.0 : 2.0) * lc.expert_params;
+  b.all = 2.0 * lc.params - (fp8 ? p.tp_sharded / P.tp + lc.expert_params : 0.0);
+  return b;
+}
 
 bool Builder::holds_stage(int rank, int stage) const {
   const auto& st = rank_stages_[static_cast<std::size_t>(rank)];
@@ -79,7 +95,7 @@ void Builder::add_param_gathers() {
       std::vector<int> layers;
       for (int st : rank_stages_[r]) layers.insert(layers.end(), out_.stage_layers[st].begin(), out_.stage_layers[st].end());
       std::sort(layers.begin(), layers.end());
-      double fill = 0, expert_fill = 0;
+      double fill = 0, expert_fill = 0, fill_bytes = 0, expert_bytes = 0;
       std::vector<int> members;
       // Routed experts (ep > 1) are sharded over the expert-DP group, so their parameters are
       // gathered over it (Megatron's expert-data-parallel distributed optimizer).
@@ -87,14 +103,14 @@ void Builder::add_param_gathers() {
       const hardware::Group eg = layer::expert_dp_group(s_);
       auto flush = [&] {
         if (members.empty() && fill + expert_fill <= 0) return;
-        out_.dp_gather_bytes[r] += fill * 2.0;
-        const double t = layers_.coll(Collective::all_gather, fill * 2.0, layers_.placement().dp_cp);
+        out_.dp_gather_bytes[r] += fill_bytes;
+        const double t = layers_.coll(Collective::all_gather, fill_bytes, layers_.placement().dp_cp);
         TaskId ag = add_task(r, dp_stream_[r], sim::checked_ns(t, "the DP parameter gather"), Category::dp_comm, "dp param gather", -1, -1, 'C', 0, 0, 0,
                              {layers_.placement().dp_cp.crosses_domains() ? nic_[r] : nvl_[r]},
                              interference_class(layers_.comm_contention(Collective::all_gather, layers_.placement().dp_cp)));
         if (split && expert_fill > 0 && eg.size > 1) {
-          out_.expert_dp_gather_bytes[r] += expert_fill * 2.0;
-          const double te = layers_.coll(Collective::all_gather, expert_fill * 2.0, eg);
+          out_.expert_dp_gather_bytes[r] += expert_bytes;
+          const double te = layers_.coll(Collective::all_gather, expert_bytes, eg);
           TaskId eag = add_task(r, dp_stream_[r], sim::checked_ns(te, "the expert-DP parameter gather"), Category::dp_comm,
                                 "expert dp param gather", -1, -1, 'C', 0, 0, 0, {eg.crosses_domains() ? nic_[r] : nvl_[r]},
                                 interference_class(layers_.comm_contention(Collective::all_gather, eg)));
@@ -105,29 +121,39 @@ void Builder::add_param_gathers() {
         members.clear();
         fill = 0;
         expert_fill = 0;
+        fill_bytes = 0;
+        expert_bytes = 0;
       };
       // The MTP modules join the bucket of the rank's last layer (the last stage's: it runs right
       // before them), or one of their own when the rank holds no layer.
       const bool mtp = holds_mtp(r);
-      auto add_mtp = [&] {
+      auto add_mtp = [&] {   // (the MTP modules gathered in bf16)
         fill += split ? mtp_params() - mtp_expert_params() : mtp_params();
+        fill_bytes += 2.0 * (split ? mtp_params() - mtp_expert_params() : mtp_params());
         if (split) expert_fill += mtp_expert_params();
+        if (split) expert_bytes += 2.0 * mtp_expert_params();
       };
       // The embedding joins the first layer's bucket (its forward runs right before it), the final
       // norm and output head the last layer's with the MTP modules (dense parameters: the DP group).
       fill += embedding_params(r);
+      fill_bytes += 2.0 * embedding_params(r);
       const double head = head_params(r);
       for (int l : layers) {
         const auto& lc = layers_.layer_cost(l);
+        const GatherBytes gb = layer_gather_bytes(s_, l, lc);
         fill += split ? lc.params - lc.expert_params : lc.params;
+        fill_bytes += split ? gb.dense : gb.all;
         if (split) expert_fill += lc.expert_params;
+        if (split) expert_bytes += gb.expert;
         if (mtp && l == layers.back()) add_mtp();
         if (l == layers.back()) fill += head;
+        if (l == layers.back()) fill_bytes += 2.0 * head;
         members.push_back(l);
         if (fill + expert_fill >= bucket_params(P.dp)) flush();
       }
       if (mtp && layers.empty()) add_mtp();
       if (layers.empty()) fill += head;
+      if (layers.empty()) fill_bytes += 2.0 * head;
       flush();
     }
   }
@@ -294,15 +320,19 @@ void Builder::add_grad_reduce_and_optimizer() {
     for (TaskId d : dp_tasks_[r]) g.depend(d, optim);
     if (norm_ar[r] >= 0) g.depend(norm_ar[r], optim);
     if (P.distributed_optimizer && dp_group > 1 && !s_.features.overlap_param_gather) {
-      out_.dp_gather_bytes[r] += (rank_params_[r] - rank_experts) * 2.0;
-      const double t = layers_.coll(Collective::all_gather, (rank_params_[r] - rank_experts) * 2.0, layers_.placement().dp_cp);
+      // (features.fp8_params: the rank's linear weights in fp8, rank_linear_params_)
+      const double fp8_linear = s_.features.fp8_params ? rank_linear_params_[r] : 0.0;
+      const double dense_bytes = (rank_params_[r] - rank_experts) * 2.0 - (fp8_linear > 0 ? fp8_linear - rank_experts : 0.0);
+      out_.dp_gather_bytes[r] += dense_bytes;
+      const double t = layers_.coll(Collective::all_gather, dense_bytes, layers_.placement().dp_cp);
       TaskId ag = add_task(r, dp_stream_[r], sim::checked_ns(t, "the DP parameter gather"), Category::dp_comm, "dp param gather", -1, -1, 'C', 0, 0, 0,
                            {layers_.placement().dp_cp.crosses_domains() ? nic_[r] : nvl_[r]});
       g.depend(optim, ag);
       const hardware::Group eg = layer::expert_dp_group(s_);
       if (rank_experts > 0 && eg.size > 1) {
-        out_.expert_dp_gather_bytes[r] += rank_experts * 2.0;
-        const double te = layers_.coll(Collective::all_gather, rank_experts * 2.0, eg);
+        const double expert_bytes = rank_experts * (s_.features.fp8_params ? 1.0 : 2.0);
+        out_.expert_dp_gather_bytes[r] += expert_bytes;
+        const double te = layers_.coll(Collective::all_gather, expert_bytes, eg);
         TaskId eag = add_task(r, dp_stream_[r], sim::checked_ns(te, "the expert-DP parameter gather"), Category::dp_comm,
                               "expert dp param gather", -1, -1, 'C', 0, 0, 0, {eg.crosses_domains() ? nic_[r] : nvl_[r]});
         g.depend(optim, eag);

@@ -150,19 +150,21 @@ void Builder::add_sharded_param_gathers() {
     std::vector<int> layers;
     for (int st : rank_stages_[r]) layers.insert(layers.end(), out_.stage_layers[st].begin(), out_.stage_layers[st].end());
     std::sort(layers.begin(), layers.end());
-    double fill = 0;
+    double fill = 0, fill_bytes = 0;
     std::vector<int> members;
     auto flush = [&] {
       if (members.empty()) return;
-      const double t = layers_.coll(Collective::all_gather, fill * 2.0, sg);
+      const double t = layers_.coll(Collective::all_gather, fill_bytes, sg);
       TaskId ag = add_task(r, dp_stream_[r], sim::checked_ns(t, "the DP parameter gather"), Category::dp_comm, "dp param gather", -1, -1, 'C', 0, 0, 0,
                            {sg.crosses_domains() ? nic_[r] : nvl_[r]}, true);
       for (int l : members) param_gather_[r][l] = ag;
       members.clear();
       fill = 0;
+      fill_bytes = 0;
     };
     for (int l : layers) {
       fill += layers_.layer_cost(l).params;
+      fill_bytes += layer_gather_bytes(s_, l, layers_.layer_cost(l)).all;
       members.push_back(l);
       if (fill >= bucket_params(P.dp)) flush();
     }
@@ -222,7 +224,7 @@ void Builder::fsdp_emit(int rank, Chain& ch, const std::vector<Item>& items, con
   for (std::size_t j = 0; j < units.size(); ++j) {
     const Unit& u = units[j];
     if (needs_params && gathered.find(u.key) == gathered.end()) {
-      const double bytes = u.params * (F.fp8_all_gather ? 1.0 : 2.0);
+      const double bytes = u.params * (F.fp8_all_gather || F.fp8_params ? 1.0 : 2.0);
       const auto mem = static_cast<std::int64_t>(bytes);
       // Parameter offload: the rank's bf16 shard of the unit comes from the host first (on the
       // gather's stream, so the gather follows it).

@@ -158,3 +158,33 @@ TEST_CASE("fp8: the layer weights' fp8 copies (row-major and transposed) add 2 b
   const StaticMemory e8 = static_memory(m, {}, true, true, 1, 1, 1, false, false, true);
   CHECK(e8.params == e16.params);
 }
+
+TEST_CASE("fp8 with Transformer Engine: each linear keeps its input quantised, 1 byte per element") {
+  // Llama-2-70B's layer at tp 1 (the SwiGLU test above: QKV and fc1 inputs 2h each, attention
+  // output 2h, SwiGLU output 2f of 2h + 2h + 6f). Under TE fp8 the QKV and fc1 inputs and the SwiGLU
+  // output (fc2's input) are kept as fp8 copies (1 byte), the attention output twice: bf16 for the
+  // attention backward and fp8 for the out-projection's weight gradient.
+  const ModelSpec l = fx::llama2_70b();
+  RankShape r = kor(1, true, Recompute::none);
+  r.flash_attention = true;
+  RankShape f = r;
+  f.fp8 = true;
+  const double s = 2048, h = 8192, ffn = 28672;
+  CHECK(activation_bytes(l, 0, r) - activation_bytes(l, 0, f) == doctest::Approx(s * (h + h - h + ffn)).epsilon(1e-12));
+  // blockwise (1x128 tiles): one fp32 scale per 128 elements on each saved fp8 input
+  RankShape fb = f;
+  fb.fp8_blockwise = true;
+  CHECK(activation_bytes(l, 0, fb) - activation_bytes(l, 0, f) ==
+        doctest::Approx(s * 4.0 / 128 * (h + h + h + ffn)).epsilon(1e-12));
+  // Full recompute keeps the layer input only: unchanged by the recipe.
+  RankShape rf = r, ff = f;
+  rf.recompute = ff.recompute = Recompute::full;
+  CHECK(activation_bytes(l, 0, ff) == activation_bytes(l, 0, rf));
+  // torchtitan (torchao float8 saves its bf16 inputs) and DeepSeek-V3's own fp8 cache keep their accounting.
+  RankShape tt = f, ttb = r;
+  tt.torchtitan = ttb.torchtitan = true;
+  CHECK(activation_bytes(l, 0, tt) == activation_bytes(l, 0, ttb));
+  RankShape ds = f, dsb = r;
+  ds.fp8_activation_cache = dsb.fp8_activation_cache = true;
+  CHECK(activation_bytes(l, 0, ds) == activation_bytes(l, 0, dsb));
+}

@@ -181,6 +181,9 @@ inline double megatron_flops_per_sequence(const models::ModelSpec& m, double seq
 // Loaded once: hardware profiles, model files, the H200 calibration.
 class Inputs {
  public:
+  // The rows' fp8 weights (features.fp8_params) as their sources' launchers set them (row_scenario);
+  // false: every row with bf16 weights and TE's fp8 copies (validate_modern --without fp8_params).
+  bool fp8_params = true;
   const hardware::HardwareSpec& hardware(const std::string& gpu_type) {
     static const std::map<std::string, std::string> file = {
         {"H100", "h100-sxm"}, {"B200", "b200"}, {"GB200", "gb200-nvl72"}, {"GB300", "gb300-nvl72"}};
@@ -305,6 +308,18 @@ inline std::optional<config::Scenario> row_scenario(const ModernRow& r, Profile 
   f.python_gc = false;
   f.dataloader_workers = 8;
   if (r.id.rfind("MB", 0) != 0) f.reduce_fp32 = false;   // NeMo rows: grad_reduce_in_fp32 = False
+  // fp8 weights (Megatron's --fp8-param-gather, features.fp8_params) where the row's launcher sets
+  // them: Megatron-Bridge's fp8 presets (bf16_with_fp8_current_scaling_mixed, bf16_with_mxfp8_mixed:
+  // fp8_param_gather = True in src/megatron/bridge/training/mixed_precision.py at v0.2.0, v0.3.0 and
+  // v0.4.1, the NeMo 25.11, 26.02 and 26.04.01 containers; scripts/performance takes them unchanged),
+  // dgxc-benchmarking v24.11.1's NeMo-launcher overrides (llama3.1/configure.sh and nemotron/configure.sh:
+  // +model.fp8_params=$FP8_ENABLED; nemo_megatron/gpt3_175b_hydra.yaml: fp8_params: true) and its v25.04
+  // and v25.05.01 NeMo 2 scripts (bf16_with_fp8_mixed, fp8_param_gather = True:
+  // NVIDIA/NeMo nemo/collections/llm/recipes/precision/mixed_precision.py @0a07447). The NeMo
+  // documentation tables (24.03.01, 24.07, 25.04.rc2) do not state it: left off.
+  if (in.fp8_params && s.training.precision == hardware::Precision::fp8 &&
+      (r.source.find("Megatron-Bridge") != std::string::npos || r.source.find("dgxc-benchmarking") != std::string::npos))
+    f.fp8_params = true;
   if (r.fsdp > 0) {
     // Megatron-FSDP with optimizer state, gradients and parameters sharded (ZeRO-3,
     // `optim_grads_params`) over a sharding group of `fsdp` dp ranks: per-layer parameter

@@ -3,6 +3,8 @@
 // summary per half (tuning / heldout) and per family.
 //   build/validation/modern/validate_modern [--profile datasheet|calibrated|sustained|both|all] [--markdown]
 //                                           [--coarse] [--csv FILE] [--half tuning|heldout]
+//                                           [--without fp8_params]
+// --without fp8_params: every fp8 row with bf16 weights (the rows' fp8 weights off; modern.h).
 // --coarse: the planner's per-op lowering (LowerOptions per_layer = false).
 // --csv: one line per row and profile with the breakdown (for the diagnosis).
 // Configuration and assumptions: validation/modern/modern.h; results:
@@ -60,7 +62,7 @@ void print_summary_table(const std::vector<vm::ModernComparison>& all, bool mark
 }  // namespace
 
 int main(int argc, char** argv) {
-  bool markdown = false, coarse = false;
+  bool markdown = false, coarse = false, without_fp8_params = false;
   std::string profile_arg = "both", csv_out, only_half;
   for (int i = 1; i < argc; ++i) {
     const std::string a = argv[i];
@@ -76,7 +78,14 @@ int main(int argc, char** argv) {
     else if (a == "--profile") profile_arg = next();
     else if (a == "--csv") csv_out = next();
     else if (a == "--half") only_half = next();
-    else {
+    else if (a == "--without") {
+      const std::string m = next();
+      if (m != "fp8_params") {
+        std::fprintf(stderr, "validate_modern: error: --without takes fp8_params, not '%s'\n", m.c_str());
+        return 2;
+      }
+      without_fp8_params = true;
+    } else {
       std::fprintf(stderr, "validate_modern: error: unknown argument '%s'\n", a.c_str());
       return 2;
     }
@@ -96,6 +105,7 @@ int main(int argc, char** argv) {
   }
   try {
     vm::Inputs in;
+    in.fp8_params = !without_fp8_params;
     const auto rows = vm::read_modern(vm::rows_path(), vm::split_path());
     std::FILE* csv = nullptr;
     if (!csv_out.empty()) {
