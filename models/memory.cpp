@@ -81,7 +81,10 @@ StaticMemory rank_static_memory(const config::Scenario& s, const std::vector<int
     z.offload_params = s.features.offload == config::Offload::params;
     sm = sharded_static_memory(s.model, layers, has_embedding, has_head, P.tp, P.ep, z, fp32_autocast);
   } else {
-    sm = static_memory(s.model, layers, has_embedding, has_head, P.tp, P.ep, P.dp, P.distributed_optimizer,
+    // The distributed optimizer shards over the data-parallel group with context parallelism (dp x cp:
+    // Megatron's get_data_parallel_group(with_context_parallel=True), the group the step's gradient
+    // reduce-scatter and parameter gather use, step/data_parallel.cpp).
+    sm = static_memory(s.model, layers, has_embedding, has_head, P.tp, P.ep, P.dp * P.cp, P.distributed_optimizer,
                        fp32_autocast);
   }
   // fp8: Transformer Engine's cached fp8 weight copies (the weight and its transpose, 2 bytes per linear
