@@ -48,6 +48,7 @@ std::vector<std::string> targets(const std::string& lever) {
       lever == "full recompute every 2nd block")
     return {"recompute"};
   if (lever.rfind("ZeRO", 0) == 0 || lever.rfind("offload", 0) == 0) return {"dp_comm_exposed", "optimizer"};
+  if (lever == "fp8 weights (--fp8-param-gather)") return {"dp_comm_exposed"};
   if (lever == "DeepEP dispatcher" || lever == "EP degree" || lever == "F&B pair as DeepSeek-V3 Figure 4")
     return {"ep_comm_exposed"};
   if (lever.rfind("NCCL", 0) == 0) return {"tp_comm_exposed", "dp_comm_exposed", "pp_comm_exposed", "ep_comm_exposed"};
@@ -196,6 +197,11 @@ std::vector<std::pair<std::string, std::vector<std::string>>> lever_candidates(c
   // Precision: fp8 matmuls where the GPU has an fp8 peak.
   if (s.training.precision != config::Precision::fp8 && s.hardware.peak_flops_fp8 > 0)
     c.push_back({"precision fp8 (MFU vs bf16 peak)", {"training.precision=fp8"}});
+  // fp8 weights (Megatron's --fp8-param-gather) under a Transformer Engine fp8 recipe: no bf16 copy of
+  // the linear weights (memory) and the parameter gathers in fp8 (config/checks.cpp's conditions).
+  if (s.training.precision == config::Precision::fp8 && f.model_code != config::ModelCode::torchtitan &&
+      s.training.master_weights != config::MasterWeights::fp32_autocast)
+    flag("fp8 weights (--fp8-param-gather)", "features.fp8_params", f.fp8_params, true);
   for (const char* a : {"ring", "tree"})
     if (std::string(config::to_string(f.nccl_algo)) != a) c.push_back({std::string("NCCL ") + a, {std::string("features.nccl_algo=") + a}});
   // MoE (docs/moe-dualpipe.md): DeepEP-style dispatch, DualPipe, the EP degree, DeepSeek's memory measures.

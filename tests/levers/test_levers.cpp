@@ -363,3 +363,21 @@ TEST_CASE("diagnose: DeepSeek-V3 under DualPipe with the F&B pair alternated pro
   CHECK(fb->shrinks == "ep_comm_exposed");
   CHECK(fb->fits);
 }
+
+TEST_CASE("diagnose: fp8 weights (--fp8-param-gather) is a lever of a Transformer Engine fp8 recipe only") {
+  const auto path = kRoot + "/scenarios/128xh100_70b.toml";
+  auto sets_of = [&](const std::vector<std::string>& overrides) {
+    config::LoadOptions lo;
+    lo.overrides = overrides;
+    std::vector<std::string> sets;
+    for (const auto& [lever, s] : study::lever_candidates(config::load_scenario(path, lo).base))
+      if (lever == "fp8 weights (--fp8-param-gather)") sets = s;
+    return sets;
+  };
+  CHECK(sets_of({"training.precision=fp8"}) == std::vector<std::string>{"features.fp8_params=true"});
+  CHECK(sets_of({}).empty());                                                        // bf16
+  CHECK(sets_of({"training.precision=fp8", "features.fp8_params=true"}).empty());    // already on
+  CHECK(sets_of({"training.precision=fp8", "features.model_code=torchtitan", "features.attention=flash",
+                 "parallel.zero_stage=3", "parallel.pp=1"})
+            .empty());                                                               // torchao keeps bf16 weights
+}
