@@ -134,6 +134,25 @@ void check_scenario(const Scenario& s, const Sink& err) {
       par.dp % par.shard_degree != 0)
     err("parallel.shard_degree", "shard_degree=" + std::to_string(par.shard_degree) + " does not divide dp=" +
                                      std::to_string(par.dp) + " (HSDP shards within groups of shard_degree ranks)");
+  // Megatron's activation CPU offloading (megatron/core/transformer/transformer_config.py: "CPU offloading
+  // can be done only for layers less than num_layers", "no support for Pipeline parallelism with CPU
+  // offloading", "CPU offloading does not work when activation recomputation is enabled";
+  // Megatron-Bridge: "CUDA graphs not supported with CPU offloading").
+  if (range("features.activation_offload_layers", s.features.activation_offload_layers, 0, 100000) &&
+      s.features.activation_offload_layers > 0) {
+    const std::string k = "features.activation_offload_layers";
+    const std::string n = "'" + k + "' = " + std::to_string(s.features.activation_offload_layers);
+    if (s.features.activation_offload_layers >= m.layers)
+      err(k, n + ": Megatron offloads fewer layers than the model's " + std::to_string(m.layers));
+    else if (par.pp != 1 || s.schedule.name != ScheduleKind::one_f_one_b)
+      err(k, n + ": Megatron's CPU offloading runs without pipeline parallelism (parallel.pp = 1, schedule 1f1b)");
+    else if (s.features.recompute != Recompute::none)
+      err(k, n + ": Megatron's CPU offloading does not run with activation recomputation (features.recompute = \"none\")");
+    else if (s.features.cuda_graphs)
+      err(k, n + ": CPU offloading does not run under CUDA graphs (features.cuda_graphs = false)");
+    else if (!(s.hardware.pcie_bandwidth > 0))
+      err(k, n + " needs the hardware's 'pcie_bandwidth_gbs' (the host link the activations cross)");
+  }
   if (par.zero() == 0 && s.features.offload != Offload::none)
     err("features.offload", "'features.offload' = \"" + std::string(to_string(s.features.offload)) +
                                 "\" needs a sharded optimizer (parallel.zero_stage >= 1)");

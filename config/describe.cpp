@@ -89,6 +89,8 @@ std::string describe(const Scenario& s) {
        << ", offload " << to_string(f.offload) << ", fp8_all_gather " << yn(f.fp8_all_gather) << ", reduce_dtype "
        << (f.reduce_fp32 ? "fp32" : "bf16") << ", fsdp_version " << f.fsdp_version << "\n";
   if (f.fp8_params) os << "  fp8_params yes (weights held in fp8, gathered in fp8)\n";
+  if (f.activation_offload_layers > 0)
+    os << "  activation_offload_layers " << f.activation_offload_layers << " (saved activations to host memory)\n";
   if (f.fp32_cross_entropy) os << "  cross_entropy fp32 (torch F.cross_entropy over logits.float())\n";
   if (f.model_code == ModelCode::torchtitan)
     os << "  model_code torchtitan (torchtitan's Llama block" << (f.fused_kernels ? ", torch.compile'd" : ", eager") << ")\n";

@@ -178,6 +178,11 @@ struct Features {
   // with its transposed copy), no bf16 copy; the distributed optimizer's parameter all-gather (and
   // under zero_stage 3 each unit's gather) moves 1 byte per linear weight. docs/cost-model.md.
   bool fp8_params = false;
+  // Megatron's activation CPU offloading (--cpu-offloading, cpu_offloading_num_layers N): the saved
+  // activations of the first N transformer layers copied to host memory after their forward and back
+  // before their backward, through Transformer Engine's double-buffered handler (docs/cost-model.md).
+  // 0 = off. Megatron's conditions: N < layers, pp = 1, no recompute, no CUDA graphs.
+  int activation_offload_layers = 0;
   // features.fp8_recipe: "tensorwise" (Transformer Engine's per-tensor scaling: one fused
   // cast-transpose per GEMM input) or "blockwise" (DeepSeek-V3's fine-grained scaling, arXiv
   // 2412.19437 §3.3.2: activations in 1x128 tiles, weights in 128x128 blocks, DeepGEMM's NT-only

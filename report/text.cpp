@@ -128,7 +128,10 @@ std::string text_report(const step::StepResult& r, const std::vector<step::WhatI
     if (s.training.precision == hardware::Precision::fp8)
       o << "  MFU (bf16 peak)  " << pct(mfu_bf16_peak(r)) << "   (the same FLOP/s against the bf16 peak)\n";
   }
-  o << "  pipeline bubble  " << pct(r.bubble_fraction) << " of the step (mean over pipeline ranks)\n";
+  if (s.features.activation_offload_layers > 0)   // pp = 1: the idle time is the wait for the host transfers
+    o << "  offload wait     " << pct(r.bubble_fraction) << " of the step (waiting for activation offloads and reloads)\n";
+  else
+    o << "  pipeline bubble  " << pct(r.bubble_fraction) << " of the step (mean over pipeline ranks)\n";
   if (!lab)
     o << "  memory           peak " << fmt("%.1f", r.memory.peak_gib) << " of " << fmt("%.1f", r.memory.capacity_gib)
       << " GiB per GPU: " << (r.memory.fits ? "fits" : "DOES NOT FIT")
@@ -152,7 +155,10 @@ std::string text_report(const step::StepResult& r, const std::vector<step::WhatI
       {"recompute", b.recompute},       {"optimizer", b.optimizer},
       {"TP comm exposed", b.tp_comm_exposed}, {"PP comm exposed", b.pp_comm_exposed},
       {"DP comm exposed", b.dp_comm_exposed}, {"EP comm exposed", b.ep_comm_exposed},
-      {"CP comm exposed", b.cp_comm_exposed}, {"pipeline bubble", b.bubble},
+      {"CP comm exposed", b.cp_comm_exposed},
+      // pp = 1 with activation offloading (its only configuration): the schedule has no idle time,
+      // the compute stream's idle time is its wait for the offloads and reloads (step/act_offload.cpp).
+      {s.features.activation_offload_layers > 0 ? "offload wait" : "pipeline bubble", b.bubble},
       {"stage imbalance", b.imbalance},
       {"data loading", b.dataloader},   {"GC pauses", b.gc},
       {"launch overhead", b.launch_overhead},

@@ -129,6 +129,7 @@ void Builder::add_streams() {
     nvl_[r] = g.add_resource("nvlink r" + std::to_string(r));
     nic_[r] = g.add_resource("nic r" + std::to_string(r));
   }
+  act_offload_plan();
   f_out_.assign(static_cast<std::size_t>(m_) * S_, -1);
   b_out_.assign(static_cast<std::size_t>(m_) * S_, -1);
   f_runner_.assign(static_cast<std::size_t>(m_) * S_, -1);

@@ -34,7 +34,10 @@ using sim::TaskId;
 
 class Builder {
  public:
-  Builder(const config::Scenario& s, const LowerOptions& o) : s_(s), opt_(o), layers_(s), replay_(*this) {}
+  Builder(const config::Scenario& s, const LowerOptions& o) : s_(s), opt_(o), layers_(s), replay_(*this) {
+    // Activation offloading synchronises per layer (step/act_offload.cpp): the per-layer lowering.
+    if (act_offload_on()) opt_.per_layer = true;
+  }
   Lowered run();   // builder.cpp
 
  private:
@@ -119,6 +122,13 @@ class Builder {
 
   // ---- fsdp.cpp: ZeRO-2/3, FSDP units, HSDP, offload (docs/fsdp.md) ----
   bool zero_sharded() const;   // zero stage >= 2, HSDP or offload: fsdp.cpp takes the DP work over
+  // Megatron's activation CPU offloading (features.activation_offload_layers; step/act_offload.cpp):
+  // after forward item i of micro-batch mb, the offloads Transformer Engine starts and waits for there;
+  // before backward item i, its reloads.
+  bool act_offload_on() const { return s_.features.activation_offload_layers > 0; }
+  void act_offload_plan();
+  void act_offload_forward(int rank, Chain& ch, const std::vector<Item>& items, std::size_t i, int mb);
+  void act_offload_backward(int rank, Chain& ch, const std::vector<Item>& items, std::size_t i, int mb);
   bool fsdp_active() const;    // zero stage 3 over more than one rank: per-unit gathers and reduce-scatters
   void add_sharded_param_gathers();
   void sharded_grad_final(int rank, int layer, TaskId t);
@@ -178,6 +188,16 @@ class Builder {
   std::vector<std::vector<TaskId>> dp_tasks_;   // per rank
   std::vector<std::map<int, int>> grad_remaining_;   // per rank: stage -> backward ops still to come
   std::vector<std::map<int, int>> stage_of_layer_rank_;
+  // Activation offloading: the host-link streams per rank, TE's layer window of each offloaded layer,
+  // and per rank and micro-batch the offload of each layer and the last reload with the layers left.
+  std::vector<sim::StreamId> d2h_stream_, h2d_stream_;
+  std::vector<int> offload_window_;
+  struct OffloadMb {
+    std::map<int, TaskId> d2h;   // layer -> its offload
+    TaskId last_h2d = -1;
+    int offloaded = -1;          // groups still on the host in the backward (-1: backward not started)
+  };
+  std::vector<std::map<int, OffloadMb>> offload_;
   std::vector<std::map<int, TaskId>> param_gather_;   // overlap_param_gather: per rank, layer -> task
 
   // ---- ZeRO-2/3 and FSDP (fsdp.cpp) ----

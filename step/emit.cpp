@@ -146,9 +146,13 @@ void Builder::emit_seg(int rank, Chain& ch, const Seg& sg, Category cat, const N
 void Builder::emit_items(int rank, Chain& ch, const std::vector<Item>& items, const Name& name, int mb,
                          int chunk) {
   bool first = true;
-  for (const Item& it : items) {
+  const bool offload = act_offload_on();
+  for (std::size_t i = 0; i < items.size(); ++i) {
+    const Item& it = items[i];
+    if (offload && it.kind != 'F') act_offload_backward(rank, ch, items, i, mb);
     emit_seg(rank, ch, *it.seg, it.cat, first ? name : Name(), mb, chunk, it.kind, it.mem);
     first = false;
+    if (offload && it.kind == 'F') act_offload_forward(rank, ch, items, i, mb);
     if (it.grad_final) on_grad_final(rank, it.layer, ch.last);
   }
 }
@@ -217,13 +221,17 @@ void Builder::emit_op(int rank, const Op& op) {
     } else if (opt_.per_layer) {
       if (!gathers.empty()) {
         bool first = true;
-        for (const Item& it : items) {
+        const bool offload = act_offload_on();
+        for (std::size_t i = 0; i < items.size(); ++i) {
+          const Item& it = items[i];
           gather_before(it, ch);
+          if (offload && it.kind != 'F') act_offload_backward(rank, ch, items, i, op.microbatch);
           emit_seg(rank, ch, *it.seg, it.cat, first ? name : Name(), op.microbatch, op.chunk, it.kind, it.mem);
           first = false;
+          if (offload && it.kind == 'F') act_offload_forward(rank, ch, items, i, op.microbatch);
           if (it.grad_final) on_grad_final(rank, it.layer, ch.last);
         }
-      } else if (!replay_.emit(rank, ch, op)) {
+      } else if (act_offload_on() || !replay_.emit(rank, ch, op)) {   // (offloading: item by item)
         emit_items(rank, ch, items, name, op.microbatch, op.chunk);
       }
     } else {

@@ -184,6 +184,9 @@ class Inputs {
   // The rows' fp8 weights (features.fp8_params) as their sources' launchers set them (row_scenario);
   // false: every row with bf16 weights and TE's fp8 copies (validate_modern --without fp8_params).
   bool fp8_params = true;
+  // The rows' activation offloading (features.activation_offload_layers) as their recipes set it
+  // (row_scenario); false: none (validate_modern --without activation_offload).
+  bool activation_offload = true;
   const hardware::HardwareSpec& hardware(const std::string& gpu_type) {
     static const std::map<std::string, std::string> file = {
         {"H100", "h100-sxm"}, {"B200", "b200"}, {"GB200", "gb200-nvl72"}, {"GB300", "gb300-nvl72"}};
@@ -329,6 +332,15 @@ inline std::optional<config::Scenario> row_scenario(const ModernRow& r, Profile 
     p.zero_stage = 3;
     p.shard_degree = r.fsdp < p.dp ? r.fsdp : 0;
     f.fsdp_version = 1;
+    // Megatron-Bridge's Llama 3 70B FP8 current-scaling recipes with Megatron-FSDP on the Grace-Blackwell
+    // racks offload activations to the Grace CPU: cpu_offloading_num_layers 40 on GB200, 20 on GB300
+    // (scripts/performance/configs/llama3/workload_base_configs.py @v0.2.0, LLAMA3_70B_GB{200,300}_FP8_CS_BASE_CONFIG;
+    // scripts/performance/configs/llama/llama3_workload_base_configs.py @v0.3.0 and @v0.4.1,
+    // LLAMA3_70B_PRETRAIN_CONFIG_GB{200,300}_FP8_CS_V1 and _V2).
+    const bool grace = r.gpu_type == "GB200" || r.gpu_type == "GB300";
+    if (in.activation_offload && r.id.rfind("MB", 0) == 0 && grace && r.model == "llama3-70b" &&
+        s.training.precision == hardware::Precision::fp8 && r.fp8_recipe.find("MXFP8") == std::string::npos)
+      f.activation_offload_layers = r.gpu_type == "GB200" ? 40 : 20;
   }
   const auto diags = config::validate(s);
   if (!diags.empty()) {

@@ -3,8 +3,9 @@
 // summary per half (tuning / heldout) and per family.
 //   build/validation/modern/validate_modern [--profile datasheet|calibrated|sustained|both|all] [--markdown]
 //                                           [--coarse] [--csv FILE] [--half tuning|heldout]
-//                                           [--without fp8_params]
+//                                           [--without fp8_params|activation_offload]
 // --without fp8_params: every fp8 row with bf16 weights (the rows' fp8 weights off; modern.h).
+// --without activation_offload: no row offloads activations (modern.h).
 // --coarse: the planner's per-op lowering (LowerOptions per_layer = false).
 // --csv: one line per row and profile with the breakdown (for the diagnosis).
 // Configuration and assumptions: validation/modern/modern.h; results:
@@ -62,7 +63,7 @@ void print_summary_table(const std::vector<vm::ModernComparison>& all, bool mark
 }  // namespace
 
 int main(int argc, char** argv) {
-  bool markdown = false, coarse = false, without_fp8_params = false;
+  bool markdown = false, coarse = false, without_fp8_params = false, without_offload = false;
   std::string profile_arg = "both", csv_out, only_half;
   for (int i = 1; i < argc; ++i) {
     const std::string a = argv[i];
@@ -80,11 +81,15 @@ int main(int argc, char** argv) {
     else if (a == "--half") only_half = next();
     else if (a == "--without") {
       const std::string m = next();
-      if (m != "fp8_params") {
-        std::fprintf(stderr, "validate_modern: error: --without takes fp8_params, not '%s'\n", m.c_str());
+      if (m == "fp8_params") {
+        without_fp8_params = true;
+      } else if (m == "activation_offload") {
+        without_offload = true;
+      } else {
+        std::fprintf(stderr, "validate_modern: error: --without takes fp8_params or activation_offload, not '%s'\n",
+                     m.c_str());
         return 2;
       }
-      without_fp8_params = true;
     } else {
       std::fprintf(stderr, "validate_modern: error: unknown argument '%s'\n", a.c_str());
       return 2;
@@ -106,6 +111,7 @@ int main(int argc, char** argv) {
   try {
     vm::Inputs in;
     in.fp8_params = !without_fp8_params;
+    in.activation_offload = !without_offload;
     const auto rows = vm::read_modern(vm::rows_path(), vm::split_path());
     std::FILE* csv = nullptr;
     if (!csv_out.empty()) {
