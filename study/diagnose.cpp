@@ -119,6 +119,10 @@ struct PlannerLever {
 
 std::string why_it_helps(const std::string& lever, const std::string& part) {
   if (lever == "layout that fits (planner)") return "the base does not fit in HBM; this is the fastest layout the planner found that does";
+  if (lever.rfind("activation offloading", 0) == 0)
+    return "frees the offloaded layers' activations from HBM (they cross the host link; time only where a window's compute is shorter than its transfer)";
+  if (lever.rfind("fp8 weights", 0) == 0 && part != "dp_comm_exposed")
+    return "no bf16 copy of the linear weights in HBM (a memory lever)";
   if (part == "bubble") return "fewer or shorter pipeline bubbles: more micro-batches per stage chunk, or a schedule that fills the idle slots";
   if (part == "recompute") return "less recomputed forward work in the backward pass (activations kept instead, where memory allows)";
   if (part == "forward" || part == "backward")
@@ -197,6 +201,12 @@ std::vector<std::pair<std::string, std::vector<std::string>>> lever_candidates(c
   // Precision: fp8 matmuls where the GPU has an fp8 peak.
   if (s.training.precision != config::Precision::fp8 && s.hardware.peak_flops_fp8 > 0)
     c.push_back({"precision fp8 (MFU vs bf16 peak)", {"training.precision=fp8"}});
+  // Megatron's activation CPU offloading of half the layers, where its conditions hold (config/checks.cpp):
+  // a memory lever (docs/cost-model.md 4d).
+  if (f.activation_offload_layers == 0 && p.pp == 1 && s.schedule.name == config::ScheduleKind::one_f_one_b &&
+      f.recompute == config::Recompute::none && !f.cuda_graphs && s.hardware.pcie_bandwidth > 0 && s.model.layers > 1)
+    c.push_back({"activation offloading (half the layers)",
+                 {"features.activation_offload_layers=" + std::to_string(s.model.layers / 2)}});
   // fp8 weights (Megatron's --fp8-param-gather) under a Transformer Engine fp8 recipe: no bf16 copy of
   // the linear weights (memory) and the parameter gathers in fp8 (config/checks.cpp's conditions).
   if (s.training.precision == config::Precision::fp8 && f.model_code != config::ModelCode::torchtitan &&

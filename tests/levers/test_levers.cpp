@@ -381,3 +381,19 @@ TEST_CASE("diagnose: fp8 weights (--fp8-param-gather) is a lever of a Transforme
                  "parallel.zero_stage=3", "parallel.pp=1"})
             .empty());                                                               // torchao keeps bf16 weights
 }
+
+TEST_CASE("diagnose: activation offloading is a lever where Megatron runs it (pp = 1, no recompute)") {
+  // Llama-2-13B (40 layers), tp 4; pp and the features as each case sets them.
+  auto sets_of = [&](const std::map<std::string, std::string>& set) {
+    const auto loaded = config::load_scenario_string(scenario_text(set), kRoot + "/scenarios/levers.toml");
+    std::vector<std::string> sets;
+    for (const auto& [lever, s] : study::lever_candidates(loaded.base))
+      if (lever == "activation offloading (half the layers)") sets = s;
+    return sets;
+  };
+  const std::string pp1 = "tp = 4\npp = 1\n";
+  CHECK(sets_of({{"parallel", pp1}}) == std::vector<std::string>{"features.activation_offload_layers=20"});
+  CHECK(sets_of({}).empty());                                                             // pp 2
+  CHECK(sets_of({{"parallel", pp1}, {"recompute", "\"selective\""}}).empty());          // recompute
+  CHECK(sets_of({{"parallel", pp1}, {"activation_offload_layers", "8"}}).empty());        // already on
+}
