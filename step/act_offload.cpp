@@ -4,8 +4,8 @@
 //   * the saved activations of the block's first N layers (one group each) go to host memory;
 //   * the offloads run one at a time on their own stream: group 0's after layer 0's forward; at the
 //     end of the forward of layer window[k] (TE's layer_window_map, spreading the N groups over the
-//     block's L layers) the compute stream waits for group k's offload, whose GPU memory is then
-//     free, and group k + 1's offload starts;
+//     block's L layers) the compute stream waits for group k's offload, TE frees the group's GPU
+//     copy there, and group k + 1's offload starts;
 //   * in the backward, when layer window[k] is reached (k from N - 1 down), the compute stream waits
 //     for the reloads started so far and group k's reload starts; before layer 0's backward it waits
 //     for all of them.
@@ -59,16 +59,21 @@ void Builder::act_offload_forward(int rank, Chain& ch, const std::vector<Item>& 
     const double bytes = layers_.layer_cost(g).act_bytes;
     const TaskId t = add_task(rank, d2h_stream_[rank],
                               sim::checked_ns(bytes / s_.hardware.pcie_bandwidth, "an activation offload"),
-                              Category::other, "offload to host", mb, -1, 'C', 0, 0,
-                              -static_cast<std::int64_t>(bytes));
+                              Category::other, "offload to host", mb, -1, 'C');
     for (TaskId d : chain_now(ch)) out_.graph.depend(d, t);
     st.d2h[g] = t;
   };
   if (x == 0) offload(0);
   for (int k = 0; k < N; ++k) {
     if (offload_window_[static_cast<std::size_t>(k)] != x) continue;
+    // The compute stream waits for group k's offload; TE then frees its GPU copy (a zero-time task in
+    // the compute stream's order, after the layer's forward).
     auto f = st.d2h.find(k);
-    if (f != st.d2h.end()) ch.pending.push_back(f->second);   // the compute stream waits for group k's offload
+    if (f != st.d2h.end()) {
+      const auto bytes = static_cast<std::int64_t>(layers_.layer_cost(k).act_bytes);
+      const TaskId fr = add_task(rank, out_.compute_stream[rank], 0, Category::other, Name(), mb, -1, 'M', 0, 0, -bytes);
+      out_.graph.depend(f->second, fr);
+    }
     if (k + 1 < N) offload(k + 1);
   }
 }

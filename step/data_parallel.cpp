@@ -127,11 +127,18 @@ void Builder::add_param_gathers() {
       // The MTP modules join the bucket of the rank's last layer (the last stage's: it runs right
       // before them), or one of their own when the rank holds no layer.
       const bool mtp = holds_mtp(r);
-      auto add_mtp = [&] {   // (the MTP modules gathered in bf16)
+      // (with features.fp8_params their linear weights in fp8, as the layers')
+      const double mtp_linear = s_.features.fp8_params && s_.model.mtp_depth > 0
+                                    ? s_.model.mtp_depth * models::detail::mtp_parts(s_.model).tp_sharded / P.tp
+                                    : 0.0;
+      const double mtp_expert_bytes = (s_.features.fp8_params ? 1.0 : 2.0) * mtp_expert_params();
+      auto add_mtp = [&] {
         fill += split ? mtp_params() - mtp_expert_params() : mtp_params();
-        fill_bytes += 2.0 * (split ? mtp_params() - mtp_expert_params() : mtp_params());
+        if (split) fill_bytes += 2.0 * (mtp_params() - mtp_expert_params()) - mtp_linear;
+        else if (s_.features.fp8_params) fill_bytes += 2.0 * (mtp_params() - mtp_expert_params()) - mtp_linear + mtp_expert_bytes;
+        else fill_bytes += 2.0 * mtp_params();
         if (split) expert_fill += mtp_expert_params();
-        if (split) expert_bytes += 2.0 * mtp_expert_params();
+        if (split) expert_bytes += mtp_expert_bytes;
       };
       // The embedding joins the first layer's bucket (its forward runs right before it), the final
       // norm and output head the last layer's with the MTP modules (dense parameters: the DP group).
