@@ -9,6 +9,7 @@
 
 #include "config/loader.h"
 #include "step/simulate.h"
+#include "tests/step/graph_helpers.h"
 
 using namespace mfusim;
 
@@ -36,31 +37,13 @@ recompute = "none"
 )";
 
 config::Scenario scenario(const std::vector<std::string>& sets = {}) {
-  config::LoadOptions o;
-  o.overrides = sets;
-  return config::load_scenario_string(kOffload, kTests + "/config/offload_fixture.toml", o).base;
+  return testing::fixture_scenario(kOffload, kTests + "/config/offload_fixture.toml", sets);
 }
 
-step::StepResult run(const config::Scenario& s) {
-  step::SimulateOptions o;
-  o.keep_timeline = true;
-  return step::simulate(s, o);
-}
-
-std::vector<sim::TaskId> tasks_named(const step::StepResult& r, const std::string& name) {
-  std::vector<sim::TaskId> out;
-  for (std::size_t i = 0; i < r.graph->size(); ++i)
-    if (r.graph->name(static_cast<sim::TaskId>(i)) == name) out.push_back(static_cast<sim::TaskId>(i));
-  return out;
-}
+step::StepResult run(const config::Scenario& s) { return testing::run_with_timeline(s); }
 
 std::string error_of(const std::vector<std::string>& sets) {
-  try {
-    scenario(sets);
-  } catch (const config::ConfigError& e) {
-    return e.what();
-  }
-  return "(no error)";
+  return testing::config_error_of([&] { scenario(sets); });
 }
 
 }  // namespace
@@ -72,7 +55,7 @@ TEST_CASE("activation offloading: N layers' activations leave and return once pe
     const auto s = scenario({"features.activation_offload_layers=" + std::to_string(n)});
     const auto r = run(s);
     const int mbs = static_cast<int>(s.microbatches());
-    const auto d2h = tasks_named(r, "offload to host"), h2d = tasks_named(r, "reload from host");
+    const auto d2h = testing::tasks_named(r, "offload to host"), h2d = testing::tasks_named(r, "reload from host");
     CHECK(static_cast<int>(d2h.size()) == n * mbs);
     CHECK(static_cast<int>(h2d.size()) == n * mbs);
     // Each reload: one layer's saved activations (the memory it takes back) over the link; the offloads
@@ -106,7 +89,7 @@ TEST_CASE("activation offloading: a slow host link makes the step wait, and the 
   // One direction's bytes per micro-batch, serial on its stream: the step takes at least that, twice per
   // micro-batch (the offloads of one micro-batch's forward finish before its backward reloads them).
   double per_mb = 0;
-  for (auto t : tasks_named(r, "offload to host")) per_mb += static_cast<double>(r.graph->task(t).duration_ns) * 1e-9;
+  for (auto t : testing::tasks_named(r, "offload to host")) per_mb += static_cast<double>(r.graph->task(t).duration_ns) * 1e-9;
   per_mb /= static_cast<double>(s.microbatches());
   CHECK(r.step_time_s > base.step_time_s + per_mb);
   CHECK(r.breakdown.bubble > 0.5 * per_mb);   // pp = 1: the idle time is the wait ("offload wait")

@@ -18,6 +18,7 @@
 #include "report/json.h"
 #include "step/simulate.h"
 #include "study/diagnose.h"
+#include "tests/step/graph_helpers.h"
 #include "study/plan.h"
 
 using namespace mfusim;
@@ -46,38 +47,23 @@ recompute = "full"
 )";
 
 config::Scenario scenario(const std::vector<std::string>& sets = {}) {
-  config::LoadOptions o;
-  o.overrides = sets;
-  return config::load_scenario_string(kFsdp, kTests + "/config/fsdp_fixture.toml", o).base;
+  return testing::fixture_scenario(kFsdp, kTests + "/config/fsdp_fixture.toml", sets);
 }
 
-step::StepResult run(const config::Scenario& s) {
-  step::SimulateOptions o;
-  o.keep_timeline = true;
-  return step::simulate(s, o);
-}
+step::StepResult run(const config::Scenario& s) { return testing::run_with_timeline(s); }
 
 double total_ns(const step::StepResult& r, const std::string& name) {
   double ns = 0;
-  for (std::size_t i = 0; i < r.graph->size(); ++i)
-    if (r.graph->name(static_cast<sim::TaskId>(i)) == name) ns += static_cast<double>(r.graph->task(static_cast<sim::TaskId>(i)).duration_ns);
+  for (sim::TaskId t : testing::tasks_named(r, name)) ns += static_cast<double>(r.graph->task(t).duration_ns);
   return ns;
 }
 
 int count(const step::StepResult& r, const std::string& name) {
-  int n = 0;
-  for (std::size_t i = 0; i < r.graph->size(); ++i)
-    if (r.graph->name(static_cast<sim::TaskId>(i)) == name) ++n;
-  return n;
+  return static_cast<int>(testing::tasks_named(r, name).size());
 }
 
 std::string error_of(const std::vector<std::string>& sets) {
-  try {
-    scenario(sets);
-  } catch (const config::ConfigError& e) {
-    return e.what();
-  }
-  return "(no error)";
+  return testing::config_error_of([&] { scenario(sets); });
 }
 
 }  // namespace
