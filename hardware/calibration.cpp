@@ -385,108 +385,106 @@ Calibration fit_probe(const std::string& probe_path, std::string* report, const 
       }
     }
     if (att.empty()) return false;
-    {
-      af.peak_flops = ref.bf16 > 0 ? ref.bf16 : best_bf16;
-      af.hbm_bandwidth = ref.hbm > 0 ? ref.hbm : best_hbm;
-      bool any_f = false, any_b = false, any_m = false;
-      for (auto& a : att) { any_f |= a.flash && !a.bwd; any_b |= a.flash && a.bwd; any_m |= !a.flash; }
-      std::vector<int> col(3, -1);
-      int nc = 1;
-      if (any_f) col[0] = nc++;
-      if (any_b) col[1] = nc++;
-      if (any_m) col[2] = nc++;
-      need_samples(probe_path, "attention", att.size(), std::size_t(nc), "samples (an overhead and one efficiency per kind)");
-      // time = overhead + FLOPs / (peak x eff x s / (s + knee)) for flash, bytes / (HBM x eff) for
-      // the materialised pieces: linear in (overhead, 1 / eff) for given knees; the knees (forward
-      // and backward apart) by grid search, 0 .. 8192 in steps of 128, least relative rms.
-      // The flash column: FLOPs x (s + knee) / s in the seq form, FLOPs x (executed / counted tiles) x
-      // (N + knee) / N in the tile form (w the diagonal tile weight).
-      double w = 1;
-      auto flash_x = [&](const A& a, double knee) {
-        if (b2b) {
-          const AttentionTiles tl = attention_tiles(a.b, a.h, a.sq, a.skv, a.causal, w);
-          return a.x * (tl.executed / tl.counted) * (tl.executed + knee) / tl.executed;
-        }
-        return a.s > 0 ? a.x * (a.s + knee) / a.s : a.x;
-      };
-      auto solve_for = [&](double kf, double kb, Eigen::VectorXd& x) {
-        Eigen::MatrixXd M = Eigen::MatrixXd::Zero(Eigen::Index(att.size()), nc);
-        Eigen::VectorXd t(Eigen::Index(att.size()));
-        for (std::size_t i = 0; i < att.size(); ++i) {
-          auto ii = Eigen::Index(i);
-          M(ii, 0) = 1.0;
-          int c = att[i].flash ? (att[i].bwd ? col[1] : col[0]) : col[2];
-          const double knee = att[i].flash ? (att[i].bwd ? kb : kf) : 0.0;
-          M(ii, c) = att[i].flash ? flash_x(att[i], knee) : att[i].x;
-          t(ii) = att[i].t;
-        }
-        x = solve_rel(M, t);
-        std::vector<double> pr, me;
-        Eigen::VectorXd p = M * x;
-        for (std::size_t i = 0; i < att.size(); ++i) {
-          pr.push_back(std::max(0.0, x(0)) + p(Eigen::Index(i)) - x(0));
-          me.push_back(att[i].t);
-        }
-        return rms_rel(pr, me);
-      };
-      Eigen::VectorXd x;
-      double best = 1e300, bkf = 0, bkb = 0, bw = 1;
+    af.peak_flops = ref.bf16 > 0 ? ref.bf16 : best_bf16;
+    af.hbm_bandwidth = ref.hbm > 0 ? ref.hbm : best_hbm;
+    bool any_f = false, any_b = false, any_m = false;
+    for (auto& a : att) { any_f |= a.flash && !a.bwd; any_b |= a.flash && a.bwd; any_m |= !a.flash; }
+    std::vector<int> col(3, -1);
+    int nc = 1;
+    if (any_f) col[0] = nc++;
+    if (any_b) col[1] = nc++;
+    if (any_m) col[2] = nc++;
+    need_samples(probe_path, "attention", att.size(), std::size_t(nc), "samples (an overhead and one efficiency per kind)");
+    // time = overhead + FLOPs / (peak x eff x s / (s + knee)) for flash, bytes / (HBM x eff) for
+    // the materialised pieces: linear in (overhead, 1 / eff) for given knees; the knees (forward
+    // and backward apart) by grid search, 0 .. 8192 in steps of 128, least relative rms.
+    // The flash column: FLOPs x (s + knee) / s in the seq form, FLOPs x (executed / counted tiles) x
+    // (N + knee) / N in the tile form (w the diagonal tile weight).
+    double w = 1;
+    auto flash_x = [&](const A& a, double knee) {
       if (b2b) {
-        // Tile form: knees 0 and 128 x 2^(i/2) tiles (128 .. ~2M), the diagonal weight 1 .. 6 in halves.
-        std::vector<double> knees = {0};
-        for (int i = 0; i <= 28; ++i) knees.push_back(std::round(128 * std::pow(2.0, i / 2.0)));
-        for (double wd = 1; wd <= 6; wd += 0.5) {
-          w = wd;
-          for (double kf : knees)
-            for (double kb : knees) {
-              if ((kf > 0 && !any_f) || (kb > 0 && !any_b)) continue;
-              const double e = solve_for(kf, kb, x);
-              if (e < best - 1e-12) { best = e; bkf = kf; bkb = kb; bw = wd; }
-            }
-        }
-        w = bw;
-      } else {
-        for (double kf = 0; kf <= 8192; kf += 128)
-          for (double kb = 0; kb <= 8192; kb += 128) {
+        const AttentionTiles tl = attention_tiles(a.b, a.h, a.sq, a.skv, a.causal, w);
+        return a.x * (tl.executed / tl.counted) * (tl.executed + knee) / tl.executed;
+      }
+      return a.s > 0 ? a.x * (a.s + knee) / a.s : a.x;
+    };
+    auto solve_for = [&](double kf, double kb, Eigen::VectorXd& x) {
+      Eigen::MatrixXd M = Eigen::MatrixXd::Zero(Eigen::Index(att.size()), nc);
+      Eigen::VectorXd t(Eigen::Index(att.size()));
+      for (std::size_t i = 0; i < att.size(); ++i) {
+        auto ii = Eigen::Index(i);
+        M(ii, 0) = 1.0;
+        int c = att[i].flash ? (att[i].bwd ? col[1] : col[0]) : col[2];
+        const double knee = att[i].flash ? (att[i].bwd ? kb : kf) : 0.0;
+        M(ii, c) = att[i].flash ? flash_x(att[i], knee) : att[i].x;
+        t(ii) = att[i].t;
+      }
+      x = solve_rel(M, t);
+      std::vector<double> pr, me;
+      Eigen::VectorXd p = M * x;
+      for (std::size_t i = 0; i < att.size(); ++i) {
+        pr.push_back(std::max(0.0, x(0)) + p(Eigen::Index(i)) - x(0));
+        me.push_back(att[i].t);
+      }
+      return rms_rel(pr, me);
+    };
+    Eigen::VectorXd x;
+    double best = 1e300, bkf = 0, bkb = 0, bw = 1;
+    if (b2b) {
+      // Tile form: knees 0 and 128 x 2^(i/2) tiles (128 .. ~2M), the diagonal weight 1 .. 6 in halves.
+      std::vector<double> knees = {0};
+      for (int i = 0; i <= 28; ++i) knees.push_back(std::round(128 * std::pow(2.0, i / 2.0)));
+      for (double wd = 1; wd <= 6; wd += 0.5) {
+        w = wd;
+        for (double kf : knees)
+          for (double kb : knees) {
             if ((kf > 0 && !any_f) || (kb > 0 && !any_b)) continue;
             const double e = solve_for(kf, kb, x);
-            if (e < best - 1e-12) { best = e; bkf = kf; bkb = kb; }
+            if (e < best - 1e-12) { best = e; bkf = kf; bkb = kb; bw = wd; }
           }
       }
-      solve_for(bkf, bkb, x);
-      af.tile_form = b2b;
-      if (b2b) {
-        af.flash_fwd_tile_knee = bkf;
-        af.flash_bwd_tile_knee = bkb;
-        af.diagonal_tile_weight = bw;
-      } else {
-        af.flash_fwd_seq_knee = bkf;
-        af.flash_bwd_seq_knee = bkb;
-      }
-      af.overhead_s = std::max(0.0, x(0));
-      if (any_f) af.flash_fwd_eff = 1.0 / (x(col[0]) * af.peak_flops);
-      if (any_b) af.flash_bwd_eff = 1.0 / (x(col[1]) * af.peak_flops);
-      if (any_m) af.materialized_bw_eff = 1.0 / (x(col[2]) * af.hbm_bandwidth);
-      std::vector<double> pred, meas;
-      for (auto& a : att) {
-        const double knee = a.bwd ? bkb : bkf;
-        double p = af.overhead_s + (a.flash ? flash_x(a, knee) / (af.peak_flops * (a.bwd ? af.flash_bwd_eff : af.flash_fwd_eff))
-                                            : a.x / (af.hbm_bandwidth * af.materialized_bw_eff));
-        pred.push_back(p);
-        meas.push_back(a.t);
-      }
-      af.rms_rel_error = rms_rel(pred, meas);
-      rep << label << ": " << att.size() << " samples (fused = " << impl_fit;
-      if (b2b) rep << ", back to back, " << host_bound << " host-bound left out";
-      rep << "), flash fwd eff " << fmt("%.3f", af.flash_fwd_eff) << ", flash bwd eff " << fmt("%.3f", af.flash_bwd_eff);
-      if (b2b)
-        rep << " (tile knees " << fmt("%.0f", bkf) << " / " << fmt("%.0f", bkb) << ", diagonal tile weight " << fmt("%.1f", bw) << ")";
-      else
-        rep << " (seq knees " << fmt("%.0f", bkf) << " / " << fmt("%.0f", bkb) << ")";
-      rep << ", materialized bw eff " << fmt("%.3f", af.materialized_bw_eff)
-          << ", overhead " << fmt("%.1f", af.overhead_s * 1e6) << " us, rms rel error "
-          << fmt("%.1f", af.rms_rel_error * 100) << "%\n";
+      w = bw;
+    } else {
+      for (double kf = 0; kf <= 8192; kf += 128)
+        for (double kb = 0; kb <= 8192; kb += 128) {
+          if ((kf > 0 && !any_f) || (kb > 0 && !any_b)) continue;
+          const double e = solve_for(kf, kb, x);
+          if (e < best - 1e-12) { best = e; bkf = kf; bkb = kb; }
+        }
     }
+    solve_for(bkf, bkb, x);
+    af.tile_form = b2b;
+    if (b2b) {
+      af.flash_fwd_tile_knee = bkf;
+      af.flash_bwd_tile_knee = bkb;
+      af.diagonal_tile_weight = bw;
+    } else {
+      af.flash_fwd_seq_knee = bkf;
+      af.flash_bwd_seq_knee = bkb;
+    }
+    af.overhead_s = std::max(0.0, x(0));
+    if (any_f) af.flash_fwd_eff = 1.0 / (x(col[0]) * af.peak_flops);
+    if (any_b) af.flash_bwd_eff = 1.0 / (x(col[1]) * af.peak_flops);
+    if (any_m) af.materialized_bw_eff = 1.0 / (x(col[2]) * af.hbm_bandwidth);
+    std::vector<double> pred, meas;
+    for (auto& a : att) {
+      const double knee = a.bwd ? bkb : bkf;
+      double p = af.overhead_s + (a.flash ? flash_x(a, knee) / (af.peak_flops * (a.bwd ? af.flash_bwd_eff : af.flash_fwd_eff))
+                                          : a.x / (af.hbm_bandwidth * af.materialized_bw_eff));
+      pred.push_back(p);
+      meas.push_back(a.t);
+    }
+    af.rms_rel_error = rms_rel(pred, meas);
+    rep << label << ": " << att.size() << " samples (fused = " << impl_fit;
+    if (b2b) rep << ", back to back, " << host_bound << " host-bound left out";
+    rep << "), flash fwd eff " << fmt("%.3f", af.flash_fwd_eff) << ", flash bwd eff " << fmt("%.3f", af.flash_bwd_eff);
+    if (b2b)
+      rep << " (tile knees " << fmt("%.0f", bkf) << " / " << fmt("%.0f", bkb) << ", diagonal tile weight " << fmt("%.1f", bw) << ")";
+    else
+      rep << " (seq knees " << fmt("%.0f", bkf) << " / " << fmt("%.0f", bkb) << ")";
+    rep << ", materialized bw eff " << fmt("%.3f", af.materialized_bw_eff)
+        << ", overhead " << fmt("%.1f", af.overhead_s * 1e6) << " us, rms rel error "
+        << fmt("%.1f", af.rms_rel_error * 100) << "%\n";
     return true;
   };
   cal.has_attention = fit_attention(fused_impl, cal.attention, "attention");

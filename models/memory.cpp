@@ -12,14 +12,26 @@ namespace mfusim::models {
 
 using namespace detail;
 
+double linear_weights(const ModelSpec& m, const std::vector<int>& layers, bool has_head, int tp, int ep) {
+  double n = 0;
+  for (int i : layers) {
+    const ParamParts p = layer_parts(m, i);
+    n += p.tp_sharded / tp + p.experts / (static_cast<double>(tp) * ep);
+  }
+  if (has_head && m.mtp_depth > 0) {
+    const ParamParts p = detail::mtp_parts(m);
+    n += p.tp_sharded / tp + p.experts / (static_cast<double>(tp) * ep);
+  }
+  return n;
+}
+
 StaticMemory static_memory(const ModelSpec& m, const std::vector<int>& layers, bool has_embedding, bool has_head,
                            int tp, int ep, int dp, bool distributed_optimizer, bool fp32_autocast, bool fp8) {
-  double dense = 0, expert = 0, fp8_linear = 0;
+  double dense = 0, expert = 0;
   for (int i : layers) {
     const ParamParts p = layer_parts(m, i);
     dense += p.tp_sharded / tp + p.replicated;
     expert += p.experts / (static_cast<double>(tp) * ep);
-    fp8_linear += p.tp_sharded / tp + p.experts / (static_cast<double>(tp) * ep);
   }
   const ParamCount c = count_params(m);
   if (has_embedding) dense += c.embedding / tp;
@@ -27,8 +39,8 @@ StaticMemory static_memory(const ModelSpec& m, const std::vector<int>& layers, b
     const ParamParts p = detail::mtp_parts(m);
     dense += p.tp_sharded / tp + p.replicated;
     expert += p.experts / (static_cast<double>(tp) * ep);
-    fp8_linear += p.tp_sharded / tp + p.experts / (static_cast<double>(tp) * ep);
   }
+  const double fp8_linear = fp8 ? linear_weights(m, layers, has_head, tp, ep) : 0.0;
   if (has_head) {
     dense += c.final_norm;
     if (!m.tied_embeddings) dense += c.lm_head / tp;
@@ -89,18 +101,13 @@ StaticMemory rank_static_memory(const config::Scenario& s, const std::vector<int
   }
   // fp8: Transformer Engine's cached fp8 weight copies (the weight and its transpose, 2 bytes per linear
   // weight), on the ranks that hold whole layers (not under ZeRO-3, where parameters are gathered per unit).
-  const double fp8_copies =
-      static_memory(s.model, layers, has_embedding, has_head, P.tp, P.ep, P.dp, P.distributed_optimizer, fp32_autocast,
-                    true).params -
-      static_memory(s.model, layers, has_embedding, has_head, P.tp, P.ep, P.dp, P.distributed_optimizer, fp32_autocast)
-          .params;
-  if (s.training.precision == config::Precision::fp8 && P.zero() < 3) sm.params += fp8_copies;
+  const double linear = linear_weights(s.model, layers, has_head, P.tp, P.ep);   // unsharded
+  if (s.training.precision == config::Precision::fp8 && P.zero() < 3) sm.params += 2.0 * linear;
   // features.fp8_params (Megatron's --fp8-param-gather): the linear weights are the fp8 tensors
   // themselves, so no bf16 copy of them is held: ZeRO-0..2 keep the fp8 weight and its transpose (the
   // 2 bytes counted above) instead of bf16 + fp8 copies; under ZeRO-3 the held shard is fp8 (1 byte
   // instead of 2), the fp32 master and the optimizer state unchanged.
   if (s.features.fp8_params && s.training.precision == config::Precision::fp8 && sm.params > 0) {
-    const double linear = fp8_copies / 2.0;   // linear weights on the rank, unsharded
     if (P.zero() < 3) {
       sm.params -= 2.0 * linear;
     } else {

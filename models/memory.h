@@ -17,6 +17,10 @@ struct StaticMemory { double params = 0, grads = 0, optimizer = 0; };
 // sharded over dp when distributed_optimizer.
 // fp32_autocast: fp32 params (4 bytes), fp32 grads (4), Adam m and v (8, sharded like the
 // optimizer state); no separate master copy.
+// The linear-layer weights a rank holds of `layers` (and, with has_head, the MTP modules'): the
+// matrices sharded by tp and the routed experts by tp * ep; the embedding, the LM head and the norms
+// are not counted. What fp8 recipes hold in fp8 (static_memory's fp8 copies, features.fp8_params).
+double linear_weights(const ModelSpec&, const std::vector<int>& layers, bool has_head, int tp, int ep);
 // fp8 (Transformer Engine on Hopper/Blackwell): each fp8 linear layer's weight is also held
 // as fp8, row-major and transposed (the cached quantised weight TE keeps across the step's
 // micro-batches), 2 bytes per layer weight parameter in `params`; the embedding, the LM head

@@ -196,11 +196,7 @@ void Builder::add_static_memory() {
     rank_params_[r] = models::static_memory(s_.model, layers, emb, head, P.tp, P.ep, P.dp, P.distributed_optimizer,
                                             shape.fp32_autocast).params /
                       models::param_bytes(shape.fp32_autocast);
-    rank_linear_params_[r] = (models::static_memory(s_.model, layers, emb, head, P.tp, P.ep, P.dp,
-                                                    P.distributed_optimizer, shape.fp32_autocast, true).params -
-                              models::static_memory(s_.model, layers, emb, head, P.tp, P.ep, P.dp,
-                                                    P.distributed_optimizer, shape.fp32_autocast).params) /
-                             2.0;
+    rank_linear_params_[r] = models::linear_weights(s_.model, layers, head, P.tp, P.ep);
     const models::StaticMemory sm = models::rank_static_memory(s_, layers, emb, head, shape.fp32_autocast);
     out_.params_bytes[r] = sm.params;
     out_.grads_bytes[r] = sm.grads;

@@ -73,7 +73,10 @@ class Builder {
 
   // ---- emit.cpp: ops to tasks, segment by segment ----
   void emit_op(int rank, const Op& op);
-  void emit_items(int rank, Chain& ch, const std::vector<Item>& items, const Name& name, int mb, int chunk);
+  // `gathers` (the overlapped parameter gathers of the op's layers, layer -> task): each layer's first
+  // segment waits for its layer's, which is then taken from the map.
+  void emit_items(int rank, Chain& ch, const std::vector<Item>& items, const Name& name, int mb, int chunk,
+                  std::map<int, TaskId>* gathers = nullptr);
   // beside: the segment waits for none of the chain's pending collectives (F&B pair, fb_order).
   void emit_seg(int rank, Chain& ch, const layer::Seg& sg, sim::Category cat, const Name& name, int mb, int chunk,
                 char kind, std::int64_t mem, bool beside = false);

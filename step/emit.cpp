@@ -143,12 +143,24 @@ void Builder::emit_seg(int rank, Chain& ch, const Seg& sg, Category cat, const N
   }
 }
 
+namespace {
+// The overlapped parameter gather (distributed optimizer) a layer's first segment in the op waits for.
+void wait_gather(std::map<int, TaskId>& gathers, const Item& it, Chain& ch) {
+  if (gathers.empty()) return;
+  auto f = gathers.find(it.layer);
+  if (f == gathers.end()) return;
+  ch.pending.push_back(f->second);
+  gathers.erase(f);
+}
+}  // namespace
+
 void Builder::emit_items(int rank, Chain& ch, const std::vector<Item>& items, const Name& name, int mb,
-                         int chunk) {
+                         int chunk, std::map<int, TaskId>* gathers) {
   bool first = true;
   const bool offload = act_offload_on();
   for (std::size_t i = 0; i < items.size(); ++i) {
     const Item& it = items[i];
+    if (gathers) wait_gather(*gathers, it, ch);
     if (offload && it.kind != 'F') act_offload_backward(rank, ch, items, i, mb);
     emit_seg(rank, ch, *it.seg, it.cat, first ? name : Name(), mb, chunk, it.kind, it.mem);
     first = false;
@@ -196,13 +208,6 @@ void Builder::emit_op(int rank, const Op& op) {
       }
     }
   };
-  auto gather_before = [&](const Item& it, Chain& ch) {
-    if (gathers.empty()) return;
-    auto f = gathers.find(it.layer);
-    if (f == gathers.end()) return;
-    ch.pending.push_back(f->second);
-    gathers.erase(f);
-  };
   if (op.kind == OpKind::F || op.kind == OpKind::B || op.kind == OpKind::W) {
     Chain ch;
     if (op.kind != OpKind::W) ch.pending = deps_for(op.kind, op.microbatch, op.stage);
@@ -220,17 +225,7 @@ void Builder::emit_op(int rank, const Op& op) {
       fsdp_emit(rank, ch, items, name, op);   // ZeRO-3: per-unit gathers and reduce-scatters (step/fsdp.cpp)
     } else if (opt_.per_layer) {
       if (!gathers.empty()) {
-        bool first = true;
-        const bool offload = act_offload_on();
-        for (std::size_t i = 0; i < items.size(); ++i) {
-          const Item& it = items[i];
-          gather_before(it, ch);
-          if (offload && it.kind != 'F') act_offload_backward(rank, ch, items, i, op.microbatch);
-          emit_seg(rank, ch, *it.seg, it.cat, first ? name : Name(), op.microbatch, op.chunk, it.kind, it.mem);
-          first = false;
-          if (offload && it.kind == 'F') act_offload_forward(rank, ch, items, i, op.microbatch);
-          if (it.grad_final) on_grad_final(rank, it.layer, ch.last);
-        }
+        emit_items(rank, ch, items, name, op.microbatch, op.chunk, &gathers);
       } else if (act_offload_on() || !replay_.emit(rank, ch, op)) {   // (offloading: item by item)
         emit_items(rank, ch, items, name, op.microbatch, op.chunk);
       }
@@ -266,7 +261,7 @@ void Builder::emit_op(int rank, const Op& op) {
   for (const FbStep& st : fb_order(fi, bi, s_.moe.fb_rearrange)) {
     if (st.chain == 0) {
       const Item& it = fi[st.item];
-      if (!st.beside) gather_before(it, cf);
+      if (!st.beside) wait_gather(gathers, it, cf);
       emit_seg(rank, cf, *it.seg, it.cat, first_f ? name : Name(), op.microbatch, op.chunk, it.kind, it.mem, st.beside);
       first_f = false;
       if (it.grad_final) on_grad_final(rank, it.layer, st.beside ? last_compute_[rank] : cf.last);
