@@ -72,6 +72,7 @@ void check_hardware(const hardware::HardwareSpec& h, const Sink& err) {
   nonneg("hardware.peak_tflops_fp8", h.peak_flops_fp8, 1e12);
   nonneg("hardware.peak_tflops_fp32", h.peak_flops_fp32, 1e12);
   nonneg("hardware.price_per_gpu_hour", h.price_per_gpu_hour, 1);
+  nonneg("hardware.power_limit_w", h.power_limit_w, 1, 1e5);
   if (h.peak_flops_fp8 > 0 && h.peak_flops_fp8 < 1e9) bounded("hardware.peak_tflops_fp8", h.peak_flops_fp8, 1e12, 1e-3, 1e6);
   positive("hardware.hbm_gib", h.hbm_bytes, 1024.0 * 1024.0 * 1024.0, 1e-3, 1e6);
   positive("hardware.hbm_bandwidth_gbs", h.hbm_bandwidth, 1e9, 1, 1e6);
@@ -100,6 +101,15 @@ void check_scenario(const Scenario& s, const Sink& err) {
     err(k, msg);
   });
   check_hardware(s.hardware, err);
+  // A power limit the calibration's [power] fit cannot meet with any clock (at or below its base power).
+  if (s.calibration && s.calibration->has_power && s.hardware.power_limit_w > 0) {
+    const auto& w = s.calibration->power;
+    const int sms = s.hardware.sms > 0 ? s.hardware.sms : w.sms;
+    if (sms == w.sms && !(hardware::power_limited_clock_mhz(w, s.hardware.power_limit_w, sms) > 0))
+      err("hardware.power_limit_w", "'hardware.power_limit_w' = " + fmt(s.hardware.power_limit_w) +
+                                        " W is at or below the board power the calibration measured with no SM running "
+                                        "GEMMs (" + fmt(w.base_w) + " W): no SM clock meets it");
+  }
 
   auto range = [&](const std::string& key, std::int64_t v, std::int64_t lo, std::int64_t hi) {
     if (v < lo || v > hi) {

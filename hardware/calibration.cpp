@@ -246,6 +246,72 @@ void fit_grouped_gemm(const std::string& file, const std::vector<Reader>& rows, 
       << fmt("%.0f", f.tokens_per_expert.back()) << ", rms rel error " << fmt("%.1f", f.rms_rel_error * 100) << "%\n";
 }
 
+// [[gemm_power]] rows (validation/runs/run33-power): a bf16 GEMM loop on `sms` of the GPU's SMs, its
+// settled SM clock (MHz) and board power (W), under the board's power limit `limit_w`. Rows at the
+// highest clock measured are below the limit: their power against sms is a line (base_w, sm_w per SM).
+// Rows at a lower clock sit at the limit: each gives the per-SM power at its clock, (P - base_w) / sms,
+// whose log against log(clock / max) is fitted through the origin (the exponent). Other dtypes' rows
+// are reported, not fitted.
+void fit_gemm_power(const std::string& file, const std::vector<Reader>& rows, Calibration& cal, std::ostream& rep) {
+  if (rows.empty()) return;
+  struct P { double sms, mhz, w, limit; };
+  std::vector<P> pts;
+  double max_mhz = 0, min_mhz = 1e18, limit = 0;
+  for (const Reader& r : rows) {
+    if (r.str("dtype", "bf16") != "bf16") continue;
+    const P p{r.num("sms"), r.num("clock_mhz"), r.num("power_w"), r.num("limit_w")};
+    if (!(p.sms >= 1) || !(p.mhz > 0) || !(p.w > 0) || !(p.limit > 0))
+      fail(file, r.where, "gemm_power sample needs sms >= 1, clock_mhz > 0, power_w > 0 and limit_w > 0");
+    if (limit > 0 && std::abs(p.limit - limit) > 1e-9) fail(file, r.where, "gemm_power samples must share one limit_w");
+    limit = p.limit;
+    max_mhz = std::max(max_mhz, p.mhz);
+    min_mhz = std::min(min_mhz, p.mhz);
+    pts.push_back(p);
+  }
+  std::vector<P> free, capped;
+  for (const P& p : pts) (p.mhz >= max_mhz - 1e-9 ? free : capped).push_back(p);
+  std::set<double> ks;
+  for (const P& p : free) ks.insert(p.sms);
+  if (ks.size() < 2 || capped.empty())
+    fail(file, "gemm_power: needs bf16 samples at the maximum clock on 2 or more SM counts and 1 or more below it");
+  double sx = 0, sy = 0, sxx = 0, sxy = 0;
+  for (const P& p : free) { sx += p.sms; sy += p.w; sxx += p.sms * p.sms; sxy += p.sms * p.w; }
+  const double n = static_cast<double>(free.size());
+  PowerFit f;
+  f.sm_w = (n * sxy - sx * sy) / (n * sxx - sx * sx);
+  f.base_w = (sy - f.sm_w * sx) / n;
+  if (!(f.sm_w > 0) || !(f.base_w >= 0) || !(limit > f.base_w))
+    fail(file, "gemm_power: the uncapped samples give no positive power per SM below the limit");
+  double lxx = 0, lxy = 0;
+  for (const P& p : capped) {
+    const double x = std::log(p.mhz / max_mhz), y = std::log((p.w - f.base_w) / (p.sms * f.sm_w));
+    if (!(p.w > f.base_w) || !std::isfinite(y)) fail(file, "gemm_power: a capped sample draws no more than base_w");
+    lxx += x * x;
+    lxy += x * y;
+  }
+  f.exponent = lxy / lxx;
+  if (!(f.exponent > 0) || !std::isfinite(f.exponent)) fail(file, "gemm_power: the capped samples give no positive exponent");
+  f.limit_w = limit;
+  f.max_clock_mhz = max_mhz;
+  f.min_clock_mhz = min_mhz;
+  f.sms = static_cast<int>(std::lround(*ks.rbegin()));
+  for (const P& p : capped) f.sms = std::max(f.sms, static_cast<int>(std::lround(p.sms)));
+  f.samples = static_cast<int>(pts.size());
+  std::vector<double> pred, meas;
+  for (const P& p : capped) {
+    pred.push_back(power_limited_clock_mhz(f, limit, static_cast<int>(std::lround(p.sms))));
+    meas.push_back(p.mhz);
+  }
+  f.rms_rel_error = rms_rel(pred, meas);
+  cal.power = f;
+  cal.has_power = true;
+  rep << "gemm power: " << f.samples << " samples under " << fmt("%.0f", limit) << " W, base " << fmt("%.0f", f.base_w)
+      << " W + " << fmt("%.3f", f.sm_w) << " W per SM at " << fmt("%.0f", max_mhz) << " MHz, exponent "
+      << fmt("%.2f", f.exponent) << ", clock rms rel error " << fmt("%.1f", f.rms_rel_error * 100) << "%; all "
+      << f.sms << " SMs: " << fmt("%.0f", power_limited_clock_mhz(f, limit, f.sms)) << " MHz at " << fmt("%.0f", limit)
+      << " W\n";
+}
+
 }  // namespace
 
 // ------------------------------------------------------------------ fit_probe
@@ -691,6 +757,7 @@ Calibration fit_probe(const std::string& probe_path, std::string* report, const 
     }
   }
   fit_grouped_gemm(probe_path, rows("grouped_gemm"), cal, rep);
+  fit_gemm_power(probe_path, rows("gemm_power"), cal, rep);
   if (!cal.has_gemm && !cal.has_attention && !cal.has_memory && !cal.has_collectives && !cal.has_gemm_grouped)
     fail(probe_path, "no probe samples ([[gemm]], [[attention]], [[memory]], [[collective]], [[grouped_gemm]]) found");
   check_fit(cal, probe_path);

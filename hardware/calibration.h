@@ -131,6 +131,29 @@ struct GroupedGemmFit {
 };
 double grouped_gemm_efficiency(const GroupedGemmFit&, double tokens_per_expert);
 
+// The SM clock under a board power limit ([power], fitted by `mfusim calibrate` from the probe's
+// [[gemm_power]] samples, validation/runs/run33-power): a GEMM loop confined to k of the GPU's SMs
+// (cuBLASLt's SM carve-out), the settled SM clock and board power at each k, under the limit the GPU
+// ran at. With few SMs the clock holds its maximum and the board draws P = base_w + k * sm_w; with
+// many it falls until the power meets the limit. The model: P(f, k) = base_w + k * sm_w * (f /
+// max_clock_mhz)^exponent; under a limit L the clock is the highest f <= max_clock_mhz with P <= L
+// (power_limited_clock_mhz). base_w absorbs what does not scale with the SMs running GEMMs (HBM,
+// the uncore, the idle SMs' leakage), as measured on the calibration's GPU.
+struct PowerFit {
+  double limit_w = 0;         // the board power limit the samples ran under
+  double base_w = 0;          // intercept of the uncapped samples' board power against k
+  double sm_w = 0;            // GEMM power per active SM at the maximum clock (their slope)
+  double max_clock_mhz = 0;   // the uncapped samples' clock
+  double min_clock_mhz = 0;   // the lowest clock measured: below it the curve is extrapolated
+  double exponent = 0;        // of the per-SM power in the clock, fitted on the capped samples
+  int sms = 0;                // the measured GPU's SMs
+  int samples = 0;
+  double rms_rel_error = 0;   // of the model's clock against every capped sample's measured clock
+};
+// The clock (MHz) the model gives k SMs running GEMMs under a board power limit of limit_w; 0 when
+// the limit is at or below base_w (no clock meets it).
+double power_limited_clock_mhz(const PowerFit&, double limit_w, int sms);
+
 struct Calibration {
   std::string source;      // path of the calibration file
   std::string gpu_name;    // provenance from the probe
@@ -151,7 +174,15 @@ struct Calibration {
   GemmClock gemm_clock;
   bool has_gemm_grouped = false;       // [gemm_grouped]
   GroupedGemmFit gemm_grouped;
+  bool has_power = false;              // [power]
+  PowerFit power;
 };
+
+// How much longer a compute-bound kernel (GEMM, attention) runs on `hw` than the calibration's GEMM
+// fits say, from the SM clock under the hardware's power_limit_w against the clock under the limit the
+// calibration was measured at (PowerFit, all of the GPU's SMs running GEMMs): clock(cal) / clock(hw).
+// 1 without a [power] fit, without a power_limit_w, or on a GPU with another SM count than the fit's.
+double power_time_scale(const Calibration*, const HardwareSpec&);
 
 // The time ratio of a GEMM at `duty` (GemmClock, linear between the measured points, constant beyond
 // them); 1 without a measured curve.

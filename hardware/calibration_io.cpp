@@ -16,6 +16,7 @@
 #include <cstdio>
 #include <fstream>
 #include <map>
+#include <optional>
 #include <set>
 #include <sstream>
 #include <stdexcept>
@@ -144,6 +145,14 @@ void write_calibration(const Calibration& c, const std::string& path) {
     f << "]\nsamples = " << c.gemm_clock.samples << "\n";
   }
   if (c.has_gemm_grouped) write_grouped_gemm(f, c.gemm_grouped);
+  if (c.has_power) {
+    const PowerFit& w = c.power;
+    f << "\n[power]  # board power = base_w + k * sm_w * (clock / max_clock_mhz)^exponent with k SMs running GEMMs"
+         " (the clock under a power limit)\nlimit_w = "
+      << g(w.limit_w) << "\nbase_w = " << g(w.base_w) << "\nsm_w = " << g(w.sm_w) << "\nmax_clock_mhz = "
+      << g(w.max_clock_mhz) << "\nmin_clock_mhz = " << g(w.min_clock_mhz) << "\nexponent = " << g(w.exponent)
+      << "\nsms = " << w.sms << "\nrms_rel_error = " << g(w.rms_rel_error) << "\nsamples = " << w.samples << "\n";
+  }
   io::write_file(path, f.str(), "the calibration file");   // atomically: a failed write leaves the old file
 }
 
@@ -151,7 +160,7 @@ Calibration read_calibration(const std::string& path) {
   toml::table root = parse_file(path);
   Reader top{path, &root, root.source()};
   top.only({"format", "gpu", "gemm", "gemm_fp8", "attention", "attention_fa2", "memory", "memory_families", "collectives", "gemm_clock",
-            "gemm_grouped"});
+            "gemm_grouped", "power"});
   if (top.str("format", "mfusim-calibration-1") != "mfusim-calibration-1")
     fail(path, top.node("format")->source(), "unsupported format '" + top.str("format") + "'");
   Calibration c;
@@ -299,7 +308,52 @@ Calibration read_calibration(const std::string& path) {
     c.has_gemm_clock = true;
   }
   if (top.node("gemm_grouped")) read_grouped_gemm(path, top.sub("gemm_grouped"), c);
+  if (top.node("power")) {
+    Reader r = top.sub("power");
+    r.only({"limit_w", "base_w", "sm_w", "max_clock_mhz", "min_clock_mhz", "exponent", "sms", "rms_rel_error", "samples"});
+    PowerFit& w = c.power;
+    constexpr CalibrationBound watts{"power (W)", 0, false, 1e5}, mhz{"clock (MHz)", 0, true, 1e5},
+        exponent{"exponent", 0, true, 10};
+    w.limit_w = r.bounded("limit_w", watts);
+    w.base_w = r.bounded("base_w", watts);
+    w.sm_w = r.bounded("sm_w", watts);
+    w.max_clock_mhz = r.bounded("max_clock_mhz", mhz);
+    w.min_clock_mhz = r.bounded("min_clock_mhz", mhz);
+    w.exponent = r.bounded("exponent", exponent);
+    w.rms_rel_error = r.bounded("rms_rel_error", kRmsBound, false);
+    auto count = [&](const char* key, int lo, int& out) {
+      const toml::node* n = r.node(key);
+      const auto v = n ? n->value<std::int64_t>() : std::nullopt;
+      if (!n || !n->is_integer() || !v || *v < lo || *v > 1000000)
+        fail(path, n ? n->source() : top.node("power")->source(), std::string("[power] needs '") + key + "' as an integer >= " + std::to_string(lo));
+      out = static_cast<int>(*v);
+    };
+    count("sms", 1, w.sms);
+    count("samples", 2, w.samples);
+    if (!(w.sm_w > 0)) fail(path, r.node("sm_w")->source(), "'sm_w' must be > 0");
+    if (!(w.limit_w > w.base_w)) fail(path, r.node("limit_w")->source(), "'limit_w' must be above 'base_w'");
+    if (w.min_clock_mhz > w.max_clock_mhz) fail(path, r.node("min_clock_mhz")->source(), "'min_clock_mhz' must be <= 'max_clock_mhz'");
+    c.has_power = true;
+  }
   return c;
+}
+
+double power_limited_clock_mhz(const PowerFit& w, double limit_w, int sms) {
+  if (!(w.sm_w > 0) || !(w.exponent > 0) || !(w.max_clock_mhz > 0) || sms < 1) return 0;
+  const double headroom = limit_w - w.base_w;
+  if (!(headroom > 0)) return 0;
+  const double at_max = sms * w.sm_w;   // the SMs' power at the maximum clock
+  if (headroom >= at_max) return w.max_clock_mhz;
+  return w.max_clock_mhz * std::pow(headroom / at_max, 1.0 / w.exponent);
+}
+
+double power_time_scale(const Calibration* cal, const HardwareSpec& hw) {
+  if (!cal || !cal->has_power || !(hw.power_limit_w > 0)) return 1.0;
+  const PowerFit& w = cal->power;
+  const int sms = hw.sms > 0 ? hw.sms : w.sms;
+  if (sms != w.sms || std::abs(hw.power_limit_w - w.limit_w) < 1e-9) return 1.0;
+  const double ref = power_limited_clock_mhz(w, w.limit_w, w.sms), f = power_limited_clock_mhz(w, hw.power_limit_w, sms);
+  return ref > 0 && f > 0 ? ref / f : 1.0;
 }
 
 double gemm_clock_ratio(const Calibration* cal, double duty) {

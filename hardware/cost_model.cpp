@@ -109,6 +109,7 @@ CostModel::CostModel(const HardwareSpec& hw, Precision precision, const Calibrat
   host_recompute_ = hw.host_recompute_overhead;
   if (cuda_graphs_) launch_ = host_ = host_compiled_ = host_backward_ = host_checkpoint_ = host_recompute_ = 0;
   sms_ = sm_count_for(hw);
+  power_scale_ = hardware::power_time_scale(cal_, hw);
   auto load = [](const std::vector<GemmSample>& src, std::vector<TableEntry>& dst) {
     dst.reserve(src.size());
     for (const GemmSample& s : src)
@@ -221,12 +222,12 @@ double CostModel::gemm_core_seconds(const Kernel& kn) const {
         return std::tie(a.m, a.n, a.k) < std::tie(b.m, b.n, b.k);
       });
       if (it != table.end() && it->m == kn.m && it->n == kn.n && it->k == kn.k)
-        return std::max(table_seconds(it->seconds, fit, peak) * clock_scale_, memory);
+        return std::max(table_seconds(it->seconds, fit, peak) * clock_scale_ * power_scale_, memory);
     }
     const double compute = fit.overhead_s + flops / (peak * gemm_eff(fp8, kn.m, kn.n, kn.k));
-    return std::max(compute * clock_scale_, memory);
+    return std::max(compute * clock_scale_ * power_scale_, memory);
   }
-  return std::max(flops / (peak * gemm_eff(fp8, kn.m, kn.n, kn.k)), memory);
+  return std::max(flops / (peak * gemm_eff(fp8, kn.m, kn.n, kn.k)) * power_scale_, memory);
 }
 
 double CostModel::attention_seconds(const Kernel& kn) const {
@@ -274,7 +275,7 @@ double CostModel::attention_seconds(const Kernel& kn) const {
       const double s = kn.seq_kv > 0 ? static_cast<double>(kn.seq_kv) : 1e9;
       eff = (bwd ? CostDefaults::flash_bwd_eff : CostDefaults::flash_fwd_eff) * s / (s + CostDefaults::flash_seq_knee);
     }
-    return overhead + std::max(flops / (peak * std::min(eff, 1.0)), kn.bytes / bandwidth_);
+    return overhead + std::max(flops / (peak * std::min(eff, 1.0)) * power_scale_, kn.bytes / bandwidth_);
   }
 
   // One piece of the materialised path (models/ emits QK^T, attn*V and their
@@ -291,13 +292,14 @@ double CostModel::attention_seconds(const Kernel& kn) const {
     // the tile efficiency of the bf16 fit stands in for cuBLAS's SGEMM (config/checks.cpp
     // refuses such a scenario on a profile without peak_tflops_fp32).
     const double piece_peak = kn.fp32 && hw_.peak_flops_fp32 > 0 ? hw_.peak_flops_fp32 : peak;
-    return std::max(kn.flops / (piece_peak * eff), kn.bytes / bw);
+    return std::max(kn.flops / (piece_peak * eff) * power_scale_, kn.bytes / bw);
   }
   // The whole materialised attention given by its shape only: batched matmuls
   // on the full s x s (the mask is applied, not skipped) plus softmax/dropout
   // passes over the scores in HBM.
   const double matmul_flops = has_shape ? full_fwd * (bwd ? 2.0 : 1.0) : kn.flops;
-  const double matmul = matmul_flops / (peak * batched_gemm_efficiency(kn.seq_q, kn.seq_kv, kn.head_dim, fp8));
+  const double matmul =
+      matmul_flops / (peak * batched_gemm_efficiency(kn.seq_q, kn.seq_kv, kn.head_dim, fp8)) * power_scale_;
   const double per_score = bwd ? CostDefaults::materialized_bwd_bytes_per_score
                                : CostDefaults::materialized_fwd_bytes_per_score;
   const double scores = has_shape ? static_cast<double>(kn.batch) * kn.heads * kn.seq_q * kn.seq_kv * per_score : 0.0;
@@ -308,7 +310,7 @@ double CostModel::attention_seconds(const Kernel& kn) const {
 
 double CostModel::memory_seconds(const Kernel& kn) const {
   const double fb = family_bw_[static_cast<int>(kn.family)];
-  return std::max(kn.bytes / (fb > 0 ? fb : bandwidth_), kn.flops / (peak_ * gemm_eff_max_));
+  return std::max(kn.bytes / (fb > 0 ? fb : bandwidth_), kn.flops / (peak_ * gemm_eff_max_) * power_scale_);
 }
 
 int CostModel::launches_per_kernel(const Kernel& kn) const {

@@ -93,6 +93,8 @@ class CostModel {
   void set_gemm_duty(double duty);
   double gemm_duty() const { return gemm_duty_; }
   double gemm_clock_scale() const { return clock_scale_; }
+  // Time factor of the SM-clock-paced compute (GEMMs, attention) under hardware.power_limit_w.
+  double power_time_scale() const { return power_scale_; }
   bool has_gemm_clock() const { return cal_ && cal_->has_gemm_clock; }
   double peak_flops() const;
   int sm_count() const { return sms_; }
@@ -126,6 +128,9 @@ class CostModel {
   double family_bw_[kMemFamilies] = {};   // achieved bytes/s per MemFamily (0: use bandwidth_)
   double gemm_eff_max_ = 0;
   double gemm_duty_ = 1.0, clock_scale_ = 1.0;
+  // Compute-bound kernels' time under the hardware's power limit against the calibration's
+  // (power_time_scale; 1 at the calibration's own limit).
+  double power_scale_ = 1.0;
   int sms_ = 132;
   // Calibration exact shapes, sorted by (m, n, k): bf16 and fp8 (the fp8 one only from the
   // calibration's [gemm_fp8]). Seconds as measured, rescaled to this GPU's peak (gemm_seconds).

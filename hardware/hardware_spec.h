@@ -52,6 +52,10 @@ struct HardwareSpec {
   // profile names its source and date); 0 = none published. A scenario's [cost] without a
   // price uses it (docs/scenario.md).
   double price_per_gpu_hour = 0;
+  // The board power limit the GPUs run at, W (power_limit_w; the datasheet's maximum unless a site sets
+  // a lower one); 0 = not given. With a calibration's [power] fit, a limit other than the one the
+  // calibration was measured at scales the compute kernels by the clock it leaves (docs/cost-model.md §2e).
+  double power_limit_w = 0;
 
   double peak_flops(Precision p) const { return p == Precision::fp8 ? peak_flops_fp8 : peak_flops_bf16; }
 };

@@ -21,6 +21,7 @@
 //    rows: precision fp8; torch.compile on: fused_kernels; async TP:
 //    tp_comm_overlap. Everything else: the simulator's defaults.
 #include <algorithm>
+#include <cctype>
 #include <cmath>
 #include <fstream>
 #include <map>
@@ -125,7 +126,20 @@ struct Mechanisms {
   // [attention_fa2], run 31). llm-foundry's rows keep "flash": its Triton kernel (attn_impl = triton) is
   // not measured here. Off: every row at the calibration's cuDNN fused attention.
   bool sdpa_fa2 = true;
+  // The board power limit the row's GPUs ran at, where the row states one (torchtitan's Grand Teton
+  // H100s: "500 W power limit", rows.csv `gpu`): hardware.power_limit_w, whose clock the calibration's
+  // [power] fit gives (run 33, docs/cost-model.md §2e). Off: every row at its profile's 700 W.
+  bool power_limit = true;
 };
+
+// The power limit a row's `gpu` column states ("..., 500 W power limit"), W; 0 when it states none.
+inline double stated_power_limit_w(const std::string& gpu) {
+  const std::size_t at = gpu.find(" W power limit");
+  if (at == std::string::npos) return 0;
+  std::size_t b = at;
+  while (b > 0 && std::isdigit(static_cast<unsigned char>(gpu[b - 1]))) --b;
+  return b < at ? std::stod(gpu.substr(b, at - b)) : 0;
+}
 
 inline const hardware::Calibration& shipped_calibration(const std::string& rel) {
   static std::map<std::string, hardware::Calibration> cache;
@@ -147,9 +161,10 @@ inline config::Scenario row_scenario(const Row& r, const Mechanisms& mech = {}) 
   if (gpu.find("96GB") != std::string::npos || gpu.find("94/95GB") != std::string::npos) s.hardware.hbm_bytes = 94 * gib;
   // Meta's Grand Teton H100s: "96GB HBM2e with 2.4 TB/sec peak memory bandwidth", "the default 500W power
   // limit" (pytorch/torchtitan benchmarks/asyncTP_llama3_h100_2025-06_torchtitan.md @2887250bb, Hardware):
-  // memory-bound kernels run against that bandwidth (the calibration's fractions apply to it). The power
-  // limit is not modelled (no measurement at 500 W here). The 94/95 GB rows' bandwidth is not stated.
+  // memory-bound kernels run against that bandwidth (the calibration's fractions apply to it); the power
+  // limit sets the SM clock (Mechanisms::power_limit). The 94/95 GB rows' bandwidth is not stated.
   if (gpu.find("96GB HBM2e") != std::string::npos) s.hardware.hbm_bandwidth = 2.4e12;
+  if (mech.power_limit && stated_power_limit_w(gpu) > 0) s.hardware.power_limit_w = stated_power_limit_w(gpu);
   if (mech.eager_host) {
     s.hardware.host_overhead = validation::kEagerHostOverheadS;
     s.hardware.host_compiled_overhead = validation::kCompiledHostOverheadS;

@@ -1,0 +1,139 @@
+// The SM clock under a board power limit (hardware::PowerFit, run 33): the fit of the probe's
+// [[gemm_power]] samples, the file, the clock it gives, and the compute kernels' time under
+// hardware.power_limit_w (docs/cost-model.md §2e).
+#include <doctest/doctest.h>
+
+#include <cmath>
+#include <string>
+
+#include "config/loader.h"
+#include "hardware/calibration.h"
+#include "hardware/cost_model.h"
+#include "hardware/kernel.h"
+#include "tests/hardware/test_helpers.h"
+
+using namespace mfusim;
+using namespace mfusim::hardware;
+using namespace mfusim::hardware::testing;
+
+namespace {
+std::string tmp(const std::string& name) { return std::string("/tmp/mfusim_test_power_") + name; }
+// A probe with a GEMM fit and [[gemm_power]] rows drawn from a known model: base 120 W, 5 W per SM at
+// 1980 MHz, exponent 2.2, limit 700 W (so 132 SMs settle at 1980 (580 / 660)^(1 / 2.2) MHz).
+constexpr double kBase = 120, kSm = 5, kMax = 1980, kExp = 2.2, kLimit = 700;
+double model_clock(double limit, int k) {
+  const double head = limit - kBase;
+  return head >= k * kSm ? kMax : kMax * std::pow(head / (k * kSm), 1 / kExp);
+}
+std::string power_row(int k, double mhz, double w, const char* dtype = "bf16") {
+  return "[[gemm_power]]\ndtype = \"" + std::string(dtype) + "\"\nsms = " + std::to_string(k) + "\nclock_mhz = " +
+         g12(mhz) + "\npower_w = " + g12(w) + "\nlimit_w = " + g12(kLimit) + "\n";
+}
+std::string probe(const std::string& rows) {
+  std::string p = "format = \"mfusim-probe-1\"\n[provenance]\ngpu = \"NVIDIA H200\"\n";
+  for (long long m : {1024, 4096, 16384})
+    for (long long n : {1024, 8192})
+      p += "[[gemm]]\ndtype = \"bf16\"\nm = " + std::to_string(m) + "\nn = " + std::to_string(n) +
+           "\nk = 4096\nseconds = " + g12(2.0 * m * n * 4096 / 700e12 + 5e-6) + "\n";
+  return p + rows;
+}
+std::string model_rows() {
+  std::string r;
+  for (int k : {12, 36, 60, 84}) r += power_row(k, kMax, kBase + k * kSm);   // below the limit
+  for (int k : {116, 124, 132}) r += power_row(k, model_clock(kLimit, k), kLimit);   // at it
+  return r + power_row(132, 1400, kLimit, "fp8");   // another dtype: reported, not fitted
+}
+std::string error_of_fit(const std::string& path) {
+  try {
+    fit_probe(path);
+  } catch (const std::runtime_error& e) {
+    return e.what();
+  }
+  return "";
+}
+}  // namespace
+
+TEST_CASE("power limit: the fit recovers the model its samples were drawn from, and the file keeps it") {
+  write(tmp("p1.toml"), probe(model_rows()));
+  std::string rep;
+  const Calibration c = fit_probe(tmp("p1.toml"), &rep);
+  REQUIRE(c.has_power);
+  const PowerFit& w = c.power;
+  CHECK(w.base_w == doctest::Approx(kBase));
+  CHECK(w.sm_w == doctest::Approx(kSm));
+  CHECK(w.exponent == doctest::Approx(kExp));
+  CHECK(w.max_clock_mhz == doctest::Approx(kMax));
+  CHECK(w.min_clock_mhz == doctest::Approx(model_clock(kLimit, 132)));
+  CHECK(w.limit_w == doctest::Approx(kLimit));
+  CHECK(w.sms == 132);
+  CHECK(w.samples == 7);   // bf16 rows only
+  CHECK(w.rms_rel_error < 1e-9);
+  CHECK(rep.find("gemm power: 7 samples under 700 W") != std::string::npos);
+  write_calibration(c, tmp("c1.toml"));
+  const Calibration r = read_calibration(tmp("c1.toml"));
+  REQUIRE(r.has_power);
+  CHECK(r.power.exponent == doctest::Approx(kExp));
+  CHECK(r.power.base_w == doctest::Approx(kBase));
+  CHECK(r.power.sms == 132);
+}
+
+TEST_CASE("power limit: the clock the model gives, and the compute time it scales") {
+  PowerFit w;
+  w.limit_w = kLimit, w.base_w = kBase, w.sm_w = kSm, w.max_clock_mhz = kMax, w.min_clock_mhz = 1500, w.exponent = kExp;
+  w.sms = 132, w.samples = 7;
+  CHECK(power_limited_clock_mhz(w, 700, 132) == doctest::Approx(model_clock(700, 132)));
+  CHECK(power_limited_clock_mhz(w, 2000, 132) == kMax);              // enough power: the maximum clock
+  CHECK(power_limited_clock_mhz(w, 700, 40) == kMax);
+  CHECK(power_limited_clock_mhz(w, kBase, 132) == 0);                // no clock meets the limit
+  double prev = 0;
+  for (double l = 150; l <= 1000; l += 50) {                          // never falls as the limit rises
+    const double f = power_limited_clock_mhz(w, l, 132);
+    CHECK(f >= prev);
+    prev = f;
+  }
+  Calibration cal;
+  cal.has_power = true;
+  cal.power = w;
+  HardwareSpec hw = h100();
+  hw.sms = 132;
+  CHECK(power_time_scale(&cal, hw) == 1.0);                          // no limit given
+  hw.power_limit_w = 700;
+  CHECK(power_time_scale(&cal, hw) == 1.0);                          // the calibration's own limit
+  hw.power_limit_w = 500;
+  const double s500 = model_clock(700, 132) / model_clock(500, 132);
+  CHECK(power_time_scale(&cal, hw) == doctest::Approx(s500));
+  CHECK(s500 > 1.1);
+  hw.sms = 78;                                                       // another SM count: not this fit's GPU
+  CHECK(power_time_scale(&cal, hw) == 1.0);
+  hw.sms = 132;
+  CHECK(power_time_scale(nullptr, hw) == 1.0);
+
+  // The cost model: GEMMs and attention take the scale, a memory-bound kernel keeps its time.
+  HardwareSpec h700 = hw;
+  h700.power_limit_w = 700;
+  const CostModel at700(h700, Precision::bf16, &cal), at500(hw, Precision::bf16, &cal);
+  CHECK(at500.power_time_scale() == doctest::Approx(s500));
+  Kernel g;
+  g.kind = KernelKind::gemm, g.m = 8192, g.n = 8192, g.k = 8192, g.count = 1;
+  CHECK(at500.time(g) - at500.launch_time(g) == doctest::Approx((at700.time(g) - at700.launch_time(g)) * s500).epsilon(1e-9));
+  Kernel a;
+  a.kind = KernelKind::attention_fwd, a.flash = true, a.causal = true, a.batch = 1, a.heads = 32, a.seq_q = 8192,
+  a.seq_kv = 8192, a.head_dim = 128, a.count = 1;
+  CHECK(at500.time(a) / at700.time(a) == doctest::Approx(s500).epsilon(0.01));
+  Kernel mem;
+  mem.kind = KernelKind::memory, mem.bytes = 1e9, mem.count = 1;
+  CHECK(at500.time(mem) == at700.time(mem));
+}
+
+TEST_CASE("power limit: bad samples, files and limits are errors with their position") {
+  write(tmp("p2.toml"), probe(power_row(132, 1500, 700) + power_row(124, 1550, 700)));   // no uncapped line
+  CHECK(error_of_fit(tmp("p2.toml")).find("gemm_power: needs bf16 samples at the maximum clock") != std::string::npos);
+  write(tmp("p3.toml"), probe(power_row(12, kMax, 180) + power_row(36, kMax, 300) + power_row(132, 0, 700)));
+  CHECK(error_of_fit(tmp("p3.toml")).find("gemm_power sample needs") != std::string::npos);
+  write(tmp("c2.toml"), "gpu = \"x\"\n[power]\nlimit_w = 100\nbase_w = 120\nsm_w = 5\nmax_clock_mhz = 1980\n"
+                        "min_clock_mhz = 1500\nexponent = 2\nsms = 132\nrms_rel_error = 0\nsamples = 7\n");
+  CHECK(error_of(tmp("c2.toml")) == tmp("c2.toml") + ":3:11: error: 'limit_w' must be above 'base_w'");
+  write(tmp("c3.toml"), "gpu = \"x\"\n[power]\nlimit_w = 700\nbase_w = 120\nsm_w = 5\nmax_clock_mhz = 1980\n"
+                        "min_clock_mhz = 1500\nexponent = 0\nsms = 132\nrms_rel_error = 0\nsamples = 7\n");
+  CHECK(error_of(tmp("c3.toml")).find(":8:12: error:") != std::string::npos);
+}
