@@ -9,12 +9,15 @@ namespace mfusim::probe {
 
 bool make_plan(Lt& lt, GemmPlan& p, bool fp8, long long M, long long N, long long K, int batch,
                long long sa, long long sb, long long sc, bool a_trans,
-               bool b_trans) {
+               bool b_trans, int sm_target) {
   cudaDataType_t tin = fp8 ? CUDA_R_8F_E4M3 : CUDA_R_16BF;
   CUBLAS_CHECK(cublasLtMatmulDescCreate(&p.op, CUBLAS_COMPUTE_32F, CUDA_R_32F));
   cublasOperation_t ta = a_trans ? CUBLAS_OP_T : CUBLAS_OP_N, tb = b_trans ? CUBLAS_OP_T : CUBLAS_OP_N;
   CUBLAS_CHECK(cublasLtMatmulDescSetAttribute(p.op, CUBLASLT_MATMUL_DESC_TRANSA, &ta, sizeof ta));
   CUBLAS_CHECK(cublasLtMatmulDescSetAttribute(p.op, CUBLASLT_MATMUL_DESC_TRANSB, &tb, sizeof tb));
+  // The SMs the kernel may use (--power: GEMMs confined to fewer SMs draw less power); 0 = all.
+  if (sm_target > 0)
+    CUBLAS_CHECK(cublasLtMatmulDescSetAttribute(p.op, CUBLASLT_MATMUL_DESC_SM_COUNT_TARGET, &sm_target, sizeof sm_target));
   // stored shapes
   long long ar = a_trans ? K : M, ac = a_trans ? M : K;
   long long br = b_trans ? N : K, bc = b_trans ? K : N;

@@ -65,7 +65,7 @@ struct GemmPlan {
 // Column-major: D(M x N) = op(A)(M x K) · B(K x N), A stored K x M (op T), batched.
 bool make_plan(Lt& lt, GemmPlan& p, bool fp8, long long M, long long N, long long K, int batch = 1,
                long long sa = 0, long long sb = 0, long long sc = 0, bool a_trans = true,
-               bool b_trans = false);
+               bool b_trans = false, int sm_target = 0);
 void run_plan(Lt& lt, const GemmPlan& p, const void* A, const void* B, void* C, cudaStream_t st);
 
 // The cuBLASLt algorithm a plan holds, as its config attributes (cublasLt.h

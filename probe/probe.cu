@@ -17,6 +17,7 @@
 #include <cublas_v2.h>
 #include <dlfcn.h>
 
+#include <algorithm>
 #include <chrono>
 #include <cstdlib>
 #include <cstdio>
@@ -24,6 +25,7 @@
 #include <iostream>
 #include <memory>
 #include <string>
+#include <thread>
 #include <vector>
 
 #include "families.h"
@@ -39,7 +41,11 @@ void usage() {
       "usage: probe [--out FILE] [--quick] [--gemm-grid] [--no-gemm-grid] [--fp8|--no-fp8]\n"
       "             [--scenario SCENARIO.toml]... [--model hidden=..,ffn=..,heads=..,kv_heads=..,vocab=..,seq=..,mbs=..,tp=..,name=..]...\n"
       "             [--shapes 'label:m,n,k;m,n,k'] [--no-attention] [--no-memory] [--no-nccl] [--print-shapes]\n"
-      "             [--graph] [--serve [--graph-only]] [--sustained MS]\n"
+      "             [--graph] [--serve [--graph-only]] [--sustained MS] [--power SECONDS]\n"
+      "--power SECONDS: only the power curve: an 8192^3 bf16 GEMM loop confined to k SMs (cuBLASLt's SM count\n"
+      "         target) for SECONDS s per k, from all SMs down to 12; the median SM clock and board power over\n"
+      "         the second half of each, under the board's power limit: [[gemm_power]] samples, the [power]\n"
+      "         fit of mfusim calibrate (docs/cost-model.md 2e).\n"
       "--sustained MS: MS milliseconds of a large bf16 GEMM before each timed GEMM batch (and 3 s at\n"
       "         the start), so GEMMs are timed at the power-capped clock training steps run at.\n"
       "--graph: also time each GEMM under CUDA graph replay (graph_seconds).\n"
@@ -52,6 +58,74 @@ void usage() {
       "Measures GEMMs (cuBLASLt), materialised attention, memory-bound kernels, launch overhead and\n"
       "NCCL collectives; writes one TOML file (default probe-output.toml).");
 }
+double median(std::vector<double> v) {
+  if (v.empty()) return 0;
+  std::sort(v.begin(), v.end());
+  const std::size_t n = v.size();
+  return n % 2 ? v[n / 2] : 0.5 * (v[n / 2 - 1] + v[n / 2]);
+}
+
+// --power: an 8192^3 bf16 GEMM loop confined to k SMs for `seconds` s per k, from all the GPU's SMs down to
+// 12; the SM clock and board power sampled (ClockSampler) over the second half of each, the GEMM rate timed
+// over the same half, 2 s idle between. One [[gemm_power]] sample per k, with the board's power limit.
+void power_curve(Ctx& c, Lt& lt, int sms, double seconds) {
+  const long long n = 8192;
+  DevBuf a(std::size_t(n) * n * 2), b(std::size_t(n) * n * 2), out(std::size_t(n) * n * 2);
+  random_bf16(a.p, std::size_t(n) * n);
+  random_bf16(b.p, std::size_t(n) * n);
+  CUDA_CHECK(cudaDeviceSynchronize());
+  const double limit = std::atof(shell("nvidia-smi -i 0 --query-gpu=power.limit --format=csv,noheader,nounits 2>/dev/null").c_str());
+  std::vector<int> ks;
+  for (int k : {0, 8, 16, 24, 32, 48, 64, 80, 96}) ks.push_back(sms - k);
+  for (int k : {36, 12}) ks.push_back(k);
+  for (int k : ks) {
+    if (k < 1 || k > sms) continue;
+    GemmPlan p;
+    if (!make_plan(lt, p, false, n, n, n, 1, 0, 0, 0, true, false, k == sms ? 0 : k)) {
+      std::fprintf(stderr, "probe --power: no cuBLASLt algorithm on %d SMs\n", k);
+      continue;
+    }
+    ClockSampler clocks;
+    cudaEvent_t e0, e1;
+    CUDA_CHECK(cudaEventCreate(&e0));
+    CUDA_CHECK(cudaEventCreate(&e1));
+    const auto t0 = std::chrono::steady_clock::now();
+    auto elapsed = [&] { return std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count(); };
+    bool second_half = false;
+    long long calls = 0;
+    while (elapsed() < seconds) {
+      for (int i = 0; i < 8; ++i) run_plan(lt, p, b.p, a.p, out.p, c.st);
+      if (second_half) calls += 8;
+      CUDA_CHECK(cudaStreamSynchronize(c.st));
+      if (!second_half && elapsed() >= seconds / 2) {
+        second_half = true;
+        clocks.start();
+        CUDA_CHECK(cudaEventRecord(e0, c.st));
+      }
+    }
+    CUDA_CHECK(cudaEventRecord(e1, c.st));
+    CUDA_CHECK(cudaEventSynchronize(e1));
+    clocks.stop();
+    float ms = 0;
+    CUDA_CHECK(cudaEventElapsedTime(&ms, e0, e1));
+    const double tflops = calls > 0 && ms > 0 ? 2.0 * n * n * n * calls / (ms * 1e-3) / 1e12 : 0;
+    const double mhz = median(clocks.mhz), w = median(clocks.watts);
+    std::printf("power: %3d SMs  %6.0f MHz  %6.1f W  %7.1f TFLOP/s\n", k, mhz, w, tflops);
+    if (mhz > 0 && w > 0 && limit > 0) {
+      c.out.table("gemm_power");
+      c.out.kv("dtype", "bf16");
+      c.out.kv("sms", k);
+      c.out.kvf("clock_mhz", mhz);
+      c.out.kvf("power_w", w);
+      c.out.kvf("limit_w", limit);
+      c.out.kvf("tflops", tflops);
+      c.out.kv("clock_samples", static_cast<int>(clocks.mhz.size()));
+    }
+    CUDA_CHECK(cudaEventDestroy(e0));
+    CUDA_CHECK(cudaEventDestroy(e1));
+    std::this_thread::sleep_for(std::chrono::seconds(2));
+  }
+}
 }  // namespace
 
 int main(int argc, char** argv) {
@@ -59,6 +133,7 @@ int main(int argc, char** argv) {
   bool quick = false, grid = true, fp8 = true, attn = true, mem = true, nccl = true, print_only = false;
   bool graph = false, serve = false, c_eager = true;
   double sustained_ms = 0;
+  double power_s = 0;
   std::vector<Shape> shapes;
   std::string cmdline;
   for (int i = 0; i < argc; ++i) cmdline += (i ? " " : "") + std::string(argv[i]);
@@ -87,6 +162,10 @@ int main(int argc, char** argv) {
     else if (a == "--sustained") {
       sustained_ms = std::atof(next().c_str());
       if (!(sustained_ms > 0 && sustained_ms <= 10000)) die("--sustained needs milliseconds in (0, 10000]");
+    }
+    else if (a == "--power") {
+      power_s = std::atof(next().c_str());
+      if (!(power_s >= 2 && power_s <= 600)) die("--power needs seconds per SM count in [2, 600]");
     }
     else if (a == "-h" || a == "--help") { usage(); return 0; }
     else { usage(); die("unknown argument " + a); }
@@ -157,6 +236,13 @@ int main(int argc, char** argv) {
     }
     std::ofstream f(out_path);
     f << "# mfusim probe --serve samples\nformat = \"mfusim-probe-1\"\n" << c.out.body.str();
+    return 0;
+  }
+  if (power_s > 0) {   // --power: the power curve alone
+    power_curve(c, lt, prop.multiProcessorCount, power_s);
+    write_output(out_path, {prop, ngpu, drv, rt, clock_khz, mem_clock_khz, cmdline, {}, {}}, 0, 0, 0, c.out);
+    CUDA_CHECK(cudaStreamDestroy(c.st));
+    std::printf("probe: wrote %s (power curve)\n", out_path.c_str());
     return 0;
   }
   // The heater (--sustained): an 8192^3 bf16 GEMM on buffers of its own, 3 s first.

@@ -11,3 +11,10 @@ smi=$!
 timeout 400 python3 "$here/power.py" "$R" "${SECONDS_PER_CASE:-8}" 2>&1 | tee "$R/power.log"
 kill $smi 2>/dev/null
 python3 "$here/by_phase.py" "$R" | tee "$R/by_phase.txt"
+# The same curve through the probe's own cuBLASLt path (probe --power): built here, on the device.
+if timeout 300 bash probe/build.sh "$R/probe" > "$R/probe_build.log" 2>&1; then
+  timeout 300 "$R/probe" --power "${SECONDS_PER_CASE:-8}" --out "$R/probe_power.toml" 2>&1 | tee "$R/probe_power.log"
+  rm -f "$R/probe"
+else
+  echo "probe build failed (probe_build.log)"
+fi
