@@ -134,15 +134,16 @@ double grouped_gemm_efficiency(const GroupedGemmFit&, double tokens_per_expert);
 // The SM clock under a board power limit ([power], fitted by `mfusim calibrate` from the probe's
 // [[gemm_power]] samples, validation/runs/run33-power): a GEMM loop confined to k of the GPU's SMs
 // (cuBLASLt's SM carve-out), the settled SM clock and board power at each k, under the limit the GPU
-// ran at. With few SMs the clock holds its maximum and the board draws P = base_w + k * sm_w; with
-// many it falls until the power meets the limit. The model: P(f, k) = base_w + k * sm_w * (f /
-// max_clock_mhz)^exponent; under a limit L the clock is the highest f <= max_clock_mhz with P <= L
-// (power_limited_clock_mhz). base_w absorbs what does not scale with the SMs running GEMMs (HBM,
-// the uncore, the idle SMs' leakage), as measured on the calibration's GPU.
+// ran at. With few SMs the clock holds its maximum and the board's power is a line in k (its
+// intercept: base_w); with many the clock falls until the power meets the limit. The model: P(f, k) =
+// base_w + k * sm_w * (f / max_clock_mhz)^exponent, the per-SM law fitted on the capped samples; under a
+// limit L the clock is the highest f <= max_clock_mhz with P <= L (power_limited_clock_mhz). base_w
+// absorbs what does not scale with the SMs running GEMMs (HBM, the uncore, the idle SMs' leakage), as
+// measured on the calibration's GPU.
 struct PowerFit {
   double limit_w = 0;         // the board power limit the samples ran under
   double base_w = 0;          // intercept of the uncapped samples' board power against k
-  double sm_w = 0;            // GEMM power per active SM at the maximum clock (their slope)
+  double sm_w = 0;            // the capped samples' per-SM GEMM power law at the maximum clock
   double max_clock_mhz = 0;   // the uncapped samples' clock
   double min_clock_mhz = 0;   // the lowest clock measured: below it the curve is extrapolated
   double exponent = 0;        // of the per-SM power in the clock, fitted on the capped samples

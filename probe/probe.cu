@@ -77,7 +77,7 @@ void power_curve(Ctx& c, Lt& lt, int sms, double seconds) {
   const double limit = std::atof(shell("nvidia-smi -i 0 --query-gpu=power.limit --format=csv,noheader,nounits 2>/dev/null").c_str());
   std::vector<int> ks;
   for (int k : {0, 8, 16, 24, 32, 48, 64, 80, 96}) ks.push_back(sms - k);
-  for (int k : {36, 12}) ks.push_back(k);
+  for (int k : {20, 12}) ks.push_back(k);
   for (int k : ks) {
     if (k < 1 || k > sms) continue;
     GemmPlan p;

@@ -10,7 +10,10 @@
 #include "hardware/calibration.h"
 #include "hardware/cost_model.h"
 #include "hardware/kernel.h"
+#include "report/text.h"
+#include "step/simulate.h"
 #include "tests/hardware/test_helpers.h"
+#include "tests/shipped_scenario.h"
 
 using namespace mfusim;
 using namespace mfusim::hardware;
@@ -42,6 +45,9 @@ std::string model_rows() {
   for (int k : {12, 36, 60, 84}) r += power_row(k, kMax, kBase + k * kSm);   // below the limit
   for (int k : {116, 124, 132}) r += power_row(k, model_clock(kLimit, k), kLimit);   // at it
   return r + power_row(132, 1400, kLimit, "fp8");   // another dtype: reported, not fitted
+}
+step::StepResult shipped_run(const std::string& file, const std::vector<std::string>& sets) {
+  return step::simulate(mfusim::testing::shipped_scenario(file, sets));
 }
 std::string error_of_fit(const std::string& path) {
   try {
@@ -136,4 +142,39 @@ TEST_CASE("power limit: bad samples, files and limits are errors with their posi
   write(tmp("c3.toml"), "gpu = \"x\"\n[power]\nlimit_w = 700\nbase_w = 120\nsm_w = 5\nmax_clock_mhz = 1980\n"
                         "min_clock_mhz = 1500\nexponent = 0\nsms = 132\nrms_rel_error = 0\nsamples = 7\n");
   CHECK(error_of(tmp("c3.toml")).find(":8:12: error:") != std::string::npos);
+}
+
+TEST_CASE("power limit: the shipped H200 fit against run 33's measured clocks, and a step under 500 W") {
+  const std::string root = std::string(MFUSIM_TEST_DIR) + "/..";
+  const Calibration cal = read_calibration(root + "/hardware/calibration/h200.toml");
+  REQUIRE(cal.has_power);
+  CHECK(cal.power.limit_w == 700);
+  CHECK(cal.power.sms == 132);
+  // The torch sweep the fit was made from (run 33, results/by_phase.txt), and the probe's own sweep
+  // (results/probe_power.log), which the fit never saw: the model's clock under the 700 W limit.
+  struct Point { int sms; double torch_mhz, probe_mhz; };
+  for (const Point p : {Point{132, 1470, 1485}, Point{116, 1575, 1590}, Point{100, 1680, 1695}, Point{84, 1800, 1815},
+                        Point{68, 1935, 1950}}) {
+    CAPTURE(p.sms);
+    const double f = power_limited_clock_mhz(cal.power, 700, p.sms);
+    CHECK(std::fabs(f / p.torch_mhz - 1) < 0.02);
+    CHECK(std::fabs(f / p.probe_mhz - 1) < 0.02);
+  }
+  CHECK(power_limited_clock_mhz(cal.power, 700, 52) == 1980);   // measured: 1980 MHz at 606 W
+  CHECK(power_limited_clock_mhz(cal.power, 700, 36) == 1980);   // 472 W
+
+  // A Llama 3 8B step on 8 H100 at 500 W: slower, by less than the compute factor (the memory-bound
+  // kernels keep their time), and the report names the clock.
+  const auto at700 = shipped_run("8xh100_llama3_8b.toml", {});
+  const auto at500 = shipped_run("8xh100_llama3_8b.toml", {"hardware.power_limit_w=500"});
+  HardwareSpec hw = at700.scenario.hardware;
+  hw.power_limit_w = 500;
+  const double scale = power_time_scale(&cal, hw);
+  CHECK(scale > 1.1);
+  CHECK(at500.step_time_s > at700.step_time_s * 1.1);
+  CHECK(at500.step_time_s < at700.step_time_s * scale);
+  const std::string text = report::text_report(at500);
+  CHECK(text.find("  power     limit 500 W: GEMM clock ") != std::string::npos);
+  CHECK(text.find("the power curve is extrapolated") != std::string::npos);
+  CHECK(report::text_report(at700).find("  power     ") == std::string::npos);
 }
