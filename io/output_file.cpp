@@ -107,10 +107,14 @@ bool same_file(const std::string& a, const std::string& b) {
 }
 
 void flush_stdout() {
+  // A write that failed before this call (an output longer than the stream's buffer fails while it is
+  // written) left its errno behind, and the stream keeps no code of its own: take it before anything else.
+  const bool failed_before = !std::cout.good() || std::ferror(stdout);
+  int err = failed_before ? errno : 0;
   errno = 0;
   std::cout.flush();
-  int err = errno;
-  bool ok = std::cout.good();
+  if (err == 0) err = errno;
+  bool ok = !failed_before && std::cout.good();
   if (std::fflush(stdout) != 0 || std::ferror(stdout)) {
     ok = false;
     if (err == 0) err = errno;
