@@ -165,6 +165,7 @@ void write_resolved(JsonWriter& w, const config::Scenario& s) {
   w.key("host_checkpoint_overhead_us").value(h.host_checkpoint_overhead * 1e6);
   w.key("host_recompute_overhead_us").value(h.host_recompute_overhead * 1e6);
   w.key("price_per_gpu_hour").value(h.price_per_gpu_hour);   // the profile's list price, USD; 0 = none
+  w.key("power_limit_w").value(h.power_limit_w);             // the board power limit; 0 = not given
   w.end_object();
   // The calibration file as resolved (relative to the scenario, or --calibration); "" when none.
   w.key("calibration").value(!s.calibration_path.empty() ? s.calibration_path
