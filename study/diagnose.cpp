@@ -52,6 +52,7 @@ std::vector<std::string> targets(const std::string& lever) {
   if (lever == "DeepEP dispatcher" || lever == "EP degree" || lever == "F&B pair as DeepSeek-V3 Figure 4")
     return {"ep_comm_exposed"};
   if (lever.rfind("NCCL", 0) == 0) return {"tp_comm_exposed", "dp_comm_exposed", "pp_comm_exposed", "ep_comm_exposed"};
+  if (lever.rfind("power limit", 0) == 0) return {"forward", "backward", "recompute"};
   return {"bubble", "imbalance"};   // schedules, vpp and optimizer post-validation
 }
 
@@ -121,6 +122,8 @@ std::string why_it_helps(const std::string& lever, const std::string& part) {
   if (lever == "layout that fits (planner)") return "the base does not fit in HBM; this is the fastest layout the planner found that does";
   if (lever.rfind("activation offloading", 0) == 0)
     return "frees the offloaded layers' activations from HBM (they cross the host link; time only where a window's compute is shorter than its transfer)";
+  if (lever.rfind("power limit", 0) == 0)
+    return "the SMs run at the clock the higher board limit leaves (GEMMs and attention; calibration [power], docs/cost-model.md §2e)";
   if (lever.rfind("fp8 weights", 0) == 0 && part != "dp_comm_exposed")
     return "no bf16 copy of the linear weights in HBM (a memory lever)";
   if (part == "bubble") return "fewer or shorter pipeline bubbles: more micro-batches per stage chunk, or a schedule that fills the idle slots";
@@ -160,6 +163,15 @@ std::vector<std::pair<std::string, std::vector<std::string>>> lever_candidates(c
   flag("GC off", "features.python_gc", f.python_gc, false);
   flag("CUDA graphs", "features.cuda_graphs", f.cuda_graphs, true);
   if (f.dataloader_workers < 8) c.push_back({"more dataloader workers", {"features.dataloader_workers=8"}});
+  // A board held below the power limit the calibration was measured at (a site's 500 W on a 700 W part):
+  // the clock the measured limit leaves (docs/cost-model.md §2e).
+  if (s.calibration && s.calibration->has_power && s.hardware.power_limit_w > 0 &&
+      s.hardware.power_limit_w < s.calibration->power.limit_w &&
+      hardware::power_time_scale(&*s.calibration, s.hardware) > 1.0) {
+    char w[32];
+    std::snprintf(w, sizeof w, "%.0f", s.calibration->power.limit_w);
+    c.push_back({std::string("power limit ") + w + " W", {std::string("hardware.power_limit_w=") + w}});
+  }
   // Larger micro-batch: double it when the batch still divides.
   const int mb2 = s.training.micro_batch * 2;
   if (s.training.global_batch % (mb2 * p.dp) == 0)

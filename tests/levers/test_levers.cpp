@@ -397,3 +397,26 @@ TEST_CASE("diagnose: activation offloading is a lever where Megatron runs it (pp
   CHECK(sets_of({{"parallel", pp1}, {"recompute", "\"selective\""}}).empty());          // recompute
   CHECK(sets_of({{"parallel", pp1}, {"activation_offload_layers", "8"}}).empty());        // already on
 }
+
+TEST_CASE("diagnose: the power limit is a lever where the board runs below the calibration's limit") {
+  const auto path = kRoot + "/scenarios/8xh100_llama3_8b.toml";
+  auto sets_of = [&](const std::vector<std::string>& overrides) {
+    config::LoadOptions lo;
+    lo.overrides = overrides;
+    std::vector<std::string> sets;
+    for (const auto& [lever, s] : study::lever_candidates(config::load_scenario(path, lo).base))
+      if (lever == "power limit 700 W") sets = s;
+    return sets;
+  };
+  CHECK(sets_of({"hardware.power_limit_w=500"}) == std::vector<std::string>{"hardware.power_limit_w=700"});
+  CHECK(sets_of({}).empty());                                     // already at the calibration's 700 W
+  CHECK(sets_of({"hardware.power_limit_w=500", "calibration=none"}).empty());   // no [power] fit
+  // The lever's outcome: the step at 700 W, and the why names the clock.
+  config::LoadOptions lo;
+  lo.overrides = {"hardware.power_limit_w=500"};
+  const auto d = study::diagnose(path, lo);
+  const auto it = std::find_if(d.levers.begin(), d.levers.end(), [](const auto& l) { return l.lever == "power limit 700 W"; });
+  REQUIRE(it != d.levers.end());
+  CHECK(it->step_time_s < d.base.step_time_s / 1.1);
+  CHECK(it->why.find("the clock the higher board limit leaves") != std::string::npos);
+}
