@@ -18,22 +18,7 @@ using namespace mfusim::hardware::testing;
 
 namespace {
 std::string tmp(const std::string& name) { return std::string("/tmp/mfusim_test_clock_") + name; }
-std::string probe_with_duty(const std::string& samples) {
-  std::string p = "format = \"mfusim-probe-1\"\n[provenance]\ngpu = \"NVIDIA H200\"\n";
-  for (long long m : {1024, 4096, 16384})
-    for (long long n : {1024, 8192})
-      p += "[[gemm]]\ndtype = \"bf16\"\nm = " + std::to_string(m) + "\nn = " + std::to_string(n) +
-           "\nk = 4096\nseconds = " + g12(2.0 * m * n * 4096 / 700e12 + 5e-6) + "\n";
-  return p + samples;
-}
-std::string error_of_fit(const std::string& path) {
-  try {
-    fit_probe(path);
-  } catch (const std::runtime_error& e) {
-    return e.what();
-  }
-  return "";
-}
+std::string probe_with_duty(const std::string& samples) { return probe_with_gemm(samples); }
 std::string duty(double d, double us) {
   return "[[gemm_duty]]\nduty = " + g12(d) + "\ngemm_us = " + g12(us) + "\n";
 }

@@ -70,5 +70,24 @@ inline std::string g12(double v) {
   std::snprintf(b, sizeof b, "%.12g", v);
   return b;
 }
+// A probe output on an H200 with a GEMM fit's worth of [[gemm]] samples (six shapes at 700 TFLOP/s plus
+// 5 us), then `samples` (the tables a test fits beside them).
+inline std::string probe_with_gemm(const std::string& samples) {
+  std::string p = "format = \"mfusim-probe-1\"\n[provenance]\ngpu = \"NVIDIA H200\"\n";
+  for (long long m : {1024, 4096, 16384})
+    for (long long n : {1024, 8192})
+      p += "[[gemm]]\ndtype = \"bf16\"\nm = " + std::to_string(m) + "\nn = " + std::to_string(n) +
+           "\nk = 4096\nseconds = " + g12(2.0 * m * n * 4096 / 700e12 + 5e-6) + "\n";
+  return p + samples;
+}
+// The error fit_probe throws for a probe file ("" when none).
+inline std::string error_of_fit(const std::string& path) {
+  try {
+    fit_probe(path);
+  } catch (const std::runtime_error& e) {
+    return e.what();
+  }
+  return "";
+}
 
 }  // namespace mfusim::hardware::testing

@@ -32,14 +32,7 @@ std::string power_row(int k, double mhz, double w, const char* dtype = "bf16") {
   return "[[gemm_power]]\ndtype = \"" + std::string(dtype) + "\"\nsms = " + std::to_string(k) + "\nclock_mhz = " +
          g12(mhz) + "\npower_w = " + g12(w) + "\nlimit_w = " + g12(kLimit) + "\n";
 }
-std::string probe(const std::string& rows) {
-  std::string p = "format = \"mfusim-probe-1\"\n[provenance]\ngpu = \"NVIDIA H200\"\n";
-  for (long long m : {1024, 4096, 16384})
-    for (long long n : {1024, 8192})
-      p += "[[gemm]]\ndtype = \"bf16\"\nm = " + std::to_string(m) + "\nn = " + std::to_string(n) +
-           "\nk = 4096\nseconds = " + g12(2.0 * m * n * 4096 / 700e12 + 5e-6) + "\n";
-  return p + rows;
-}
+std::string probe(const std::string& rows) { return probe_with_gemm(rows); }
 std::string model_rows() {
   std::string r;
   for (int k : {12, 36, 60, 84}) r += power_row(k, kMax, kBase + k * kSm);   // below the limit
@@ -48,14 +41,6 @@ std::string model_rows() {
 }
 step::StepResult shipped_run(const std::string& file, const std::vector<std::string>& sets) {
   return step::simulate(mfusim::testing::shipped_scenario(file, sets));
-}
-std::string error_of_fit(const std::string& path) {
-  try {
-    fit_probe(path);
-  } catch (const std::runtime_error& e) {
-    return e.what();
-  }
-  return "";
 }
 }  // namespace
 

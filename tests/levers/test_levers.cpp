@@ -364,15 +364,20 @@ TEST_CASE("diagnose: DeepSeek-V3 under DualPipe with the F&B pair alternated pro
   CHECK(fb->fits);
 }
 
+// The settings diagnose would try for `lever` on a shipped scenario with `overrides` (empty: not a candidate).
+static std::vector<std::string> lever_sets(const std::string& file, const std::vector<std::string>& overrides,
+                                    const std::string& lever) {
+  config::LoadOptions lo;
+  lo.overrides = overrides;
+  std::vector<std::string> sets;
+  for (const auto& [name, s] : study::lever_candidates(config::load_scenario(kRoot + "/scenarios/" + file, lo).base))
+    if (name == lever) sets = s;
+  return sets;
+}
+
 TEST_CASE("diagnose: fp8 weights (--fp8-param-gather) is a lever of a Transformer Engine fp8 recipe only") {
-  const auto path = kRoot + "/scenarios/128xh100_70b.toml";
-  auto sets_of = [&](const std::vector<std::string>& overrides) {
-    config::LoadOptions lo;
-    lo.overrides = overrides;
-    std::vector<std::string> sets;
-    for (const auto& [lever, s] : study::lever_candidates(config::load_scenario(path, lo).base))
-      if (lever == "fp8 weights (--fp8-param-gather)") sets = s;
-    return sets;
+  auto sets_of = [](const std::vector<std::string>& overrides) {
+    return lever_sets("128xh100_70b.toml", overrides, "fp8 weights (--fp8-param-gather)");
   };
   CHECK(sets_of({"training.precision=fp8"}) == std::vector<std::string>{"features.fp8_params=true"});
   CHECK(sets_of({}).empty());                                                        // bf16
@@ -400,13 +405,8 @@ TEST_CASE("diagnose: activation offloading is a lever where Megatron runs it (pp
 
 TEST_CASE("diagnose: the power limit is a lever where the board runs below the calibration's limit") {
   const auto path = kRoot + "/scenarios/8xh100_llama3_8b.toml";
-  auto sets_of = [&](const std::vector<std::string>& overrides) {
-    config::LoadOptions lo;
-    lo.overrides = overrides;
-    std::vector<std::string> sets;
-    for (const auto& [lever, s] : study::lever_candidates(config::load_scenario(path, lo).base))
-      if (lever == "power limit 700 W") sets = s;
-    return sets;
+  auto sets_of = [](const std::vector<std::string>& overrides) {
+    return lever_sets("8xh100_llama3_8b.toml", overrides, "power limit 700 W");
   };
   CHECK(sets_of({"hardware.power_limit_w=500"}) == std::vector<std::string>{"hardware.power_limit_w=700"});
   CHECK(sets_of({}).empty());                                     // already at the calibration's 700 W
