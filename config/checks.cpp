@@ -102,13 +102,19 @@ void check_scenario(const Scenario& s, const Sink& err) {
   });
   check_hardware(s.hardware, err);
   // A power limit the calibration's [power] fit cannot meet with any clock (at or below its base power).
-  if (s.calibration && s.calibration->has_power && s.hardware.power_limit_w > 0) {
+  // One so low that its clock lies far below every clock measured: outside what the curve can say (the
+  // H200's own lowest settable limit is 200 W, run 33's env.txt).
+  if (s.calibration && s.calibration->has_power && hardware::power_fit_applies(s.calibration->power, s.hardware)) {
     const auto& w = s.calibration->power;
-    const int sms = s.hardware.sms > 0 ? s.hardware.sms : w.sms;
-    if (sms == w.sms && !(hardware::power_limited_clock_mhz(w, s.hardware.power_limit_w, sms) > 0))
+    const double f = hardware::power_limited_clock_mhz(w, s.hardware.power_limit_w, s.hardware.sms);
+    if (!(s.hardware.power_limit_w > w.base_w))
       err("hardware.power_limit_w", "'hardware.power_limit_w' = " + fmt(s.hardware.power_limit_w) +
                                         " W is at or below the board power the calibration measured with no SM running "
                                         "GEMMs (" + fmt(w.base_w) + " W): no SM clock meets it");
+    else if (f < 0.5 * w.min_clock_mhz)
+      err("hardware.power_limit_w", "'hardware.power_limit_w' = " + fmt(s.hardware.power_limit_w) + " W leaves a clock of " +
+                                        fmt(f) + " MHz, below half the lowest the calibration measured (" +
+                                        fmt(w.min_clock_mhz) + " MHz): outside what its power curve can say");
   }
 
   auto range = [&](const std::string& key, std::int64_t v, std::int64_t lo, std::int64_t hi) {

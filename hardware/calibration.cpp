@@ -247,36 +247,48 @@ void fit_grouped_gemm(const std::string& file, const std::vector<Reader>& rows, 
 }
 
 // [[gemm_power]] rows (validation/runs/run33-power): a bf16 GEMM loop on `sms` of the GPU's SMs, its
-// settled SM clock (MHz) and board power (W), under the board's power limit `limit_w`. Rows at the
-// highest clock measured are below the limit: their power against sms is a line whose intercept is
-// base_w. Rows at a lower clock sit at the limit: each gives the per-SM power at its clock, (P - base_w)
-// / sms; its log against log(clock / max) is a line (least squares) whose slope is the exponent and
-// whose value at the maximum clock is sm_w: the capped regime's own law, the one a lower limit moves
-// along (run 33: within 1.5% of every capped sample's clock, where a law forced through the uncapped
-// line's slope at the maximum clock misses by up to 2.6%). Other dtypes' rows are reported, not fitted.
-void fit_gemm_power(const std::string& file, const std::vector<Reader>& rows, Calibration& cal, std::ostream& rep) {
+// settled SM clock (MHz) and board power (W), under the board's power limit `limit_w`. Rows that draw less
+// than 97% of the limit are below it (the board regulates to ~99% of its limit: 691-692 W of 700 in run
+// 33): their clock is the maximum and their power against sms is a line whose intercept is base_w. Rows at
+// the limit each give the per-SM power at their clock, (P - base_w) / sms; its log against log(clock / max)
+// is a line (least squares) whose slope is the exponent and whose value at the maximum clock is sm_w: the
+// capped regime's own law, the one a lower limit moves along (run 33: clock rms 1.1% over the capped
+// samples, worst 2.0%, where a law through the uncapped slope at the maximum clock gives rms 1.4%). `sms`
+// of the fit is the probe's provenance sm_count (else the largest k sampled). Other dtypes' rows are ignored.
+void fit_gemm_power(const std::string& file, const std::vector<Reader>& rows, int gpu_sms, Calibration& cal,
+                    std::ostream& rep) {
   if (rows.empty()) return;
-  struct P { double sms, mhz, w, limit; };
+  struct P { double sms, mhz, w, limit; toml::source_region where; };
   std::vector<P> pts;
-  double max_mhz = 0, min_mhz = 1e18, limit = 0;
+  double limit = 0;
   for (const Reader& r : rows) {
     if (r.str("dtype", "bf16") != "bf16") continue;
-    const P p{r.num("sms"), r.num("clock_mhz"), r.num("power_w"), r.num("limit_w")};
-    if (!(p.sms >= 1) || !(p.mhz > 0) || !(p.w > 0) || !(p.limit > 0))
-      fail(file, r.where, "gemm_power sample needs sms >= 1, clock_mhz > 0, power_w > 0 and limit_w > 0");
+    const P p{r.num("sms"), r.num("clock_mhz"), r.num("power_w"), r.num("limit_w"), r.where};
+    if (!(p.sms >= 1 && p.sms <= 100000) || p.sms != std::floor(p.sms) || !(p.mhz > 0 && p.mhz < 1e5) ||
+        !(p.w > 0 && p.w < 1e5) || !(p.limit > 0 && p.limit < 1e5))
+      fail(file, r.where, "gemm_power sample needs a whole sms in [1, 100000], clock_mhz, power_w and limit_w in (0, 1e5)");
+    if (gpu_sms > 0 && p.sms > gpu_sms)
+      fail(file, r.where, "gemm_power sample on " + fmt("%.0f", p.sms) + " SMs, more than the GPU's " + std::to_string(gpu_sms));
     if (limit > 0 && std::abs(p.limit - limit) > 1e-9) fail(file, r.where, "gemm_power samples must share one limit_w");
     limit = p.limit;
-    max_mhz = std::max(max_mhz, p.mhz);
-    min_mhz = std::min(min_mhz, p.mhz);
     pts.push_back(p);
   }
   std::vector<P> free, capped;
-  for (const P& p : pts) (p.mhz >= max_mhz - 1e-9 ? free : capped).push_back(p);
+  for (const P& p : pts) (p.w < 0.97 * limit ? free : capped).push_back(p);
+  double max_mhz = 0, min_mhz = 1e18;
   std::set<double> ks, clocks;
-  for (const P& p : free) ks.insert(p.sms);
+  for (const P& p : free) {
+    ks.insert(p.sms);
+    max_mhz = std::max(max_mhz, p.mhz);
+  }
+  for (const P& p : pts) min_mhz = std::min(min_mhz, p.mhz);
   for (const P& p : capped) clocks.insert(p.mhz);
   if (ks.size() < 2 || clocks.size() < 2)
-    fail(file, "gemm_power: needs bf16 samples at the maximum clock on 2 or more SM counts and at 2 or more clocks below it");
+    fail(file, "gemm_power: needs bf16 samples below the power limit on 2 or more SM counts and at it at 2 or more clocks");
+  for (const P& p : free)
+    if (p.mhz < max_mhz - 30)   // two of nvidia-smi's 15 MHz steps
+      fail(file, p.where, "gemm_power sample below the power limit at " + fmt("%.0f", p.mhz) + " MHz, not the maximum " +
+                              fmt("%.0f", max_mhz) + " MHz the others hold: something else than the limit held its clock");
   double sx = 0, sy = 0, sxx = 0, sxy = 0;
   for (const P& p : free) { sx += p.sms; sy += p.w; sxx += p.sms * p.sms; sxy += p.sms * p.w; }
   const double n = static_cast<double>(free.size());
@@ -284,12 +296,13 @@ void fit_gemm_power(const std::string& file, const std::vector<Reader>& rows, Ca
   const double slope = (n * sxy - sx * sy) / (n * sxx - sx * sx);
   f.base_w = (sy - slope * sx) / n;
   if (!(slope > 0) || !(f.base_w >= 0) || !(limit > f.base_w))
-    fail(file, "gemm_power: the uncapped samples give no positive power per SM below the limit");
+    fail(file, "gemm_power: the samples below the limit give no positive power per SM (their line's base " +
+                   fmt("%.1f", f.base_w) + " W, slope " + fmt("%.3f", slope) + " W per SM)");
   double mx = 0, my = 0;
   std::vector<std::pair<double, double>> xy;
   for (const P& p : capped) {
-    if (!(p.w > f.base_w)) fail(file, "gemm_power: a capped sample draws no more than base_w");
-    xy.emplace_back(std::log(p.mhz / max_mhz), std::log((p.w - f.base_w) / p.sms));
+    if (!(p.w > f.base_w)) fail(file, p.where, "gemm_power sample at the limit draws no more than the base " + fmt("%.1f", f.base_w) + " W");
+    xy.emplace_back(std::log(std::min(p.mhz, max_mhz) / max_mhz), std::log((p.w - f.base_w) / p.sms));
     mx += xy.back().first / static_cast<double>(capped.size());
     my += xy.back().second / static_cast<double>(capped.size());
   }
@@ -298,22 +311,27 @@ void fit_gemm_power(const std::string& file, const std::vector<Reader>& rows, Ca
     lxx += (x - mx) * (x - mx);
     lxy += (x - mx) * (y - my);
   }
-  f.exponent = lxy / lxx;
+  f.exponent = lxx > 0 ? lxy / lxx : 0;
   f.sm_w = std::exp(my - f.exponent * mx);   // the law's per-SM power at the maximum clock (x = 0)
-  if (!(f.exponent > 0) || !std::isfinite(f.exponent) || !(f.sm_w > 0) || !std::isfinite(f.sm_w))
-    fail(file, "gemm_power: the capped samples give no positive exponent");
+  if (!(f.exponent >= kPowerExponentMin && f.exponent <= kPowerExponentMax) || !(f.sm_w > 0) || !std::isfinite(f.sm_w))
+    fail(file, "gemm_power: the samples at the limit give a power exponent of " + fmt("%.3g", f.exponent) + ", outside [" +
+                   fmt("%g", kPowerExponentMin) + ", " + fmt("%g", kPowerExponentMax) + "]: they do not describe a clock law");
   f.limit_w = limit;
   f.max_clock_mhz = max_mhz;
   f.min_clock_mhz = min_mhz;
-  f.sms = static_cast<int>(std::lround(*ks.rbegin()));
-  for (const P& p : capped) f.sms = std::max(f.sms, static_cast<int>(std::lround(p.sms)));
+  int largest = 0;
+  for (const P& p : pts) largest = std::max(largest, static_cast<int>(p.sms));
+  f.sms = gpu_sms > 0 ? gpu_sms : largest;
   f.samples = static_cast<int>(pts.size());
   std::vector<double> pred, meas;
   for (const P& p : capped) {
-    pred.push_back(power_limited_clock_mhz(f, limit, static_cast<int>(std::lround(p.sms))));
+    pred.push_back(power_limited_clock_mhz(f, limit, static_cast<int>(p.sms)));
     meas.push_back(p.mhz);
   }
   f.rms_rel_error = rms_rel(pred, meas);
+  if (!(f.rms_rel_error <= 0.1))
+    fail(file, "gemm_power: the fitted law misses the clocks at the limit by " + fmt("%.0f", f.rms_rel_error * 100) +
+                   "% rms (more than 10%): the samples do not follow one law");
   cal.power = f;
   cal.has_power = true;
   rep << "gemm power: " << f.samples << " samples under " << fmt("%.0f", limit) << " W, base " << fmt("%.0f", f.base_w)
@@ -769,7 +787,10 @@ Calibration fit_probe(const std::string& probe_path, std::string* report, const 
     }
   }
   fit_grouped_gemm(probe_path, rows("grouped_gemm"), cal, rep);
-  fit_gemm_power(probe_path, rows("gemm_power"), cal, rep);
+  int gpu_sms = 0;
+  if (const toml::node* p = root.get("provenance"); p && p->is_table())
+    gpu_sms = static_cast<int>(top.sub("provenance").num("sm_count", false, 0));
+  fit_gemm_power(probe_path, rows("gemm_power"), gpu_sms, cal, rep);
   if (!cal.has_gemm && !cal.has_attention && !cal.has_memory && !cal.has_collectives && !cal.has_gemm_grouped &&
       !cal.has_power)
     fail(probe_path,

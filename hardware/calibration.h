@@ -154,6 +154,11 @@ struct PowerFit {
 // The clock (MHz) the model gives k SMs running GEMMs under a board power limit of limit_w; 0 when
 // the limit is at or below base_w (no clock meets it).
 double power_limited_clock_mhz(const PowerFit&, double limit_w, int sms);
+// The exponent a fit may have: dynamic power grows with the clock at least linearly (fixed voltage) and,
+// with the voltage rising along the clock, about as its cube; a fit far outside describes noise.
+constexpr double kPowerExponentMin = 0.5, kPowerExponentMax = 6.0;
+// Whether a PowerFit speaks for `hw`: a power limit given and the same SM count as the fit's GPU (a
+// profile without `sms` is not taken to be that GPU).
 
 struct Calibration {
   std::string source;      // path of the calibration file
@@ -184,6 +189,11 @@ struct Calibration {
 // calibration was measured at (PowerFit, all of the GPU's SMs running GEMMs): clock(cal) / clock(hw).
 // 1 without a [power] fit, without a power_limit_w, or on a GPU with another SM count than the fit's.
 double power_time_scale(const Calibration*, const HardwareSpec&);
+bool power_fit_applies(const PowerFit&, const HardwareSpec&);
+// A warning when the clock hw's power limit leaves lies below the lowest clock the fit measured (the
+// curve extrapolated), or when a limit other than the fit's is given for a GPU the fit does not speak for
+// (another SM count, or none given); "" otherwise.
+std::string power_extrapolation_warning(const Calibration*, const HardwareSpec&);
 
 // The time ratio of a GEMM at `duty` (GemmClock, linear between the measured points, constant beyond
 // them); 1 without a measured curve.

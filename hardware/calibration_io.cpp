@@ -313,7 +313,7 @@ Calibration read_calibration(const std::string& path) {
     r.only({"limit_w", "base_w", "sm_w", "max_clock_mhz", "min_clock_mhz", "exponent", "sms", "rms_rel_error", "samples"});
     PowerFit& w = c.power;
     constexpr CalibrationBound watts{"power (W)", 0, false, 1e5}, mhz{"clock (MHz)", 0, true, 1e5},
-        exponent{"exponent", 0, true, 10};
+        exponent{"exponent", kPowerExponentMin, false, kPowerExponentMax};
     w.limit_w = r.bounded("limit_w", watts);
     w.base_w = r.bounded("base_w", watts);
     w.sm_w = r.bounded("sm_w", watts);
@@ -329,10 +329,19 @@ Calibration read_calibration(const std::string& path) {
       out = static_cast<int>(*v);
     };
     count("sms", 1, w.sms);
+    if (w.sms > 100000) fail(path, r.node("sms")->source(), "'sms' must be at most 100000");
     count("samples", 2, w.samples);
     if (!(w.sm_w > 0)) fail(path, r.node("sm_w")->source(), "'sm_w' must be > 0");
     if (!(w.limit_w > w.base_w)) fail(path, r.node("limit_w")->source(), "'limit_w' must be above 'base_w'");
     if (w.min_clock_mhz > w.max_clock_mhz) fail(path, r.node("min_clock_mhz")->source(), "'min_clock_mhz' must be <= 'max_clock_mhz'");
+    // The fit must describe its own samples: all the GPU's SMs at its own limit ran at about the lowest clock
+    // measured (a hand-edited limit_w or base_w would make every GEMM faster than measured). 0.8 allows a
+    // probe whose sweep did not reach all SMs.
+    const double own = power_limited_clock_mhz(w, w.limit_w, w.sms);
+    if (own < 0.8 * w.min_clock_mhz || own > 1.1 * w.min_clock_mhz)
+      fail(path, r.node("limit_w")->source(), "[power] gives " + fmt("%.0f", own) + " MHz at its own limit_w with all " +
+                                                  std::to_string(w.sms) + " SMs, far from the lowest clock it was measured at (" +
+                                                  fmt("%.0f", w.min_clock_mhz) + " MHz)");
     c.has_power = true;
   }
   return c;
@@ -347,12 +356,30 @@ double power_limited_clock_mhz(const PowerFit& w, double limit_w, int sms) {
   return w.max_clock_mhz * std::pow(headroom / at_max, 1.0 / w.exponent);
 }
 
+bool power_fit_applies(const PowerFit& w, const HardwareSpec& hw) {
+  return hw.power_limit_w > 0 && hw.sms > 0 && hw.sms == w.sms;
+}
+
+std::string power_extrapolation_warning(const Calibration* cal, const HardwareSpec& hw) {
+  if (!cal || !cal->has_power || !(hw.power_limit_w > 0)) return "";
+  if (!power_fit_applies(cal->power, hw))
+    return std::abs(hw.power_limit_w - cal->power.limit_w) < 1e-9
+               ? ""
+               : "power limit " + fmt("%.0f", hw.power_limit_w) + " W not modelled: the calibration's [power] fit is of a GPU with " +
+                     std::to_string(cal->power.sms) + " SMs, this profile gives " +
+                     (hw.sms > 0 ? std::to_string(hw.sms) : std::string("none")) + " (hardware.sms)";
+  const double f = power_limited_clock_mhz(cal->power, hw.power_limit_w, hw.sms);
+  if (!(f > 0) || f >= cal->power.min_clock_mhz) return "";
+  return "power limit " + fmt("%.0f", hw.power_limit_w) + " W: its clock (" + fmt("%.0f", f) +
+         " MHz) is below the lowest the calibration measured (" + fmt("%.0f", cal->power.min_clock_mhz) +
+         " MHz): the power curve is extrapolated";
+}
+
 double power_time_scale(const Calibration* cal, const HardwareSpec& hw) {
-  if (!cal || !cal->has_power || !(hw.power_limit_w > 0)) return 1.0;
+  if (!cal || !cal->has_power || !power_fit_applies(cal->power, hw)) return 1.0;
   const PowerFit& w = cal->power;
-  const int sms = hw.sms > 0 ? hw.sms : w.sms;
-  if (sms != w.sms || std::abs(hw.power_limit_w - w.limit_w) < 1e-9) return 1.0;
-  const double ref = power_limited_clock_mhz(w, w.limit_w, w.sms), f = power_limited_clock_mhz(w, hw.power_limit_w, sms);
+  if (std::abs(hw.power_limit_w - w.limit_w) < 1e-9) return 1.0;
+  const double ref = power_limited_clock_mhz(w, w.limit_w, w.sms), f = power_limited_clock_mhz(w, hw.power_limit_w, hw.sms);
   return ref > 0 && f > 0 ? ref / f : 1.0;
 }
 

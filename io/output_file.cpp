@@ -108,7 +108,8 @@ bool same_file(const std::string& a, const std::string& b) {
 
 void flush_stdout() {
   // A write that failed before this call (an output longer than the stream's buffer fails while it is
-  // written) left its errno behind, and the stream keeps no code of its own: take it before anything else.
+  // written) left its errno behind, and the stream keeps no code of its own: take it before anything else
+  // (best effort: a system call between that write and this one may have set errno since).
   const bool failed_before = !std::cout.good() || std::ferror(stdout);
   int err = failed_before ? errno : 0;
   errno = 0;

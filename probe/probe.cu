@@ -75,6 +75,8 @@ void power_curve(Ctx& c, Lt& lt, int sms, double seconds) {
   random_bf16(b.p, std::size_t(n) * n);
   CUDA_CHECK(cudaDeviceSynchronize());
   const double limit = std::atof(shell("nvidia-smi -i 0 --query-gpu=power.limit --format=csv,noheader,nounits 2>/dev/null").c_str());
+  if (!(limit > 0))
+    std::fprintf(stderr, "probe --power: nvidia-smi gave no power limit for GPU 0; the sweep runs but writes no samples\n");
   std::vector<int> ks;
   for (int k : {0, 8, 16, 24, 32, 48, 64, 80, 96}) ks.push_back(sms - k);
   for (int k : {20, 12}) ks.push_back(k);

@@ -75,23 +75,17 @@ std::string calibration_text(const config::Scenario& s) {
   if (!hardware::default_calibration_file(s.hardware).empty()) return "none: datasheet roofline";
   return "none: datasheet roofline (no measured calibration for this GPU's architecture)";
 }
-// The SM clock a power limit other than the calibration's leaves (calibration [power]), and a warning
-// where the clock lies below the lowest one measured (the curve extrapolated); "" when no scale applies.
+// The SM clock a power limit other than the calibration's leaves (calibration [power]); "" when no scale
+// applies. (Where that clock lies below the lowest one measured, the step's warnings say so.)
 std::string power_text(const config::Scenario& s) {
   const double scale = hardware::power_time_scale(s.calibration ? &*s.calibration : nullptr, s.hardware);
   if (scale == 1.0) return "";
   const auto& w = s.calibration->power;
-  const int sms = s.hardware.sms > 0 ? s.hardware.sms : w.sms;
-  const double f = hardware::power_limited_clock_mhz(w, s.hardware.power_limit_w, sms);
+  const double f = hardware::power_limited_clock_mhz(w, s.hardware.power_limit_w, s.hardware.sms);
   const double ref = hardware::power_limited_clock_mhz(w, w.limit_w, w.sms);
-  std::string t = "  power     limit " + fmt("%.0f", s.hardware.power_limit_w) + " W: GEMM clock " + fmt("%.0f", f) +
-                  " MHz against " + fmt("%.0f", ref) + " at the calibration's " + fmt("%.0f", w.limit_w) +
-                  " W (GEMM and attention time x" + fmt("%.3f", scale) + ")\n";
-  if (f < w.min_clock_mhz)
-    t += "  warning   power limit " + fmt("%.0f", s.hardware.power_limit_w) + " W: its clock (" + fmt("%.0f", f) +
-         " MHz) is below the lowest the calibration measured (" + fmt("%.0f", w.min_clock_mhz) +
-         " MHz): the power curve is extrapolated\n";
-  return t;
+  return "  power     limit " + fmt("%.0f", s.hardware.power_limit_w) + " W: GEMM clock " + fmt("%.0f", f) +
+         " MHz against " + fmt("%.0f", ref) + " at the calibration's " + fmt("%.0f", w.limit_w) +
+         " W (GEMM and attention time x" + fmt("%.3f", scale) + ")\n";
 }
 }  // namespace
 

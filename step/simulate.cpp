@@ -55,6 +55,9 @@ StepResult simulate(const config::Scenario& s, const SimulateOptions& opt) {
   r.tasks = static_cast<std::int64_t>(g.size());
   r.events = tl->events;
   r.warnings = low->warnings;
+  if (const std::string w = hardware::power_extrapolation_warning(s.calibration ? &*s.calibration : nullptr, s.hardware);
+      !w.empty())
+    r.warnings.push_back(w);
   // Consecutive steps where they can overlap: with optimizer post-validation each rank's next step
   // follows its own optimizer (and the parameter all-gathers after it or overlapping the next forward,
   // steady.h). Without it the global synchronisation before the optimizer starts every rank's next step

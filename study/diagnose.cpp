@@ -165,7 +165,7 @@ std::vector<std::pair<std::string, std::vector<std::string>>> lever_candidates(c
   if (f.dataloader_workers < 8) c.push_back({"more dataloader workers", {"features.dataloader_workers=8"}});
   // A board held below the power limit the calibration was measured at (a site's 500 W on a 700 W part):
   // the clock the measured limit leaves (docs/cost-model.md §2e).
-  if (s.calibration && s.calibration->has_power && s.hardware.power_limit_w > 0 &&
+  if (s.calibration && s.calibration->has_power && hardware::power_fit_applies(s.calibration->power, s.hardware) &&
       s.hardware.power_limit_w < s.calibration->power.limit_w &&
       hardware::power_time_scale(&*s.calibration, s.hardware) > 1.0) {
     char w[32];

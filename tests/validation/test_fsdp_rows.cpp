@@ -53,3 +53,21 @@ TEST_CASE("fsdp rows: every published row is a valid scenario and the medians pe
     CHECK(validation::median(mem) <= h.mem);
   }
 }
+
+TEST_CASE("fsdp rows: the power limit a row's gpu column states") {
+  using validation::fsdp::stated_power_limit_w;
+  CHECK(stated_power_limit_w("NVIDIA H100 96GB HBM2e SXM, 500 W power limit (Meta Grand Teton)") == 500);
+  CHECK(stated_power_limit_w("H100, 450.5 W power limit") == 450.5);
+  CHECK(stated_power_limit_w("NVIDIA H100 94/95GB HBM2e SXM, lower TDP") == 0);
+  CHECK(stated_power_limit_w(" W power limit") == 0);
+  // The 30 Grand Teton rows say 500 W and run at it; the others keep their profile's 700 W.
+  const auto rows = validation::fsdp::read_rows(validation::source_path("validation/fsdp/rows.csv"),
+                                                validation::source_path("validation/fsdp/split.csv"));
+  int at500 = 0;
+  for (const auto& r : rows) {
+    const auto s = validation::fsdp::row_scenario(r);
+    if (s.hardware.power_limit_w == 500) ++at500;
+    else CHECK((s.hardware.power_limit_w == 700 || s.hardware.power_limit_w == 0));
+  }
+  CHECK(at500 == 30);
+}

@@ -137,7 +137,8 @@ inline double stated_power_limit_w(const std::string& gpu) {
   const std::size_t at = gpu.find(" W power limit");
   if (at == std::string::npos) return 0;
   std::size_t b = at;
-  while (b > 0 && std::isdigit(static_cast<unsigned char>(gpu[b - 1]))) --b;
+  while (b > 0 && (std::isdigit(static_cast<unsigned char>(gpu[b - 1])) || gpu[b - 1] == '.')) --b;
+  while (b < at && gpu[b] == '.') ++b;
   return b < at ? std::stod(gpu.substr(b, at - b)) : 0;
 }
 
