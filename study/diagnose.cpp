@@ -165,9 +165,8 @@ std::vector<std::pair<std::string, std::vector<std::string>>> lever_candidates(c
   if (f.dataloader_workers < 8) c.push_back({"more dataloader workers", {"features.dataloader_workers=8"}});
   // A board held below the power limit the calibration was measured at (a site's 500 W on a 700 W part):
   // the clock the measured limit leaves (docs/cost-model.md §2e).
-  if (s.calibration && s.calibration->has_power && hardware::power_fit_applies(s.calibration->power, s.hardware) &&
-      s.hardware.power_limit_w < s.calibration->power.limit_w &&
-      hardware::power_time_scale(&*s.calibration, s.hardware) > 1.0) {
+  // (power_time_scale is 1 without a fit that speaks for this GPU, and above 1 only below the fit's limit.)
+  if (s.calibration && hardware::power_time_scale(&*s.calibration, s.hardware) > 1.0) {
     char w[32];
     std::snprintf(w, sizeof w, "%.0f", s.calibration->power.limit_w);
     c.push_back({std::string("power limit ") + w + " W", {std::string("hardware.power_limit_w=") + w}});
