@@ -91,7 +91,10 @@ std::string describe(const Scenario& s) {
   if (f.fp8_params) os << "  fp8_params yes (weights held in fp8, gathered in fp8)\n";
   if (f.activation_offload_layers > 0)
     os << "  activation_offload_layers " << f.activation_offload_layers << " (saved activations to host memory)\n";
-  if (f.fp32_cross_entropy) os << "  cross_entropy fp32 (torch F.cross_entropy over logits.float())\n";
+  if (f.cross_entropy == config::CrossEntropy::fp32)
+    os << "  cross_entropy fp32 (torch F.cross_entropy over logits.float())\n";
+  if (f.cross_entropy == config::CrossEntropy::compiled)
+    os << "  cross_entropy compiled (torch.compile of F.cross_entropy over logits.float())\n";
   if (f.model_code == ModelCode::torchtitan)
     os << "  model_code torchtitan (torchtitan's Llama block" << (f.fused_kernels ? ", torch.compile'd" : ", eager") << ")\n";
   if (s.cost.price_per_gpu_hour > 0)

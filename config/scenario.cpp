@@ -67,6 +67,9 @@ const std::vector<std::string>& attention_names() {
 
 const char* to_string(Attention a) { return attention_names()[static_cast<std::size_t>(a)].c_str(); }
 const char* to_string(ModelCode c) { return c == ModelCode::torchtitan ? "torchtitan" : "megatron"; }
+const char* to_string(CrossEntropy c) {
+  return c == CrossEntropy::fp32 ? "fp32" : c == CrossEntropy::compiled ? "compiled" : "fused";
+}
 
 Attention attention_of(const Scenario& s) {
   const Features& f = s.features;

@@ -58,6 +58,12 @@ inline bool fused_attention(Attention a) { return a == Attention::flash || a == 
 //              RoPE as a complex fp32 multiply, repeat_kv copies of K and V before SDPA, separate
 //              wq/wk/wv and w1/w3 linears; with fused_kernels (torch.compile) Inductor's fused chains
 enum class ModelCode { megatron, torchtitan };
+// features.cross_entropy: the loss over the logits. fused = a fused vocab-parallel cross entropy
+// (Megatron); fp32 = torch's F.cross_entropy over logits.float() run eagerly (torchtitan before
+// 2025: the fp32 copy, log_softmax, nll_loss); compiled = the same function under torch.compile
+// (torchtitan's build_cross_entropy_loss with training.compile: Inductor's fused kernels, the bf16
+// logits kept). Their memory: models/memory.cpp head_memory.
+enum class CrossEntropy { fused, fp32, compiled };
 
 // "gpipe", "1f1b", "interleaved-1f1b", "zb-h1", "zb-h2", "zb-v", "dualpipe", "dualpipev", "zb-auto", "v-half", "v-min"
 const char* to_string(ScheduleKind);
@@ -70,6 +76,7 @@ const char* to_string(MasterWeights);   // "bf16-params", "fp32-autocast"
 const char* to_string(Offload);         // "none", "optimizer", "params"
 const char* to_string(Attention);       // "flash", "cudnn", "hf_eager", ...
 const char* to_string(ModelCode);       // "megatron", "torchtitan"
+const char* to_string(CrossEntropy);    // "fused", "fp32", "compiled"
 const std::vector<std::string>& attention_names();   // in Attention order
 
 struct Training {
@@ -167,9 +174,8 @@ struct Features {
   // copied into the reduce-scatter input in the reduce dtype); 1 = FSDP1 FlatParameter (the
   // gather lands in the flat buffer the parameters view: no copies). docs/fsdp.md.
   int fsdp_version = 2;
-  // The loss: false = a fused vocab-parallel cross entropy (Megatron); true = torch's
-  // F.cross_entropy over logits.float() (torchtitan; docs/fidelity.md section 3's kernels).
-  bool fp32_cross_entropy = false;
+  // The loss (CrossEntropy above; docs/fidelity.md section 3's kernels for fp32).
+  CrossEntropy cross_entropy = CrossEntropy::fused;
   // fp8 recipes: attention (Transformer Engine's DotProductAttention) in fp8 too (TE's
   // recipe fp8_dpa; default False there): false prices it at the bf16 peak.
   bool fp8_attention = false;

@@ -304,8 +304,8 @@ void read_scenario(Ctx& ctx, Scenario& s, const Value& root, const std::string& 
     ctx.read_int(*t, "fsdp_prefetch", p, f.fsdp_prefetch);
     ctx.read_int(*t, "recompute_every", p, f.recompute_every);
     ctx.read_int(*t, "fsdp_version", p, f.fsdp_version);
-    int ce = ctx.read_enum(*t, "cross_entropy", p, {"fused", "fp32"});
-    if (ce >= 0) f.fp32_cross_entropy = ce == 1;
+    int ce = ctx.read_enum(*t, "cross_entropy", p, {"fused", "fp32", "compiled"});
+    if (ce >= 0) f.cross_entropy = static_cast<CrossEntropy>(ce);
     int mc = ctx.read_enum(*t, "model_code", p, {"megatron", "torchtitan"});
     if (mc >= 0) f.model_code = static_cast<ModelCode>(mc);
     int o = ctx.read_enum(*t, "offload", p, {"none", "optimizer", "params"});

@@ -440,7 +440,16 @@ LayerKernels head_kernels(const ModelSpec& m, const RankShape& r) {
   // The output layer stays bf16 in Megatron/NeMo fp8 recipes (it is not a TE fp8 module):
   // priced at the bf16 peak and fit, no quantise kernels.
   lk.f.back().keep_bf16 = lk.b.back().keep_bf16 = lk.w.back().keep_bf16 = true;
-  if (r.fp32_autocast || r.fp32_cross_entropy) {
+  if (r.compiled_cross_entropy) {
+    // torch.compile of F.cross_entropy(logits.float(), targets) (torchtitan's loss with
+    // training.compile): Inductor fuses the cast, log_softmax and nll_loss into one looped
+    // reduction per row (the row's max, then its sum of exponentials: the logits read twice, not
+    // measured) writing the row's loss and log-sum-exp; its backward one kernel reading the logits
+    // and writing their gradient in the logits' dtype. Memory: run 34 (models/memory.cpp).
+    const double x = T * v;
+    lk.f.push_back(memk("cross_entropy_compiled", 2 * e * x, 8 * T, 5 * x));
+    lk.b.push_back(memk("cross_entropy_compiled_bwd", e * x + 4 * T, e * x, 3 * x));
+  } else if (r.fp32_autocast || r.fp32_cross_entropy) {
     // torch: F.cross_entropy(logits.float(), targets) over the full [T, V] logits
     // (validation/train_step.py Model.forward): the .float() copy, log_softmax in fp32
     // (a row of V > 12288 fp32 does not fit in shared memory: read three times, written

@@ -276,14 +276,42 @@ double embedding_activation_bytes(const ModelSpec& m, const RankShape& r) {
 }
 
 double head_activation_bytes(const ModelSpec& m, const RankShape& r) {
+  // head_memory's inputs + saved, written as one product (the bytes the lowering has always used).
   const double T = static_cast<double>(r.micro_batch) * static_cast<double>(r.seq_len) / r.cp;
   const double rep = r.sequence_parallel ? 1.0 / r.tp : 1.0;
   const double h = static_cast<double>(m.hidden);
-  // final norm input, LM-head input (Korthikanti: 2sbh/t each), fp32 logits 4sbv/t; torch's
-  // F.cross_entropy(logits.float()) (features.cross_entropy = "fp32") keeps the fp32 copy and
-  // log_softmax's fp32 output for its backward: 8sbv/t.
-  const double per_logit = r.fp32_cross_entropy && !r.fp32_autocast ? 8.0 : 4.0;
+  const double per_logit = r.compiled_cross_entropy ? r.bytes_per_element : 4.0;
   return T * (2.0 * r.bytes_per_element * h * rep + per_logit * static_cast<double>(m.vocab) / r.tp);
+}
+
+HeadMemory head_memory(const ModelSpec& m, const RankShape& r) {
+  const double T = static_cast<double>(r.micro_batch) * static_cast<double>(r.seq_len) / r.cp;
+  const double rep = r.sequence_parallel ? 1.0 / r.tp : 1.0;
+  const double h = static_cast<double>(m.hidden);
+  const double x = T * static_cast<double>(m.vocab) / r.tp;   // logits on this rank
+  const double e = r.bytes_per_element;
+  HeadMemory hm;
+  hm.inputs = T * 2.0 * e * h * rep;   // final norm input, LM-head input (Korthikanti: 2sbh/t each)
+  if (r.compiled_cross_entropy) {
+    // torch.compile of F.cross_entropy(logits.float()): the graph keeps its input, the logits (e
+    // bytes per logit); its backward kernel writes their gradient beside them. Run 34: 2 / 2 / 4
+    // bytes per logit at the forward's peak / after it / at the backward's peak.
+    hm.saved = e * x;
+    hm.backward = {e * x};
+  } else if (r.fp32_cross_entropy || r.fp32_autocast) {
+    // Eager F.cross_entropy(logits.float()) (under fp32 autocast too: the LM head runs in bf16).
+    // Kept: log_softmax's fp32 output alone (derivatives.yaml: _to_copy saves nothing, nll_loss
+    // its input = that output). Forward: the head's logits and their fp32 copy live until the loss
+    // returns and the step drops the logits. Backward: nll_loss's fp32 gradient and
+    // log_softmax's beside the saved output. Run 34: 10 / 4 / 12 bytes per logit at the
+    // forward's peak / after it / at the backward's peak, at three shapes.
+    hm.saved = 4.0 * x;
+    hm.forward = {e * x, 4.0 * x};
+    hm.backward = {4.0 * x, 4.0 * x};
+  } else {
+    hm.saved = 4.0 * x;   // fp32 logits 4sbv/t (a fused vocab-parallel loss)
+  }
+  return hm;
 }
 
 double mtp_extra_activation_bytes(const ModelSpec& m, const RankShape& r) {

@@ -61,6 +61,27 @@ double w_stash_bytes(const ModelSpec&, int layer, const RankShape&);
 // Extra activations of the first stage (embedding output) and of the last (logits), per micro-batch.
 double embedding_activation_bytes(const ModelSpec&, const RankShape&);
 double head_activation_bytes(const ModelSpec&, const RankShape&);
+// The last stage's head and loss memory per micro-batch, as blocks: what the head keeps from its
+// forward to its backward (inputs + saved = head_activation_bytes) and what the loss holds only
+// while the head's forward runs (the logits and their fp32 copy, until the loss returns and the
+// step drops the logits) or its backward (the loss's gradients). Measured: run 34
+// (validation/runs/run34-loss-memory).
+struct HeadMemory {
+  double inputs = 0;                 // the final norm's and the LM head's inputs
+  double saved = 0;                  // what the loss keeps for its backward
+  std::vector<double> forward;       // blocks held during the head's forward only
+  std::vector<double> backward;      // blocks held during the head's backward only
+  double forward_bytes() const { return sum(forward); }
+  double backward_bytes() const { return sum(backward); }
+
+ private:
+  static double sum(const std::vector<double>& v) {
+    double s = 0;
+    for (double b : v) s += b;
+    return s;
+  }
+};
+HeadMemory head_memory(const ModelSpec&, const RankShape&);
 // One MTP module's activations beyond its transformer block's (activation_bytes of the last
 // layer): its norms' and projection's inputs (model.mtp_depth, DeepSeek-V3 §2.2).
 double mtp_extra_activation_bytes(const ModelSpec&, const RankShape&);

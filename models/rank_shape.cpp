@@ -37,7 +37,8 @@ RankShape rank_shape(const config::Scenario& s) {
   sh.fused_kernels = s.features.fused_kernels;
   sh.recompute = s.features.recompute;
   sh.recompute_every = s.features.recompute_every;
-  sh.fp32_cross_entropy = s.features.fp32_cross_entropy;
+  sh.fp32_cross_entropy = s.features.cross_entropy == config::CrossEntropy::fp32;
+  sh.compiled_cross_entropy = s.features.cross_entropy == config::CrossEntropy::compiled;
   sh.torchtitan = s.features.model_code == config::ModelCode::torchtitan;
   sh.bytes_per_element = 2;
   sh.fp32_autocast = s.training.master_weights == config::MasterWeights::fp32_autocast;

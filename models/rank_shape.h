@@ -59,6 +59,9 @@ struct RankShape {
   // torch's F.cross_entropy over fp32 logits (features.cross_entropy = "fp32"; always with
   // fp32_autocast).
   bool fp32_cross_entropy = false;
+  // the same loss under torch.compile (features.cross_entropy = "compiled"): Inductor's fused
+  // forward and backward kernels over the bf16 logits (run 34).
+  bool compiled_cross_entropy = false;
   // Megatron's gradient-accumulation fusion (its default with Transformer Engine; NeMo's recipes): each
   // wgrad GEMM accumulates into main_grad, fp32 (4) or bf16 (2, features.reduce_dtype); 0 where the
   // gradients are not accumulated by the GEMM: ZeRO-3 / FSDP (per-unit gradients reduce-scattered) and

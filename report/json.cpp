@@ -243,7 +243,7 @@ void write_resolved(JsonWriter& w, const config::Scenario& s) {
   w.key("fp8_all_gather").value(f.fp8_all_gather);
   w.key("reduce_dtype").value(f.reduce_fp32 ? "fp32" : "bf16");
   w.key("fsdp_version").value(f.fsdp_version);
-  w.key("cross_entropy").value(f.fp32_cross_entropy ? "fp32" : "fused");
+  w.key("cross_entropy").value(config::to_string(f.cross_entropy));
   if (f.model_code != config::ModelCode::megatron) w.key("model_code").value(config::to_string(f.model_code));   // absent: megatron
   w.end_object();
   w.key("cost").begin_object().key("price_per_gpu_hour").value(s.cost.price_per_gpu_hour);

@@ -314,6 +314,16 @@ std::vector<std::int64_t> reserved_peaks(const sim::TaskGraph& g, const sim::Tim
     auto& c = changes[static_cast<std::size_t>(streams[static_cast<std::size_t>(sp.stream)].rank)];
     const int layer = low && static_cast<std::size_t>(iv.task) < low->info.size()
                           ? low->info[static_cast<std::size_t>(iv.task)].layer : -1;
+    const int bi = low && static_cast<std::size_t>(iv.task) < low->info.size()
+                       ? low->info[static_cast<std::size_t>(iv.task)].blocks : -1;
+    if (bi >= 0 && static_cast<std::size_t>(bi) < low->mem_blocks.size()) {   // the task's blocks one by one (the head's loss)
+      const MemBlocks* blocks = &low->mem_blocks[static_cast<std::size_t>(bi)];
+      for (std::int64_t b : blocks->at_start)
+        if (b > 0) c.push_back({iv.start.ns, 1, iv.task, b, sp.stream, sp.microbatch, sp.chunk, layer});
+      for (std::int64_t b : blocks->at_end)
+        if (b > 0) c.push_back({iv.end.ns, 0, iv.task, b, sp.stream, sp.microbatch, sp.chunk, layer});
+      continue;
+    }
     if (sp.memory_delta > 0)
       c.push_back({iv.start.ns, 1, iv.task, sp.memory_delta, sp.stream, sp.microbatch, sp.chunk, layer});
     const std::int64_t freed = (sp.memory_delta < 0 ? -sp.memory_delta : 0) + sp.memory_release;
@@ -328,7 +338,7 @@ std::vector<std::int64_t> reserved_peaks(const sim::TaskGraph& g, const sim::Tim
   for (std::size_t r = 0; r < out.size(); ++r) {
     auto& ch = changes[r];
     if (ch.empty()) continue;
-    std::sort(ch.begin(), ch.end(), [](const Change& a, const Change& b) {
+    std::stable_sort(ch.begin(), ch.end(), [](const Change& a, const Change& b) {   // a task's blocks in order
       return a.at != b.at ? a.at < b.at : a.order != b.order ? a.order < b.order : a.task < b.task;
     });
     // A free pairs with blocks of its task's micro-batch, chunk and layer (key) first.

@@ -49,6 +49,7 @@ void Builder::plan() {
   out_.warnings = layers_.placement().warnings;
   emb_cost_ = layers_.end_cost(true);
   head_cost_ = layers_.end_cost(false);
+  head_mem_blocks();
   if (s_.model.mtp_depth > 0) mtp_cost_ = layers_.mtp_cost();
   const PipelineShape shape = pipeline_shape(s_);
   // A schedule planned from costs (zb-auto) gets this scenario's per-stage costs.
@@ -106,6 +107,27 @@ schedules::StageCosts Builder::zb_auto_costs() {
     c.comm = layers_.coll(hardware::Collective::send_recv, bytes, layers_.placement().pp_link);
   }
   return c;
+}
+
+void Builder::head_mem_blocks() {
+  // In bytes as the lowering counts them: the head's activations as before (act_bytes), split into
+  // the inputs and what the loss keeps; the transients each a block of its own (run 34's tensors).
+  const models::HeadMemory hm = models::head_memory(s_.model, layers_.shape());
+  const auto act = static_cast<std::int64_t>(head_cost_.act_bytes);
+  out_.mem_blocks.clear();
+  if (hm.forward.empty() && hm.backward.empty()) return;
+  const auto inputs = std::min(act, static_cast<std::int64_t>(hm.inputs));
+  const std::int64_t saved = act - inputs;
+  out_.mem_blocks.resize(2);
+  auto& f = out_.mem_blocks[0];
+  auto& b = out_.mem_blocks[1];
+  f.at_start = {inputs, saved};
+  for (double x : hm.forward) f.at_start.push_back(static_cast<std::int64_t>(x));
+  f.at_end.assign(f.at_start.begin() + 2, f.at_start.end());
+  for (double x : hm.backward) b.at_start.push_back(static_cast<std::int64_t>(x));
+  b.at_end = {saved};
+  b.at_end.insert(b.at_end.end(), b.at_start.begin(), b.at_start.end());
+  b.at_end.push_back(inputs);
 }
 
 void Builder::add_streams() {

@@ -56,7 +56,7 @@ class Builder {
   TaskId add_task(int rank, sim::StreamId stream, std::int64_t ns, sim::Category cat, Name name, int mb, int chunk,
                   char kind, std::int64_t launch_ns = 0, double flops = 0, std::int64_t mem = 0,
                   sim::ResourceList res = {}, std::uint8_t interferes = 0, std::int64_t host_ns = 0,
-                  sim::ComputeMix mix = {});
+                  sim::ComputeMix mix = {}, std::int64_t release = 0);
 
   // ---- op_items.cpp: an op's items (segments of its layers' passes) ----
   std::vector<Item> op_items(int rank, const Op& op, bool forward_half);
@@ -79,7 +79,8 @@ class Builder {
                   std::map<int, TaskId>* gathers = nullptr);
   // beside: the segment waits for none of the chain's pending collectives (F&B pair, fb_order).
   void emit_seg(int rank, Chain& ch, const layer::Seg& sg, sim::Category cat, const Name& name, int mb, int chunk,
-                char kind, std::int64_t mem, bool beside = false);
+                char kind, std::int64_t mem, bool beside = false, std::int64_t release = 0,
+                int blocks = -1);
 
   // ---- coarse.cpp: one task per op (LowerOptions::per_layer = false) ----
   // Play one op's chains (one, or two for F&B) locally and emit a single
@@ -153,6 +154,9 @@ class Builder {
   LowerOptions opt_;
   layer::LayerCosts layers_;
   layer::LayerCost emb_cost_, head_cost_;
+  // The head's forward and backward memory as blocks (models::HeadMemory) where the loss holds
+  // transients: out_.mem_blocks[0] and [1]; none otherwise (the head's activations as one block).
+  void head_mem_blocks();
   layer::LayerCost mtp_cost_;               // one MTP module on the last stage (model.mtp_depth > 0)
   Lowered out_;
   std::string sched_;                       // the schedule's name

@@ -97,7 +97,7 @@ Builder::Merged Builder::play_merged(const std::vector<Item>* const* chains, std
       const std::size_t c = st.chain;
       const Item& it = (*chains[c])[st.item];
       const Seg& sg = *it.seg;
-      mem += it.mem;
+      mem += it.mem - it.release;   // the merged task holds the net change (a transient is not seen)
       if (!(st.beside && sg.comm_ns <= 0)) {
         const std::int64_t t0 = t;
         wait_ep(c);

@@ -27,8 +27,9 @@ using layer::Seg;
 
 TaskId Builder::add_task(int rank, sim::StreamId stream, std::int64_t ns, Category cat, Name name, int mb,
                          int chunk, char kind, std::int64_t launch_ns, double flops, std::int64_t mem,
-                         sim::ResourceList res, std::uint8_t interferes, std::int64_t host_ns, sim::ComputeMix mix) {
-  sim::TaskSpec t = spec_of(stream, ns, cat, name.id, kind, mem, res, interferes, host_ns, mix);
+                         sim::ResourceList res, std::uint8_t interferes, std::int64_t host_ns, sim::ComputeMix mix,
+                         std::int64_t release) {
+  sim::TaskSpec t = spec_of(stream, ns, cat, name.id, kind, mem, res, interferes, host_ns, mix, release);
   t.label = name.label;
   t.microbatch = mb;
   t.chunk = chunk;
@@ -109,17 +110,19 @@ std::vector<FbStep> fb_order(const std::vector<Item>& f, const std::vector<Item>
 }
 
 void Builder::emit_seg(int rank, Chain& ch, const Seg& sg, Category cat, const Name& name, int mb, int chunk,
-                       char kind, std::int64_t mem, bool beside) {
+                       char kind, std::int64_t mem, bool beside, std::int64_t release, int blocks) {
   const sim::StreamId cs = out_.compute_stream[rank];
   const bool overlap = sg.comm_ns > 0 && sg.comm_overlappable && s_.features.tp_comm_overlap;
   TaskId head = -1, tail = -1;
   if (overlap && sg.ns > 0) {
     const auto [h, t] = split_overlap(sg);
     head = add_task(rank, cs, h.ns, cat, name, mb, chunk, kind, h.launch_ns, h.flops, mem, {}, 0, h.host_ns, mix_of(h));
-    tail = add_task(rank, cs, t.ns, cat, Name(), mb, chunk, kind, t.launch_ns, t.flops, 0, {}, 0, t.host_ns, mix_of(t));
+    tail = add_task(rank, cs, t.ns, cat, Name(), mb, chunk, kind, t.launch_ns, t.flops, 0, {}, 0, t.host_ns, mix_of(t),
+                    release);
   } else {
     head = tail = add_task(rank, cs, sg.ns, cat, name, mb, chunk, kind, sg.launch_ns, sg.flops, mem, {}, false,
-                           sg.host_ns, mix_of(sg));
+                           sg.host_ns, mix_of(sg), release);
+    out_.info[static_cast<std::size_t>(head)].blocks = blocks;
   }
   last_compute_[rank] = tail;
   if (beside && sg.comm_ns == 0) {
@@ -162,7 +165,7 @@ void Builder::emit_items(int rank, Chain& ch, const std::vector<Item>& items, co
     const Item& it = items[i];
     if (gathers) wait_gather(*gathers, it, ch);
     if (offload && it.kind != 'F') act_offload_backward(rank, ch, items, i, mb);
-    emit_seg(rank, ch, *it.seg, it.cat, first ? name : Name(), mb, chunk, it.kind, it.mem);
+    emit_seg(rank, ch, *it.seg, it.cat, first ? name : Name(), mb, chunk, it.kind, it.mem, false, it.release, it.blocks);
     first = false;
     if (offload && it.kind == 'F') act_offload_forward(rank, ch, items, i, mb);
     if (it.grad_final) on_grad_final(rank, it.layer, ch.last);
@@ -262,13 +265,14 @@ void Builder::emit_op(int rank, const Op& op) {
     if (st.chain == 0) {
       const Item& it = fi[st.item];
       if (!st.beside) wait_gather(gathers, it, cf);
-      emit_seg(rank, cf, *it.seg, it.cat, first_f ? name : Name(), op.microbatch, op.chunk, it.kind, it.mem, st.beside);
+      emit_seg(rank, cf, *it.seg, it.cat, first_f ? name : Name(), op.microbatch, op.chunk, it.kind, it.mem, st.beside,
+               it.release, it.blocks);
       first_f = false;
       if (it.grad_final) on_grad_final(rank, it.layer, st.beside ? last_compute_[rank] : cf.last);
     } else {
       const Item& it = bi[st.item];
       emit_seg(rank, cb, *it.seg, it.cat, first_b ? Name(sim::Label::backward_mb) : Name(), op.microbatch_b,
-               op.chunk_b, it.kind, it.mem, st.beside);
+               op.chunk_b, it.kind, it.mem, st.beside, it.release, it.blocks);
       // A weight gradient emitted beside a pending collective is the chain's last compute, not its last task.
       if (it.grad_final) on_grad_final(rank, it.layer, st.beside ? last_compute_[rank] : cb.last);
       first_b = false;

@@ -270,7 +270,8 @@ void Builder::fsdp_emit(int rank, Chain& ch, const std::vector<Item>& items, con
     for (std::size_t i = u.begin; i < u.end; ++i) {
       const Item& it = items[i];
       if (act_offload_on() && it.kind != 'F') act_offload_backward(rank, ch, items, i, op.microbatch);
-      emit_seg(rank, ch, *it.seg, it.cat, first ? name : Name(), op.microbatch, op.chunk, it.kind, it.mem);
+      emit_seg(rank, ch, *it.seg, it.cat, first ? name : Name(), op.microbatch, op.chunk, it.kind, it.mem, false,
+               it.release, it.blocks);
       first = false;
       if (act_offload_on() && it.kind == 'F') act_offload_forward(rank, ch, items, i, op.microbatch);
     }

@@ -10,6 +10,7 @@
 
 #include "layer/pass_cost.h"
 #include "sim/engine.h"
+#include "step/lower.h"
 
 namespace mfusim::step {
 
@@ -18,9 +19,13 @@ struct Item {
   const layer::Seg* seg;
   sim::Category cat;
   char kind;
-  std::int64_t mem;
+  std::int64_t mem;   // > 0: allocated at the segment's start; < 0: freed at its end
   int layer;          // -1 for embedding/head
   bool grad_final;    // this item finishes the layer's weight gradient for the step
+  // Bytes (>= 0) freed at the segment's end as well: with mem > 0, what the segment holds only
+  // while it runs (the loss's transients, models::HeadMemory).
+  std::int64_t release = 0;
+  int blocks = -1;   // mem and release as blocks: index into Lowered::mem_blocks (-1: one block each)
 };
 
 // One step of an F&B op's emission: an item of chain 0 (F) or 1 (B), and whether it runs
@@ -62,7 +67,7 @@ inline constexpr sim::ComputeMix kHostOnly{0, 0, 0, 1};
 // tasks add_task would have added.
 inline sim::TaskSpec spec_of(sim::StreamId stream, std::int64_t ns, sim::Category cat, std::uint16_t text, char kind,
                              std::int64_t mem, sim::ResourceList res, std::uint8_t interferes, std::int64_t host_ns = 0,
-                             sim::ComputeMix mix = {}) {
+                             sim::ComputeMix mix = {}, std::int64_t release = 0) {
   sim::TaskSpec t;
   t.mix = mix;
   t.host_ns = std::max<std::int64_t>(0, host_ns);
@@ -74,6 +79,7 @@ inline sim::TaskSpec spec_of(sim::StreamId stream, std::int64_t ns, sim::Categor
   t.resources = res;
   t.interferes = interferes;
   t.memory_delta = mem;
+  t.memory_release = release;
   return t;
 }
 

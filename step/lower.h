@@ -24,6 +24,14 @@ struct LowerOptions {
 };
 
 // Side information per task that the engine does not need but the report does.
+// The blocks a task allocates at its start and frees at its end, where it changes memory by more
+// than one block (the head's loss: models::HeadMemory). Their sums are the task's memory_delta (when
+// positive) and its freed bytes; the caching allocator replay (step::reserved_peaks) plays the
+// blocks one by one.
+struct MemBlocks {
+  std::vector<std::int64_t> at_start, at_end;
+};
+
 struct TaskInfo {
   std::int64_t launch_ns = 0;     // part of the duration that is kernel launch overhead
   double flops = 0;               // hardware FLOPs executed (per GPU)
@@ -35,6 +43,7 @@ struct TaskInfo {
   int layer = -1;
   double bytes = 0;
   const char* kernel = nullptr;
+  int blocks = -1;   // index into Lowered::mem_blocks; -1: one block (memory_delta / memory_release)
 };
 
 // Nominal nanoseconds per category of a merged op task (coarse lowering):
@@ -47,6 +56,7 @@ struct Lowered {
   int ranks = 1;
   std::vector<sim::StreamId> compute_stream;     // per pipeline rank
   std::vector<TaskInfo> info;                    // per task
+  std::vector<MemBlocks> mem_blocks;             // TaskInfo::blocks (the head's forward, backward)
   std::vector<Parts> parts;                      // of merged tasks (TaskInfo::parts)
   std::vector<double> static_bytes;              // per rank: params + grads + optimizer
   std::vector<double> params_bytes, grads_bytes, optimizer_bytes;   // per rank

@@ -66,23 +66,51 @@ std::vector<Item> Builder::op_items(int rank, const Op& op, bool forward_half) {
       items.push_back(Item{&empty, cat, k, mem_first + mem_last, layer, grad_final});
     }
   };
+  // The head's passes. With the loss's blocks (Builder::head_mem_blocks) each is one
+  // segment that allocates its blocks at its start and frees its transients at its end (the
+  // backward also what the forward kept); otherwise the forward allocates the head's activations
+  // and the backward frees them.
+  const auto head_act = static_cast<std::int64_t>(head_cost_.act_bytes);
+  auto blocks_pass = [&](const PassCost& pc, Category cat, char k, int index) {
+    const MemBlocks& b = out_.mem_blocks[static_cast<std::size_t>(index)];
+    std::int64_t alloc = 0, freed = 0;
+    for (auto x : b.at_start) alloc += x;
+    for (auto x : b.at_end) freed += x;
+    for (std::size_t i = 0; i < pc.segs.size(); ++i) {
+      const bool last = i + 1 == pc.segs.size();
+      Item it{&pc.segs[i], cat, k, i == 0 ? alloc : 0, -1, false};
+      if (last) it.release = freed;
+      if (pc.segs.size() == 1) it.blocks = index;
+      items.push_back(it);
+    }
+  };
+  const bool head_blocks = out_.mem_blocks.size() == 2 && head_cost_.f.segs.size() == 1 &&
+                           head_cost_.b.segs.size() == 1;
+  auto head_forward = [&] {
+    if (head_blocks) blocks_pass(head_cost_.f, Category::forward, 'F', 0);
+    else add_pass(head_cost_.f, Category::forward, 'F', head_act, 0, -1, false);
+  };
+  auto head_backward = [&] {
+    if (head_blocks) blocks_pass(head_cost_.b, Category::backward, 'B', 1);
+    else add_pass(head_cost_.b, Category::backward, 'B', 0, -head_act, -1, false);
+  };
   if (kind == OpKind::F) {
     if (has_emb) add_pass(emb_cost_.f, Category::forward, 'F', static_cast<std::int64_t>(emb_cost_.act_bytes), 0, -1, false);
     for (int l : layers) {
       const LayerCost& lc = layers_.layer_cost(l);
       add_pass(pair && lc.fb ? lc.fb_f : lc.f, Category::forward, 'F', static_cast<std::int64_t>(lc.act_bytes), 0, l, false);
     }
-    if (has_head) add_pass(head_cost_.f, Category::forward, 'F', static_cast<std::int64_t>(head_cost_.act_bytes), 0, -1, false);
+    if (has_head) head_forward();
     // MTP modules (DeepSeek-V3 §2.2) after the main head: each its norms, projection and block
     // on the main model's last hidden state, then the shared head and its loss once more.
     for (int d = 0; has_head && d < s_.model.mtp_depth; ++d) {
       add_pass(pair && mtp_cost_.fb ? mtp_cost_.fb_f : mtp_cost_.f, Category::forward, 'F',
                static_cast<std::int64_t>(mtp_cost_.act_bytes), 0, -1, false);
-      add_pass(head_cost_.f, Category::forward, 'F', static_cast<std::int64_t>(head_cost_.act_bytes), 0, -1, false);
+      head_forward();
     }
   } else if (kind == OpKind::B) {
     for (int d = 0; has_head && d < s_.model.mtp_depth; ++d) {   // the MTP modules' backward first, last one first
-      add_pass(head_cost_.b, Category::backward, 'B', 0, -static_cast<std::int64_t>(head_cost_.act_bytes), -1, false);
+      head_backward();
       if (!split) add_pass(head_cost_.w, Category::backward, 'B', 0, 0, -1, false);
       if (recompute) add_pass(mtp_cost_.r, Category::recompute, 'R', static_cast<std::int64_t>(mtp_cost_.recompute_bytes), 0, -1, false);
       const std::int64_t freed =
@@ -96,7 +124,7 @@ std::vector<Item> Builder::op_items(int rank, const Op& op, bool forward_half) {
       }
     }
     if (has_head) {
-      add_pass(head_cost_.b, Category::backward, 'B', 0, -static_cast<std::int64_t>(head_cost_.act_bytes), -1, false);
+      head_backward();
       if (!split) add_pass(head_cost_.w, Category::backward, 'B', 0, 0, -1, false);
     }
     for (auto it = layers.rbegin(); it != layers.rend(); ++it) {

@@ -18,8 +18,8 @@ void Replay::record_item(Program& pr, int rank, const Item& it, std::vector<Task
   const sim::StreamId cs = b_.out_.compute_stream[rank];
   auto add = [&](sim::StreamId stream, std::int64_t ns, Category cat, std::uint16_t text, char kind, std::int64_t launch_ns,
                  double flops, std::int64_t mem, sim::ResourceList res, std::uint8_t interferes, std::int64_t host_ns = 0,
-                 sim::ComputeMix mix = {}) {
-    pr.tasks.push_back(spec_of(stream, ns, cat, text, kind, mem, res, interferes, host_ns, mix));
+                 sim::ComputeMix mix = {}, std::int64_t release = 0) {
+    pr.tasks.push_back(spec_of(stream, ns, cat, text, kind, mem, res, interferes, host_ns, mix, release));
     pr.in_b.push_back(chain_b ? 1 : 0);
     TaskInfo info;
     info.launch_ns = launch_ns;
@@ -33,9 +33,11 @@ void Replay::record_item(Program& pr, int rank, const Item& it, std::vector<Task
   if (overlap && sg.ns > 0) {
     const auto [h, t] = split_overlap(sg);
     head = add(cs, h.ns, it.cat, 0, it.kind, h.launch_ns, h.flops, it.mem, {}, 0, h.host_ns, layer::mix_of(h));
-    tail = add(cs, t.ns, it.cat, 0, it.kind, t.launch_ns, t.flops, 0, {}, 0, t.host_ns, layer::mix_of(t));
+    tail = add(cs, t.ns, it.cat, 0, it.kind, t.launch_ns, t.flops, 0, {}, 0, t.host_ns, layer::mix_of(t), it.release);
   } else {
-    head = tail = add(cs, sg.ns, it.cat, 0, it.kind, sg.launch_ns, sg.flops, it.mem, {}, 0, sg.host_ns, layer::mix_of(sg));
+    head = tail = add(cs, sg.ns, it.cat, 0, it.kind, sg.launch_ns, sg.flops, it.mem, {}, 0, sg.host_ns, layer::mix_of(sg),
+                      it.release);
+    pr.info[static_cast<std::size_t>(head)].blocks = it.blocks;
   }
   pr.last_compute = tail;
   if (beside && sg.comm_ns == 0) {   // emit_seg's `beside`: the chain's pending collective stays pending

@@ -338,6 +338,9 @@ double memory_lower_bound(const config::Scenario& s) {
       if (st == S - 1) act[st] += static_cast<std::int64_t>(models::head_activation_bytes(s.model, sh));
     }
   }
+  // The loss's transients on the last stage (models::HeadMemory), on top of what is held while its
+  // head's forward / backward runs, as the lowering's head passes hold them.
+  const auto loss_mem = models::head_memory(s.model, sh);
   double best = 0;
   std::vector<char> inflight;
   const int m = s.microbatches();
@@ -361,13 +364,19 @@ double memory_lower_bound(const config::Scenario& s) {
         char& f = inflight[static_cast<std::size_t>(mb) * S + st];
         if (f) { f = 0; cur -= act[st]; }
       };
+      auto transient = [&](int st, double bytes) {
+        if (st == S - 1) peak = std::max(peak, cur + static_cast<std::int64_t>(bytes));
+      };
       if (op.kind == schedules::OpKind::F) {
         inflight[static_cast<std::size_t>(op.microbatch) * S + op.stage] = 1;
         cur += act[op.stage];
         peak = std::max(peak, cur);
+        transient(op.stage, loss_mem.forward_bytes());
       } else if (op.kind == schedules::OpKind::B) {
+        transient(op.stage, loss_mem.backward_bytes());
         release(op.microbatch, op.stage);
       } else if (op.kind == schedules::OpKind::FB) {
+        transient(op.stage_b, loss_mem.backward_bytes());
         release(op.microbatch_b, op.stage_b);
       }
     }

@@ -5,6 +5,7 @@
 #include <doctest/doctest.h>
 
 #include <algorithm>
+#include <cmath>
 #include <filesystem>
 #include <fstream>
 #include <string>
@@ -299,13 +300,42 @@ TEST_CASE("fsdp_version: FSDP2 copies each gathered unit out on the compute stre
   CHECK(error_of({"features.fsdp_version=3"}).find("out of range") != std::string::npos);
 }
 
-TEST_CASE("cross_entropy = fp32: torch's loss over logits.float() keeps 8 bytes per logit and costs its kernels") {
+TEST_CASE("cross_entropy = fp32 / compiled: the loss's kept bytes and transients are run 34's, and the step's peak holds them") {
   const auto fused = scenario();
   const auto fp32 = scenario({"features.cross_entropy=\"fp32\""});
-  const double T = 4096, V = 32000, h = 4096;
+  const auto compiled = scenario({"features.cross_entropy=\"compiled\""});
+  const double T = 4096, V = 32000, h = 4096, x = T * V;
+  // Kept from the forward to the backward: fp32 logits (fused), log_softmax's fp32 output (eager),
+  // the bf16 logits (compiled); run 34 after the forward: 4.00 and 2.00 bytes per logit.
   CHECK(models::head_activation_bytes(fused.model, models::rank_shape(fused)) == doctest::Approx(T * (2 * 2 * h + 4 * V)));
-  CHECK(models::head_activation_bytes(fp32.model, models::rank_shape(fp32)) == doctest::Approx(T * (2 * 2 * h + 8 * V)));
-  CHECK(run(fp32).step_time_s > run(fused).step_time_s);
+  CHECK(models::head_activation_bytes(fp32.model, models::rank_shape(fp32)) == doctest::Approx(T * (2 * 2 * h + 4 * V)));
+  CHECK(models::head_activation_bytes(compiled.model, models::rank_shape(compiled)) == doctest::Approx(T * (2 * 2 * h + 2 * V)));
+  // Held only while the head runs: run 34's peaks 10 / 12 (eager) and 2 / 4 (compiled) bytes per logit.
+  const auto e = models::head_memory(fp32.model, models::rank_shape(fp32));
+  CHECK(e.saved + e.forward_bytes() == doctest::Approx(10 * x));
+  CHECK(e.saved + e.backward_bytes() == doctest::Approx(12 * x));
+  const auto c = models::head_memory(compiled.model, models::rank_shape(compiled));
+  CHECK(c.forward_bytes() == 0);
+  CHECK(c.saved + c.backward_bytes() == doctest::Approx(4 * x));
+  CHECK(models::head_memory(fused.model, models::rank_shape(fused)).backward_bytes() == 0);
+  // The simulated step with Llama-3-8B's 128k vocabulary: one micro-batch, full recompute, so the allocated
+  // peak is at the head's backward, where eager holds 8 bytes per logit more than the fused loss and the
+  // compiled one the same (2 + 2 = 4).
+  const std::string l3 = "model=\"llama3-8b\"";
+  const auto f8 = scenario({l3}), e8 = scenario({l3, "features.cross_entropy=\"fp32\""}),
+             c8 = scenario({l3, "features.cross_entropy=\"compiled\""});
+  const double x8 = T * 128256;
+  const auto rf = run(f8), re = run(e8), rc = run(c8);
+  constexpr double GiB = 1024.0 * 1024.0 * 1024.0;
+  CHECK((re.memory.peak_gib - rf.memory.peak_gib) * GiB == doctest::Approx(8 * x8).epsilon(0.001));
+  CHECK(std::abs(rc.memory.peak_gib - rf.memory.peak_gib) * GiB < 1e6);
+  CHECK(re.memory.peak_reserved_gib >= re.memory.peak_gib);
+  // Their kernels: eager's fp32 copy, log_softmax and nll_loss cost more than one fused pass each way.
+  CHECK(re.step_time_s > rf.step_time_s);
+  CHECK(re.step_time_s > rc.step_time_s);
+  // The planner's memory bound sees the transient as the step does.
+  CHECK(study::memory_lower_bound(e8) - study::memory_lower_bound(f8) == doctest::Approx(8 * x8).epsilon(0.001));
+  CHECK(study::memory_lower_bound(e8) <= re.memory.peak_gib * GiB);
 }
 
 TEST_CASE("run --json: the resolved scenario carries the ZeRO / FSDP keys") {

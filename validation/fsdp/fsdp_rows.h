@@ -104,6 +104,12 @@ struct Mechanisms {
   // features.cross_entropy = "fp32"). llm-foundry and fms-fsdp rows keep the fused loss (their
   // losses are not restated by the rows). Off: every row with the fused loss.
   bool torch_loss = true;
+  // torchtitan compiles that loss with the model since bbb1b616e (2025-04-02, components/loss.py
+  // build_cross_entropy_loss: torch.compile(loss_fn) when training.compile; before it the compile
+  // was commented out, "causes CUDA errors"): rows run from 2025-04 with torch.compile on take
+  // features.cross_entropy = "compiled" (run 34: the logits kept in bf16, no fp32 copies). Off:
+  // those rows with the eager loss.
+  bool compiled_loss = true;
   // Eager PyTorch's host issue cost (docs/fidelity.md section 1): every row runs PyTorch from
   // Python without CUDA graphs, so the H200 validation's measured host costs apply
   // (validation/h200_compare.h: 31.0 us per forward op, 26.2 us per backward op, 728 / 951 us
@@ -240,7 +246,9 @@ inline config::Scenario row_scenario(const Row& r, const Mechanisms& mech = {}) 
   F.reshard_after_forward = !(rs.rfind("no", 0) == 0 || rs.rfind("False", 0) == 0);
   const bool torchtitan = r.at("id").rfind("TT", 0) == 0;
   F.fsdp_version = mech.fsdp2_copies && torchtitan ? 2 : 1;
-  F.fp32_cross_entropy = mech.torch_loss && torchtitan;
+  if (mech.torch_loss && torchtitan) F.cross_entropy = config::CrossEntropy::fp32;
+  if (mech.torch_loss && mech.compiled_loss && torchtitan && F.fused_kernels && r.at("date") >= "2025-04")
+    F.cross_entropy = config::CrossEntropy::compiled;
   if (mech.torchtitan_block && torchtitan) F.model_code = config::ModelCode::torchtitan;
   if (mech.sdpa_fa2 && (torchtitan || r.at("id").rfind("FMS", 0) == 0)) F.attention = config::Attention::flash2;
   F.python_gc = false;

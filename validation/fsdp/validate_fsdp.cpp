@@ -32,13 +32,14 @@ int main(int argc, char** argv) {
       else if (m == "op_sac") mech.op_sac = false;
       else if (m == "fsdp2_copies") mech.fsdp2_copies = false;
       else if (m == "torch_loss") mech.torch_loss = false;
+      else if (m == "compiled_loss") mech.compiled_loss = false;
       else if (m == "eager_host") mech.eager_host = false;
       else if (m == "torchtitan_block") mech.torchtitan_block = false;
       else if (m == "reserved_memory") mech.reserved_memory = false;
       else if (m == "sdpa_fa2") mech.sdpa_fa2 = false;
       else if (m == "power_limit") mech.power_limit = false;
       else {
-        std::fprintf(stderr, "validate_fsdp: error: unknown mechanism '%s' (--without calibrated|framework_ac|op_sac|fsdp2_copies|torch_loss|eager_host|torchtitan_block|reserved_memory|sdpa_fa2|power_limit)\n", m.c_str());
+        std::fprintf(stderr, "validate_fsdp: error: unknown mechanism '%s' (--without calibrated|framework_ac|op_sac|fsdp2_copies|torch_loss|compiled_loss|eager_host|torchtitan_block|reserved_memory|sdpa_fa2|power_limit)\n", m.c_str());
         return 2;
       }
     }
