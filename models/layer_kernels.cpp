@@ -449,6 +449,7 @@ LayerKernels head_kernels(const ModelSpec& m, const RankShape& r) {
     const double x = T * v;
     lk.f.push_back(memk("cross_entropy_compiled", 2 * e * x, 8 * T, 5 * x));
     lk.b.push_back(memk("cross_entropy_compiled_bwd", e * x + 4 * T, e * x, 3 * x));
+    if (r.fp32_autocast) add_autocast_casts(lk, {});
   } else if (r.fp32_autocast || r.fp32_cross_entropy) {
     // torch: F.cross_entropy(logits.float(), targets) over the full [T, V] logits
     // (validation/train_step.py Model.forward): the .float() copy, log_softmax in fp32

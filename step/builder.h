@@ -91,6 +91,9 @@ class Builder {
   // information, and the layers whose gradient-final items it met, in order.
   struct Merged {
     std::int64_t t = 0, launch = 0, mem = 0, host = 0;
+    // The highest the op's running allocation reaches at an item that frees bytes it held only while it ran
+    // (Item::release: the loss's transients), over the op's start; 0: none.
+    std::int64_t transient_top = 0;
     double flops = 0;
     layer::Seg mix;   // the op's compute as one segment: its attention and memory-bound shares
     Parts parts{};
@@ -157,6 +160,12 @@ class Builder {
   // The head's forward and backward memory as blocks (models::HeadMemory) where the loss holds
   // transients: out_.mem_blocks[0] and [1]; none otherwise (the head's activations as one block).
   void head_mem_blocks();
+  // The plain PyTorch recipe's gradients (Lowered::lazy_grad_tasks): after the first op on a rank that
+  // produces a stage's weight gradients, a task of no duration allocates them; the optimizer frees them.
+  bool lazy_grads_ = false;
+  std::vector<std::vector<char>> grads_allocated_;   // per rank, per stage
+  std::vector<double> lazy_grad_bytes_;               // per rank, allocated so far
+  void allocate_lazy_grads(int rank, const Op& op);
   layer::LayerCost mtp_cost_;               // one MTP module on the last stage (model.mtp_depth > 0)
   Lowered out_;
   std::string sched_;                       // the schedule's name

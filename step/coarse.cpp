@@ -29,7 +29,7 @@ Builder::Merged Builder::play_merged(const std::vector<Item>* const* chains, std
   }
   Merged m;
   Parts& parts = m.parts;
-  std::int64_t t = 0, launch = 0, mem = 0, host = 0;
+  std::int64_t t = 0, launch = 0, mem = 0, host = 0, transient_top = 0;
   double flops = 0;
   std::int64_t ready[2] = {0, 0};
   Category ready_cat[2] = {Category::other, Category::other};
@@ -97,7 +97,8 @@ Builder::Merged Builder::play_merged(const std::vector<Item>* const* chains, std
       const std::size_t c = st.chain;
       const Item& it = (*chains[c])[st.item];
       const Seg& sg = *it.seg;
-      mem += it.mem - it.release;   // the merged task holds the net change (a transient is not seen)
+      if (it.release > 0) transient_top = std::max(transient_top, mem + std::max<std::int64_t>(0, it.mem));
+      mem += it.mem - it.release;
       if (!(st.beside && sg.comm_ns <= 0)) {
         const std::int64_t t0 = t;
         wait_ep(c);
@@ -169,6 +170,7 @@ Builder::Merged Builder::play_merged(const std::vector<Item>* const* chains, std
   m.launch = launch;
   m.host = host;
   m.mem = mem;
+  m.transient_top = transient_top;
   m.flops = flops;
   // Gradient-final items in the order the loop above met them.
   for (const FbStep& st : steps) {
@@ -181,8 +183,11 @@ Builder::Merged Builder::play_merged(const std::vector<Item>* const* chains, std
 TaskId Builder::emit_merged_task(int rank, const Merged& m, Chain* const* ch, std::size_t n, const Name& name,
                                  int mb, int chunk, char kind, Category cat) {
   const sim::StreamId cs = out_.compute_stream[rank];
-  TaskId id = add_task(rank, cs, m.t, cat, name, mb, chunk, kind, m.launch, m.flops, m.mem, {}, false, m.host,
-                       layer::mix_of(m.mix));
+  // The merged task holds the op's net change; with a transient above it (the loss's), the task allocates
+  // up to the transient's top at its start and frees the difference at its end.
+  const bool transient = m.transient_top > std::max<std::int64_t>(0, m.mem);
+  TaskId id = add_task(rank, cs, m.t, cat, name, mb, chunk, kind, m.launch, m.flops, transient ? m.transient_top : m.mem, {},
+                       false, m.host, layer::mix_of(m.mix), transient ? m.transient_top - m.mem : 0);
   out_.info[static_cast<std::size_t>(id)].parts = static_cast<int>(out_.parts.size());
   out_.parts.push_back(m.parts);
   for (std::size_t c = 0; c < n; ++c) {

@@ -76,16 +76,14 @@ std::vector<Item> Builder::op_items(int rank, const Op& op, bool forward_half) {
     std::int64_t alloc = 0, freed = 0;
     for (auto x : b.at_start) alloc += x;
     for (auto x : b.at_end) freed += x;
-    for (std::size_t i = 0; i < pc.segs.size(); ++i) {
-      const bool last = i + 1 == pc.segs.size();
-      Item it{&pc.segs[i], cat, k, i == 0 ? alloc : 0, -1, false};
-      if (last) it.release = freed;
-      if (pc.segs.size() == 1) it.blocks = index;
-      items.push_back(it);
-    }
+    Item it{&pc.segs[0], cat, k, alloc, -1, false};
+    it.release = freed;
+    it.blocks = index;
+    items.push_back(it);
   };
-  const bool head_blocks = out_.mem_blocks.size() == 2 && head_cost_.f.segs.size() == 1 &&
-                           head_cost_.b.segs.size() == 1;
+  const bool head_blocks = out_.mem_blocks.size() == 2;
+  if (head_blocks && (head_cost_.f.segs.size() != 1 || head_cost_.b.segs.size() != 1))
+    throw std::logic_error("lowering: the head's loss blocks need one segment per pass");
   auto head_forward = [&] {
     if (head_blocks) blocks_pass(head_cost_.f, Category::forward, 'F', 0);
     else add_pass(head_cost_.f, Category::forward, 'F', head_act, 0, -1, false);
