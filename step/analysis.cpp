@@ -288,6 +288,44 @@ void summarize(StepResult& r, const std::vector<RankParts>& parts, double T) {
   r.bubble_fraction = T > 0 ? bubble_sum / P / T : 0;
 }
 
+std::int64_t held_at_peak(const sim::TaskGraph& g, const sim::Timeline& tl, int rank, const std::vector<sim::TaskId>& tasks) {
+  if (tasks.empty()) return 0;
+  std::vector<std::uint8_t> mine(g.size(), 0);
+  for (sim::TaskId t : tasks) mine[static_cast<std::size_t>(t)] = 1;
+  struct Change {
+    std::int64_t at;
+    int order;   // 0 free, 1 allocation
+    std::int64_t bytes;
+    bool held;
+  };
+  std::vector<Change> ch;
+  const auto& streams = g.streams();
+  for (const auto& iv : tl.intervals) {
+    const auto& sp = g.task(iv.task);
+    if (sp.memory_delta == 0 && sp.memory_release == 0) continue;
+    if (streams[static_cast<std::size_t>(sp.stream)].rank != rank) continue;
+    const bool held = mine[static_cast<std::size_t>(iv.task)] != 0;
+    if (sp.memory_delta > 0) ch.push_back({iv.start.ns, 1, sp.memory_delta, held});
+    const std::int64_t freed = (sp.memory_delta < 0 ? -sp.memory_delta : 0) + sp.memory_release;
+    if (freed > 0) ch.push_back({iv.end.ns, 0, -freed, false});
+  }
+  std::stable_sort(ch.begin(), ch.end(), [](const Change& a, const Change& b) {
+    return a.at != b.at ? a.at < b.at : a.order < b.order;
+  });
+  // The tasks' bytes are freed together by one task (the optimizer step), after every other change that
+  // matters here: until then they are held.
+  std::int64_t cur = 0, top = 0, held = 0, held_top = 0;
+  for (const Change& c : ch) {
+    cur += c.bytes;
+    if (c.held) held += c.bytes;
+    if (cur > top) {
+      top = cur;
+      held_top = held;
+    }
+  }
+  return held_top;
+}
+
 std::vector<std::int64_t> reserved_peaks(const sim::TaskGraph& g, const sim::Timeline& tl, int P, const Lowered* low,
                                          int steps) {
   std::vector<std::int64_t> out(static_cast<std::size_t>(std::max(P, 0)), 0);

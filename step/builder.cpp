@@ -130,6 +130,27 @@ void Builder::head_mem_blocks() {
   b.at_end.push_back(inputs);
 }
 
+void Builder::allocate_lazy_grads(int rank, const Op& op) {
+  // The stage whose weight gradients this op produces (B without a split W, W, an F&B pair's B).
+  int stage = -1;
+  if ((op.kind == OpKind::B && !op.split_w) || op.kind == OpKind::W) stage = op.stage;
+  else if (op.kind == OpKind::FB && !op.split_w) stage = op.stage_b;
+  if (stage < 0) return;
+  char& done = grads_allocated_[static_cast<std::size_t>(rank)][static_cast<std::size_t>(stage)];
+  if (done) return;
+  done = 1;
+  const double bytes = models::rank_static_memory(s_, out_.stage_layers[static_cast<std::size_t>(stage)], stage == 0,
+                                                  stage == S_ - 1, layers_.shape().fp32_autocast).grads;
+  const auto b = static_cast<std::int64_t>(bytes);
+  if (b <= 0) return;
+  // autograd's AccumulateGrad allocates each parameter's .grad as its weight gradient is produced: over the
+  // op, while the op's activations are freed. Allocated at the op's end here, when its activations are gone
+  // (the memory in between lies between the two ends).
+  const TaskId t = add_task(rank, out_.compute_stream[rank], 0, Category::backward, "grads", -1, -1, 'B', 0, 0, b);
+  out_.lazy_grad_tasks.push_back(t);
+  lazy_grad_bytes_[static_cast<std::size_t>(rank)] += static_cast<double>(b);
+}
+
 void Builder::add_streams() {
   const auto& P = s_.parallel;
   auto& g = out_.graph;
@@ -207,6 +228,14 @@ void Builder::add_static_memory() {
   out_.optimizer_bytes.assign(p_, 0);
   rank_params_.assign(p_, 0);
   rank_linear_params_.assign(p_, 0);
+  // The plain PyTorch recipe (fp32 master weights under torch.autocast; validation/train_step.py) sets its
+  // gradients to None after each optimizer step (zero_grad(set_to_none=True), torch's default since 2.0):
+  // they are allocated during the backward. With data parallelism DDP's buckets (gradient_as_bucket_view
+  // False, its default: "the saved memory size will be equal to the total gradients size" when True) stay
+  // static besides them.
+  lazy_grads_ = shape.fp32_autocast && !zero_sharded();
+  grads_allocated_.assign(static_cast<std::size_t>(p_), std::vector<char>(static_cast<std::size_t>(S_), 0));
+  lazy_grad_bytes_.assign(static_cast<std::size_t>(p_), 0.0);
   for (int r = 0; r < p_; ++r) {
     std::vector<int> layers;
     bool emb = false, head = false;
@@ -224,6 +253,10 @@ void Builder::add_static_memory() {
     out_.grads_bytes[r] = sm.grads;
     out_.optimizer_bytes[r] = sm.optimizer;
     out_.static_bytes[r] = sm.params + sm.grads + sm.optimizer;
+    if (lazy_grads_ && P.dp * P.cp <= 1) {   // no DDP buckets: allocated in the backward (Lowered::lazy_grad_tasks)
+      out_.static_bytes[r] -= sm.grads;
+      out_.grads_bytes[r] = 0;
+    }
     // An EMA of the weights (moe.ema): an fp32 copy in HBM, or none with moe.ema_on_cpu
     // (DeepSeek-V3 §3.2.3: kept in CPU memory and updated asynchronously after each step).
     if (s_.moe.ema && !s_.moe.ema_on_cpu) out_.static_bytes[r] += 4.0 * rank_params_[r];
@@ -304,6 +337,7 @@ void Builder::emit_ops(const std::vector<std::vector<std::int64_t>>& gc_before) 
         const auto first = static_cast<TaskId>(out_.graph.size());
         emit_op(r, order[r][k]);
         describe_op(r, order[r][k], first);
+        if (lazy_grads_) allocate_lazy_grads(r, order[r][k]);
         ++next[r];
         --remaining;
         progress = true;

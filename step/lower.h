@@ -57,6 +57,10 @@ struct Lowered {
   std::vector<sim::StreamId> compute_stream;     // per pipeline rank
   std::vector<TaskInfo> info;                    // per task
   std::vector<MemBlocks> mem_blocks;             // TaskInfo::blocks (the head's forward, backward)
+  // The plain PyTorch recipe (fp32 autocast, zero_grad(set_to_none=True)): the gradients are not static
+  // but allocated by each stage's first backward on the rank ("grads" tasks, listed here) and freed by
+  // the optimizer step; grads_bytes holds only what stays static (DDP's buckets with data parallelism).
+  std::vector<sim::TaskId> lazy_grad_tasks;
   std::vector<Parts> parts;                      // of merged tasks (TaskInfo::parts)
   std::vector<double> static_bytes;              // per rank: params + grads + optimizer
   std::vector<double> params_bytes, grads_bytes, optimizer_bytes;   // per rank

@@ -125,9 +125,13 @@ StepResult simulate(const config::Scenario& s, const SimulateOptions& opt) {
   r.memory.peak_gib = peak_bytes / kGiB;
   r.memory.fits = peak_bytes <= s.hardware.hbm_bytes;
   r.memory.params_gib = low->params_bytes[peak_rank] / kGiB;
-  r.memory.grads_gib = low->grads_bytes[peak_rank] / kGiB;
+  r.memory.grads_gib = low->grads_bytes[peak_rank] / kGiB;   // + the backward's gradients held at the peak, below
   r.memory.optimizer_gib = low->optimizer_bytes[peak_rank] / kGiB;
-  r.memory.activations_gib = (peak_bytes - low->static_bytes[peak_rank] - kRuntimeReserveBytes) / kGiB;
+  // (the plain PyTorch recipe: the gradients the backward had allocated by the peak are not activations)
+  const double lazy_grads =
+      low->lazy_grad_tasks.empty() ? 0.0 : static_cast<double>(held_at_peak(g, *tl, peak_rank, low->lazy_grad_tasks));
+  r.memory.activations_gib = (peak_bytes - low->static_bytes[peak_rank] - lazy_grads - kRuntimeReserveBytes) / kGiB;
+  r.memory.grads_gib += lazy_grads / kGiB;
   if (opt.reserved_memory) {
     const auto reserved = reserved_peaks(g, *tl, P, low.get());
     double top = 0;

@@ -5,11 +5,15 @@
 
 #include <cmath>
 #include <string>
+#include <vector>
 
 #include "config/loader.h"
 #include "hardware/cost_model.h"
 #include "models/accounting.h"
+#include "models/memory.h"
+#include "models/params.h"
 #include "report/json.h"
+#include "step/simulate.h"
 #include "tests/models/fixtures.h"
 #include "validation/h200_compare.h"
 
@@ -419,4 +423,40 @@ TEST_CASE("checkpoint host cost: in the simulated step only where layers are che
   config::Scenario g0 = g;
   g0.hardware.host_checkpoint_overhead = g0.hardware.host_recompute_overhead = 0;
   CHECK(step::simulate(g).step_time_s == doctest::Approx(step::simulate(g0).step_time_s));
+}
+
+TEST_CASE("fp32-autocast: the gradients are allocated by the backward and freed by the optimizer step (set_to_none)") {
+  // Llama-3-8B's shape, 4 layers, one H200: train_step.py's zero_grad(set_to_none=True) leaves no gradient at
+  // the start of the backward, where the eager loss's transients peak.
+  config::Scenario s = one_gpu(4096, 4, 32, 8, 14336, 128256, 4096);
+  step::SimulateOptions o;
+  o.keep_timeline = true;
+  const auto r = step::simulate(s, o);
+  std::vector<int> all;
+  for (int i = 0; i < s.model.layers; ++i) all.push_back(i);
+  const double grads = models::rank_static_memory(s, all, true, true, true).grads;   // fp32: 4 bytes per parameter
+  CHECK(grads == doctest::Approx(4 * models::count_params(s.model).total));
+  // One "grads" task (the one stage's first backward) allocates them; the optimizer step frees them.
+  std::int64_t allocated = 0, released = 0;
+  int n = 0;
+  for (sim::TaskId t = 0; t < static_cast<sim::TaskId>(r.graph->size()); ++t) {
+    const auto& sp = r.graph->task(t);
+    if (r.graph->name(t) == "grads") {
+      ++n;
+      allocated += sp.memory_delta;
+      CHECK(sp.duration_ns == 0);
+    }
+    if (sp.category == sim::Category::optimizer && r.graph->name(t) == "optimizer step") released += sp.memory_release;
+  }
+  CHECK(n == 1);
+  CHECK(static_cast<double>(allocated) == doctest::Approx(grads));
+  CHECK(released == allocated);
+  // The peak is at the loss's backward, before the gradients exist: the breakdown holds none, and its parts add
+  // up to the peak (2 GiB runtime reserve).
+  CHECK(r.memory.grads_gib == doctest::Approx(0));
+  CHECK(r.memory.params_gib + r.memory.grads_gib + r.memory.optimizer_gib + r.memory.activations_gib + 2.0 ==
+        doctest::Approx(r.memory.peak_gib));
+  // Static gradients would have added them to that peak.
+  const double gib = 1024.0 * 1024.0 * 1024.0;
+  CHECK(r.memory.peak_gib * gib < (r.memory.params_gib + r.memory.optimizer_gib + r.memory.activations_gib + 2.0) * gib + grads);
 }
