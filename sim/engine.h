@@ -193,6 +193,9 @@ class TaskGraph {
   std::string name(TaskId) const;
   std::uint16_t text(std::string_view);
   void set_name(TaskId, std::string name);
+  // Also allocate `bytes` (> 0) at the task's start, kept after its end (what it freed at its end, a
+  // negative memory_delta, moves to memory_release).
+  void add_allocation(TaskId, std::int64_t bytes);
   void depend(TaskId before, TaskId after);     // `after` waits for `before` to finish
   // Bulk forms (the lowering replays recorded blocks): add() of a copy of each
   // of specs[0..n) in order (returns the first id), and depend() of each pair in order.

@@ -120,6 +120,18 @@ std::uint16_t TaskGraph::text(std::string_view s) {
   return static_cast<std::uint16_t>(texts_.size() - 1);
 }
 
+void TaskGraph::add_allocation(TaskId t, std::int64_t bytes) {
+  if (t < 0 || static_cast<std::size_t>(t) >= tasks_.size() || bytes <= 0) [[unlikely]]
+    throw std::logic_error("add_allocation: unknown task " + std::to_string(t) + " or bytes " + std::to_string(bytes));
+  TaskSpec& spec = tasks_[static_cast<std::size_t>(t)];
+  if (spec.memory_delta < 0) {
+    spec.memory_release += -spec.memory_delta;
+    spec.memory_delta = 0;
+  }
+  spec.memory_delta += bytes;
+  any_memory_ = true;
+}
+
 void TaskGraph::set_name(TaskId t, std::string name) {
   if (t < 0 || static_cast<std::size_t>(t) >= tasks_.size()) [[unlikely]]
     throw std::logic_error("set_name: unknown task " + std::to_string(t));

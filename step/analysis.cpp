@@ -288,15 +288,16 @@ void summarize(StepResult& r, const std::vector<RankParts>& parts, double T) {
   r.bubble_fraction = T > 0 ? bubble_sum / P / T : 0;
 }
 
-std::int64_t held_at_peak(const sim::TaskGraph& g, const sim::Timeline& tl, int rank, const std::vector<sim::TaskId>& tasks) {
-  if (tasks.empty()) return 0;
-  std::vector<std::uint8_t> mine(g.size(), 0);
-  for (sim::TaskId t : tasks) mine[static_cast<std::size_t>(t)] = 1;
+std::int64_t held_at_peak(const sim::TaskGraph& g, const sim::Timeline& tl, int rank,
+                          const std::vector<std::pair<sim::TaskId, std::int64_t>>& allocs) {
+  if (allocs.empty()) return 0;
+  std::unordered_map<sim::TaskId, std::int64_t> mine;
+  for (const auto& [t, b] : allocs) mine[t] += b;
   struct Change {
     std::int64_t at;
     int order;   // 0 free, 1 allocation
     std::int64_t bytes;
-    bool held;
+    std::int64_t held;   // of which the listed allocations'
   };
   std::vector<Change> ch;
   const auto& streams = g.streams();
@@ -304,10 +305,11 @@ std::int64_t held_at_peak(const sim::TaskGraph& g, const sim::Timeline& tl, int 
     const auto& sp = g.task(iv.task);
     if (sp.memory_delta == 0 && sp.memory_release == 0) continue;
     if (streams[static_cast<std::size_t>(sp.stream)].rank != rank) continue;
-    const bool held = mine[static_cast<std::size_t>(iv.task)] != 0;
+    const auto m = mine.find(iv.task);
+    const std::int64_t held = m == mine.end() ? 0 : m->second;
     if (sp.memory_delta > 0) ch.push_back({iv.start.ns, 1, sp.memory_delta, held});
     const std::int64_t freed = (sp.memory_delta < 0 ? -sp.memory_delta : 0) + sp.memory_release;
-    if (freed > 0) ch.push_back({iv.end.ns, 0, -freed, false});
+    if (freed > 0) ch.push_back({iv.end.ns, 0, -freed, 0});
   }
   std::stable_sort(ch.begin(), ch.end(), [](const Change& a, const Change& b) {
     return a.at != b.at ? a.at < b.at : a.order < b.order;
@@ -317,7 +319,7 @@ std::int64_t held_at_peak(const sim::TaskGraph& g, const sim::Timeline& tl, int 
   std::int64_t cur = 0, top = 0, held = 0, held_top = 0;
   for (const Change& c : ch) {
     cur += c.bytes;
-    if (c.held) held += c.bytes;
+    held += c.held;
     if (cur > top) {
       top = cur;
       held_top = held;

@@ -44,10 +44,11 @@ void split_imbalance(std::vector<RankParts>& parts, const std::vector<double>& b
 // repeats for ever; at most `steps` plays), and the peak is that last step's, as torch reports it after
 // reset_peak_memory_stats. Bytes outside the timeline (weights, optimizer state) are not part of it
 // (allocated once, in blocks of their own size).
-// Bytes the tasks in `tasks` (allocations: Lowered::lazy_grad_tasks) hold on `rank` at the instant the
-// rank's allocated timeline peaks (the first instant it reaches its maximum; frees before allocations at one
-// instant, as the executor counts them).
-std::int64_t held_at_peak(const sim::TaskGraph& g, const sim::Timeline& tl, int rank, const std::vector<sim::TaskId>& tasks);
+// Bytes the allocations in `allocs` (task, bytes it allocates at its start and keeps: Lowered::lazy_grads)
+// hold on `rank` at the instant the rank's allocated timeline peaks (the first instant it reaches its
+// maximum; frees before allocations at one instant, as the executor counts them).
+std::int64_t held_at_peak(const sim::TaskGraph& g, const sim::Timeline& tl, int rank,
+                          const std::vector<std::pair<sim::TaskId, std::int64_t>>& allocs);
 
 std::vector<std::int64_t> reserved_peaks(const sim::TaskGraph& g, const sim::Timeline& tl, int P, const Lowered* low,
                                          int steps = 8);

@@ -144,10 +144,14 @@ void Builder::allocate_lazy_grads(int rank, const Op& op) {
   const auto b = static_cast<std::int64_t>(bytes);
   if (b <= 0) return;
   // autograd's AccumulateGrad allocates each parameter's .grad as its weight gradient is produced: over the
-  // op, while the op's activations are freed. Allocated at the op's end here, when its activations are gone
-  // (the memory in between lies between the two ends).
-  const TaskId t = add_task(rank, out_.compute_stream[rank], 0, Category::backward, "grads", -1, -1, 'B', 0, 0, b);
-  out_.lazy_grad_tasks.push_back(t);
+  // op, while the op's activations are freed. Allocated by the op's last compute task here (at its start,
+  // kept; the memory in between lies between the op's two ends), no task of its own.
+  const TaskId t = last_compute_[static_cast<std::size_t>(rank)];
+  if (t < 0) return;
+  out_.graph.add_allocation(t, b);
+  auto& info = out_.info[static_cast<std::size_t>(t)];
+  info.blocks = -1;   // (a head task's loss blocks no longer sum to it: one block each way)
+  out_.lazy_grads.emplace_back(t, b);
   lazy_grad_bytes_[static_cast<std::size_t>(rank)] += static_cast<double>(b);
 }
 
@@ -232,8 +236,12 @@ void Builder::add_static_memory() {
   // gradients to None after each optimizer step (zero_grad(set_to_none=True), torch's default since 2.0):
   // they are allocated during the backward. With data parallelism DDP's buckets (gradient_as_bucket_view
   // False, its default: "the saved memory size will be equal to the total gradients size" when True) stay
-  // static besides them.
-  lazy_grads_ = shape.fp32_autocast && !zero_sharded();
+  // static besides them. PyTorch FSDP (zero_stage >= 2 here, torchtitan's and the FSDP1 trainers'
+  // zero_grad) likewise: the sharded gradients are allocated by the backward's reduce-scatters (run 35: a
+  // one-rank FSDP2 step peaks 7.2 GiB, its whole fp32 gradient, under a model that held them from the
+  // start); with offloading they live on the host.
+  const bool offload = s_.features.offload != config::Offload::none;
+  lazy_grads_ = shape.fp32_autocast ? !zero_sharded() : zero_sharded() && !offload;
   grads_allocated_.assign(static_cast<std::size_t>(p_), std::vector<char>(static_cast<std::size_t>(S_), 0));
   lazy_grad_bytes_.assign(static_cast<std::size_t>(p_), 0.0);
   for (int r = 0; r < p_; ++r) {
@@ -253,7 +261,7 @@ void Builder::add_static_memory() {
     out_.grads_bytes[r] = sm.grads;
     out_.optimizer_bytes[r] = sm.optimizer;
     out_.static_bytes[r] = sm.params + sm.grads + sm.optimizer;
-    if (lazy_grads_ && P.dp * P.cp <= 1) {   // no DDP buckets: allocated in the backward (Lowered::lazy_grad_tasks)
+    if (lazy_grads_ && (zero_sharded() || P.dp * P.cp <= 1)) {   // no DDP buckets: allocated in the backward (Lowered::lazy_grad_tasks)
       out_.static_bytes[r] -= sm.grads;
       out_.grads_bytes[r] = 0;
     }

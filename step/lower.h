@@ -9,6 +9,7 @@
 #include <cstdint>
 #include <map>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "config/scenario.h"
@@ -57,10 +58,11 @@ struct Lowered {
   std::vector<sim::StreamId> compute_stream;     // per pipeline rank
   std::vector<TaskInfo> info;                    // per task
   std::vector<MemBlocks> mem_blocks;             // TaskInfo::blocks (the head's forward, backward)
-  // The plain PyTorch recipe (fp32 autocast, zero_grad(set_to_none=True)): the gradients are not static
-  // but allocated by each stage's first backward on the rank ("grads" tasks, listed here) and freed by
-  // the optimizer step; grads_bytes holds only what stays static (DDP's buckets with data parallelism).
-  std::vector<sim::TaskId> lazy_grad_tasks;
+  // zero_grad(set_to_none=True) (the plain PyTorch recipe, PyTorch FSDP): the gradients are not static
+  // but allocated by the last compute task of each stage's first gradient-producing op on the rank (the
+  // task and its bytes, listed here) and freed by the optimizer step; grads_bytes holds only what stays
+  // static (DDP's buckets with data parallelism).
+  std::vector<std::pair<sim::TaskId, std::int64_t>> lazy_grads;
   std::vector<Parts> parts;                      // of merged tasks (TaskInfo::parts)
   std::vector<double> static_bytes;              // per rank: params + grads + optimizer
   std::vector<double> params_bytes, grads_bytes, optimizer_bytes;   // per rank

@@ -129,7 +129,7 @@ StepResult simulate(const config::Scenario& s, const SimulateOptions& opt) {
   r.memory.optimizer_gib = low->optimizer_bytes[peak_rank] / kGiB;
   // (the plain PyTorch recipe: the gradients the backward had allocated by the peak are not activations)
   const double lazy_grads =
-      low->lazy_grad_tasks.empty() ? 0.0 : static_cast<double>(held_at_peak(g, *tl, peak_rank, low->lazy_grad_tasks));
+      low->lazy_grads.empty() ? 0.0 : static_cast<double>(held_at_peak(g, *tl, peak_rank, low->lazy_grads));
   r.memory.activations_gib = (peak_bytes - low->static_bytes[peak_rank] - lazy_grads - kRuntimeReserveBytes) / kGiB;
   r.memory.grads_gib += lazy_grads / kGiB;
   if (opt.reserved_memory) {
