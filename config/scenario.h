@@ -146,6 +146,11 @@ struct Features {
   // Zero Bubble §4 optimizer post-validation: no cross-stage synchronisation (grad-norm / inf-nan
   // all-reduce) before the optimizer; each rank's optimizer and next step follow its own work only.
   bool optimizer_post_validation = false;
+  // torch's foreach AdamW (`foreach=True`; torchtitan's default before its `implementation = "fused"`):
+  // `_multi_tensor_adamw` holds one fp32 temporary of the stepped parameters' size (the second moments'
+  // square roots) while the step runs (run 35: 4.03 bytes per parameter). false: a fused Adam (Megatron's,
+  // torch's fused=True), no temporary.
+  bool optimizer_foreach = false;
   Recompute recompute = Recompute::none;
   bool cuda_graphs = false;
   bool python_gc = false;

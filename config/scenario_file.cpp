@@ -41,7 +41,7 @@ const std::vector<std::string> kFeatureKeys = {"flash_attention", "fused_kernels
                                                "cuda_graphs", "python_gc", "dataloader_workers", "nccl_algo", "attention",
                                                "dataloader_ms_per_sample", "gc_pause_ms", "gc_interval_s",
                                                "overlap_p2p_comm", "reshard_after_forward", "fsdp_prefetch", "offload",
-                                               "fp8_all_gather", "reduce_dtype", "fp8_attention", "fp8_params", "activation_offload_layers",
+                                               "fp8_all_gather", "reduce_dtype", "fp8_attention", "fp8_params", "activation_offload_layers", "optimizer_foreach",
                                                "optimizer_post_validation", "recompute_every",
                                                "fsdp_version", "cross_entropy", "model_code", "fp8_recipe"};
 const std::vector<std::string> kCostKeys = {"price_per_gpu_hour"};
@@ -315,6 +315,7 @@ void read_scenario(Ctx& ctx, Scenario& s, const Value& root, const std::string& 
     if (rd >= 0) f.reduce_fp32 = rd == 0;
     ctx.read_bool(*t, "fp8_attention", p, f.fp8_attention);
     ctx.read_bool(*t, "fp8_params", p, f.fp8_params);
+    ctx.read_bool(*t, "optimizer_foreach", p, f.optimizer_foreach);
     ctx.read_int(*t, "activation_offload_layers", p, f.activation_offload_layers);
     int fr = ctx.read_enum(*t, "fp8_recipe", p, {"tensorwise", "blockwise"});
     if (fr >= 0) f.fp8_blockwise = fr == 1;

@@ -232,6 +232,7 @@ void write_resolved(JsonWriter& w, const config::Scenario& s) {
   w.key("gc_interval_s").value(f.gc_interval_s);
   w.key("fp8_attention").value(f.fp8_attention);
   w.key("fp8_params").value(f.fp8_params);
+  w.key("optimizer_foreach").value(f.optimizer_foreach);
   w.key("activation_offload_layers").value(f.activation_offload_layers);
   w.key("fp8_recipe").value(f.fp8_blockwise ? "blockwise" : "tensorwise");
   w.key("optimizer_post_validation").value(f.optimizer_post_validation);

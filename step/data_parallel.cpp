@@ -323,9 +323,12 @@ void Builder::add_grad_reduce_and_optimizer() {
     k.count = 1;
     const layer::Seg opt_seg = layers_.seg_of({&k});
     // (the plain PyTorch recipe: its zero_grad(set_to_none=True) frees the gradients the backward allocated)
+    // (features.optimizer_foreach: torch's foreach AdamW's fp32 temporary of the stepped parameters, run 35)
     const auto lazy = static_cast<std::int64_t>(lazy_grads_ ? lazy_grad_bytes_[static_cast<std::size_t>(r)] : 0.0);
+    const auto temp = static_cast<std::int64_t>(s_.features.optimizer_foreach ? 4.0 * local : 0.0);
     TaskId optim = add_task(r, out_.compute_stream[r], opt_seg.ns, Category::optimizer, "optimizer step",
-                            -1, -1, 'O', opt_seg.launch_ns, 0, 0, {}, false, opt_seg.host_ns, layer::mix_of(opt_seg), lazy);
+                            -1, -1, 'O', opt_seg.launch_ns, 0, temp, {}, false, opt_seg.host_ns, layer::mix_of(opt_seg),
+                            lazy + temp);
     for (TaskId d : dp_tasks_[r]) g.depend(d, optim);
     if (norm_ar[r] >= 0) g.depend(norm_ar[r], optim);
     if (P.distributed_optimizer && dp_group > 1 && !s_.features.overlap_param_gather) {

@@ -320,9 +320,11 @@ void Builder::add_sharded_reduce_and_optimizer() {
       k.count = 1;
       const layer::Seg opt_seg = layers_.seg_of({&k});
       // (zero_grad(set_to_none) after it frees the gradient shards the backward allocated: lazy_grads_)
+      // (features.optimizer_foreach: torch's foreach AdamW's fp32 temporary of the shard, run 35)
       const auto lazy = static_cast<std::int64_t>(lazy_grads_ ? lazy_grad_bytes_[static_cast<std::size_t>(r)] : 0.0);
+      const auto temp = static_cast<std::int64_t>(s_.features.optimizer_foreach ? 4.0 * local : 0.0);
       optim = add_task(r, out_.compute_stream[r], opt_seg.ns, Category::optimizer, "optimizer step", -1, -1, 'O',
-                       opt_seg.launch_ns, 0, 0, {}, false, opt_seg.host_ns, layer::mix_of(opt_seg), lazy);
+                       opt_seg.launch_ns, 0, temp, {}, false, opt_seg.host_ns, layer::mix_of(opt_seg), lazy + temp);
       for (TaskId d : dp_tasks_[r]) g.depend(d, optim);
     } else {
       // ZeRO-Offload: fp32 gradient shard to the host, bf16 parameter shard back, over PCIe.

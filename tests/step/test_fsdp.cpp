@@ -430,3 +430,28 @@ recompute = "full"
     CHECK(study::memory_lower_bound(eager) <= re.memory.peak_gib * GiB);
   }
 }
+
+TEST_CASE("features.optimizer_foreach: torch's foreach AdamW holds an fp32 temporary of the stepped parameters (run 35)") {
+  // Full recompute and the compiled loss: the activations' peak stays under the optimizer step's.
+  auto s = config::load_scenario(kTests + "/../validation/fsdp/run35/fsdp2-head.toml").base;
+  REQUIRE(s.features.optimizer_foreach);
+  s.features.recompute = config::Recompute::full;
+  s.features.cross_entropy = config::CrossEntropy::compiled;
+  auto fused = s;
+  fused.features.optimizer_foreach = false;
+  const auto r = run(s), rf = run(fused);
+  const double P = models::count_params(s.model).total, gib = 1024.0 * 1024.0 * 1024.0;
+  const auto opt = testing::tasks_named(r, "optimizer step");
+  REQUIRE(opt.size() == 1);
+  // One rank: the whole model is its shard; the temporary (4 bytes per parameter) allocated at the step's start,
+  // freed at its end with the gradients (4 bytes per parameter, allocated by the backward).
+  CHECK(static_cast<double>(r.graph->task(opt.front()).memory_delta) == doctest::Approx(4 * P).epsilon(1e-6));
+  CHECK(static_cast<double>(r.graph->task(opt.front()).memory_release) == doctest::Approx(8 * P).epsilon(1e-6));
+  const auto opt_f = testing::tasks_named(rf, "optimizer step");
+  CHECK(rf.graph->task(opt_f.front()).memory_delta == 0);
+  // During the step: the static states, the gradients and the temporary.
+  const double states = (r.memory.params_gib + r.memory.optimizer_gib) * gib;
+  CHECK(r.memory.peak_gib * gib >= states + 8 * P + 2 * gib - 1e6);
+  CHECK(r.memory.peak_gib > rf.memory.peak_gib);
+  CHECK(report::to_json(r).find("\"optimizer_foreach\": true") != std::string::npos);
+}
