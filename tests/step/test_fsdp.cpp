@@ -393,29 +393,12 @@ TEST_CASE("diagnose: a ZeRO-3 scenario with full recompute gets torchtitan's lig
 }
 
 TEST_CASE("cross_entropy = fp32: the transients through every lowering, pipeline stages and the coarse one") {
-  // Llama-3-8B on 8 H100, pp 2 with 1F1B and 4 micro-batches (the head on the last stage), no ZeRO: the
-  // per-layer lowering (record/replay programs) and the coarse one; the last stage's peak rises by the
-  // backward's transient (8 bytes per logit), the first stage's does not move.
-  const std::string base = R"(
-name = "loss transients pp"
-model = "llama3-8b"
-hardware = "h100-sxm"
-[cluster]
-gpus = 8
-[training]
-seq_len = 4096
-global_batch = 16
-micro_batch = 1
-[parallel]
-tp = 1
-pp = 2
-[schedule]
-name = "1f1b"
-[features]
-recompute = "full"
-)";
+  // The fixture as Llama-3-8B with pp 2 and 1F1B (the head on the last stage), ZeRO-1, two micro-batches per
+  // rank: the per-layer lowering (record/replay programs) and the coarse one; the last stage's peak rises by
+  // the backward's transient (8 bytes per logit), the first stage's does not move.
   auto load = [&](const std::string& ce) {
-    return config::load_scenario_string(base + "cross_entropy = \"" + ce + "\"\n", kTests + "/config/loss_pp.toml", {}).base;
+    return scenario({"model=\"llama3-8b\"", "parallel.zero_stage=1", "parallel.pp=2", "schedule.name=\"1f1b\"",
+                     "features.cross_entropy=\"" + ce + "\""});
   };
   const auto fused = load("fused"), eager = load("fp32");
   const double x = 4096.0 * 128256, GiB = 1024.0 * 1024.0 * 1024.0;
