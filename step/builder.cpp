@@ -136,16 +136,32 @@ void Builder::allocate_lazy_grads(int rank, const Op& op) {
   if ((op.kind == OpKind::B && !op.split_w) || op.kind == OpKind::W) stage = op.stage;
   else if (op.kind == OpKind::FB && !op.split_w) stage = op.stage_b;
   if (stage < 0) return;
-  char& done = grads_allocated_[static_cast<std::size_t>(rank)][static_cast<std::size_t>(stage)];
-  if (done) return;
-  done = 1;
-  const double bytes = models::rank_static_memory(s_, out_.stage_layers[static_cast<std::size_t>(stage)], stage == 0,
-                                                  stage == S_ - 1, layers_.shape().fp32_autocast).grads;
-  const auto b = static_cast<std::int64_t>(bytes);
+  auto& done = grads_allocated_[static_cast<std::size_t>(rank)];
+  if (done[static_cast<std::size_t>(stage)]) return;
+  // The rank's gradients with this stage's minus without it (a tied embedding on a rank holding the first
+  // and the last stage is one tensor: counted once, as the rank's static accounting counts it).
+  auto grads_of = [&](const std::vector<char>& stages) {
+    std::vector<int> layers;
+    bool emb = false, head = false;
+    for (int st = 0; st < S_; ++st) {
+      if (!stages[static_cast<std::size_t>(st)]) continue;
+      const auto& l = out_.stage_layers[static_cast<std::size_t>(st)];
+      layers.insert(layers.end(), l.begin(), l.end());
+      emb = emb || st == 0;
+      head = head || st == S_ - 1;
+    }
+    return models::rank_static_memory(s_, layers, emb, head, layers_.shape().fp32_autocast).grads;
+  };
+  const double before = grads_of(done);
+  done[static_cast<std::size_t>(stage)] = 1;
+  const auto b = static_cast<std::int64_t>(grads_of(done) - before);
   if (b <= 0) return;
   // autograd's AccumulateGrad allocates each parameter's .grad as its weight gradient is produced: over the
   // op, while the op's activations are freed. Allocated by the op's last compute task here (at its start,
-  // kept; the memory in between lies between the op's two ends), no task of its own.
+  // kept; the memory in between lies between the op's two ends). In the coarse lowering the op is one task:
+  // the gradients are then held beside the op's activations from its start, an overstatement of up to the
+  // stage's gradients (a task of its own after the op would split the rank's idle time and move bubble into
+  // imbalance in the breakdown).
   const TaskId t = last_compute_[static_cast<std::size_t>(rank)];
   if (t < 0) return;
   out_.graph.add_allocation(t, b);
@@ -241,7 +257,7 @@ void Builder::add_static_memory() {
   // one-rank FSDP2 step peaks 7.2 GiB, its whole fp32 gradient, under a model that held them from the
   // start); with offloading they live on the host.
   const bool offload = s_.features.offload != config::Offload::none;
-  lazy_grads_ = shape.fp32_autocast ? !zero_sharded() : zero_sharded() && !offload;
+  lazy_grads_ = (shape.fp32_autocast || zero_sharded()) && !offload;
   grads_allocated_.assign(static_cast<std::size_t>(p_), std::vector<char>(static_cast<std::size_t>(S_), 0));
   lazy_grad_bytes_.assign(static_cast<std::size_t>(p_), 0.0);
   for (int r = 0; r < p_; ++r) {
@@ -261,7 +277,7 @@ void Builder::add_static_memory() {
     out_.grads_bytes[r] = sm.grads;
     out_.optimizer_bytes[r] = sm.optimizer;
     out_.static_bytes[r] = sm.params + sm.grads + sm.optimizer;
-    if (lazy_grads_ && (zero_sharded() || P.dp * P.cp <= 1)) {   // no DDP buckets: allocated in the backward (Lowered::lazy_grad_tasks)
+    if (lazy_grads_ && (zero_sharded() || P.dp * P.cp <= 1)) {   // no DDP buckets: allocated in the backward (Lowered::lazy_grads)
       out_.static_bytes[r] -= sm.grads;
       out_.grads_bytes[r] = 0;
     }

@@ -160,8 +160,8 @@ class Builder {
   // The head's forward and backward memory as blocks (models::HeadMemory) where the loss holds
   // transients: out_.mem_blocks[0] and [1]; none otherwise (the head's activations as one block).
   void head_mem_blocks();
-  // The plain PyTorch recipe's gradients (Lowered::lazy_grad_tasks): after the first op on a rank that
-  // produces a stage's weight gradients, a task of no duration allocates them; the optimizer frees them.
+  // zero_grad(set_to_none) gradients (Lowered::lazy_grads): the first op on a rank that produces a stage's
+  // weight gradients allocates them (its last compute task; coarse: the op's one task); the optimizer frees them.
   bool lazy_grads_ = false;
   std::vector<std::vector<char>> grads_allocated_;   // per rank, per stage
   std::vector<double> lazy_grad_bytes_;               // per rank, allocated so far

@@ -382,7 +382,14 @@ double memory_lower_bound(const config::Scenario& s) {
     }
     std::sort(held_layers.begin(), held_layers.end());
     const auto st = models::rank_static_memory(s, held_layers, emb, head, autocast);   // as the step
-    best = std::max(best, st.params + st.grads + st.optimizer + static_cast<double>(peak) + step::kRuntimeReserveBytes);
+    // Gradients the backward allocates (zero_grad(set_to_none): the plain PyTorch recipe, PyTorch FSDP;
+    // step/builder.cpp) are not held at the activations' peak: left out of the bound. DDP's buckets (the plain
+    // recipe with data parallelism) stay.
+    const bool offload = s.features.offload != config::Offload::none;
+    const bool lazy = (autocast || models::zero_sharded(s)) && !offload &&
+                      (models::zero_sharded(s) || s.parallel.dp * s.parallel.cp <= 1);
+    best = std::max(best, st.params + (lazy ? 0.0 : st.grads) + st.optimizer + static_cast<double>(peak) +
+                              step::kRuntimeReserveBytes);
   }
   return best;
 }

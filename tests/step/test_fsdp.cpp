@@ -130,8 +130,6 @@ TEST_CASE("ZeRO-3 memory per GPU: (params + grads + optimizer) / dp, plus the ga
   };
   CHECK(released(r) == doctest::Approx(shard).epsilon(0.001));
   CHECK((r.memory.grads_gib == doctest::Approx(0) || r.memory.grads_gib == doctest::Approx(shard / gib).epsilon(0.001)));
-  CHECK(r.memory.params_gib + r.memory.grads_gib + r.memory.optimizer_gib + r.memory.activations_gib + 2.0 ==
-        doctest::Approx(r.memory.peak_gib));
   // The peak holds at least one gathered block (2 bytes per parameter of a block) above the states.
   const double block = 2.0 * (P - 2.0 * 32000 * 4096) / 32 / gib;
   CHECK(r.memory.peak_gib > states + block);
@@ -437,4 +435,44 @@ TEST_CASE("features.optimizer_foreach: torch's foreach AdamW holds an fp32 tempo
   CHECK(r.memory.peak_gib * gib >= states + 8 * P + 2 * gib - 1e6);
   CHECK(r.memory.peak_gib > rf.memory.peak_gib);
   CHECK(report::to_json(r).find("\"optimizer_foreach\": true") != std::string::npos);
+}
+
+TEST_CASE("gradients allocated by the backward: the planner's bound stays below the step, a tied embedding counts once") {
+  const double gib = 1024.0 * 1024.0 * 1024.0;
+  // The bound leaves out the gradients a zero_grad(set_to_none) recipe allocates in the backward (it had held
+  // them and pruned layouts that fit: run 35's one-rank step, the fixture's ZeRO-2).
+  auto r35 = config::load_scenario(kTests + "/../validation/fsdp/run35/fsdp2-head.toml").base;
+  for (const auto& s : {r35, scenario({"parallel.zero_stage=2"}), scenario({"features.cross_entropy=\"fp32\""})}) {
+    const auto r = run(s);
+    CHECK(study::memory_lower_bound(s) <= r.memory.peak_gib * gib);
+  }
+  // A tied model on zb-v, the plain recipe: rank 0 holds the first and the last stage, whose embedding and
+  // output head are one tensor: its gradients (fp32) equal its parameters (fp32) once the backward has run.
+  const std::string tied = R"(
+name = "tied zb-v"
+model = "gpt-1.7b"
+hardware = "h100-sxm"
+[cluster]
+gpus = 4
+[training]
+seq_len = 2048
+global_batch = 16
+micro_batch = 1
+master_weights = "fp32-autocast"
+[parallel]
+tp = 1
+pp = 4
+[schedule]
+name = "zb-v"
+)";
+  const auto s = config::load_scenario_string(tied, kTests + "/config/tied.toml", {}).base;
+  const auto r = run(s);
+  double released = 0;
+  for (sim::TaskId t : testing::tasks_named(r, "optimizer step"))
+    if (r.graph->streams()[r.graph->task(t).stream].rank == 0) released = static_cast<double>(r.graph->task(t).memory_release);
+  // (params_gib is the peak rank's: rank 0 here, the V schedule's first rank holding the embedding and head)
+  const auto& per = r.memory.per_stage_peak_gib;
+  REQUIRE(per.size() == 4);
+  REQUIRE(per[0] == *std::max_element(per.begin(), per.end()));
+  CHECK(released == doctest::Approx(r.memory.params_gib * gib).epsilon(0.001));
 }
