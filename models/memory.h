@@ -53,6 +53,15 @@ StaticMemory rank_static_memory(const config::Scenario&, const std::vector<int>&
 // Megatron's grad_reduce_in_fp32 / FSDP2's reduce_dtype fp32) or 2 (features.reduce_dtype = "bf16":
 // NeMo's performance recipes set grad_reduce_in_fp32 = False). Under fp32-autocast the .grad is fp32.
 constexpr double grad_bytes(bool reduce_fp32, bool fp32_autocast) { return reduce_fp32 || fp32_autocast ? 4.0 : 2.0; }
+
+// torch's foreach AdamW (features.optimizer_foreach; torch/optim/adam.py _multi_tensor_adam, not capturable,
+// decoupled weight decay) steps fp32 tensors in eight passes, each a multi-tensor kernel over every parameter:
+// mul_ (weight decay) 8 bytes, lerp_ (m) 12, mul_ (v) 8, addcmul_ (v) 12, sqrt (a temporary) 8, div_ 8, add_ (eps) 8,
+// addcdiv_ (p) 16: 80 bytes per parameter where the fused kernel reads p, g, m, v and writes p, m, v once (28).
+// Run 37 (validation/runs/run37-tt-step-profile): the eight passes 41.1 ms over 1.923e9 parameters on one H200
+// (3.4-3.95 TB/s per pass), 736 kernels.
+constexpr double kForeachAdamExtraBytes = 80.0 - 28.0;
+constexpr int kForeachAdamPasses = 8;
 // Activations one layer keeps from F until its B, per micro-batch (Korthikanti
 // Table 2, adapted for flash attention, GQA, SwiGLU and MoE).
 double activation_bytes(const ModelSpec&, int layer, const RankShape&);

@@ -317,10 +317,12 @@ void Builder::add_grad_reduce_and_optimizer() {
     k.name = "adam";
     // (a bf16 gradient buffer: the gradient read is 2 bytes, not 4)
     k.bytes = ((layers_.shape().fp32_autocast ? 28.0 : 30.0) -
-               (4.0 - models::grad_bytes(s_.features.reduce_fp32, layers_.shape().fp32_autocast))) * local;
+               (4.0 - models::grad_bytes(s_.features.reduce_fp32, layers_.shape().fp32_autocast)) +
+               (s_.features.optimizer_foreach ? models::kForeachAdamExtraBytes : 0.0)) * local;
     if (layers_.shape().fp32_autocast) k.family = hardware::MemFamily::adamw;   // torch's fused AdamW (kernel_bw.py)
     k.flops = 12.0 * local;
-    k.count = 1;
+    k.count = s_.features.optimizer_foreach ? models::kForeachAdamPasses : 1;
+    k.bytes /= k.count;   // (per kernel: each pass moves its share)
     const layer::Seg opt_seg = layers_.seg_of({&k});
     // (the plain PyTorch recipe: its zero_grad(set_to_none=True) frees the gradients the backward allocated)
     // (features.optimizer_foreach: torch's foreach AdamW's fp32 temporary of the stepped parameters, run 35)

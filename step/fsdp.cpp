@@ -108,13 +108,15 @@ TaskId Builder::fsdp_reduce(int rank, double params, TaskId after, std::int64_t 
   }
   TaskId last = add_task(rank, st, sim::checked_ns(layers_.coll(Collective::reduce_scatter, bytes, sg), "the FSDP reduce-scatter"),
                          Category::dp_comm, "fsdp reduce-scatter", -1, -1, 'C', 0, 0, 0,
-                         {sg.crosses_domains() ? nic_[rank] : nvl_[rank]}, true);
+                         {sg.crosses_domains() ? nic_[rank] : nvl_[rank]},
+                         interference_class(layers_.comm_contention(Collective::reduce_scatter, sg)));
   if (after >= 0) g.depend(after, last);
   if (copy_in >= 0) g.depend(copy_in, last);
   if (rg.size > 1) {
     TaskId ar = add_task(rank, st, sim::checked_ns(layers_.coll(Collective::all_reduce, bytes / sg.size, rg), "the HSDP all-reduce"),
                          Category::dp_comm, "hsdp all-reduce", -1, -1, 'C', 0, 0, 0,
-                         {rg.crosses_domains() ? nic_[rank] : nvl_[rank]}, true);
+                         {rg.crosses_domains() ? nic_[rank] : nvl_[rank]},
+                         interference_class(layers_.comm_contention(Collective::all_reduce, rg)));
     g.depend(last, ar);
     last = ar;
   }
@@ -156,7 +158,8 @@ void Builder::add_sharded_param_gathers() {
       if (members.empty()) return;
       const double t = layers_.coll(Collective::all_gather, fill_bytes, sg);
       TaskId ag = add_task(r, dp_stream_[r], sim::checked_ns(t, "the DP parameter gather"), Category::dp_comm, "dp param gather", -1, -1, 'C', 0, 0, 0,
-                           {sg.crosses_domains() ? nic_[r] : nvl_[r]}, true);
+                           {sg.crosses_domains() ? nic_[r] : nvl_[r]},
+                           interference_class(layers_.comm_contention(Collective::all_gather, sg)));
       for (int l : members) param_gather_[r][l] = ag;
       members.clear();
       fill = 0;
@@ -234,7 +237,8 @@ void Builder::fsdp_emit(int rank, Chain& ch, const std::vector<Item>& items, con
                        sim::checked_ns(2.0 * u.params / sg.size / s_.hardware.pcie_bandwidth, "the offloaded parameter copy"),
                        Category::dp_comm, "fsdp params to gpu", op.microbatch, op.chunk, 'C');
       TaskId ag = add_task(rank, fsdp_ag_stream_[rank], sim::checked_ns(layers_.coll(Collective::all_gather, bytes, sg), "the FSDP all-gather"),
-                           Category::dp_comm, "fsdp all-gather", op.microbatch, op.chunk, 'C', 0, 0, mem, {res}, true);
+                           Category::dp_comm, "fsdp all-gather", op.microbatch, op.chunk, 'C', 0, 0, mem, {res},
+                           interference_class(layers_.comm_contention(Collective::all_gather, sg)));
       // Issued when unit j - ahead starts: after unit j - ahead - 1, or at the op's start.
       const std::ptrdiff_t trig = static_cast<std::ptrdiff_t>(j) - ahead - 1;
       const TaskId after = trig >= 0 ? unit_last[static_cast<std::size_t>(trig)] : start;
@@ -314,10 +318,13 @@ void Builder::add_sharded_reduce_and_optimizer() {
       hardware::Kernel k;
       k.kind = hardware::KernelKind::memory;
       k.name = "adam";
-      k.bytes = (layers_.shape().fp32_autocast ? 28.0 : 30.0) * local;
+      // (features.optimizer_foreach: torch's foreach AdamW's eight passes, models::kForeachAdamExtraBytes)
+      k.bytes = ((layers_.shape().fp32_autocast ? 28.0 : 30.0) +
+                 (s_.features.optimizer_foreach ? models::kForeachAdamExtraBytes : 0.0)) * local;
       if (layers_.shape().fp32_autocast) k.family = hardware::MemFamily::adamw;
       k.flops = 12.0 * local;
-      k.count = 1;
+      k.count = s_.features.optimizer_foreach ? models::kForeachAdamPasses : 1;
+      k.bytes /= k.count;   // (per kernel: each pass moves its share)
       const layer::Seg opt_seg = layers_.seg_of({&k});
       // (zero_grad(set_to_none) after it frees the gradient shards the backward allocated: lazy_grads_)
       // (features.optimizer_foreach: torch's foreach AdamW's fp32 temporary of the shard, run 35)
