@@ -136,7 +136,35 @@ struct Mechanisms {
   // H100s: "500 W power limit", rows.csv `gpu`): hardware.power_limit_w, whose clock the calibration's
   // [power] fit gives (run 33, docs/cost-model.md §2e). Off: every row at its profile's 700 W.
   bool power_limit = true;
+  // The inter-node network the row's `gpu` column states (validation/fsdp/SOURCES.md): hardware.nic_bandwidth
+  // per GPU. "N Gb/s ... per GPU" is one GPU's (torchtitan's Grand Teton and WhiteFiber H100/H200: 400 Gb/s, the
+  // profiles' own 50 GB/s); a figure not said to be per GPU is the node's, shared by its 8 GPUs: fms-fsdp's
+  // "A100 80G 128 GPUs with 400Gbps" and "H100 96 GPUs with 800 Gbps" (README table header) and llm-foundry's
+  // "1600 Gbps node-node interconnect (RoCE)". Read per GPU, 400 and 800 Gb/s would be two NICs per A100 / H100
+  // (one ConnectX-6 carries 200 Gb/s, one ConnectX-7 400); a node's total they fit one NIC per GPU at 50 and
+  // 100 Gb/s, and llm-foundry's says node-to-node. Off: every row at its profile's NIC bandwidth.
+  bool stated_network = true;
 };
+
+// The inter-node bandwidth per GPU a row's `gpu` column states, bytes/s one direction; 0 when it states none
+// (Mechanisms::stated_network): the number before the first "Gb/s" / "Gbps", per GPU when "per GPU" follows it
+// in the same parenthesised clause, else the node's over gpus_per_node.
+inline double stated_nic_bandwidth(const std::string& gpu, int gpus_per_node) {
+  std::size_t at = std::string::npos, unit = 0;
+  for (const char* u : {" Gb/s", "Gbps", " Gbps"}) {
+    const std::size_t k = gpu.find(u);
+    if (k != std::string::npos && k < at) { at = k; unit = std::string(u).size(); }
+  }
+  if (at == std::string::npos || at == 0) return 0;
+  std::size_t b = at;
+  while (b > 0 && std::isdigit(static_cast<unsigned char>(gpu[b - 1]))) --b;
+  if (b == at) return 0;
+  const double gbit = std::stod(gpu.substr(b, at - b));
+  const std::size_t end = gpu.find_first_of(";)", at);
+  const std::string rest = gpu.substr(at + unit, end == std::string::npos ? std::string::npos : end - at - unit);
+  const bool per_gpu = rest.find("per GPU") != std::string::npos;
+  return gbit * 1e9 / 8.0 / (per_gpu ? 1 : std::max(1, gpus_per_node));
+}
 
 // The power limit a row's `gpu` column states ("..., 500 W power limit"), W; 0 when it states none.
 inline double stated_power_limit_w(const std::string& gpu) {
@@ -172,6 +200,8 @@ inline config::Scenario row_scenario(const Row& r, const Mechanisms& mech = {}) 
   // limit sets the SM clock (Mechanisms::power_limit). The 94/95 GB rows' bandwidth is not stated.
   if (gpu.find("96GB HBM2e") != std::string::npos) s.hardware.hbm_bandwidth = 2.4e12;
   if (mech.power_limit && stated_power_limit_w(gpu) > 0) s.hardware.power_limit_w = stated_power_limit_w(gpu);
+  if (mech.stated_network && stated_nic_bandwidth(gpu, s.hardware.gpus_per_node) > 0)
+    s.hardware.nic_bandwidth = stated_nic_bandwidth(gpu, s.hardware.gpus_per_node);
   if (mech.eager_host) {
     s.hardware.host_overhead = validation::kEagerHostOverheadS;
     s.hardware.host_compiled_overhead = validation::kCompiledHostOverheadS;
