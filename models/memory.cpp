@@ -81,6 +81,15 @@ bool zero_sharded(const config::Scenario& s) {
   return P.zero() >= 2 || (P.shard_degree > 0 && P.shard_degree != P.dp) || s.features.offload != config::Offload::none;
 }
 
+bool backward_allocates_grads(const config::Scenario& s) {
+  const bool autocast = s.training.master_weights == config::MasterWeights::fp32_autocast;
+  return (autocast || zero_sharded(s)) && s.features.offload == config::Offload::none;
+}
+
+bool grads_only_in_backward(const config::Scenario& s) {
+  return backward_allocates_grads(s) && (zero_sharded(s) || s.parallel.dp * s.parallel.cp <= 1);
+}
+
 StaticMemory rank_static_memory(const config::Scenario& s, const std::vector<int>& layers, bool has_embedding,
                                 bool has_head, bool fp32_autocast) {
   const auto& P = s.parallel;

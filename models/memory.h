@@ -42,6 +42,12 @@ constexpr double param_bytes(bool fp32_autocast) { return fp32_autocast ? 4.0 : 
 // ZeRO-2/3, HSDP (a shard group smaller than dp) or offload: the sharded accounting (and, in the
 // step, step/fsdp.cpp's data-parallel work).
 bool zero_sharded(const config::Scenario&);
+// Gradients torch allocates in the backward and zero_grad(set_to_none=True) frees after the optimizer step: the
+// plain PyTorch recipe (training.master_weights = "fp32-autocast") and PyTorch FSDP (zero_sharded), unless
+// offloaded (then they live on the host). step/builder.cpp allocates them with the op that produces them.
+bool backward_allocates_grads(const config::Scenario&);
+// ... and no static gradient buffer beside them: DDP's buckets (the plain recipe with dp x cp > 1) stay static.
+bool grads_only_in_backward(const config::Scenario&);
 // What one rank holds for its layers (plus the embedding / head): the scenario's data parallelism
 // (static_memory, or sharded_static_memory when zero_sharded), Transformer Engine's cached fp8 weight
 // copies on ranks that hold whole layers (fp8, ZeRO < 3), and the gradient buffer at

@@ -256,8 +256,7 @@ void Builder::add_static_memory() {
   // zero_grad) likewise: the sharded gradients are allocated by the backward's reduce-scatters (run 35: a
   // one-rank FSDP2 step peaks 7.2 GiB, its whole fp32 gradient, under a model that held them from the
   // start); with offloading they live on the host.
-  const bool offload = s_.features.offload != config::Offload::none;
-  lazy_grads_ = (shape.fp32_autocast || zero_sharded()) && !offload;
+  lazy_grads_ = models::backward_allocates_grads(s_);
   grads_allocated_.assign(static_cast<std::size_t>(p_), std::vector<char>(static_cast<std::size_t>(S_), 0));
   lazy_grad_bytes_.assign(static_cast<std::size_t>(p_), 0.0);
   for (int r = 0; r < p_; ++r) {
@@ -277,7 +276,7 @@ void Builder::add_static_memory() {
     out_.grads_bytes[r] = sm.grads;
     out_.optimizer_bytes[r] = sm.optimizer;
     out_.static_bytes[r] = sm.params + sm.grads + sm.optimizer;
-    if (lazy_grads_ && (zero_sharded() || P.dp * P.cp <= 1)) {   // no DDP buckets: allocated in the backward (Lowered::lazy_grads)
+    if (models::grads_only_in_backward(s_)) {   // no DDP buckets: allocated in the backward (Lowered::lazy_grads)
       out_.static_bytes[r] -= sm.grads;
       out_.grads_bytes[r] = 0;
     }

@@ -385,9 +385,7 @@ double memory_lower_bound(const config::Scenario& s) {
     // Gradients the backward allocates (zero_grad(set_to_none): the plain PyTorch recipe, PyTorch FSDP;
     // step/builder.cpp) are not held at the activations' peak: left out of the bound. DDP's buckets (the plain
     // recipe with data parallelism) stay.
-    const bool offload = s.features.offload != config::Offload::none;
-    const bool lazy = (autocast || models::zero_sharded(s)) && !offload &&
-                      (models::zero_sharded(s) || s.parallel.dp * s.parallel.cp <= 1);
+    const bool lazy = models::grads_only_in_backward(s);
     best = std::max(best, st.params + (lazy ? 0.0 : st.grads) + st.optimizer + static_cast<double>(peak) +
                               step::kRuntimeReserveBytes);
   }
