@@ -187,7 +187,7 @@ TaskId Builder::emit_merged_task(int rank, const Merged& m, Chain* const* ch, st
   // up to the transient's top at its start and frees the difference at its end.
   const bool transient = m.transient_top > std::max<std::int64_t>(0, m.mem);
   TaskId id = add_task(rank, cs, m.t, cat, name, mb, chunk, kind, m.launch, m.flops, transient ? m.transient_top : m.mem, {},
-                       false, m.host, layer::mix_of(m.mix), transient ? m.transient_top - m.mem : 0);
+                       0, m.host, layer::mix_of(m.mix), transient ? m.transient_top - m.mem : 0);
   out_.info[static_cast<std::size_t>(id)].parts = static_cast<int>(out_.parts.size());
   out_.parts.push_back(m.parts);
   for (std::size_t c = 0; c < n; ++c) {

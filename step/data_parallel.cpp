@@ -323,13 +323,14 @@ void Builder::add_grad_reduce_and_optimizer() {
     k.flops = 12.0 * local;
     k.count = s_.features.optimizer_foreach ? models::kForeachAdamPasses : 1;
     k.bytes /= k.count;   // (per kernel: each pass moves its share)
+    k.flops /= k.count;
     const layer::Seg opt_seg = layers_.seg_of({&k});
     // (the plain PyTorch recipe: its zero_grad(set_to_none=True) frees the gradients the backward allocated)
     // (features.optimizer_foreach: torch's foreach AdamW's fp32 temporary of the stepped parameters, run 35)
     const auto lazy = static_cast<std::int64_t>(lazy_grads_ ? lazy_grad_bytes_[static_cast<std::size_t>(r)] : 0.0);
     const auto temp = static_cast<std::int64_t>(s_.features.optimizer_foreach ? 4.0 * local : 0.0);
     TaskId optim = add_task(r, out_.compute_stream[r], opt_seg.ns, Category::optimizer, "optimizer step",
-                            -1, -1, 'O', opt_seg.launch_ns, 0, temp, {}, false, opt_seg.host_ns, layer::mix_of(opt_seg),
+                            -1, -1, 'O', opt_seg.launch_ns, 0, temp, {}, 0, opt_seg.host_ns, layer::mix_of(opt_seg),
                             lazy + temp);
     for (TaskId d : dp_tasks_[r]) g.depend(d, optim);
     if (norm_ar[r] >= 0) g.depend(norm_ar[r], optim);

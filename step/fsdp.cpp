@@ -103,7 +103,7 @@ TaskId Builder::fsdp_reduce(int rank, double params, TaskId after, std::int64_t 
   if (fsdp_active() && s_.features.fsdp_version == 2) {
     const hardware::Kernel k = fsdp_copy_kernel("fsdp_copy_in", 2.0 * params, bytes);
     const layer::Seg cs = layers_.seg_of({&k});
-    copy_in = add_task(rank, st, cs.ns, Category::dp_comm, "fsdp reduce copy-in", -1, -1, 'C', cs.launch_ns, 0, 0, {}, false, cs.host_ns);
+    copy_in = add_task(rank, st, cs.ns, Category::dp_comm, "fsdp reduce copy-in", -1, -1, 'C', cs.launch_ns, 0, 0, {}, 0, cs.host_ns);
     if (after >= 0) g.depend(after, copy_in);
   }
   TaskId last = add_task(rank, st, sim::checked_ns(layers_.coll(Collective::reduce_scatter, bytes, sg), "the FSDP reduce-scatter"),
@@ -256,7 +256,7 @@ void Builder::fsdp_emit(int rank, Chain& ch, const std::vector<Item>& items, con
         const layer::Seg cs = layers_.seg_of({&k});
         const Item& first_item = items[u.begin];
         TaskId co = add_task(rank, out_.compute_stream[rank], cs.ns, first_item.cat, "fsdp copy-out", op.microbatch, op.chunk,
-                             first_item.kind, cs.launch_ns, 0, 0, {}, false, cs.host_ns, layer::mix_of(cs));
+                             first_item.kind, cs.launch_ns, 0, 0, {}, 0, cs.host_ns, layer::mix_of(cs));
         g.depend(ag, co);
       }
     }
@@ -325,13 +325,14 @@ void Builder::add_sharded_reduce_and_optimizer() {
       k.flops = 12.0 * local;
       k.count = s_.features.optimizer_foreach ? models::kForeachAdamPasses : 1;
       k.bytes /= k.count;   // (per kernel: each pass moves its share)
+      k.flops /= k.count;
       const layer::Seg opt_seg = layers_.seg_of({&k});
       // (zero_grad(set_to_none) after it frees the gradient shards the backward allocated: lazy_grads_)
       // (features.optimizer_foreach: torch's foreach AdamW's fp32 temporary of the shard, run 35)
       const auto lazy = static_cast<std::int64_t>(lazy_grads_ ? lazy_grad_bytes_[static_cast<std::size_t>(r)] : 0.0);
       const auto temp = static_cast<std::int64_t>(s_.features.optimizer_foreach ? 4.0 * local : 0.0);
       optim = add_task(r, out_.compute_stream[r], opt_seg.ns, Category::optimizer, "optimizer step", -1, -1, 'O',
-                       opt_seg.launch_ns, 0, temp, {}, false, opt_seg.host_ns, layer::mix_of(opt_seg), lazy + temp);
+                       opt_seg.launch_ns, 0, temp, {}, 0, opt_seg.host_ns, layer::mix_of(opt_seg), lazy + temp);
       for (TaskId d : dp_tasks_[r]) g.depend(d, optim);
     } else {
       // ZeRO-Offload: fp32 gradient shard to the host, bf16 parameter shard back, over PCIe.

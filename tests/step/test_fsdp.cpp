@@ -482,14 +482,29 @@ TEST_CASE("FSDP collectives slow the compute beside them by their own kernels' f
   // reduce-scatters of step/fsdp.cpp): each collective's contention class is its own collective's over its
   // group (layers_.comm_contention), as the ZeRO-1 buckets of data_parallel.cpp have it. These tasks once
   // named class 1 whatever it held: none in a tp 1 step (no interference at all), TP's with tensor parallelism.
+  // A class with a GEMM slowdown > 0 (class 1 had none registered in these tp 1 steps: factor 0).
+  auto slows = [](const step::StepResult& r, const std::string& name) {
+    const auto ts = testing::tasks_named(r, name);
+    REQUIRE_FALSE(ts.empty());
+    for (sim::TaskId t : ts) {
+      const int c = r.graph->task(t).interferes;
+      CHECK(c != 0);
+      CHECK(r.graph->contention(c) > 0.0);
+    }
+  };
   for (const char* stage : {"parallel.zero_stage=3", "parallel.zero_stage=2"}) {
     CAPTURE(stage);
     const auto r = run(scenario({stage, "features.overlap_param_gather=true", "features.overlap_grad_reduce=true"}));
-    const auto rs = testing::tasks_named(r, "fsdp reduce-scatter");
-    REQUIRE_FALSE(rs.empty());
-    for (sim::TaskId t : rs) CHECK(r.graph->task(t).interferes != 0);
+    slows(r, "fsdp reduce-scatter");
+    slows(r, std::string(stage).back() == '3' ? "fsdp all-gather" : "dp param gather");
     CHECK(r.interference_s > 0.0);
   }
+  // HSDP: the replicas' all-reduce of the shard too, with its own class (not the gather's, registered first).
+  const auto h = run(scenario({"parallel.shard_degree=8"}));
+  slows(h, "hsdp all-reduce");
+  const int ar = h.graph->task(testing::tasks_named(h, "hsdp all-reduce").front()).interferes;
+  CHECK(ar != h.graph->task(testing::tasks_named(h, "fsdp all-gather").front()).interferes);
+  CHECK(ar != h.graph->task(testing::tasks_named(h, "fsdp reduce-scatter").front()).interferes);
   // The all-gather's class and the reduce-scatter's are their own: the reduction reads and writes HBM that
   // the gather does not, so the two classes differ.
   const auto r = run(scenario());
@@ -514,4 +529,17 @@ TEST_CASE("features.optimizer_foreach: the step's eight passes move 80 bytes per
                        static_cast<double>(r.graph->task(o.front()).duration_ns);
   CHECK(ratio == doctest::Approx((30.0 + models::kForeachAdamExtraBytes) / 30.0).epsilon(0.02));
   CHECK(rf.breakdown.optimizer > r.breakdown.optimizer);
+  // ZeRO-1 (step/data_parallel.cpp's step): the same passes over the rank's shard; the gradient read at the
+  // reduce dtype's width (features.reduce_dtype, 4 bytes by default).
+  auto z1 = scenario({"parallel.zero_stage=1"});
+  auto z1f = z1;
+  z1f.features.optimizer_foreach = true;
+  const auto a = run(z1), af = run(z1f);
+  const auto oa = testing::tasks_named(a, "optimizer step"), oaf = testing::tasks_named(af, "optimizer step");
+  REQUIRE(oa.size() == 1);
+  REQUIRE(oaf.size() == 1);
+  const double fused = 30.0 - (4.0 - models::grad_bytes(z1.features.reduce_fp32, false));
+  CHECK(static_cast<double>(af.graph->task(oaf.front()).duration_ns) /
+            static_cast<double>(a.graph->task(oa.front()).duration_ns) ==
+        doctest::Approx((fused + models::kForeachAdamExtraBytes) / fused).epsilon(0.02));
 }
