@@ -28,7 +28,8 @@ void Builder::publish(int rank, OpKind kind, int mb, int stage, TaskId last) {
       }
       out = add_task(rank, fwd ? pp_fwd_stream_[rank] : pp_bwd_stream_[rank], pp_send_ns_, Category::pp_comm,
                      Name(fwd ? sim::Label::send_forward : sim::Label::send_backward), mb, -1, 'S', 0, 0, 0,
-                     {layers_.placement().pp_link.crosses_domains() ? nic_[rank] : nvl_[rank]});
+                     {layers_.placement().pp_link.crosses_domains() ? nic_[rank] : nvl_[rank]},
+                     interference_class(layers_.comm_contention(Collective::send_recv, layers_.placement().pp_link)));
       out_.graph.depend(last, out);
       send_target_.emplace_hint(send_target_.end(), out, dst);   // ids only grow: appended at the end
       if (!s_.features.overlap_p2p_comm) p2p_wait_[rank].push_back(out);
