@@ -4,17 +4,16 @@ time (validation/runs/run36-tt-step-time/results/summary.csv: median of 6 steps 
 --predict, the simulated step alone (written into the run's README before the call). validate_fsdp's host costs
 (validation/h200_compare.h: eager op, compiled region, backward op, checkpoint and recompute per layer) are set
 as in its rows. Usage (repo root): validation/fsdp/run36/compare.py [build/mfusim] [--predict]"""
-import csv, json, os, subprocess, sys
+import csv, os, sys
+
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), ".."))
+from sim_cli import run_json  # noqa: E402
 
 root = os.path.dirname(os.path.abspath(__file__))
 args = [a for a in sys.argv[1:] if not a.startswith("--")]
 mfusim = args[0] if args else "build/mfusim"
 predict = "--predict" in sys.argv
 summary = os.path.join(root, "..", "..", "runs", "run36-tt-step-time", "results", "summary.csv")
-# validation/h200_compare.h kEagerHostOverheadS, kCompiledHostOverheadS, kBackwardHostOverheadS,
-# kCheckpointHostS, kRecomputeHostS (microseconds)
-HOST = {"host_overhead_us": 31.02, "host_compiled_overhead_us": (383.2 + 353.2 + 399.6 + 401.1) / 4,
-        "host_backward_overhead_us": 26.24, "host_checkpoint_overhead_us": 728.3, "host_recompute_overhead_us": 951.3}
 AC = {"none": "none", "op": "selective-op", "full": "full"}
 PLAN = [("fp8", "on", "op", 8), ("bf16", "on", "op", 8), ("fp8", "on", "op", 4), ("bf16", "on", "op", 4),
         ("bf16", "off", "op", 8), ("fp8", "off", "op", 8)]
@@ -28,9 +27,7 @@ def sim(c):
             f"training.global_batch={c['mbs']}", f"features.recompute=\"{AC[c['mode']]}\"",
             f"training.precision=\"{c['prec']}\"", f"features.fused_kernels={'true' if on else 'false'}",
             f"features.cross_entropy=\"{'compiled' if on else 'fp32'}\""]
-    sets += [f"hardware.{k}={v}" for k, v in HOST.items()]
-    cmd = [mfusim, "run", os.path.join(root, "tt-step.toml"), "--json"] + sum([["--set", s] for s in sets], [])
-    j = json.loads(subprocess.run(cmd, check=True, capture_output=True, text=True).stdout)
+    j = run_json(mfusim, os.path.join(root, "tt-step.toml"), sets)
     return j["step_time_s"] * 1e3, j
 
 

@@ -4,16 +4,16 @@ recompute of the step's breakdown, their difference over 4 layers) against the m
 layer (validation/runs/run38-mpt-block/results/mpt_block.csv: (t6 - t2) / 4), or, with --predict, the simulated
 per-layer time alone (written into the run's README before the call). Usage (repo root):
 validation/fsdp/run38/compare.py [build/mfusim] [--predict]"""
-import csv, json, os, subprocess, sys
+import csv, os, sys
+
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), ".."))
+from sim_cli import run_json  # noqa: E402
 
 root = os.path.dirname(os.path.abspath(__file__))
 args = [a for a in sys.argv[1:] if not a.startswith("--")]
 mfusim = args[0] if args else "build/mfusim"
 predict = "--predict" in sys.argv
 results = os.path.join(root, "..", "..", "runs", "run38-mpt-block", "results", "mpt_block.csv")
-# validation/h200_compare.h's host costs (microseconds), as validate_fsdp sets them (Mechanisms::eager_host)
-HOST = {"host_overhead_us": 31.02, "host_compiled_overhead_us": (383.2 + 353.2 + 399.6 + 401.1) / 4,
-        "host_backward_overhead_us": 26.24, "host_checkpoint_overhead_us": 728.3, "host_recompute_overhead_us": 951.3}
 SHAPES = [("1b", 2048, 16, 2048, 12, "none"), ("3b", 2560, 20, 2048, 8, "none"), ("7b", 4096, 32, 2048, 6, "none"),
           ("13b", 5120, 40, 2048, 16, "full"), ("30b", 7168, 56, 2048, 8, "full"), ("70b", 8192, 64, 2048, 8, "full")]
 
@@ -22,9 +22,7 @@ def sim_ms(d, heads, seq, mbs, ac, layers):
     sets = [f"model.layers={layers}", f"model.hidden={d}", f"model.ffn_hidden={4 * d}", f"model.heads={heads}",
             f"model.kv_heads={heads}", f"training.seq_len={seq}", f"training.micro_batch={mbs}",
             f"training.global_batch={mbs}", f"features.recompute=\"{ac}\""]
-    sets += [f"hardware.{k}={v}" for k, v in HOST.items()]
-    cmd = [mfusim, "run", os.path.join(root, "mpt-block.toml"), "--json"] + sum([["--set", s] for s in sets], [])
-    b = json.loads(subprocess.run(cmd, check=True, capture_output=True, text=True).stdout)["breakdown_s"]
+    b = run_json(mfusim, os.path.join(root, "mpt-block.toml"), sets)["breakdown_s"]
     return 1e3 * (b["forward"] + b["backward"] + b["recompute"])
 
 
