@@ -537,3 +537,16 @@ TEST_CASE("features.optimizer_foreach: the step's eight passes move 80 bytes per
   const double fused = 30.0 - (4.0 - models::grad_bytes(z1.features.reduce_fp32, false));
   CHECK(ratio(z1) == doctest::Approx((fused + models::kForeachAdamExtraBytes) / fused).epsilon(0.02));
 }
+
+TEST_CASE("diagnose: a scenario with torch's foreach AdamW gets 'fused AdamW', which shrinks the optimizer step") {
+  // run 35's one-rank FSDP2 step (optimizer_foreach = true): the whole model is the rank's shard.
+  const auto d = study::diagnose(kTests + "/../validation/fsdp/run35/fsdp2-head.toml", {});
+  const study::LeverResult* fused = nullptr;
+  for (const auto& l : d.levers)
+    if (l.lever == "fused AdamW") fused = &l;
+  REQUIRE(fused != nullptr);
+  CHECK(fused->step_time_s < d.base.step_time_s);
+  CHECK(fused->shrinks == "optimizer");
+  CHECK(fused->change.find("features.optimizer_foreach=false") != std::string::npos);
+  CHECK(study::why_it_helps("fused AdamW", "optimizer").find("eight passes") != std::string::npos);
+}
