@@ -86,6 +86,11 @@ bool backward_allocates_grads(const config::Scenario& s) {
   return (autocast || zero_sharded(s)) && s.features.offload == config::Offload::none;
 }
 
+bool fsdp2_fp32_shards(const config::Scenario& s) {
+  return s.parallel.zero() >= 3 && s.features.fsdp_version == 2 && s.features.offload == config::Offload::none &&
+         s.training.master_weights != config::MasterWeights::fp32_autocast && !s.features.fp8_params;
+}
+
 bool grads_only_in_backward(const config::Scenario& s) {
   return backward_allocates_grads(s) && (zero_sharded(s) || s.parallel.dp * s.parallel.cp <= 1);
 }
@@ -101,6 +106,11 @@ StaticMemory rank_static_memory(const config::Scenario& s, const std::vector<int
     z.offload_optimizer = s.features.offload != config::Offload::none;
     z.offload_params = s.features.offload == config::Offload::params;
     sm = sharded_static_memory(s.model, layers, has_embedding, has_head, P.tp, P.ep, z, fp32_autocast);
+    if (fsdp2_fp32_shards(s)) {   // the fp32 shard is the master: 4 bytes held, Adam's m and v beside it
+      const double held = sm.params / param_bytes(false);
+      sm.params = 4.0 * held;
+      sm.optimizer -= 4.0 * held;
+    }
   } else {
     // The distributed optimizer shards over the data-parallel group with context parallelism (dp x cp:
     // Megatron's get_data_parallel_group(with_context_parallel=True), the group the step's gradient

@@ -319,7 +319,8 @@ void Builder::add_sharded_reduce_and_optimizer() {
       k.kind = hardware::KernelKind::memory;
       k.name = "adam";
       // (features.optimizer_foreach: torch's foreach AdamW's eight passes, models::kForeachAdamExtraBytes)
-      k.bytes = ((layers_.shape().fp32_autocast ? 28.0 : 30.0) +
+      // (FSDP2's fp32 shard is the master: no bf16 copy written, models::fsdp2_fp32_shards)
+      k.bytes = ((layers_.shape().fp32_autocast || models::fsdp2_fp32_shards(s_) ? 28.0 : 30.0) +
                  (s_.features.optimizer_foreach ? models::kForeachAdamExtraBytes : 0.0)) * local;
       if (layers_.shape().fp32_autocast) k.family = hardware::MemFamily::adamw;
       k.flops = 12.0 * local;

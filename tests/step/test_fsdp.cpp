@@ -119,11 +119,17 @@ TEST_CASE("ZeRO-3 memory per GPU: (params + grads + optimizer) / dp, plus the ga
   const auto r = run(s);
   const double P = models::count_params(s.model).total;
   const double gib = 1024.0 * 1024.0 * 1024.0;
-  // bf16 params (2), fp32 master + Adam m, v (12): 14 bytes per parameter over 16 ranks, static; the fp32
-  // gradient shard (4) is allocated by the backward and freed by the optimizer step (zero_grad set_to_none):
-  // the optimizer's release, and at the peak either none of it or all of it.
+  // FSDP2 (fsdp_version 2, the default): the fp32 shard is the master (4) beside Adam's m, v (8): 12 bytes per
+  // parameter over 16 ranks, static (run 35: 16.0 bytes per parameter with the gradients at the optimizer
+  // step); the fp32 gradient shard (4) is allocated by the backward and freed by the optimizer step
+  // (zero_grad set_to_none): the optimizer's release, and at the peak either none of it or all of it.
   const double states = r.memory.params_gib + r.memory.optimizer_gib;
-  CHECK(states == doctest::Approx(14.0 * P / 16 / gib).epsilon(0.01));
+  CHECK(r.memory.params_gib == doctest::Approx(4.0 * P / 16 / gib).epsilon(0.01));
+  CHECK(states == doctest::Approx(12.0 * P / 16 / gib).epsilon(0.01));
+  // Megatron-FSDP's layout (fsdp_version 1): a bf16 shard (2) beside the fp32 master and m, v (12).
+  const auto v1 = run(scenario({"features.fsdp_version=1"}));
+  CHECK(v1.memory.params_gib == doctest::Approx(2.0 * P / 16 / gib).epsilon(0.01));
+  CHECK(v1.memory.params_gib + v1.memory.optimizer_gib == doctest::Approx(14.0 * P / 16 / gib).epsilon(0.01));
   const double shard = 4.0 * P / 16;
   auto released = [](const step::StepResult& x) {
     return static_cast<double>(x.graph->task(testing::tasks_named(x, "optimizer step").front()).memory_release);
@@ -528,9 +534,11 @@ TEST_CASE("features.optimizer_foreach: the step's eight passes move 80 bytes per
     return static_cast<double>(rf.graph->task(of.front()).duration_ns) /
            static_cast<double>(r.graph->task(o.front()).duration_ns);
   };
-  // ZeRO-3 (step/fsdp.cpp's step), Megatron-style bf16 parameters: the fused step moves 30 bytes per parameter
-  // (the bf16 copy written too); the foreach passes add 80 - 28 = 52.
-  CHECK(ratio(scenario()) == doctest::Approx((30.0 + models::kForeachAdamExtraBytes) / 30.0).epsilon(0.02));
+  // ZeRO-3 (step/fsdp.cpp's step): FSDP2's fp32 shard is the master, so the fused step moves 28 bytes per
+  // parameter; Megatron-FSDP's (fsdp_version 1) 30 (its bf16 copy written too); the foreach passes add 80 - 28.
+  CHECK(ratio(scenario()) == doctest::Approx((28.0 + models::kForeachAdamExtraBytes) / 28.0).epsilon(0.02));
+  CHECK(ratio(scenario({"features.fsdp_version=1"})) ==
+        doctest::Approx((30.0 + models::kForeachAdamExtraBytes) / 30.0).epsilon(0.02));
   // ZeRO-1 (step/data_parallel.cpp's step): the same passes over the rank's shard; the gradient read at the
   // reduce dtype's width (features.reduce_dtype, 4 bytes by default).
   const auto z1 = scenario({"parallel.zero_stage=1"});

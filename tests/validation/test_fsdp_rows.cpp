@@ -39,7 +39,12 @@ TEST_CASE("fsdp rows: every published row is a valid scenario and the medians pe
   // printed once after the change).
   // llm-foundry's Triton attention at FlashAttention-2's rate (run 38: the rest of their block priced within 0-6%):
   // 15.9 -> 14.0% (tuning), 15.5 -> 13.0% (held-out, printed once after the change).
-  for (const Half h : {Half{"tuning", 0.145, 0.045}, Half{"heldout", 0.135, 0.05}}) {
+  // FSDP2's states as PyTorch keeps them (the fp32 shard is the master: 16 bytes per parameter with the gradients,
+  // where Megatron's layout holds 18; run 35 measured 16.0 at the optimizer step): peak memory 3.9 -> 5.8%
+  // (tuning), 3.7 -> 5.3% (held-out, printed once after the change). Every torchtitan row is now under its
+  // published max_reserved: the 2 bytes per parameter had hidden part of the caching allocator's excess on whole
+  // steps that the simulated reserved peak still lacks (run 35: torch 1.16-1.33 x allocated; docs/fsdp.md).
+  for (const Half h : {Half{"tuning", 0.145, 0.06}, Half{"heldout", 0.135, 0.055}}) {
     std::vector<double> tps, mem;
     int n = 0;
     for (const auto& r : rows) {
