@@ -264,6 +264,10 @@ void check_scenario(const Scenario& s, const Sink& err) {
     else if (tr.master_weights == MasterWeights::fp32_autocast)
       err("features.fp8_params", "'features.fp8_params' needs Megatron's bf16 weights recipe, not training.master_weights = "
                                  "\"fp32-autocast\"");
+    else if (s.parallel.zero() >= 3 && s.features.fsdp_version == 2)
+      err("features.fp8_params", "'features.fp8_params' is Megatron's --fp8-param-gather; under zero_stage 3 it needs "
+                                 "Megatron-FSDP's layout, features.fsdp_version = 1 (FSDP2 keeps fp32 shards: use "
+                                 "features.fp8_all_gather for fp8 gathers)");
   }
   if (attention_of(s) == Attention::sdpa_math && !(s.hardware.peak_flops_fp32 > 0))
     err("features.attention", "attention \"sdpa_math\" runs its matmuls in fp32 on the CUDA cores, but hardware '" +

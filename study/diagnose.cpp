@@ -126,8 +126,8 @@ std::string why_it_helps(const std::string& lever, const std::string& part) {
   if (lever.rfind("power limit", 0) == 0)
     return "the SMs run at the clock the higher board limit leaves (GEMMs and attention; calibration [power], docs/cost-model.md §2e)";
   if (lever == "fused AdamW")
-    return "torch's fused AdamW reads and writes the optimizer states once (28 bytes per parameter) where the foreach "
-           "implementation makes eight passes (80; run 37)";
+    return "torch's fused AdamW reads and writes the optimizer states once (28-30 bytes per parameter) where the "
+           "foreach implementation makes eight passes (80-82; run 37)";
   if (lever.rfind("fp8 weights", 0) == 0 && part != "dp_comm_exposed")
     return "no bf16 copy of the linear weights in HBM (a memory lever)";
   if (part == "bubble") return "fewer or shorter pipeline bubbles: more micro-batches per stage chunk, or a schedule that fills the idle slots";
@@ -264,7 +264,13 @@ Diagnosis diagnose(const std::string& path, const config::LoadOptions& lo, const
   const auto& bp = loaded.base.parallel;
   if (!d.base.memory.fits && bp.dp * bp.cp > 1) {
     if (bp.zero() < 2) cands.push_back({"ZeRO-2 (shard gradients)", {"parallel.zero_stage=2"}});
-    if (bp.zero() < 3) cands.push_back({"ZeRO-3 / FSDP (shard parameters)", {"parallel.zero_stage=3"}});
+    if (bp.zero() < 3) {
+      // A Megatron scenario shards as Megatron-FSDP does (its bf16 shard beside the fp32 master, no FSDP2 copies);
+      // torchtitan's block as FSDP2.
+      std::vector<std::string> z3 = {"parallel.zero_stage=3"};
+      if (loaded.base.features.model_code == config::ModelCode::megatron) z3.push_back("features.fsdp_version=1");
+      cands.push_back({"ZeRO-3 / FSDP (shard parameters)", z3});
+    }
     if (bp.zero() >= 1 && loaded.base.features.offload == config::Offload::none && loaded.base.hardware.pcie_bandwidth > 0)
       cands.push_back({"offload the optimizer", {"features.offload=optimizer"}});
   }

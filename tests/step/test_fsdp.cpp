@@ -229,7 +229,12 @@ TEST_CASE("diagnose: proposes ZeRO-2, ZeRO-3 and offload when the step does not 
   bool z2 = false, z3 = false, off = false, z3_fits = false;
   for (const auto& l : d.levers) {
     z2 = z2 || l.lever.rfind("ZeRO-2", 0) == 0;
-    if (l.lever.rfind("ZeRO-3", 0) == 0) { z3 = true; z3_fits = l.fits; }
+    if (l.lever.rfind("ZeRO-3", 0) == 0) {
+      z3 = true;
+      z3_fits = l.fits;
+      // A Megatron scenario shards as Megatron-FSDP (its layout, no FSDP2 copies).
+      CHECK(l.change.find("features.fsdp_version=1") != std::string::npos);
+    }
     off = off || l.lever.rfind("offload", 0) == 0;
   }
   CHECK(z2);

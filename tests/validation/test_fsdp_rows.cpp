@@ -100,8 +100,18 @@ TEST_CASE("fsdp rows: the inter-node network a row's gpu column states, per GPU 
   CHECK(stated_nic_bandwidth("NVIDIA A100 40GB (MosaicML platform; 1600 Gb/s node-to-node RoCE)", 8) ==
         doctest::Approx(25e9));
   CHECK(stated_nic_bandwidth("NVIDIA H100 80GB (MosaicML platform; interconnect not stated)", 8) == 0);
-  CHECK(stated_nic_bandwidth("Gbps", 8) == 0);
+  CHECK_THROWS(stated_nic_bandwidth("Gbps", 8));
+  CHECK_THROWS(stated_nic_bandwidth("H100 (fast Gb/s network)", 8));
   CHECK(stated_nic_bandwidth("400Gbps", 4) == doctest::Approx(12.5e9));
+  CHECK(stated_nic_bandwidth("400Gb/s", 8) == doctest::Approx(6.25e9));
+  CHECK(stated_nic_bandwidth("12.5 Gb/s per GPU", 8) == doctest::Approx(12.5e9 / 8));
+  CHECK(stated_nic_bandwidth("1,600 Gb/s node-to-node", 8) == doctest::Approx(25e9));
+  CHECK(stated_nic_bandwidth("3.2 Tb/s per node", 8) == doctest::Approx(50e9));
+  CHECK(stated_nic_bandwidth("3.2 Tbps", 8) == doctest::Approx(50e9));
+  CHECK(stated_nic_bandwidth("400 Gb/s per-GPU RDMA", 8) == doctest::Approx(50e9));
+  CHECK(stated_nic_bandwidth("400 Gb/s/GPU", 8) == doctest::Approx(50e9));
+  // The clause ends at a parenthesis too: a per-GPU figure in brackets after a node's is not the first's.
+  CHECK(stated_nic_bandwidth("3200 Gbps per node (400 Gbps per GPU)", 8) == doctest::Approx(50e9));
   // In the rows: the fms-fsdp ones change (A100 6.25, H100 12.5 GB/s per GPU), the stated per-GPU and the
   // llm-foundry A100 ones keep their profile's figure, the unstated keep the profile's.
   const auto rows = validation::fsdp::read_rows(validation::source_path("validation/fsdp/rows.csv"),

@@ -129,8 +129,8 @@ struct Mechanisms {
   // default backend on Hopper before torch 2.10 is FlashAttention-2 (cuDNN's is opt-in there:
   // pytorch/pytorch#138522; #142132 measured default SDPA at 329 against cuDNN's 631 TFLOP/s on H100);
   // fms-fsdp states "SDPA flash attention v2". features.attention = "flash2" (the calibration's
-  // [attention_fa2], run 31). llm-foundry's rows keep "flash": its Triton kernel (attn_impl = triton) is
-  // not measured here. Off: every row at the calibration's cuDNN fused attention.
+  // [attention_fa2], run 31). llm-foundry's rows: triton_at_fa2 below (its Triton kernel,
+  // attn_impl = triton, is not measured here). Off: every row at the calibration's cuDNN fused attention.
   bool sdpa_fa2 = true;
   // The board power limit the row's GPUs ran at, where the row states one (torchtitan's Grand Teton
   // H100s: "500 W power limit", rows.csv `gpu`): hardware.power_limit_w, whose clock the calibration's
@@ -154,23 +154,36 @@ struct Mechanisms {
 };
 
 // The inter-node bandwidth per GPU a row's `gpu` column states, bytes/s one direction; 0 when it states none
-// (Mechanisms::stated_network): the number before the first "Gb/s" / "Gbps", per GPU when "per GPU" follows it
-// in the same parenthesised clause, else the node's over gpus_per_node.
+// (Mechanisms::stated_network): the first figure in Gb/s, Gbps, Tb/s or Tbps (decimals and thousands commas read),
+// per GPU when "per GPU" (or "per-GPU", "/GPU") follows it before the clause ends (at ';', ')' or '('), else the
+// node's over gpus_per_node. A unit without a number before it is an error (rows.csv is hand-written).
 inline double stated_nic_bandwidth(const std::string& gpu, int gpus_per_node) {
   std::size_t at = std::string::npos, unit = 0;
-  for (const char* u : {" Gb/s", "Gbps", " Gbps"}) {
+  double scale = 1e9;
+  for (const char* u : {"Gb/s", "Gbps", "Tb/s", "Tbps"}) {
     const std::size_t k = gpu.find(u);
-    if (k != std::string::npos && k < at) { at = k; unit = std::string(u).size(); }
+    if (k != std::string::npos && k < at) {
+      at = k;
+      unit = std::string(u).size();
+      scale = u[0] == 'T' ? 1e12 : 1e9;
+    }
   }
-  if (at == std::string::npos || at == 0) return 0;
-  std::size_t b = at;
-  while (b > 0 && std::isdigit(static_cast<unsigned char>(gpu[b - 1]))) --b;
-  if (b == at) return 0;
-  const double gbit = std::stod(gpu.substr(b, at - b));
-  const std::size_t end = gpu.find_first_of(";)", at);
+  if (at == std::string::npos) return 0;
+  std::size_t e = at;
+  while (e > 0 && gpu[e - 1] == ' ') --e;
+  std::size_t b = e;
+  while (b > 0 && (std::isdigit(static_cast<unsigned char>(gpu[b - 1])) || gpu[b - 1] == '.' || gpu[b - 1] == ',')) --b;
+  std::string num;
+  for (std::size_t i = b; i < e; ++i)
+    if (gpu[i] != ',') num += gpu[i];
+  if (num.empty() || !std::isdigit(static_cast<unsigned char>(num.front())))
+    throw std::runtime_error("rows.csv gpu column: a bandwidth unit without a number before it: '" + gpu + "'");
+  const double bits = std::stod(num) * scale;
+  const std::size_t end = gpu.find_first_of(";)(", at + unit);
   const std::string rest = gpu.substr(at + unit, end == std::string::npos ? std::string::npos : end - at - unit);
-  const bool per_gpu = rest.find("per GPU") != std::string::npos;
-  return gbit * 1e9 / 8.0 / (per_gpu ? 1 : std::max(1, gpus_per_node));
+  const bool per_gpu = rest.find("per GPU") != std::string::npos || rest.find("per-GPU") != std::string::npos ||
+                       rest.find("/GPU") != std::string::npos;
+  return bits / 8.0 / (per_gpu ? 1 : std::max(1, gpus_per_node));
 }
 
 // The power limit a row's `gpu` column states ("..., 500 W power limit"), W; 0 when it states none.
