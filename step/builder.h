@@ -113,6 +113,10 @@ class Builder {
   void flush_bucket(int rank, TaskId after);
   void flush_expert_bucket(int rank, TaskId after);   // routed-expert gradients over the expert-DP group
   void add_grad_reduce_and_optimizer();
+  // The rank's Adam step on its compute stream over `local` parameters at `fused_bytes` per parameter (the fused
+  // kernel's traffic; features.optimizer_foreach adds the foreach passes), allocating foreach's temporary and
+  // freeing it with the gradients the backward allocated (lazy_grads_). Shared by data_parallel.cpp and fsdp.cpp.
+  TaskId add_adam_step(int rank, double local, double fused_bytes);
   // The MTP modules (model.mtp_depth) live on the last stage with the output head: whether the
   // rank holds that stage, and their parameters on one rank (all / routed experts).
   bool holds_mtp(int rank) const;

@@ -234,6 +234,26 @@ void Builder::flush_bucket(int rank, TaskId after) {
 // all-reduce, and so for the slowest rank's gradients. Modelled for steps on more than one GPU
 // (Megatron-LM's default clip_grad = 1.0); a one-GPU step has neither (the single-GPU
 // measurements in validation/ ran without clipping).
+TaskId Builder::add_adam_step(int rank, double local, double fused_bytes) {
+  hardware::Kernel k;
+  k.kind = hardware::KernelKind::memory;
+  k.name = "adam";
+  // (features.optimizer_foreach: torch's foreach AdamW's eight passes, models::kForeachAdamExtraBytes)
+  k.bytes = (fused_bytes + (s_.features.optimizer_foreach ? models::kForeachAdamExtraBytes : 0.0)) * local;
+  if (layers_.shape().fp32_autocast) k.family = hardware::MemFamily::adamw;   // torch's fused AdamW (kernel_bw.py)
+  k.flops = 12.0 * local;
+  k.count = s_.features.optimizer_foreach ? models::kForeachAdamPasses : 1;
+  k.bytes /= k.count;   // (per kernel: each pass moves its share)
+  k.flops /= k.count;
+  const layer::Seg opt_seg = layers_.seg_of({&k});
+  // (zero_grad(set_to_none=True) after it frees the gradients the backward allocated: lazy_grads_)
+  // (features.optimizer_foreach: torch's foreach AdamW's fp32 temporary of the stepped parameters, run 35)
+  const auto lazy = static_cast<std::int64_t>(lazy_grads_ ? lazy_grad_bytes_[static_cast<std::size_t>(rank)] : 0.0);
+  const auto temp = static_cast<std::int64_t>(s_.features.optimizer_foreach ? 4.0 * local : 0.0);
+  return add_task(rank, out_.compute_stream[rank], opt_seg.ns, Category::optimizer, "optimizer step", -1, -1, 'O',
+                  opt_seg.launch_ns, 0, temp, {}, 0, opt_seg.host_ns, layer::mix_of(opt_seg), lazy + temp);
+}
+
 void Builder::add_grad_reduce_and_optimizer() {
   if (zero_sharded()) return add_sharded_reduce_and_optimizer();   // step/fsdp.cpp
   const auto& P = s_.parallel;
@@ -312,26 +332,10 @@ void Builder::add_grad_reduce_and_optimizer() {
         for (int l : out_.stage_layers[st]) rank_experts += layers_.layer_cost(l).expert_params;
     if (P.ep > 1 && P.distributed_optimizer)   // expert shards over the expert-DP group
       local = (rank_params_[r] - rank_experts) / dp_group + rank_experts / std::max(1, layer::expert_dp_group(s_).size);
-    hardware::Kernel k;
-    k.kind = hardware::KernelKind::memory;
-    k.name = "adam";
     // (a bf16 gradient buffer: the gradient read is 2 bytes, not 4)
-    k.bytes = ((layers_.shape().fp32_autocast ? 28.0 : 30.0) -
-               (4.0 - models::grad_bytes(s_.features.reduce_fp32, layers_.shape().fp32_autocast)) +
-               (s_.features.optimizer_foreach ? models::kForeachAdamExtraBytes : 0.0)) * local;
-    if (layers_.shape().fp32_autocast) k.family = hardware::MemFamily::adamw;   // torch's fused AdamW (kernel_bw.py)
-    k.flops = 12.0 * local;
-    k.count = s_.features.optimizer_foreach ? models::kForeachAdamPasses : 1;
-    k.bytes /= k.count;   // (per kernel: each pass moves its share)
-    k.flops /= k.count;
-    const layer::Seg opt_seg = layers_.seg_of({&k});
-    // (the plain PyTorch recipe: its zero_grad(set_to_none=True) frees the gradients the backward allocated)
-    // (features.optimizer_foreach: torch's foreach AdamW's fp32 temporary of the stepped parameters, run 35)
-    const auto lazy = static_cast<std::int64_t>(lazy_grads_ ? lazy_grad_bytes_[static_cast<std::size_t>(r)] : 0.0);
-    const auto temp = static_cast<std::int64_t>(s_.features.optimizer_foreach ? 4.0 * local : 0.0);
-    TaskId optim = add_task(r, out_.compute_stream[r], opt_seg.ns, Category::optimizer, "optimizer step",
-                            -1, -1, 'O', opt_seg.launch_ns, 0, temp, {}, 0, opt_seg.host_ns, layer::mix_of(opt_seg),
-                            lazy + temp);
+    const TaskId optim = add_adam_step(r, local, (layers_.shape().fp32_autocast ? 28.0 : 30.0) -
+                                                     (4.0 - models::grad_bytes(s_.features.reduce_fp32,
+                                                                               layers_.shape().fp32_autocast)));
     for (TaskId d : dp_tasks_[r]) g.depend(d, optim);
     if (norm_ar[r] >= 0) g.depend(norm_ar[r], optim);
     if (P.distributed_optimizer && dp_group > 1 && !s_.features.overlap_param_gather) {

@@ -314,26 +314,9 @@ void Builder::add_sharded_reduce_and_optimizer() {
     const double local = rank_params_[r] / (P.distributed_optimizer ? shard : 1);
     TaskId optim = -1;
     if (!offload) {
-      // The Adam step of data_parallel.cpp over the rank's shard.
-      hardware::Kernel k;
-      k.kind = hardware::KernelKind::memory;
-      k.name = "adam";
-      // (features.optimizer_foreach: torch's foreach AdamW's eight passes, models::kForeachAdamExtraBytes)
-      // (FSDP2's fp32 shard is the master: no bf16 copy written, models::fsdp2_fp32_shards)
-      k.bytes = ((layers_.shape().fp32_autocast || models::fsdp2_fp32_shards(s_) ? 28.0 : 30.0) +
-                 (s_.features.optimizer_foreach ? models::kForeachAdamExtraBytes : 0.0)) * local;
-      if (layers_.shape().fp32_autocast) k.family = hardware::MemFamily::adamw;
-      k.flops = 12.0 * local;
-      k.count = s_.features.optimizer_foreach ? models::kForeachAdamPasses : 1;
-      k.bytes /= k.count;   // (per kernel: each pass moves its share)
-      k.flops /= k.count;
-      const layer::Seg opt_seg = layers_.seg_of({&k});
-      // (zero_grad(set_to_none) after it frees the gradient shards the backward allocated: lazy_grads_)
-      // (features.optimizer_foreach: torch's foreach AdamW's fp32 temporary of the shard, run 35)
-      const auto lazy = static_cast<std::int64_t>(lazy_grads_ ? lazy_grad_bytes_[static_cast<std::size_t>(r)] : 0.0);
-      const auto temp = static_cast<std::int64_t>(s_.features.optimizer_foreach ? 4.0 * local : 0.0);
-      optim = add_task(r, out_.compute_stream[r], opt_seg.ns, Category::optimizer, "optimizer step", -1, -1, 'O',
-                       opt_seg.launch_ns, 0, temp, {}, 0, opt_seg.host_ns, layer::mix_of(opt_seg), lazy + temp);
+      // The Adam step of data_parallel.cpp over the rank's shard (FSDP2's fp32 shard is the master: no bf16 copy
+      // written, models::fsdp2_fp32_shards).
+      optim = add_adam_step(r, local, layers_.shape().fp32_autocast || models::fsdp2_fp32_shards(s_) ? 28.0 : 30.0);
       for (TaskId d : dp_tasks_[r]) g.depend(d, optim);
     } else {
       // ZeRO-Offload: fp32 gradient shard to the host, bf16 parameter shard back, over PCIe.
