@@ -142,6 +142,9 @@ void check_scenario(const Scenario& s, const Sink& err) {
   range("parallel.zero_stage", par.zero_stage, 0, 3);
   range("features.fsdp_prefetch", s.features.fsdp_prefetch, 0, 64);
   range("features.fsdp_version", s.features.fsdp_version, 1, 2);
+  if (s.features.megatron_fsdp && par.zero() != 3)
+    err("features.megatron_fsdp", "'features.megatron_fsdp' is Megatron-FSDP's ZeRO-3: it needs parallel.zero_stage = 3 "
+                                  "(zero_stage is " + std::to_string(par.zero()) + ")");
   if (range("features.recompute_every", s.features.recompute_every, 1, 100000) && s.features.recompute_every > 1 &&
       s.features.recompute != Recompute::full)
     err("features.recompute_every", "'features.recompute_every' = " + std::to_string(s.features.recompute_every) +
@@ -264,9 +267,9 @@ void check_scenario(const Scenario& s, const Sink& err) {
     else if (tr.master_weights == MasterWeights::fp32_autocast)
       err("features.fp8_params", "'features.fp8_params' needs Megatron's bf16 weights recipe, not training.master_weights = "
                                  "\"fp32-autocast\"");
-    else if (s.parallel.zero() >= 3 && s.features.fsdp_version == 2)
+    else if (s.parallel.zero() >= 3 && !s.features.megatron_fsdp)
       err("features.fp8_params", "'features.fp8_params' is Megatron's --fp8-param-gather; under zero_stage 3 it needs "
-                                 "Megatron-FSDP's layout, features.fsdp_version = 1 (FSDP2 keeps fp32 shards: use "
+                                 "Megatron-FSDP, features.megatron_fsdp = true (PyTorch's FSDP keeps fp32 shards: use "
                                  "features.fp8_all_gather for fp8 gathers)");
   }
   if (attention_of(s) == Attention::sdpa_math && !(s.hardware.peak_flops_fp32 > 0))

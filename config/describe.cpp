@@ -87,7 +87,7 @@ std::string describe(const Scenario& s) {
   if (par.zero() >= 2 || f.offload != Offload::none)
     os << "  reshard_after_forward " << yn(f.reshard_after_forward) << ", fsdp_prefetch " << f.fsdp_prefetch
        << ", offload " << to_string(f.offload) << ", fp8_all_gather " << yn(f.fp8_all_gather) << ", reduce_dtype "
-       << (f.reduce_fp32 ? "fp32" : "bf16") << ", fsdp_version " << f.fsdp_version << "\n";
+       << (f.reduce_fp32 ? "fp32" : "bf16") << (f.megatron_fsdp ? std::string(", Megatron-FSDP") : ", fsdp_version " + std::to_string(f.fsdp_version)) << "\n";
   if (f.fp8_params) os << "  fp8_params yes (weights held in fp8, gathered in fp8)\n";
   if (f.optimizer_foreach) os << "  optimizer_foreach yes (torch's foreach AdamW: an fp32 temporary of the parameters)\n";
   if (f.activation_offload_layers > 0)

@@ -174,11 +174,18 @@ struct Features {
   // recompute = "full" on every N-th transformer block only (torchtitan's selective layer AC,
   // ac_freq = N: blocks N, 2N, ... counted from 1 are checkpointed); 1 = every block.
   int recompute_every = 1;
-  // FSDP implementation (zero_stage 3): 2 = FSDP2 fully_shard (per-parameter sharding: the
-  // gathered unit is copied out into per-parameter tensors on the compute stream, gradients
+  // PyTorch's FSDP implementation (zero_stage 3): 2 = FSDP2 fully_shard (per-parameter sharding:
+  // the gathered unit is copied out into per-parameter tensors on the compute stream, gradients
   // copied into the reduce-scatter input in the reduce dtype); 1 = FSDP1 FlatParameter (the
-  // gather lands in the flat buffer the parameters view: no copies). docs/fsdp.md.
+  // gather lands in the flat buffer the parameters view: no copies; the unsharded gradient cast to
+  // the reduce dtype and pre-divided on the reduce-scatter stream). Both keep the fp32 shard as the
+  // master. docs/fsdp.md.
   int fsdp_version = 2;
+  // zero_stage 3 as Megatron-FSDP runs it instead of PyTorch's FSDP (Megatron-Core's megatron_fsdp:
+  // the parameters' own storage is the gather buffer, the wgrad GEMMs accumulate into the fp32
+  // main_grad that is reduce-scattered, no copies or casts; a bf16 shard beside the fp32 master).
+  // fsdp_version is not used then.
+  bool megatron_fsdp = false;
   // The loss (CrossEntropy above; docs/fidelity.md section 3's kernels for fp32).
   CrossEntropy cross_entropy = CrossEntropy::fused;
   // fp8 recipes: attention (Transformer Engine's DotProductAttention) in fp8 too (TE's

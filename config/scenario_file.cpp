@@ -43,7 +43,7 @@ const std::vector<std::string> kFeatureKeys = {"flash_attention", "fused_kernels
                                                "overlap_p2p_comm", "reshard_after_forward", "fsdp_prefetch", "offload",
                                                "fp8_all_gather", "reduce_dtype", "fp8_attention", "fp8_params", "activation_offload_layers", "optimizer_foreach",
                                                "optimizer_post_validation", "recompute_every",
-                                               "fsdp_version", "cross_entropy", "model_code", "fp8_recipe"};
+                                               "fsdp_version", "megatron_fsdp", "cross_entropy", "model_code", "fp8_recipe"};
 const std::vector<std::string> kCostKeys = {"price_per_gpu_hour"};
 const std::vector<std::string> kMoeKeys = {"dispatcher", "max_nodes_per_token", "comm_sms", "fp8_dispatch",
                                            "imbalance", "nvlink_gbs", "rdma_gbs", "recompute_norm_up_proj",
@@ -304,6 +304,7 @@ void read_scenario(Ctx& ctx, Scenario& s, const Value& root, const std::string& 
     ctx.read_int(*t, "fsdp_prefetch", p, f.fsdp_prefetch);
     ctx.read_int(*t, "recompute_every", p, f.recompute_every);
     ctx.read_int(*t, "fsdp_version", p, f.fsdp_version);
+    ctx.read_bool(*t, "megatron_fsdp", p, f.megatron_fsdp);
     int ce = ctx.read_enum(*t, "cross_entropy", p, {"fused", "fp32", "compiled"});
     if (ce >= 0) f.cross_entropy = static_cast<CrossEntropy>(ce);
     int mc = ctx.read_enum(*t, "model_code", p, {"megatron", "torchtitan"});

@@ -86,8 +86,8 @@ bool backward_allocates_grads(const config::Scenario& s) {
   return (autocast || zero_sharded(s)) && s.features.offload == config::Offload::none;
 }
 
-bool fsdp2_fp32_shards(const config::Scenario& s) {
-  return s.parallel.zero() >= 3 && s.features.fsdp_version == 2 && s.features.offload == config::Offload::none &&
+bool torch_fsdp_fp32_shards(const config::Scenario& s) {
+  return s.parallel.zero() >= 3 && !s.features.megatron_fsdp && s.features.offload == config::Offload::none &&
          s.training.master_weights != config::MasterWeights::fp32_autocast && !s.features.fp8_params;
 }
 
@@ -106,7 +106,7 @@ StaticMemory rank_static_memory(const config::Scenario& s, const std::vector<int
     z.offload_optimizer = s.features.offload != config::Offload::none;
     z.offload_params = s.features.offload == config::Offload::params;
     sm = sharded_static_memory(s.model, layers, has_embedding, has_head, P.tp, P.ep, z, fp32_autocast);
-    if (fsdp2_fp32_shards(s)) {   // the fp32 shard is the master: 4 bytes held, Adam's m and v beside it
+    if (torch_fsdp_fp32_shards(s)) {   // the fp32 shard is the master: 4 bytes held, Adam's m and v beside it
       const double held = sm.params / param_bytes(false);
       sm.params = 4.0 * held;
       sm.optimizer -= 4.0 * held;

@@ -46,13 +46,14 @@ bool zero_sharded(const config::Scenario&);
 // plain PyTorch recipe (training.master_weights = "fp32-autocast") and PyTorch FSDP (zero_sharded), unless
 // offloaded (then they live on the host). step/builder.cpp allocates them with the op that produces them.
 bool backward_allocates_grads(const config::Scenario&);
-// PyTorch FSDP2 (features.fsdp_version = 2, ZeRO-3, no offloading): the sharded parameter is the fp32 tensor the
-// optimizer steps (MixedPrecisionPolicy casts it to bf16 at each all-gather), so the rank holds no bf16 shard and
-// no separate fp32 master: 4 (parameter) + 4 (gradient) + 8 (Adam m, v) bytes per held parameter, where
-// Megatron's layout (Megatron-FSDP, ZeRO-1/2) holds 2 (bf16) + 4 + 12 (master, m, v). Run 35: the optimizer
-// step's peak at 16.0 bytes per parameter plus the foreach temporary. Not with features.fp8_params (Megatron's
-// --fp8-param-gather, Megatron's layout).
-bool fsdp2_fp32_shards(const config::Scenario&);
+// PyTorch's FSDP (ZeRO-3 without features.megatron_fsdp, no offloading): the sharded parameter is the fp32 tensor
+// the optimizer steps (FSDP2's MixedPrecisionPolicy casts it to bf16 at each all-gather; FSDP1 casts its flat shard
+// into a bf16 copy it frees after the gather), so the rank holds no bf16 shard and no separate fp32 master:
+// 4 (parameter) + 4 (gradient) + 8 (Adam m, v) bytes per held parameter, where Megatron's layout (Megatron-FSDP,
+// ZeRO-1/2) holds 2 (bf16) + 4 + 12 (master, m, v). Run 35 (FSDP2): the optimizer step's peak at 16.0 bytes per
+// parameter plus the foreach temporary. Not with features.fp8_params (Megatron's --fp8-param-gather, Megatron's
+// layout).
+bool torch_fsdp_fp32_shards(const config::Scenario&);
 // ... and no static gradient buffer beside them: DDP's buckets (the plain recipe with dp x cp > 1) stay static.
 bool grads_only_in_backward(const config::Scenario&);
 // What one rank holds for its layers (plus the embedding / head): the scenario's data parallelism

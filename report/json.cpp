@@ -244,6 +244,7 @@ void write_resolved(JsonWriter& w, const config::Scenario& s) {
   w.key("fp8_all_gather").value(f.fp8_all_gather);
   w.key("reduce_dtype").value(f.reduce_fp32 ? "fp32" : "bf16");
   w.key("fsdp_version").value(f.fsdp_version);
+  if (f.megatron_fsdp) w.key("megatron_fsdp").value(true);   // absent: PyTorch's FSDP (fsdp_version)
   w.key("cross_entropy").value(config::to_string(f.cross_entropy));
   if (f.model_code != config::ModelCode::megatron) w.key("model_code").value(config::to_string(f.model_code));   // absent: megatron
   w.end_object();

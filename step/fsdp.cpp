@@ -97,13 +97,29 @@ TaskId Builder::fsdp_reduce(int rank, double params, TaskId after, std::int64_t 
   const double bytes = params * (s_.features.reduce_fp32 ? 4.0 : 2.0);
   const Group sg = fsdp_shard_group();
   const Group rg = fsdp_replica_group();
-  // FSDP2's foreach_reduce copies the unit's bf16 gradients into the reduce-scatter input in the
-  // reduce dtype (torch._chunk_cat, on the reduce-scatter stream): 2 bytes read, 2 or 4 written.
+  // PyTorch's FSDP works over the unit's whole unsharded gradient on the reduce-scatter stream before
+  // the collective (Megatron-FSDP accumulates into its fp32 main_grad: nothing here):
+  //  * FSDP2's foreach_reduce copies the unit's bf16 gradients into the reduce-scatter input in the
+  //    reduce dtype (torch._chunk_cat): 2 bytes read, 2 or 4 written; the averaging is NCCL's.
+  //  * FSDP1 (FlatParameter, torch/distributed/fsdp/_runtime_utils.py _post_backward_hook /
+  //    _reduce_grad) casts the bf16 gradient to the reduce dtype when it differs (2 read, 4 written)
+  //    and pre-divides it in place by _get_gradient_predivide_factor(world size) (> 1 from 2 ranks:
+  //    4 + 4 bytes in fp32, 2 + 2 in bf16); the post-division of the shard is 1 / size of that.
   TaskId copy_in = -1;
-  if (fsdp_active() && s_.features.fsdp_version == 2) {
-    const hardware::Kernel k = fsdp_copy_kernel("fsdp_copy_in", 2.0 * params, bytes);
+  const auto& F = s_.features;
+  const bool fsdp1 = F.fsdp_version == 1 && sg.size > 1;
+  if (fsdp_active() && !F.megatron_fsdp && (F.fsdp_version == 2 || fsdp1)) {
+    hardware::Kernel k;
+    if (F.fsdp_version == 2) {
+      k = fsdp_copy_kernel("fsdp_copy_in", 2.0 * params, bytes);
+    } else {
+      const double shard = bytes / sg.size;
+      k = fsdp_copy_kernel("fsdp1_grad_cast_divide", (F.reduce_fp32 ? 2.0 * params : 0.0) + bytes + shard,
+                           (F.reduce_fp32 ? bytes : 0.0) + bytes + shard);
+    }
     const layer::Seg cs = layers_.seg_of({&k});
-    copy_in = add_task(rank, st, cs.ns, Category::dp_comm, "fsdp reduce copy-in", -1, -1, 'C', cs.launch_ns, 0, 0, {}, 0, cs.host_ns);
+    copy_in = add_task(rank, st, cs.ns, Category::dp_comm, F.fsdp_version == 2 ? "fsdp reduce copy-in" : "fsdp1 grad cast + divide",
+                       -1, -1, 'C', cs.launch_ns, 0, 0, {}, 0, cs.host_ns);
     if (after >= 0) g.depend(after, copy_in);
   }
   TaskId last = add_task(rank, st, sim::checked_ns(layers_.coll(Collective::reduce_scatter, bytes, sg), "the FSDP reduce-scatter"),
@@ -251,7 +267,7 @@ void Builder::fsdp_emit(int rank, Chain& ch, const std::vector<Item>& items, con
       // _fsdp_param_group.py wait_for_unshard -> foreach_all_gather_copy_out,
       // split_with_sizes_copy): the gathered bytes read and written once, before the unit's
       // compute. FSDP1's FlatParameter views the gathered buffer: no copy.
-      if (F.fsdp_version == 2 && bytes > 0) {
+      if (F.fsdp_version == 2 && !F.megatron_fsdp && bytes > 0) {
         const hardware::Kernel k = fsdp_copy_kernel("fsdp_copy_out", bytes, bytes);
         const layer::Seg cs = layers_.seg_of({&k});
         const Item& first_item = items[u.begin];
@@ -315,8 +331,8 @@ void Builder::add_sharded_reduce_and_optimizer() {
     TaskId optim = -1;
     if (!offload) {
       // The Adam step of data_parallel.cpp over the rank's shard (FSDP2's fp32 shard is the master: no bf16 copy
-      // written, models::fsdp2_fp32_shards).
-      optim = add_adam_step(r, local, layers_.shape().fp32_autocast || models::fsdp2_fp32_shards(s_) ? 28.0 : 30.0);
+      // written, models::torch_fsdp_fp32_shards).
+      optim = add_adam_step(r, local, layers_.shape().fp32_autocast || models::torch_fsdp_fp32_shards(s_) ? 28.0 : 30.0);
       for (TaskId d : dp_tasks_[r]) g.depend(d, optim);
     } else {
       // ZeRO-Offload: fp32 gradient shard to the host, bf16 parameter shard back, over PCIe.

@@ -43,10 +43,10 @@ TEST_CASE("fp8_params: 2 bytes less per linear weight held, 1 byte less per line
 }
 
 TEST_CASE("fp8_params under zero_stage 3: each unit gathered in fp8, the held shard 1 byte per linear weight") {
-  // Megatron-FSDP (fsdp_version 1: its bf16 shard beside the fp32 master; --fp8-param-gather is Megatron's flag).
+  // Megatron-FSDP (features.megatron_fsdp: its bf16 shard beside the fp32 master; --fp8-param-gather is Megatron's flag).
   const std::vector<std::string> z3 = {"training.precision=fp8", "features.attention=flash", "parallel.zero_stage=3",
                                        "parallel.pp=1", "parallel.tp=8", "training.micro_batch=1",
-                                       "features.fsdp_version=1"};
+                                       "features.megatron_fsdp=true"};
   std::vector<std::string> with = z3, ag = z3;
   with.push_back("features.fp8_params=true");
   ag.push_back("features.fp8_all_gather=true");

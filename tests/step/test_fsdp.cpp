@@ -126,10 +126,15 @@ TEST_CASE("ZeRO-3 memory per GPU: (params + grads + optimizer) / dp, plus the ga
   const double states = r.memory.params_gib + r.memory.optimizer_gib;
   CHECK(r.memory.params_gib == doctest::Approx(4.0 * P / 16 / gib).epsilon(0.01));
   CHECK(states == doctest::Approx(12.0 * P / 16 / gib).epsilon(0.01));
-  // Megatron-FSDP's layout (fsdp_version 1): a bf16 shard (2) beside the fp32 master and m, v (12).
+  // Megatron-FSDP's layout (features.megatron_fsdp): a bf16 shard (2) beside the fp32 master and m, v (12).
+  const auto mf = run(scenario({"features.megatron_fsdp=true"}));
+  CHECK(mf.memory.params_gib == doctest::Approx(2.0 * P / 16 / gib).epsilon(0.01));
+  CHECK(mf.memory.params_gib + mf.memory.optimizer_gib == doctest::Approx(14.0 * P / 16 / gib).epsilon(0.01));
+  // PyTorch's FSDP1 (fsdp_version 1) keeps its flat fp32 shard as the master too (the bf16 copy it gathers from
+  // is freed after each gather): FSDP2's 12 bytes.
   const auto v1 = run(scenario({"features.fsdp_version=1"}));
-  CHECK(v1.memory.params_gib == doctest::Approx(2.0 * P / 16 / gib).epsilon(0.01));
-  CHECK(v1.memory.params_gib + v1.memory.optimizer_gib == doctest::Approx(14.0 * P / 16 / gib).epsilon(0.01));
+  CHECK(v1.memory.params_gib == doctest::Approx(4.0 * P / 16 / gib).epsilon(0.01));
+  CHECK(v1.memory.params_gib + v1.memory.optimizer_gib == doctest::Approx(12.0 * P / 16 / gib).epsilon(0.01));
   const double shard = 4.0 * P / 16;
   auto released = [](const step::StepResult& x) {
     return static_cast<double>(x.graph->task(testing::tasks_named(x, "optimizer step").front()).memory_release);
@@ -232,8 +237,8 @@ TEST_CASE("diagnose: proposes ZeRO-2, ZeRO-3 and offload when the step does not 
     if (l.lever.rfind("ZeRO-3", 0) == 0) {
       z3 = true;
       z3_fits = l.fits;
-      // A Megatron scenario shards as Megatron-FSDP (its layout, no FSDP2 copies).
-      CHECK(l.change.find("features.fsdp_version=1") != std::string::npos);
+      // A Megatron scenario shards as Megatron-FSDP (its layout, no PyTorch FSDP copies or casts).
+      CHECK(l.change.find("features.megatron_fsdp=true") != std::string::npos);
     }
     off = off || l.lever.rfind("offload", 0) == 0;
   }
@@ -309,15 +314,30 @@ TEST_CASE("Offload: the host's Adam runs at the host's memory bandwidth; paramet
   CHECK(refused);
 }
 
-TEST_CASE("fsdp_version: FSDP2 copies each gathered unit out on the compute stream; FSDP1 does not") {
+TEST_CASE("fsdp_version: FSDP2 copies each gathered unit out on the compute stream; FSDP1 casts and pre-divides its gradients; Megatron-FSDP neither") {
   const auto v2 = run(scenario());
   const auto v1 = run(scenario({"features.fsdp_version=1"}));
+  const auto mf = run(scenario({"features.megatron_fsdp=true"}));
   CHECK(count(v2, "fsdp copy-out") == count(v2, "fsdp all-gather"));
   CHECK(count(v2, "fsdp reduce copy-in") == count(v2, "fsdp reduce-scatter"));
   CHECK(count(v1, "fsdp copy-out") == 0);
   CHECK(count(v1, "fsdp reduce copy-in") == 0);
-  CHECK(v2.step_time_s > v1.step_time_s);
+  CHECK(count(v1, "fsdp1 grad cast + divide") == count(v1, "fsdp reduce-scatter"));
+  for (const char* name : {"fsdp copy-out", "fsdp reduce copy-in", "fsdp1 grad cast + divide"}) CHECK(count(mf, name) == 0);
+  CHECK(v2.step_time_s > mf.step_time_s);
+  // FSDP1's kernel moves, per gradient element of the unit, the cast (2 read, 4 written) and the in-place
+  // pre-division (4 + 4) with the fp32 reduction; the pre-division alone (2 + 2) with bf16; plus the shard's
+  // post-division (1/16 of the pre-division here).
+  auto cast_ns = [&](const step::StepResult& r) {
+    const auto cast = testing::tasks_named(r, "fsdp1 grad cast + divide");
+    REQUIRE(!cast.empty());
+    return static_cast<double>(r.graph->task(cast.front()).duration_ns);
+  };
+  const auto v1b = run(scenario({"features.fsdp_version=1", "features.reduce_dtype=\"bf16\""}));
+  // Same rate (memory-bound, same kernel size class): the time ratio is the bytes' ratio, (14 + 8/16) / (4 + 4/16).
+  CHECK(cast_ns(v1) / cast_ns(v1b) == doctest::Approx((14.0 + 0.5) / (4.0 + 0.25)).epsilon(0.05));
   CHECK(error_of({"features.fsdp_version=3"}).find("out of range") != std::string::npos);
+  CHECK(error_of({"features.megatron_fsdp=true", "parallel.zero_stage=2"}).find("needs parallel.zero_stage = 3") != std::string::npos);
 }
 
 TEST_CASE("cross_entropy = fp32 / compiled: the loss's kept bytes and transients are run 34's, and the step's peak holds them") {
@@ -365,6 +385,11 @@ TEST_CASE("cross_entropy = fp32 / compiled: the loss's kept bytes and transients
 
 TEST_CASE("run --json: the resolved scenario carries the ZeRO / FSDP keys") {
   const auto r = run(scenario({"parallel.shard_degree=8", "features.recompute_every=2", "features.fsdp_version=1"}));
+  const auto m = run(scenario({"features.megatron_fsdp=true"}));
+  std::string mjson = report::to_json(m);
+  mjson.erase(std::remove(mjson.begin(), mjson.end(), ' '), mjson.end());
+  CHECK(mjson.find("\"megatron_fsdp\":true") != std::string::npos);
+  CHECK(report::to_json(r).find("megatron_fsdp") == std::string::npos);   // absent: PyTorch's FSDP
   std::string json = report::to_json(r);
   json.erase(std::remove(json.begin(), json.end(), ' '), json.end());
   for (const char* k : {"\"zero_stage\":3", "\"shard_degree\":8", "\"recompute_every\":2", "\"reshard_after_forward\":true",
@@ -540,9 +565,10 @@ TEST_CASE("features.optimizer_foreach: the step's eight passes move 80 bytes per
            static_cast<double>(r.graph->task(o.front()).duration_ns);
   };
   // ZeRO-3 (step/fsdp.cpp's step): FSDP2's fp32 shard is the master, so the fused step moves 28 bytes per
-  // parameter; Megatron-FSDP's (fsdp_version 1) 30 (its bf16 copy written too); the foreach passes add 80 - 28.
+  // parameter (FSDP1's too); Megatron-FSDP's 30 (its bf16 copy written too); the foreach passes add 80 - 28.
   CHECK(ratio(scenario()) == doctest::Approx((28.0 + models::kForeachAdamExtraBytes) / 28.0).epsilon(0.02));
-  CHECK(ratio(scenario({"features.fsdp_version=1"})) ==
+  CHECK(ratio(scenario({"features.fsdp_version=1"})) == doctest::Approx((28.0 + models::kForeachAdamExtraBytes) / 28.0).epsilon(0.02));
+  CHECK(ratio(scenario({"features.megatron_fsdp=true"})) ==
         doctest::Approx((30.0 + models::kForeachAdamExtraBytes) / 30.0).epsilon(0.02));
   // ZeRO-1 (step/data_parallel.cpp's step): the same passes over the rank's shard; the gradient read at the
   // reduce dtype's width (features.reduce_dtype, 4 bytes by default).

@@ -328,10 +328,10 @@ inline std::optional<config::Scenario> row_scenario(const ModernRow& r, Profile 
     // `optim_grads_params`) over a sharding group of `fsdp` dp ranks: per-layer parameter
     // all-gathers and gradient reduce-scatters (docs/fsdp.md). Its buffers are the parameters'
     // own storage ("zero copy communication ... ParamAndGradBuffer", the megatron-fsdp package
-    // description, pypi.org/project/megatron-fsdp): FSDP1's no-copy path, not FSDP2's copies.
+    // description, pypi.org/project/megatron-fsdp): features.megatron_fsdp, no copies or casts.
     p.zero_stage = 3;
     p.shard_degree = r.fsdp < p.dp ? r.fsdp : 0;
-    f.fsdp_version = 1;
+    f.megatron_fsdp = true;
     // Megatron-Bridge's Llama 3 70B FP8 current-scaling recipes with Megatron-FSDP on the Grace-Blackwell
     // racks offload activations to the Grace CPU: cpu_offloading_num_layers 40 on GB200, 20 on GB300
     // (scripts/performance/configs/llama3/workload_base_configs.py @v0.2.0, LLAMA3_70B_GB{200,300}_FP8_CS_BASE_CONFIG;
