@@ -151,6 +151,13 @@ struct Mechanisms {
   // the Triton kernel's, where the calibration's cuDNN fused attention ("flash") ran 1.6-2.2x faster still
   // (run 31). Off: llm-foundry's rows at the cuDNN rate.
   bool triton_at_fa2 = true;
+  // The gradient reduction precision each source's code sets (features.reduce_dtype): llm-foundry's rows by the
+  // Composer mixed-precision mode the row states (DEFAULT: fp32 reduction; PURE: bf16 params, reduction and
+  // buffers), fms-fsdp's by its bfSixteen policy (MixedPrecision(param_dtype, reduce_dtype, buffer_dtype all
+  // bfloat16), fms_fsdp/policies/mixed_precision.py, chosen by get_policies when mixed_precision is on, the
+  // config's default), torchtitan's by its mixed_precision_reduce default "float32". Off: every row with
+  // the fp32 reduction (the key's default).
+  bool stated_reduce_dtype = true;
 };
 
 // The inter-node bandwidth per GPU a row's `gpu` column states, bytes/s one direction; 0 when it states none
@@ -302,6 +309,9 @@ inline config::Scenario row_scenario(const Row& r, const Mechanisms& mech = {}) 
   if (mech.torchtitan_block && torchtitan) F.model_code = config::ModelCode::torchtitan;
   if (mech.sdpa_fa2 && (torchtitan || r.at("id").rfind("FMS", 0) == 0)) F.attention = config::Attention::flash2;
   if (mech.triton_at_fa2 && r.at("id").rfind("LF", 0) == 0) F.attention = config::Attention::flash2;
+  if (mech.stated_reduce_dtype &&
+      (r.at("precision").find("mixed_precision PURE") != std::string::npos || r.at("precision").find("bfSixteen") != std::string::npos))
+    F.reduce_fp32 = false;
   F.python_gc = false;
   F.dataloader_workers = 2;
   return s;
