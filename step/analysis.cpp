@@ -288,60 +288,30 @@ void summarize(StepResult& r, const std::vector<RankParts>& parts, double T) {
   r.bubble_fraction = T > 0 ? bubble_sum / P / T : 0;
 }
 
-std::int64_t held_at_peak(const sim::TaskGraph& g, const sim::Timeline& tl, int rank,
-                          const std::vector<std::pair<sim::TaskId, std::int64_t>>& allocs) {
-  if (allocs.empty()) return 0;
-  std::unordered_map<sim::TaskId, std::int64_t> mine;
-  for (const auto& [t, b] : allocs) mine[t] += b;
-  struct Change {
-    std::int64_t at;
-    int order;   // 0 free, 1 allocation
-    std::int64_t bytes;
-    std::int64_t held;   // of which the listed allocations'
-  };
-  std::vector<Change> ch;
-  const auto& streams = g.streams();
-  for (const auto& iv : tl.intervals) {
-    const auto& sp = g.task(iv.task);
-    if (sp.memory_delta == 0 && sp.memory_release == 0) continue;
-    if (streams[static_cast<std::size_t>(sp.stream)].rank != rank) continue;
-    const auto m = mine.find(iv.task);
-    const std::int64_t held = m == mine.end() ? 0 : m->second;
-    if (sp.memory_delta > 0) ch.push_back({iv.start.ns, 1, sp.memory_delta, held});
-    const std::int64_t freed = (sp.memory_delta < 0 ? -sp.memory_delta : 0) + sp.memory_release;
-    if (freed > 0) ch.push_back({iv.end.ns, 0, -freed, 0});
-  }
-  std::stable_sort(ch.begin(), ch.end(), [](const Change& a, const Change& b) {
-    return a.at != b.at ? a.at < b.at : a.order < b.order;
-  });
-  // The tasks' bytes are freed together by one task (the optimizer step), after every other change that
-  // matters here: until then they are held.
-  std::int64_t cur = 0, top = 0, held = 0, held_top = 0;
-  for (const Change& c : ch) {
-    cur += c.bytes;
-    held += c.held;
-    if (cur > top) {
-      top = cur;
-      held_top = held;
-    }
-  }
-  return held_top;
-}
+namespace {
 
-std::vector<std::int64_t> reserved_peaks(const sim::TaskGraph& g, const sim::Timeline& tl, int P, const Lowered* low,
-                                         int steps) {
-  std::vector<std::int64_t> out(static_cast<std::size_t>(std::max(P, 0)), 0);
-  if (!g.any_memory() || P <= 0) return out;
-  // The memory changes of each rank in time order: frees (at a task's end) before allocations (at a
-  // start) at the same instant, then in task order.
-  struct Change {
-    std::int64_t at = 0;
-    int order = 0;     // 0 free, 1 allocation
-    sim::TaskId task = 0;
-    std::int64_t bytes = 0;   // allocated, or freed
-    int stream = 0, microbatch = -1, chunk = -1, layer = -1;
-  };
-  std::vector<std::vector<Change>> changes(out.size());
+// One change of a rank's allocated memory: an allocation at a task's start or a free at its end.
+struct MemChange {
+  std::int64_t at = 0;
+  int order = 0;     // 0 free, 1 allocation
+  sim::TaskId task = 0;
+  std::int64_t bytes = 0;   // allocated, or freed
+  int stream = 0, microbatch = -1, chunk = -1, layer = -1;
+};
+
+// How the changes of one kind (frees, or allocations) at one instant are ordered: as their tasks'
+// intervals come in the timeline (completion order; a task's allocation before its free), or by task
+// first (then as in the timeline).
+enum class SameInstant { timeline_order, task_order };
+
+// The memory changes of each rank in [first, first + count) in time order (out[rank - first]): frees
+// (at a task's end) before allocations (at a start) at the same instant, then as `same` says. With
+// `low`, a task with blocks of its own (Lowered::mem_blocks) changes memory block by block, and each
+// change carries its task's layer; without, a task's memory_delta > 0 is one allocation and its freed
+// bytes (memory_delta < 0, memory_release) one free.
+std::vector<std::vector<MemChange>> memory_changes(const sim::TaskGraph& g, const sim::Timeline& tl, const Lowered* low,
+                                                   int first, int count, SameInstant same) {
+  std::vector<std::vector<MemChange>> changes(static_cast<std::size_t>(std::max(count, 0)));
   const auto& streams = g.streams();
   const auto& tasks = g.tasks();
   // Which tasks change memory (one sequential pass), then their intervals in the timeline's order.
@@ -351,7 +321,9 @@ std::vector<std::int64_t> reserved_peaks(const sim::TaskGraph& g, const sim::Tim
   for (const auto& iv : tl.intervals) {
     if (!changes_memory[static_cast<std::size_t>(iv.task)]) continue;
     const auto& sp = g.task(iv.task);
-    auto& c = changes[static_cast<std::size_t>(streams[static_cast<std::size_t>(sp.stream)].rank)];
+    const int rank = streams[static_cast<std::size_t>(sp.stream)].rank;
+    if (rank < first || rank - first >= count) continue;
+    auto& c = changes[static_cast<std::size_t>(rank - first)];
     const int layer = low && static_cast<std::size_t>(iv.task) < low->info.size()
                           ? low->info[static_cast<std::size_t>(iv.task)].layer : -1;
     const int bi = low && static_cast<std::size_t>(iv.task) < low->info.size()
@@ -369,6 +341,53 @@ std::vector<std::int64_t> reserved_peaks(const sim::TaskGraph& g, const sim::Tim
     const std::int64_t freed = (sp.memory_delta < 0 ? -sp.memory_delta : 0) + sp.memory_release;
     if (freed > 0) c.push_back({iv.end.ns, 0, iv.task, freed, sp.stream, sp.microbatch, sp.chunk, layer});
   }
+  for (auto& ch : changes) {
+    if (same == SameInstant::task_order)
+      std::stable_sort(ch.begin(), ch.end(), [](const MemChange& a, const MemChange& b) {
+        return a.at != b.at ? a.at < b.at : a.order != b.order ? a.order < b.order : a.task < b.task;
+      });
+    else
+      std::stable_sort(ch.begin(), ch.end(), [](const MemChange& a, const MemChange& b) {
+        return a.at != b.at ? a.at < b.at : a.order < b.order;
+      });
+  }
+  return changes;
+}
+
+}  // namespace
+
+std::int64_t held_at_peak(const sim::TaskGraph& g, const sim::Timeline& tl, int rank,
+                          const std::vector<std::pair<sim::TaskId, std::int64_t>>& allocs) {
+  if (allocs.empty()) return 0;
+  std::unordered_map<sim::TaskId, std::int64_t> mine;
+  for (const auto& [t, b] : allocs) mine[t] += b;
+  // The bytes as the executor's allocated timeline counts them: a task's memory_delta and freed bytes
+  // whole, without the transient blocks of Lowered::mem_blocks (so no `low`).
+  const auto changes = memory_changes(g, tl, nullptr, rank, 1, SameInstant::timeline_order);
+  // The tasks' bytes are freed together by one task (the optimizer step), after every other change that
+  // matters here: until then they are held.
+  std::int64_t cur = 0, top = 0, held = 0, held_top = 0;
+  for (const MemChange& c : changes[0]) {
+    if (c.order == 1) {
+      cur += c.bytes;
+      if (const auto m = mine.find(c.task); m != mine.end()) held += m->second;
+    } else {
+      cur -= c.bytes;
+    }
+    if (cur > top) {
+      top = cur;
+      held_top = held;
+    }
+  }
+  return held_top;
+}
+
+std::vector<std::int64_t> reserved_peaks(const sim::TaskGraph& g, const sim::Timeline& tl, int P, const Lowered* low,
+                                         int steps) {
+  std::vector<std::int64_t> out(static_cast<std::size_t>(std::max(P, 0)), 0);
+  if (!g.any_memory() || P <= 0) return out;
+  // Per rank, with the blocks of the tasks that have them one by one; at one instant by task.
+  const auto changes = memory_changes(g, tl, low, 0, P, SameInstant::task_order);
   struct Live {
     std::int64_t size = 0;
     int stream = 0;
@@ -376,11 +395,8 @@ std::vector<std::int64_t> reserved_peaks(const sim::TaskGraph& g, const sim::Tim
     bool alive = false;
   };
   for (std::size_t r = 0; r < out.size(); ++r) {
-    auto& ch = changes[r];
+    const auto& ch = changes[r];
     if (ch.empty()) continue;
-    std::stable_sort(ch.begin(), ch.end(), [](const Change& a, const Change& b) {   // a task's blocks in order
-      return a.at != b.at ? a.at < b.at : a.order != b.order ? a.order < b.order : a.task < b.task;
-    });
     // A free pairs with blocks of its task's micro-batch, chunk and layer (key) first.
     std::map<std::tuple<int, int, int>, std::size_t> key_ids;
     std::vector<std::size_t> key_of(ch.size());
