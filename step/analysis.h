@@ -35,6 +35,15 @@ std::vector<double> balanced_bubble(const sim::TaskGraph& g, const Lowered* low,
 // to `imbalance` (the parts still sum to the same total).
 void split_imbalance(std::vector<RankParts>& parts, const std::vector<double>& balanced);
 
+// Bytes the allocations in `allocs` (task, bytes it allocates at its start and keeps: Lowered::lazy_grads)
+// hold on `rank` at the instant the rank's allocated timeline peaks (the first instant it reaches its
+// maximum, replayed with the frees before the allocations at one instant). The executor can count an
+// allocation started by one task's end before another task's free at the same instant (it handles ends in
+// the order they were scheduled), so its peak may lie at an instant this replay does not see; no shipped
+// or validation scenario shows a difference (their peaks and instants match the replay on every rank).
+std::int64_t held_at_peak(const sim::TaskGraph& g, const sim::Timeline& tl, int rank,
+                          const std::vector<std::pair<sim::TaskId, std::int64_t>>& allocs);
+
 // Per rank: the caching allocator's reserved peak (bytes) over the step's allocation stream
 // (sim/caching_allocator.h). The stream is the timeline's memory changes on that rank in time order: a
 // task's memory_delta > 0 is one block allocated at its start on the task's stream, a free (memory_delta
@@ -44,12 +53,6 @@ void split_imbalance(std::vector<RankParts>& parts, const std::vector<double>& b
 // repeats for ever; at most `steps` plays), and the peak is that last step's, as torch reports it after
 // reset_peak_memory_stats. Bytes outside the timeline (weights, optimizer state) are not part of it
 // (allocated once, in blocks of their own size).
-// Bytes the allocations in `allocs` (task, bytes it allocates at its start and keeps: Lowered::lazy_grads)
-// hold on `rank` at the instant the rank's allocated timeline peaks (the first instant it reaches its
-// maximum; frees before allocations at one instant, as the executor counts them).
-std::int64_t held_at_peak(const sim::TaskGraph& g, const sim::Timeline& tl, int rank,
-                          const std::vector<std::pair<sim::TaskId, std::int64_t>>& allocs);
-
 std::vector<std::int64_t> reserved_peaks(const sim::TaskGraph& g, const sim::Timeline& tl, int P, const Lowered* low,
                                          int steps = 8);
 
