@@ -137,24 +137,17 @@ void Builder::allocate_lazy_grads(int rank, const Op& op) {
   else if (op.kind == OpKind::FB && !op.split_w) stage = op.stage_b;
   if (stage < 0) return;
   auto& done = grads_allocated_[static_cast<std::size_t>(rank)];
-  if (done[static_cast<std::size_t>(stage)]) return;
+  const auto at = std::lower_bound(done.begin(), done.end(), stage);
+  if (at != done.end() && *at == stage) return;
   // The rank's gradients with this stage's minus without it (a tied embedding on a rank holding the first
   // and the last stage is one tensor: counted once, as the rank's static accounting counts it).
-  auto grads_of = [&](const std::vector<char>& stages) {
-    std::vector<int> layers;
-    bool emb = false, head = false;
-    for (int st = 0; st < S_; ++st) {
-      if (!stages[static_cast<std::size_t>(st)]) continue;
-      const auto& l = out_.stage_layers[static_cast<std::size_t>(st)];
-      layers.insert(layers.end(), l.begin(), l.end());
-      emb = emb || st == 0;
-      head = head || st == S_ - 1;
-    }
-    return models::rank_static_memory(s_, layers, emb, head, layers_.shape().fp32_autocast).grads;
+  auto grads_of = [&] {
+    const HeldLayers h = held_layers(out_.stage_layers, done);
+    return models::rank_static_memory(s_, h.layers, h.embedding, h.head, layers_.shape().fp32_autocast).grads;
   };
-  const double before = grads_of(done);
-  done[static_cast<std::size_t>(stage)] = 1;
-  const auto b = static_cast<std::int64_t>(grads_of(done) - before);
+  const double before = grads_of();
+  done.insert(at, stage);
+  const auto b = static_cast<std::int64_t>(grads_of() - before);
   if (b <= 0) return;
   // autograd's AccumulateGrad allocates each parameter's .grad as its weight gradient is produced: over the
   // op, while the op's activations are freed. Allocated by the op's last compute task here (at its start,
@@ -257,21 +250,15 @@ void Builder::add_static_memory() {
   // one-rank FSDP2 step peaks 7.2 GiB, its whole fp32 gradient, under a model that held them from the
   // start); with offloading they live on the host.
   lazy_grads_ = models::backward_allocates_grads(s_);
-  grads_allocated_.assign(static_cast<std::size_t>(p_), std::vector<char>(static_cast<std::size_t>(S_), 0));
+  grads_allocated_.assign(static_cast<std::size_t>(p_), {});
   lazy_grad_bytes_.assign(static_cast<std::size_t>(p_), 0.0);
   for (int r = 0; r < p_; ++r) {
-    std::vector<int> layers;
-    bool emb = false, head = false;
-    for (int st : rank_stages_[r]) {
-      layers.insert(layers.end(), out_.stage_layers[st].begin(), out_.stage_layers[st].end());
-      emb = emb || st == 0;
-      head = head || st == S_ - 1;
-    }
-    rank_params_[r] = models::static_memory(s_.model, layers, emb, head, P.tp, P.ep, P.dp, P.distributed_optimizer,
-                                            shape.fp32_autocast).params /
+    const HeldLayers h = held_layers(out_.stage_layers, rank_stages_[r]);
+    rank_params_[r] = models::static_memory(s_.model, h.layers, h.embedding, h.head, P.tp, P.ep, P.dp,
+                                            P.distributed_optimizer, shape.fp32_autocast).params /
                       models::param_bytes(shape.fp32_autocast);
-    rank_linear_params_[r] = models::linear_weights(s_.model, layers, head, P.tp, P.ep);
-    const models::StaticMemory sm = models::rank_static_memory(s_, layers, emb, head, shape.fp32_autocast);
+    rank_linear_params_[r] = models::linear_weights(s_.model, h.layers, h.head, P.tp, P.ep);
+    const models::StaticMemory sm = models::rank_static_memory(s_, h.layers, h.embedding, h.head, shape.fp32_autocast);
     out_.params_bytes[r] = sm.params;
     out_.grads_bytes[r] = sm.grads;
     out_.optimizer_bytes[r] = sm.optimizer;

@@ -167,8 +167,8 @@ class Builder {
   // zero_grad(set_to_none) gradients (Lowered::lazy_grads): the first op on a rank that produces a stage's
   // weight gradients allocates them (its last compute task; coarse: the op's one task); the optimizer frees them.
   bool lazy_grads_ = false;
-  std::vector<std::vector<char>> grads_allocated_;   // per rank, per stage
-  std::vector<double> lazy_grad_bytes_;               // per rank, allocated so far
+  std::vector<std::vector<int>> grads_allocated_;   // per rank: the stages allocated so far, ascending (layer order)
+  std::vector<double> lazy_grad_bytes_;              // per rank, allocated so far
   void allocate_lazy_grads(int rank, const Op& op);
   layer::LayerCost mtp_cost_;               // one MTP module on the last stage (model.mtp_depth > 0)
   Lowered out_;

@@ -52,6 +52,18 @@ std::vector<std::vector<int>> split_layers(const config::Scenario& s, int stages
   return out;
 }
 
+HeldLayers held_layers(const std::vector<std::vector<int>>& stage_layers, const std::vector<int>& stages) {
+  const int last = static_cast<int>(stage_layers.size()) - 1;
+  HeldLayers h;
+  for (int st : stages) {
+    const auto& l = stage_layers[static_cast<std::size_t>(st)];
+    h.layers.insert(h.layers.end(), l.begin(), l.end());
+    h.embedding = h.embedding || st == 0;
+    h.head = h.head || st == last;
+  }
+  return h;
+}
+
 Lowered lower(const config::Scenario& s, const LowerOptions& o) { return Builder(s, o).run(); }
 
 }  // namespace mfusim::step

@@ -79,6 +79,17 @@ struct Lowered {
 // Layers of each virtual stage (even split, or the scenario's uneven split).
 std::vector<std::vector<int>> split_layers(const config::Scenario&, int stages);
 
+// What a rank holds of the model through some of the virtual stages (`stage_layers`, split_layers'
+// split): the stages' layers, concatenated in the order the stages are given (the memory sums add
+// them in that order), and whether one of them is the first stage (the embedding) or the last (the
+// output head, with the MTP modules), as models::rank_static_memory takes them. The step's static
+// memory, its lazily allocated gradients and the planner's memory bound each gather them here.
+struct HeldLayers {
+  std::vector<int> layers;
+  bool embedding = false, head = false;
+};
+HeldLayers held_layers(const std::vector<std::vector<int>>& stage_layers, const std::vector<int>& stages);
+
 // The scenario's pipeline shape for its schedule: pp, micro-batches, chunks, and Megatron's combined
 // 1F1B where moe.overlap_ep_comm asks for it and the schedule has one.
 schedules::PipelineShape pipeline_shape(const config::Scenario&);

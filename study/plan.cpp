@@ -345,15 +345,12 @@ double memory_lower_bound(const config::Scenario& s) {
   std::vector<char> inflight;
   const int m = s.microbatches();
   for (const auto& ops : sched.order) {
-    std::vector<int> held_layers;
-    bool emb = false, head = false;
+    std::vector<int> stages;   // the rank's, in the order its ops first name them
     std::vector<char> seen(S, 0);
     auto hold = [&](int st) {
       if (st < 0 || seen[st]) return;
       seen[st] = 1;
-      held_layers.insert(held_layers.end(), layers[st].begin(), layers[st].end());
-      emb = emb || st == 0;
-      head = head || st == S - 1;
+      stages.push_back(st);
     };
     inflight.assign(static_cast<std::size_t>(m) * S, 0);
     std::int64_t cur = 0, peak = 0;
@@ -380,8 +377,9 @@ double memory_lower_bound(const config::Scenario& s) {
         release(op.microbatch_b, op.stage_b);
       }
     }
-    std::sort(held_layers.begin(), held_layers.end());
-    const auto st = models::rank_static_memory(s, held_layers, emb, head, autocast);   // as the step
+    step::HeldLayers held = step::held_layers(layers, stages);
+    std::sort(held.layers.begin(), held.layers.end());
+    const auto st = models::rank_static_memory(s, held.layers, held.embedding, held.head, autocast);   // as the step
     // Gradients the backward allocates (zero_grad(set_to_none): the plain PyTorch recipe, PyTorch FSDP;
     // step/builder.cpp) are not held at the activations' peak: left out of the bound. DDP's buckets (the plain
     // recipe with data parallelism) stay.
