@@ -107,19 +107,22 @@ TaskId Builder::fsdp_reduce(int rank, double params, TaskId after, std::int64_t 
   //    4 + 4 bytes in fp32, 2 + 2 in bf16); the post-division of the shard is 1 / size of that.
   TaskId copy_in = -1;
   const auto& F = s_.features;
-  const bool fsdp1 = F.fsdp_version == 1 && sg.size > 1;
-  if (fsdp_active() && !F.megatron_fsdp && (F.fsdp_version == 2 || fsdp1)) {
-    hardware::Kernel k;
+  hardware::Kernel k;
+  const char* task_name = nullptr;
+  if (fsdp_active() && !F.megatron_fsdp) {
     if (F.fsdp_version == 2) {
       k = fsdp_copy_kernel("fsdp_copy_in", 2.0 * params, bytes);
-    } else {
+      task_name = "fsdp reduce copy-in";
+    } else if (sg.size > 1) {
       const double shard = bytes / sg.size;
       k = fsdp_copy_kernel("fsdp1_grad_cast_divide", (F.reduce_fp32 ? 2.0 * params : 0.0) + bytes + shard,
                            (F.reduce_fp32 ? bytes : 0.0) + bytes + shard);
+      task_name = "fsdp1 grad cast + divide";
     }
+  }
+  if (task_name) {
     const layer::Seg cs = layers_.seg_of({&k});
-    copy_in = add_task(rank, st, cs.ns, Category::dp_comm, F.fsdp_version == 2 ? "fsdp reduce copy-in" : "fsdp1 grad cast + divide",
-                       -1, -1, 'C', cs.launch_ns, 0, 0, {}, 0, cs.host_ns);
+    copy_in = add_task(rank, st, cs.ns, Category::dp_comm, task_name, -1, -1, 'C', cs.launch_ns, 0, 0, {}, 0, cs.host_ns);
     if (after >= 0) g.depend(after, copy_in);
   }
   TaskId last = add_task(rank, st, sim::checked_ns(layers_.coll(Collective::reduce_scatter, bytes, sg), "the FSDP reduce-scatter"),
