@@ -66,7 +66,7 @@ def main_gemm(m, k, n):
     def run():
         i = state[0] = state[0] ^ 1
         torch.mm(a[i], b[i], out=c)
-    return run, 2.0 * m * n * k
+    return run
 
 
 def main_attn(b, h, s, d):
@@ -79,7 +79,7 @@ def main_attn(b, h, s, d):
         with sdpa_kernel([SDPBackend.FLASH_ATTENTION]):
             o = F.scaled_dot_product_attention(q, k, v, is_causal=True)
         torch.autograd.grad(o, (q, k, v), go)
-    return run, 0.0
+    return run
 
 
 def main_gelu(m, n):
@@ -89,7 +89,7 @@ def main_gelu(m, n):
     def run():
         i = state[0] = state[0] ^ 1
         torch.ops.aten.gelu.out(x[i], out=y)
-    return run, 4.0 * m * n
+    return run
 
 
 MAINS = [  # name, builder
@@ -104,36 +104,31 @@ SIDES = [
 ]
 
 
-def span(fn, reps, stream):
+def enqueue(fn, reps, stream, after=None):
+    """fn() reps times on `stream` (after the event `after`, if given), between two timing events."""
     s, e = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
     with torch.cuda.stream(stream):
+        if after is not None:
+            stream.wait_event(after)
         s.record(stream)
         for _ in range(reps):
             fn()
         e.record(stream)
+    return s, e
+
+
+def span(fn, reps, stream):
+    s, e = enqueue(fn, reps, stream)
     torch.cuda.synchronize()
     return s.elapsed_time(e) / 1e3
 
 
 def concurrent(mfn, mreps, sfn, sreps, lead, sA, sB):
-    a0, a1 = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
+    a0, _ = enqueue(mfn, lead, sA)
     mid = torch.cuda.Event()
-    b0, b1 = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
-    with torch.cuda.stream(sA):
-        a0.record(sA)
-        for _ in range(lead):
-            mfn()
-        mid.record(sA)
-    with torch.cuda.stream(sB):
-        sB.wait_event(mid)
-        b0.record(sB)
-        for _ in range(sreps):
-            sfn()
-        b1.record(sB)
-    with torch.cuda.stream(sA):
-        for _ in range(mreps - lead):
-            mfn()
-        a1.record(sA)
+    mid.record(sA)
+    b0, b1 = enqueue(sfn, sreps, sB, after=mid)
+    _, a1 = enqueue(mfn, mreps - lead, sA)
     torch.cuda.synchronize()
     tA = a0.elapsed_time(a1) / 1e3
     tB = b0.elapsed_time(b1) / 1e3
@@ -150,7 +145,7 @@ def main():
     t_start = time.time()
     sides = {name: b() for name, b in SIDES}
     for mname, mb in MAINS:
-        mfn, mwork = mb()
+        mfn = mb()
         for _ in range(3):
             mfn()
         torch.cuda.synchronize()
