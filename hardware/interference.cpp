@@ -86,4 +86,6 @@ CommFootprint userbuffers_footprint(TpOverlapSite site, const HardwareSpec& hw, 
   return out;
 }
 
+double side_elementwise_slowdown() { return 1.0 / (1.0 - (1.0 - kSideElementwiseHidden) / kSideElementwiseStretch); }
+
 }  // namespace mfusim::hardware

@@ -76,6 +76,23 @@ constexpr double kSmPacedCommBesideCompute = 0.719;
 // The time multiplier of an SM-paced communication kernel while compute runs beside it.
 double sm_paced_comm_slowdown();
 
+// A full-grid memory-bound kernel on a side stream beside compute (run 39, validation/runs/
+// run39-side-elementwise, one H200): FSDP1's gradient cast + pre-division and FSDP2's reduce-scatter
+// copy-in (14 and 6 bytes per parameter of a 13b / 8B unit) beside GEMMs (MPT-13b and Llama-8B fc1),
+// FlashAttention-2 forward + backward and GELU. Unlike a communication kernel it holds no fixed SMs:
+// its blocks take SMs as the compute's retire, and the two take turns. Against running both in
+// series the pair saved 0.037-0.235 of the side's alone time (median 0.060 of the seven pairs; per
+// kind: GEMMs 0.072, attention 0.069, GELU 0.042). Who waits differs by kind (beside GEMMs the side
+// stretched 2.38-4.73, median 2.686, the GEMM slowed 1.19-1.68; beside attention and GELU the compute
+// slowed 4-7x while the side ran at 1.11-1.22x its alone time), the pair's time does not.
+constexpr double kSideElementwiseHidden = 0.060;    // the share of the side's alone time the pair saves
+constexpr double kSideElementwiseStretch = 2.686;   // the side's time multiplier beside compute (GEMMs)
+// The time multiplier of every kind of compute while such a kernel runs beside it: the one that makes
+// the compute's lost time over the side's stretched window, stretch x (1 - 1 / slowdown), the measured
+// (1 - hidden) of the side's alone time: 1 / (1 - (1 - hidden) / stretch) = 1.538 (per kind 1.528 GEMMs,
+// 1.530 attention, 1.555 GELU: one factor within 0.03).
+double side_elementwise_slowdown();
+
 // What one communication kernel does to the compute beside it, per kind of compute kernel.
 struct Contention {
   double gemm = 1.0;        // time multiplier of GEMMs (and of anything not classified): S(k) H(f)

@@ -292,17 +292,21 @@ void TaskGraph::set_contention(double factor) {
   classes_ = std::max(classes_, 2);
 }
 
-std::uint8_t TaskGraph::contention_class(double factor) {
-  if (!(factor >= 0) || !std::isfinite(factor)) throw std::logic_error("contention_class: factor must be finite and >= 0");
+std::uint8_t TaskGraph::contention_class(double factor) { return uniform_contention_class(factor, 0.0); }
+
+std::uint8_t TaskGraph::uniform_contention_class(double factor, double self) {
+  for (double x : {factor, self})
+    if (!(x >= 0) || !std::isfinite(x)) throw std::logic_error("contention_class: factors must be finite and >= 0");
   for (int c = 1; c < classes_; ++c) {
     const auto i = static_cast<std::size_t>(c);
-    if (uniform_[i] && contention_[i] == factor) return static_cast<std::uint8_t>(c);
+    if (uniform_[i] && contention_[i] == factor && self_[i] == self) return static_cast<std::uint8_t>(c);
   }
   if (classes_ >= kContentionClasses) throw std::logic_error("contention_class: more than 15 contention classes");
   const auto i = static_cast<std::size_t>(classes_);
   contention_[i] = attention_[i] = factor;
   hbm_[i] = 0;
   uniform_[i] = 1;
+  self_[i] = self;
   return static_cast<std::uint8_t>(classes_++);
 }
 

@@ -52,6 +52,8 @@ class Builder {
   void emit_ops(const std::vector<std::vector<std::int64_t>>& gc_before);
   // The graph's contention class of a collective whose kernels do `c` to the compute beside them.
   std::uint8_t interference_class(const hardware::Contention& c);
+  // The class of a full-grid memory-bound kernel on a side stream (hardware::side_elementwise_slowdown).
+  std::uint8_t side_elementwise_class();
   void add_optimizer_sync();   // the global gradient-norm check before every rank's optimizer
   TaskId add_task(int rank, sim::StreamId stream, std::int64_t ns, sim::Category cat, Name name, int mb, int chunk,
                   char kind, std::int64_t launch_ns = 0, double flops = 0, std::int64_t mem = 0,

@@ -52,6 +52,10 @@ std::uint8_t Builder::interference_class(const hardware::Contention& c) {
                                      std::max(0.0, c.self - 1.0));
 }
 
+std::uint8_t Builder::side_elementwise_class() {
+  return out_.graph.uniform_contention_class(hardware::side_elementwise_slowdown() - 1.0, hardware::kSideElementwiseStretch - 1.0);
+}
+
 std::vector<FbStep> fb_order(const std::vector<Item>& f, const std::vector<Item>& b, bool rearrange) {
   std::vector<FbStep> out;
   out.reserve(f.size() + b.size());

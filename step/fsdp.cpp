@@ -122,7 +122,9 @@ TaskId Builder::fsdp_reduce(int rank, double params, TaskId after, std::int64_t 
   }
   if (task_name) {
     const layer::Seg cs = layers_.seg_of({&k});
-    copy_in = add_task(rank, st, cs.ns, Category::dp_comm, task_name, -1, -1, 'C', cs.launch_ns, 0, 0, {}, 0, cs.host_ns);
+    // Not hidden under the backward beside it (run 39): its own contention class.
+    copy_in = add_task(rank, st, cs.ns, Category::dp_comm, task_name, -1, -1, 'C', cs.launch_ns, 0, 0, {},
+                       side_elementwise_class(), cs.host_ns);
     if (after >= 0) g.depend(after, copy_in);
   }
   TaskId last = add_task(rank, st, sim::checked_ns(layers_.coll(Collective::reduce_scatter, bytes, sg), "the FSDP reduce-scatter"),

@@ -6,7 +6,9 @@
 // the side's measured bandwidth beside fc1).
 #include <doctest/doctest.h>
 
+#include <algorithm>
 #include <cmath>
+#include <string>
 #include <vector>
 
 #include "hardware/interference.h"
@@ -144,4 +146,39 @@ TEST_CASE("interference: contention() gives each kind of compute its own factor"
   CHECK(b.gemm == doctest::Approx(compute_slowdown(stream, hw)));
   CHECK(b.attention == doctest::Approx(attention_sm_slowdown(32) * hbm_slowdown(b.hbm)));
   CHECK(contention(CommFootprint{}, hw) == Contention{});
+}
+
+// Run 39 (validation/runs/run39-side-elementwise, results/summary.txt): FSDP1's gradient cast + divide and
+// FSDP2's copy-in on a side stream beside compute. Per pair: the side's stretch and the share of its
+// alone time the pair saved against running both in series ("hidden").
+TEST_CASE("interference: a full-grid side kernel costs the compute beside it what run 39 measured") {
+  struct Pair { const char* kind; double stretch, hidden; };
+  const std::vector<Pair> pairs = {{"gemm", 2.384, 0.051}, {"gemm", 2.686, 0.072}, {"gemm", 4.728, 0.235},
+                                   {"attention", 1.219, 0.078}, {"attention", 1.145, 0.060},
+                                   {"memory", 1.112, 0.037}, {"memory", 1.135, 0.046}};
+  const double s = side_elementwise_slowdown();
+  CHECK(s == doctest::Approx(1.538).epsilon(0.001));
+  // The model's lost compute time over the side's stretched window, as a share of the side's alone
+  // time: the measured (1 - hidden) of the median pair, inside the range of all seven.
+  const double lost = kSideElementwiseStretch * (1.0 - 1.0 / s);
+  CHECK(lost == doctest::Approx(1.0 - kSideElementwiseHidden));
+  double lo = 1, hi = 0;
+  for (const Pair& p : pairs) {
+    lo = std::min(lo, 1.0 - p.hidden);
+    hi = std::max(hi, 1.0 - p.hidden);
+  }
+  CHECK(lost >= lo);
+  CHECK(lost <= hi);
+  // One factor for every kind: each kind's own median hidden share gives a factor within 0.03.
+  for (const char* kind : {"gemm", "attention", "memory"}) {
+    std::vector<double> h;
+    for (const Pair& p : pairs)
+      if (std::string(p.kind) == kind) h.push_back(p.hidden);
+    std::sort(h.begin(), h.end());
+    const double med = h.size() % 2 ? h[h.size() / 2] : 0.5 * (h[h.size() / 2 - 1] + h[h.size() / 2]);
+    CAPTURE(kind);
+    CHECK(std::abs(1.0 / (1.0 - (1.0 - med) / kSideElementwiseStretch) - s) <= 0.03);
+  }
+  // The stretch is the GEMM pairs' median.
+  CHECK(kSideElementwiseStretch == pairs[1].stretch);
 }

@@ -247,6 +247,32 @@ TEST_CASE("engine: a class that slows beside compute runs its own tasks slower w
   CHECK_THROWS_AS(TaskGraph{}.contention_class(0.2, 0.0, 0.0, -0.1), std::logic_error);
 }
 
+TEST_CASE("engine: a uniform class that slows beside compute: every kind of compute alike, its own tasks stretched") {
+  // Factor 0.5 for every kind, its own tasks x2 beside compute. A 1000 ns side task beside 10,000 ns of
+  // compute (GEMM, attention-heavy or memory-bound: the same): the side runs 2000 ns; the compute does
+  // 2000 / 1.5 there and ends at 10,000 + 2000 x (1 - 1 / 1.5) = 10,667.
+  const ComputeMix mixes[3] = {{0, 0, 0}, {255, 0, 0}, {0, 255, 200}};
+  for (const ComputeMix& mix : mixes) {
+    TaskGraph g;
+    const std::uint8_t u = g.uniform_contention_class(0.5, 1.0);
+    CHECK(g.uniform_contention_class(0.5, 1.0) == u);
+    CHECK(g.contention_class(0.5) != u);   // the same factor without `self` is another class
+    CHECK(g.contention_uniform(u));
+    CHECK(g.contention_self(u) == 1.0);
+    auto c = g.add_stream(0, "compute", true), m = g.add_stream(0, "comm", false);
+    TaskSpec t = task(c, 10000);
+    t.mix = mix;
+    const TaskId k = g.add(t);
+    TaskSpec x = task(m, 1000);
+    x.interferes = u;
+    const TaskId xi = g.add(x);
+    const auto tl = run(g);
+    CHECK(tl.of(xi).end == Time{2000});
+    CHECK(std::abs(static_cast<double>(tl.of(k).end.ns) - (10000 + 2000 * (1 - 1 / 1.5))) <= 1.0);
+  }
+  CHECK_THROWS_AS(TaskGraph{}.uniform_contention_class(0.5, -1.0), std::logic_error);
+}
+
 TEST_CASE("engine: memory allocates at start, frees at end; peak per rank") {
   TaskGraph g;
   auto c = g.add_stream(0, "compute", true), c1 = g.add_stream(1, "compute", true);

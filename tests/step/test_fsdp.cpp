@@ -12,6 +12,7 @@
 #include <vector>
 
 #include "config/loader.h"
+#include "hardware/interference.h"
 #include "models/flops.h"
 #include "models/memory.h"
 #include "models/params.h"
@@ -325,6 +326,18 @@ TEST_CASE("fsdp_version: FSDP2 copies each gathered unit out on the compute stre
   CHECK(count(v1, "fsdp1 grad cast + divide") == count(v1, "fsdp reduce-scatter"));
   for (const char* name : {"fsdp copy-out", "fsdp reduce copy-in", "fsdp1 grad cast + divide"}) CHECK(count(mf, name) == 0);
   CHECK(v2.step_time_s > mf.step_time_s);
+  // Both gradient kernels run on the reduce-scatter stream with run 39's class: not hidden under the
+  // backward beside them (every kind of compute slows by hardware::side_elementwise_slowdown, the
+  // kernel stretches by kSideElementwiseStretch while the rank computes).
+  for (const auto* r : {&v2, &v1})
+    for (const char* name : {"fsdp reduce copy-in", "fsdp1 grad cast + divide"})
+      for (const auto id : testing::tasks_named(*r, name)) {
+        const auto cls = r->graph->task(id).interferes;
+        REQUIRE(cls != 0);
+        CHECK(r->graph->contention_uniform(cls));
+        CHECK(r->graph->contention(cls) == doctest::Approx(hardware::side_elementwise_slowdown() - 1.0));
+        CHECK(r->graph->contention_self(cls) == doctest::Approx(hardware::kSideElementwiseStretch - 1.0));
+      }
   // FSDP1's kernel moves, per gradient element of the unit, the cast (2 read, 4 written) and the in-place
   // pre-division (4 + 4) with the fp32 reduction; the pre-division alone (2 + 2) with bf16; plus the shard's
   // post-division (1/16 of the pre-division here).

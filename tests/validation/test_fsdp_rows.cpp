@@ -49,7 +49,9 @@ TEST_CASE("fsdp rows: every published row is a valid scenario and the medians pe
   // (tuning), 13.0 -> 14.4% (held-out, printed once after the change). A correction of the rows' set-up that moved
   // them away from their published figures (fms-fsdp 7.8 -> 14.2%: its rows had been right with twice the bytes
   // on their stated network); the bound moved with it.
-  for (const Half h : {Half{"tuning", 0.16, 0.06}, Half{"heldout", 0.15, 0.055}}) {
+  // FSDP1's gradient cast + divide and FSDP2's copy-in with run 39's contention class (not hidden under the
+  // backward beside them): tokens/s 15.4 -> 14.0% (tuning), 14.4 -> 13.8% (held-out, printed once after).
+  for (const Half h : {Half{"tuning", 0.15, 0.06}, Half{"heldout", 0.145, 0.055}}) {
     std::vector<double> tps, mem;
     int n = 0;
     for (const auto& r : rows) {
