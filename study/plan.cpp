@@ -247,6 +247,12 @@ std::vector<config::Scenario> enumerate_layouts(const config::Scenario& base, in
                         z.parallel.distributed_optimizer = true;
                         z.parallel.shard_degree = sd;
                         if (zs < 3 && z.features.offload == config::Offload::params) z.features.offload = config::Offload::none;
+                        // ZeRO-3 as the base runs it: a Megatron-FSDP base stays Megatron-FSDP (and its ZeRO-1/2
+                        // variants are Megatron's, which megatron_fsdp would refuse); from a ZeRO-2 base, a Megatron
+                        // block shards as Megatron-FSDP and torchtitan's as FSDP2 (diagnose's ZeRO-3 lever).
+                        z.features.megatron_fsdp =
+                            zs == 3 && (base.features.megatron_fsdp ||
+                                        (base.parallel.zero() < 3 && base.features.model_code == config::ModelCode::megatron));
                         out.push_back(std::move(z));
                       }
                     continue;

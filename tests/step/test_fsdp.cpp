@@ -207,6 +207,23 @@ TEST_CASE("plan: a ZeRO scenario's search covers zero_stage 1-3 and HSDP; the me
   CHECK(z[2] == z[1]);
   CHECK(z[3] == z[1]);
   CHECK(hsdp > 0);
+  // Megatron-FSDP as the base runs it: a Megatron-FSDP base's ZeRO-3 layouts stay Megatron-FSDP and its
+  // ZeRO-1/2 ones are valid (without megatron_fsdp); from a ZeRO-2 base a Megatron block shards as
+  // Megatron-FSDP (diagnose's lever), torchtitan's as FSDP2; an FSDP2 base stays FSDP2.
+  for (const auto& s : all) CHECK_FALSE(s.features.megatron_fsdp);
+  const auto mf = study::enumerate_layouts(scenario({"features.megatron_fsdp=true"}), 16);
+  int mf3 = 0, mf12 = 0;
+  for (const auto& s : mf) {
+    CHECK(s.features.megatron_fsdp == (s.parallel.zero() == 3));
+    for (const auto& d : config::validate(s)) CHECK(d.message.find("megatron_fsdp") == std::string::npos);
+    (s.parallel.zero() == 3 ? mf3 : mf12) += 1;
+  }
+  CHECK(mf3 > 0);
+  CHECK(mf12 == 2 * mf3);
+  for (const auto& s : study::enumerate_layouts(scenario({"parallel.zero_stage=2"}), 16))
+    CHECK(s.features.megatron_fsdp == (s.parallel.zero() == 3));
+  for (const auto& s : study::enumerate_layouts(scenario({"parallel.zero_stage=2", "features.model_code=\"torchtitan\""}), 16))
+    CHECK_FALSE(s.features.megatron_fsdp);
   // A Megatron scenario's search is unchanged: ZeRO-1 only.
   const auto megatron = study::enumerate_layouts(scenario({"parallel.zero_stage=1"}), 16);
   for (const auto& s : megatron) CHECK(s.parallel.zero() == 1);
