@@ -195,8 +195,58 @@ double grouped_gemm_efficiency(const GroupedGemmFit& f, double tokens_per_expert
   return y[i - 1] + u * (y[i] - y[i - 1]);
 }
 
+double slowest_of_n(const Calibration* cal, int n) {
+  if (!cal || !cal->has_slowest_of_n || n <= 1) return 1.0;
+  const auto& x = cal->slowest_of_n.group;
+  const auto& y = cal->slowest_of_n.ratio;
+  if (x.empty() || x.size() != y.size()) return 1.0;
+  const double v = static_cast<double>(n);
+  if (v >= x.back()) return y.back();
+  double x0 = 1.0, y0 = 1.0;
+  std::size_t i = 0;
+  while (x[i] < v) {
+    x0 = x[i];
+    y0 = y[i];
+    ++i;
+  }
+  const double u = (std::log(v) - std::log(x0)) / (std::log(x[i]) - std::log(x0));
+  return y0 + u * (y[i] - y0);
+}
+
 namespace {
 
+
+// [[slowest_of_n]] rows (validation/runs/run40-interval-jitter/slowest_of_n.py): per group size N, the
+// expected slowest of N units of compute over their mean, from one workload's measured distribution.
+void fit_slowest_of_n(const std::string& file, const std::vector<Reader>& rows, Calibration& cal, std::ostream& rep) {
+  if (rows.empty()) return;
+  std::map<long long, double> pts;
+  std::string workload;
+  long long units = 0;
+  for (const Reader& r : rows) {
+    const double n = r.num("group"), ratio = r.num("ratio"), u = r.num("units");
+    if (!(n >= 2 && n <= 1e6 && n == std::floor(n)) || !(ratio >= 1 && ratio <= 2) || !(u >= 2 && u == std::floor(u)))
+      fail(file, r.where, "slowest_of_n sample needs a whole group in [2, 1e6], ratio in [1, 2] and whole units >= 2");
+    const std::string w = r.str("workload");
+    if (!workload.empty() && (w != workload || std::llround(u) != units))
+      fail(file, r.where, "slowest_of_n samples must come from one workload's measurement (one workload, one units)");
+    workload = w;
+    units = std::llround(u);
+    if (!pts.emplace(std::llround(n), ratio).second) fail(file, r.where, "slowest_of_n: group " + fmt("%.0f", n) + " given twice");
+  }
+  SlowestOfN f;
+  for (const auto& [n, ratio] : pts) {
+    if (!f.ratio.empty() && ratio < f.ratio.back())
+      fail(file, "slowest_of_n: the ratio must not fall as the group grows (group " + std::to_string(n) + ")");
+    f.group.push_back(static_cast<double>(n));
+    f.ratio.push_back(ratio);
+  }
+  f.units = static_cast<int>(units);
+  cal.slowest_of_n = f;
+  cal.has_slowest_of_n = true;
+  rep << "slowest of N: " << workload << ", " << units << " units: " << fmt("%.4f", f.ratio.front()) << " at "
+      << fmt("%.0f", f.group.front()) << " to " << fmt("%.4f", f.ratio.back()) << " at " << fmt("%.0f", f.group.back()) << "\n";
+}
 
 // [[grouped_gemm]] rows (validation/runs/run14-interference/grouped_gemm.py): per (model, gemm,
 // dtype, experts, tokens per expert) with routing "equal", the measured ratio of the dense
@@ -791,10 +841,12 @@ Calibration fit_probe(const std::string& probe_path, std::string* report, const 
   if (const toml::node* p = root.get("provenance"); p && p->is_table())
     gpu_sms = static_cast<int>(top.sub("provenance").num("sm_count", false, 0));
   fit_gemm_power(probe_path, rows("gemm_power"), gpu_sms, cal, rep);
+  fit_slowest_of_n(probe_path, rows("slowest_of_n"), cal, rep);
   if (!cal.has_gemm && !cal.has_attention && !cal.has_memory && !cal.has_collectives && !cal.has_gemm_grouped &&
-      !cal.has_power)
+      !cal.has_power && !cal.has_slowest_of_n)
     fail(probe_path,
-         "no probe samples ([[gemm]], [[attention]], [[memory]], [[collective]], [[grouped_gemm]], [[gemm_power]]) found");
+         "no probe samples ([[gemm]], [[attention]], [[memory]], [[collective]], [[grouped_gemm]], [[gemm_power]], "
+         "[[slowest_of_n]]) found");
   check_fit(cal, probe_path);
   if (report) *report = rep.str();
   return cal;

@@ -160,6 +160,23 @@ constexpr double kPowerExponentMin = 0.5, kPowerExponentMax = 6.0;
 // Whether a PowerFit speaks for `hw`: a power limit given and the same SM count as the fit's GPU (a
 // profile without `sms` is not taken to be that GPU).
 
+// The pace of a synchronous group ([slowest_of_n], from the probe's [[slowest_of_n]] rows, validation/runs/
+// run40-interval-jitter): identical units of compute back to back on one GPU under sustained load vary from
+// one to the next (the power-capped SM clock wanders between 1530 and 1650 MHz on the H200, slowly:
+// neighbouring units' durations correlate 0.92). A collective starts when the slowest member of its group
+// arrives, so a group of N members, each wandering on its own, runs at the expected slowest of N draws:
+// ratio = E[max of N units] / mean, exact for the measured distribution of a Llama-3-70B TP8 layer's
+// forward (23,904 units of 1.68 ms), at N = 2 .. 256 (beyond, a handful of outliers decide the tail).
+struct SlowestOfN {
+  std::vector<double> group;   // ascending, >= 2
+  std::vector<double> ratio;   // per group, >= 1, non-decreasing
+  int units = 0;               // measured units the ratios come from
+};
+// The ratio for a group of n ranks: 1 for n <= 1 or without a table; linear in log n between the measured
+// points (and from (1, 1) to the first), flat beyond the last.
+struct Calibration;
+double slowest_of_n(const Calibration*, int n);
+
 struct Calibration {
   std::string source;      // path of the calibration file
   std::string gpu_name;    // provenance from the probe
@@ -182,6 +199,8 @@ struct Calibration {
   GroupedGemmFit gemm_grouped;
   bool has_power = false;              // [power]
   PowerFit power;
+  bool has_slowest_of_n = false;       // [slowest_of_n]
+  SlowestOfN slowest_of_n;
 };
 
 // How much longer a compute-bound kernel (GEMM, attention) runs on `hw` than the calibration's GEMM

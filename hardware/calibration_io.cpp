@@ -70,6 +70,42 @@ void read_grouped_gemm(const std::string& path, const Reader& r, Calibration& c)
   c.has_gemm_grouped = true;
 }
 
+void write_slowest_of_n(std::ostream& f, const SlowestOfN& t) {
+  f << "\n[slowest_of_n]  # expected slowest of N identical compute intervals / their mean, by group size N\ngroup = [";
+  for (std::size_t i = 0; i < t.group.size(); ++i) f << (i ? ", " : "") << fmt("%.9g", t.group[i]);
+  f << "]\nratio = [";
+  for (std::size_t i = 0; i < t.ratio.size(); ++i) f << (i ? ", " : "") << fmt("%.9g", t.ratio[i]);
+  f << "]\nunits = " << t.units << "\n";
+}
+
+void read_slowest_of_n(const std::string& path, const Reader& r, Calibration& c) {
+  r.only({"group", "ratio", "units"});
+  auto list = [&](const char* key, double lo, double hi) {
+    const toml::node* n = r.node(key);
+    if (!n) fail(path, r.where, std::string("missing key '") + key + "'");
+    const toml::array* a = n->as_array();
+    if (!a || a->empty()) fail(path, n->source(), std::string("'") + key + "' must be a non-empty array of numbers");
+    std::vector<double> out;
+    for (const toml::node& e : *a) {
+      const auto v = e.value<double>();
+      if (!v || !std::isfinite(*v) || *v < lo || *v > hi)
+        fail(path, e.source(), std::string("'") + key + "' values must be numbers in [" + fmt("%g", lo) + ", " + fmt("%g", hi) + "]");
+      out.push_back(*v);
+    }
+    return out;
+  };
+  SlowestOfN& t = c.slowest_of_n;
+  t.group = list("group", 2, 1e6);
+  t.ratio = list("ratio", 1, 2);
+  if (t.group.size() != t.ratio.size()) fail(path, r.node("ratio")->source(), "'ratio' needs one value per 'group' value");
+  for (std::size_t i = 1; i < t.group.size(); ++i) {
+    if (!(t.group[i] > t.group[i - 1])) fail(path, r.node("group")->source(), "'group' must be strictly ascending");
+    if (t.ratio[i] < t.ratio[i - 1]) fail(path, r.node("ratio")->source(), "'ratio' must not fall as the group grows");
+  }
+  t.units = static_cast<int>(r.nonneg("units", false));
+  c.has_slowest_of_n = true;
+}
+
 }  // namespace
 
 // ------------------------------------------------------------------ write / read
@@ -153,6 +189,7 @@ void write_calibration(const Calibration& c, const std::string& path) {
       << g(w.max_clock_mhz) << "\nmin_clock_mhz = " << g(w.min_clock_mhz) << "\nexponent = " << g(w.exponent)
       << "\nsms = " << w.sms << "\nrms_rel_error = " << g(w.rms_rel_error) << "\nsamples = " << w.samples << "\n";
   }
+  if (c.has_slowest_of_n) write_slowest_of_n(f, c.slowest_of_n);
   io::write_file(path, f.str(), "the calibration file");   // atomically: a failed write leaves the old file
 }
 
@@ -160,7 +197,7 @@ Calibration read_calibration(const std::string& path) {
   toml::table root = parse_file(path);
   Reader top{path, &root, root.source()};
   top.only({"format", "gpu", "gemm", "gemm_fp8", "attention", "attention_fa2", "memory", "memory_families", "collectives", "gemm_clock",
-            "gemm_grouped", "power"});
+            "gemm_grouped", "power", "slowest_of_n"});
   if (top.str("format", "mfusim-calibration-1") != "mfusim-calibration-1")
     fail(path, top.node("format")->source(), "unsupported format '" + top.str("format") + "'");
   Calibration c;
@@ -308,6 +345,7 @@ Calibration read_calibration(const std::string& path) {
     c.has_gemm_clock = true;
   }
   if (top.node("gemm_grouped")) read_grouped_gemm(path, top.sub("gemm_grouped"), c);
+  if (top.node("slowest_of_n")) read_slowest_of_n(path, top.sub("slowest_of_n"), c);
   if (top.node("power")) {
     Reader r = top.sub("power");
     r.only({"limit_w", "base_w", "sm_w", "max_clock_mhz", "min_clock_mhz", "exponent", "sms", "rms_rel_error", "samples"});

@@ -354,7 +354,9 @@ double CostModel::time(const Kernel& kn) const {
     case KernelKind::attention_bwd: one = attention_seconds(kn); break;
     case KernelKind::memory: one = memory_seconds(kn); break;
   }
-  return kn.count * (one + launches_per_kernel(kn) * launch_);
+  return kn.count * (one * pace_ + launches_per_kernel(kn) * launch_);
 }
+
+void CostModel::set_sync_group(int ranks) { pace_ = slowest_of_n(cal_, ranks); }
 
 }  // namespace mfusim::hardware

@@ -95,6 +95,11 @@ class CostModel {
   double gemm_clock_scale() const { return clock_scale_; }
   // Time factor of the SM-clock-paced compute (GEMMs, attention) under hardware.power_limit_w.
   double power_time_scale() const { return power_scale_; }
+  // The ranks this model's rank waits for at least once per micro-batch (models::sync_group_ranks): every
+  // kernel's time runs at the expected slowest of that many (slowest_of_n of the calibration; 1 without
+  // its [slowest_of_n] table or for one rank).
+  void set_sync_group(int ranks);
+  double sync_pace() const { return pace_; }
   bool has_gemm_clock() const { return cal_ && cal_->has_gemm_clock; }
   double peak_flops() const;
   int sm_count() const { return sms_; }
@@ -131,6 +136,7 @@ class CostModel {
   // Compute-bound kernels' time under the hardware's power limit against the calibration's
   // (power_time_scale; 1 at the calibration's own limit).
   double power_scale_ = 1.0;
+  double pace_ = 1.0;   // set_sync_group
   int sms_ = 132;
   // Calibration exact shapes, sorted by (m, n, k): bf16 and fp8 (the fp8 one only from the
   // calibration's [gemm_fp8]). Seconds as measured, rescaled to this GPU's peak (gemm_seconds).

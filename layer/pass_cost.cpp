@@ -63,6 +63,7 @@ void LayerCosts::place() {
   place_ = hardware::place(models::layout_of(s_), s_.hardware);
   shape_ = models::rank_shape(s_);
   models::settle_gemm_duty(s_.model, shape_, cost_);   // the clock of the kernel mix (Calibration::gemm_clock)
+  cost_.set_sync_group(models::sync_group_ranks(s_));   // the pace of the slowest of its group (run 40)
 }
 
 hardware::AlgoChoice LayerCosts::algo() const {
@@ -190,7 +191,9 @@ Seg LayerCosts::seg_of(const std::vector<const Kernel*>& ks, double extra_host) 
     if (hardware::is_attention(k->kind)) {
       attn += t;
     } else if (k->kind == hardware::KernelKind::memory) {
-      const double use = s_.hardware.hbm_bandwidth > 0 ? k->bytes * k->count / t / s_.hardware.hbm_bandwidth : 0.0;
+      // Its own HBM use at its own rate (not at the group's pace: a kernel waited for streams as fast).
+      const double use =
+          s_.hardware.hbm_bandwidth > 0 ? k->bytes * k->count * cost_.sync_pace() / t / s_.hardware.hbm_bandwidth : 0.0;
       mem += t;
       mem_coef += t * hardware::memory_hbm_coefficient(use);
     }

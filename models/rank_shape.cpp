@@ -59,4 +59,13 @@ RankShape rank_shape(const config::Scenario& s) {
   return sh;
 }
 
+int sync_group_ranks(const config::Scenario& s) {
+  const auto& P = s.parallel;
+  int dp_peers = 1;
+  if (P.zero() >= 3) dp_peers = P.shard();
+  if (s.model.is_moe() && P.ep > 1) dp_peers = std::max(dp_peers, P.ep);
+  dp_peers = std::clamp(dp_peers, 1, std::max(1, P.dp));
+  return std::max(1, P.tp) * std::max(1, P.cp) * std::max(1, P.pp) * dp_peers;
+}
+
 }  // namespace mfusim::models

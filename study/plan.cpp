@@ -406,6 +406,7 @@ double step_time_lower_bound(const config::Scenario& s) {
                            s.features.cuda_graphs);
   const models::RankShape sh = models::rank_shape(s);
   models::settle_gemm_duty(s.model, sh, cost);   // the same GEMM clock as the lowering's (LayerCosts::place)
+  cost.set_sync_group(models::sync_group_ranks(s));   // and the same pace of the slowest of its group
   // Per stage, one micro-batch: all compute (fw, bw, weight grad, recompute),
   // and the part on the dependency chain (forward; recompute + backward).
   struct Cost { double all = 0, chain = 0; };

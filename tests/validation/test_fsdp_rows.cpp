@@ -51,7 +51,9 @@ TEST_CASE("fsdp rows: every published row is a valid scenario and the medians pe
   // on their stated network); the bound moved with it.
   // FSDP1's gradient cast + divide and FSDP2's copy-in with run 39's contention class (not hidden under the
   // backward beside them): tokens/s 15.4 -> 14.0% (tuning), 14.4 -> 13.8% (held-out, printed once after).
-  for (const Half h : {Half{"tuning", 0.15, 0.06}, Half{"heldout", 0.145, 0.055}}) {
+  // Compute at the pace of the slowest of the ranks it waits for every micro-batch (run 40; a ZeRO-3 rank waits
+  // for its shard group at every unit's gather): 14.0 -> 12.0% (tuning), 13.8 -> 11.4% (held-out, printed once after).
+  for (const Half h : {Half{"tuning", 0.13, 0.06}, Half{"heldout", 0.125, 0.055}}) {
     std::vector<double> tps, mem;
     int n = 0;
     for (const auto& r : rows) {

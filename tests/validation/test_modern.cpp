@@ -119,10 +119,14 @@ TEST_CASE("modern: accuracy per half does not regress (per-layer lowering, both 
       {vm::Profile::datasheet, "heldout", 76, 0.292, 0.640},
       // The NeMo rows' bf16 gradient reduction (sourced, modern.h) halves their DP traffic and so
       // its interference: medians 14.0 -> 14.5% (tuning), 15.0 -> 16.0% (held-out).
-      {vm::Profile::calibrated, "tuning", 78, 0.145, 0.476},
-      {vm::Profile::calibrated, "heldout", 76, 0.160, 0.453},
-      {vm::Profile::sustained, "tuning", 78, 0.162, 0.477},
-      {vm::Profile::sustained, "heldout", 76, 0.167, 0.455},
+      // Compute at the pace of the slowest of the ranks it waits for every micro-batch (run 40's measured
+      // wander of the power-capped clock, the calibrations' [slowest_of_n]): calibrated 13.5 -> 12.3% / 42.1 ->
+      // 39.9% (tuning), 14.8 -> 12.7% / 39.8 -> 37.8% (held-out, printed once after); sustained 15.9 -> 15.2%,
+      // 15.5 -> 13.5%. Bounds lowered to the new values.
+      {vm::Profile::calibrated, "tuning", 78, 0.123, 0.399},
+      {vm::Profile::calibrated, "heldout", 76, 0.127, 0.378},
+      {vm::Profile::sustained, "tuning", 78, 0.152, 0.400},
+      {vm::Profile::sustained, "heldout", 76, 0.135, 0.379},
   };
   for (const auto& b : bounds) {
     const auto s = half_summary(b.profile, b.half);
