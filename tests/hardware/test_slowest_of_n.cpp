@@ -15,6 +15,9 @@
 #include "hardware/cost_model.h"
 #include "layer/pass_cost.h"
 #include "models/rank_shape.h"
+#include "report/json.h"
+#include "report/text.h"
+#include "step/simulate.h"
 #include "tests/hardware/test_helpers.h"
 #include "tests/shipped_scenario.h"
 
@@ -139,4 +142,18 @@ TEST_CASE("slowest_of_n: every kernel of a rank in a group runs at the group's p
   const double ratio = fwd(paced) / fwd(alone);
   CHECK(ratio <= pace + 1e-9);
   CHECK(ratio > 1.0 + 0.9 * (pace - 1.0));
+}
+
+TEST_CASE("run --json carries the group's size and pace; the text report says it under the breakdown") {
+  auto s = mfusim::testing::shipped_scenario("128xh100_70b.toml");
+  const auto r = step::simulate(s);
+  std::string json = report::to_json(r);
+  json.erase(std::remove(json.begin(), json.end(), ' '), json.end());
+  const int n = models::sync_group_ranks(s);
+  CHECK(json.find("\"sync_group_ranks\":" + std::to_string(n)) != std::string::npos);
+  const auto at = json.find("\"sync_pace\":");
+  REQUIRE(at != std::string::npos);
+  CHECK(std::stod(json.substr(at + 12)) == doctest::Approx(slowest_of_n(&*s.calibration, n)).epsilon(1e-6));
+  const std::string text = report::text_report(r);
+  CHECK(text.find("the pace of the slowest of the " + std::to_string(n) + " ranks") != std::string::npos);
 }
