@@ -92,8 +92,7 @@ void Builder::add_param_gathers() {
   const int dp_group = P.dp * P.cp;
   if (P.distributed_optimizer && s_.features.overlap_param_gather && dp_group > 1) {
     for (int r = 0; r < p_; ++r) {
-      std::vector<int> layers;
-      for (int st : rank_stages_[r]) layers.insert(layers.end(), out_.stage_layers[st].begin(), out_.stage_layers[st].end());
+      std::vector<int> layers = held_layers(out_.stage_layers, rank_stages_[r]).layers;
       std::sort(layers.begin(), layers.end());
       double fill = 0, expert_fill = 0, fill_bytes = 0, expert_bytes = 0;
       std::vector<int> members;
