@@ -220,26 +220,29 @@ namespace {
 // expected slowest of N units of compute over their mean, from one workload's measured distribution.
 void fit_slowest_of_n(const std::string& file, const std::vector<Reader>& rows, Calibration& cal, std::ostream& rep) {
   if (rows.empty()) return;
-  std::map<long long, double> pts;
+  struct Point { double ratio; toml::source_region where; };
+  std::map<long long, Point> pts;
   std::string workload;
   long long units = 0;
   for (const Reader& r : rows) {
     const double n = r.num("group"), ratio = r.num("ratio"), u = r.num("units");
-    if (!(n >= 2 && n <= 1e6 && n == std::floor(n)) || !(ratio >= 1 && ratio <= 2) || !(u >= 2 && u == std::floor(u)))
-      fail(file, r.where, "slowest_of_n sample needs a whole group in [2, 1e6], ratio in [1, 2] and whole units >= 2");
+    if (!(n >= 2 && n <= 1e6 && n == std::floor(n)) || !(ratio >= 1 && ratio <= 2) ||
+        !(u >= 2 && u <= 1e9 && u == std::floor(u)))
+      fail(file, r.where, "slowest_of_n sample needs a whole group in [2, 1e6], ratio in [1, 2] and whole units in [2, 1e9]");
     const std::string w = r.str("workload");
     if (!workload.empty() && (w != workload || std::llround(u) != units))
       fail(file, r.where, "slowest_of_n samples must come from one workload's measurement (one workload, one units)");
     workload = w;
     units = std::llround(u);
-    if (!pts.emplace(std::llround(n), ratio).second) fail(file, r.where, "slowest_of_n: group " + fmt("%.0f", n) + " given twice");
+    if (!pts.emplace(std::llround(n), Point{ratio, r.where}).second)
+      fail(file, r.where, "slowest_of_n: group " + fmt("%.0f", n) + " given twice");
   }
   SlowestOfN f;
-  for (const auto& [n, ratio] : pts) {
-    if (!f.ratio.empty() && ratio < f.ratio.back())
-      fail(file, "slowest_of_n: the ratio must not fall as the group grows (group " + std::to_string(n) + ")");
+  for (const auto& [n, p] : pts) {
+    if (!f.ratio.empty() && p.ratio < f.ratio.back())
+      fail(file, p.where, "slowest_of_n: the ratio must not fall as the group grows (group " + std::to_string(n) + ")");
     f.group.push_back(static_cast<double>(n));
-    f.ratio.push_back(ratio);
+    f.ratio.push_back(p.ratio);
   }
   f.units = static_cast<int>(units);
   cal.slowest_of_n = f;

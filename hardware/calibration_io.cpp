@@ -98,11 +98,16 @@ void read_slowest_of_n(const std::string& path, const Reader& r, Calibration& c)
   t.group = list("group", 2, 1e6);
   t.ratio = list("ratio", 1, 2);
   if (t.group.size() != t.ratio.size()) fail(path, r.node("ratio")->source(), "'ratio' needs one value per 'group' value");
+  for (double g : t.group)
+    if (g != std::floor(g)) fail(path, r.node("group")->source(), "'group' values must be whole numbers of ranks");
   for (std::size_t i = 1; i < t.group.size(); ++i) {
     if (!(t.group[i] > t.group[i - 1])) fail(path, r.node("group")->source(), "'group' must be strictly ascending");
     if (t.ratio[i] < t.ratio[i - 1]) fail(path, r.node("ratio")->source(), "'ratio' must not fall as the group grows");
   }
-  t.units = static_cast<int>(r.nonneg("units", false));
+  const double units = r.nonneg("units", false);
+  if (units > 1e9 || units != std::floor(units))
+    fail(path, r.node("units")->source(), "'units' must be a whole number of at most 1e9");
+  t.units = static_cast<int>(units);
   c.has_slowest_of_n = true;
 }
 

@@ -59,11 +59,15 @@ sim::ComputeMix mix_of(const Seg& sg) {
 LayerCosts::LayerCosts(const Scenario& s)
     : s_(s), cost_(s.hardware, s.training.precision, s.calibration ? &*s.calibration : nullptr, s.features.cuda_graphs) {}
 
+void configure_cost_model(const Scenario& s, const models::RankShape& sh, hardware::CostModel& cost) {
+  models::settle_gemm_duty(s.model, sh, cost);       // the clock of the kernel mix (Calibration::gemm_clock)
+  cost.set_sync_group(models::sync_group_ranks(s));   // the pace of the slowest of its group (run 40)
+}
+
 void LayerCosts::place() {
   place_ = hardware::place(models::layout_of(s_), s_.hardware);
   shape_ = models::rank_shape(s_);
-  models::settle_gemm_duty(s_.model, shape_, cost_);   // the clock of the kernel mix (Calibration::gemm_clock)
-  cost_.set_sync_group(models::sync_group_ranks(s_));   // the pace of the slowest of its group (run 40)
+  configure_cost_model(s_, shape_, cost_);
 }
 
 hardware::AlgoChoice LayerCosts::algo() const {

@@ -112,6 +112,12 @@ struct LayerCost {
 };
 
 // The costs of one scenario's layers, memoised per layer kind (dense, MoE).
+// A cost model set up for one of a scenario's ranks as the lowering prices its layers: the GEMM clock of
+// its kernel mix (models::settle_gemm_duty) and the pace of the slowest of the ranks it waits for every
+// micro-batch (CostModel::set_sync_group, models::sync_group_ranks). LayerCosts::place and plan's
+// step-time bound use it; tools that price one GPU's kernels alone do not.
+void configure_cost_model(const config::Scenario&, const models::RankShape&, hardware::CostModel&);
+
 class LayerCosts {
  public:
   explicit LayerCosts(const config::Scenario& s);
@@ -121,6 +127,7 @@ class LayerCosts {
   void place();
   const hardware::Placement& placement() const { return place_; }
   const models::RankShape& shape() const { return shape_; }
+  double sync_pace() const { return cost_.sync_pace(); }   // configure_cost_model's pace
 
   // One collective over a group (0 for a group of one or no bytes).
   double coll(hardware::Collective c, double bytes, const hardware::Group& g) const;

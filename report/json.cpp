@@ -1,6 +1,5 @@
 #include "report/json.h"
 #include "hardware/calibration.h"
-#include "models/rank_shape.h"
 
 #include <cmath>
 #include <cstdio>
@@ -308,9 +307,8 @@ void write_step(JsonWriter& w, const step::StepResult& r, const std::vector<step
   w.key("interference_s").value(r.interference_s);
   // The ranks the breakdown's rank waits for every micro-batch and the pace of their slowest (run 40; 1 without
   // the calibration's [slowest_of_n]): every kernel's time above runs at it (docs/cost-model.md 2f).
-  const int sync = models::sync_group_ranks(s);
-  w.key("sync_group_ranks").value(sync);
-  w.key("sync_pace").value(hardware::slowest_of_n(s.calibration ? &*s.calibration : nullptr, sync));
+  w.key("sync_group_ranks").value(r.sync_group_ranks);
+  w.key("sync_pace").value(r.sync_pace);
   const auto& m = r.memory;
   w.key("memory").begin_object();
   w.key("capacity_gib").value(m.capacity_gib);

@@ -7,7 +7,6 @@
 
 #include "report/timeline_ascii.h"
 #include "hardware/calibration.h"
-#include "models/rank_shape.h"
 
 namespace mfusim::report {
 
@@ -189,13 +188,10 @@ std::string text_report(const step::StepResult& r, const std::vector<step::WhatI
   if (r.interference_s > 0)
     o << "  (of the compute above, " << format_seconds(r.interference_s)
       << " is its slowdown beside overlapped communication: the SMs and HBM traffic of its kernels)\n";
-  if (const int sync = models::sync_group_ranks(s); sync > 1) {
-    const double pace = hardware::slowest_of_n(s.calibration ? &*s.calibration : nullptr, sync);
-    if (pace > 1.0)
-      o << "  (the compute above runs at the pace of the slowest of the " << sync
-        << " ranks it waits for every micro-batch, x" << fmt("%.3f", pace)
-        << ": the power-capped clock wanders on each GPU, run 40)\n";
-  }
+  if (r.sync_pace > 1.0)
+    o << "  (the compute above runs at the pace of the slowest of the " << r.sync_group_ranks
+      << " ranks it waits for every micro-batch, x" << fmt("%.3f", r.sync_pace)
+      << ": the power-capped clock wanders on each GPU, run 40)\n";
   const auto& m = r.memory;
   if (lab) {
     // No bytes in the lab: activations are counted in micro-batches.

@@ -221,8 +221,9 @@ class TaskGraph {
   // The class whose factor is `factor` for every kind of compute (added when none has it; at most
   // kContentionClasses - 1 classes).
   std::uint8_t contention_class(double factor);
-  // A class of one factor for every kind of compute whose own tasks also slow by `self` while the
-  // rank computes (a full-grid memory-bound kernel on a side stream: hardware::side_elementwise_slowdown).
+  // A class of one factor for every kind of compute whose own tasks also slow while the rank computes
+  // (a full-grid memory-bound kernel on a side stream: hardware::side_elementwise_slowdown); both are
+  // time multipliers minus 1, as in the overloads above and below.
   std::uint8_t uniform_contention_class(double factor, double self);
   // The class with a factor per kind of compute: `gemm` and `attention` (time multiplier - 1) and
   // the side's HBM fraction f, memory-bound work slowing by 1 + c f (c: the task's ComputeMix);

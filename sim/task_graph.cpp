@@ -289,6 +289,7 @@ void TaskGraph::set_contention(double factor) {
   contention_[1] = attention_[1] = factor;
   hbm_[1] = 0;
   uniform_[1] = 1;
+  self_[1] = 0;
   classes_ = std::max(classes_, 2);
 }
 

@@ -47,6 +47,8 @@ void Builder::plan() {
   sched_ = config::to_string(s_.schedule.name);
   layers_.place();
   out_.warnings = layers_.placement().warnings;
+  out_.sync_group_ranks = models::sync_group_ranks(s_);
+  out_.sync_pace = layers_.sync_pace();
   emb_cost_ = layers_.end_cost(true);
   head_cost_ = layers_.end_cost(false);
   head_mem_blocks();

@@ -74,6 +74,10 @@ struct Lowered {
   // group; the distributed optimizer's parameter all-gather likewise (ZeRO-1 only; ZeRO-2/3 and
   // HSDP are step/fsdp.cpp's and leave these at 0).
   std::vector<double> dp_grad_bytes, expert_dp_grad_bytes, dp_gather_bytes, expert_dp_gather_bytes;
+  // The ranks a rank waits for every micro-batch (models::sync_group_ranks) and the pace the lowering's
+  // kernels ran at for them (hardware::CostModel::sync_pace; 1 without the calibration's [slowest_of_n]).
+  int sync_group_ranks = 1;
+  double sync_pace = 1.0;
 };
 
 // Layers of each virtual stage (even split, or the scenario's uneven split).

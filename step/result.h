@@ -59,6 +59,10 @@ struct StepResult {
   // communication running beside them added (its kernels' SMs and HBM traffic, hardware/interference.h):
   // the compute tasks' time beyond their work at full rate, on the breakdown's rank.
   double interference_s = 0;
+  // The ranks the rank waits for every micro-batch and the pace its kernels ran at for them (run 40,
+  // docs/cost-model.md 2f); 1 / 1 in the schedule lab (fixed op costs).
+  int sync_group_ranks = 1;
+  double sync_pace = 1.0;
   // One step's makespan (first task start to last task end); step_time_s is the period across
   // consecutive steps, equal to it unless steps overlap (optimizer post-validation, parameter gathers).
   double makespan_s = 0;

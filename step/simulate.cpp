@@ -55,6 +55,8 @@ StepResult simulate(const config::Scenario& s, const SimulateOptions& opt) {
   r.tasks = static_cast<std::int64_t>(g.size());
   r.events = tl->events;
   r.warnings = low->warnings;
+  r.sync_group_ranks = low->sync_group_ranks;
+  r.sync_pace = low->sync_pace;
   if (const std::string w = hardware::power_extrapolation_warning(s.calibration ? &*s.calibration : nullptr, s.hardware);
       !w.empty())
     r.warnings.push_back(w);

@@ -268,7 +268,7 @@ Diagnosis diagnose(const std::string& path, const config::LoadOptions& lo, const
       // A Megatron scenario shards as Megatron-FSDP does (its bf16 shard beside the fp32 master, no FSDP2 copies);
       // torchtitan's block as FSDP2.
       std::vector<std::string> z3 = {"parallel.zero_stage=3"};
-      if (loaded.base.features.model_code == config::ModelCode::megatron) z3.push_back("features.megatron_fsdp=true");
+      if (zero3_as_megatron_fsdp(loaded.base)) z3.push_back("features.megatron_fsdp=true");
       cands.push_back({"ZeRO-3 / FSDP (shard parameters)", z3});
     }
     if (bp.zero() >= 1 && loaded.base.features.offload == config::Offload::none && loaded.base.hardware.pcie_bandwidth > 0)

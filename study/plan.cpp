@@ -10,6 +10,7 @@
 
 #include "config/loader.h"
 #include "hardware/cost_model.h"
+#include "layer/pass_cost.h"
 #include "models/accounting.h"
 #include "step/simulate.h"
 #include "step/lower.h"
@@ -247,12 +248,8 @@ std::vector<config::Scenario> enumerate_layouts(const config::Scenario& base, in
                         z.parallel.distributed_optimizer = true;
                         z.parallel.shard_degree = sd;
                         if (zs < 3 && z.features.offload == config::Offload::params) z.features.offload = config::Offload::none;
-                        // ZeRO-3 as the base runs it: a Megatron-FSDP base stays Megatron-FSDP (and its ZeRO-1/2
-                        // variants are Megatron's, which megatron_fsdp would refuse); from a ZeRO-2 base, a Megatron
-                        // block shards as Megatron-FSDP and torchtitan's as FSDP2 (diagnose's ZeRO-3 lever).
-                        z.features.megatron_fsdp =
-                            zs == 3 && (base.features.megatron_fsdp ||
-                                        (base.parallel.zero() < 3 && base.features.model_code == config::ModelCode::megatron));
+                        // ZeRO-3 as the base runs it (its ZeRO-1/2 variants never Megatron-FSDP, which needs stage 3).
+                        z.features.megatron_fsdp = zs == 3 && zero3_as_megatron_fsdp(base);
                         out.push_back(std::move(z));
                       }
                     continue;
@@ -396,6 +393,11 @@ double memory_lower_bound(const config::Scenario& s) {
   return best;
 }
 
+bool zero3_as_megatron_fsdp(const config::Scenario& base) {
+  return base.features.megatron_fsdp ||
+         (base.parallel.zero() < 3 && base.features.model_code == config::ModelCode::megatron);
+}
+
 double step_time_lower_bound(const config::Scenario& s) {
   const std::string name = config::to_string(s.schedule.name);
   const auto sched = schedules::generate(
@@ -405,8 +407,7 @@ double step_time_lower_bound(const config::Scenario& s) {
   hardware::CostModel cost(s.hardware, s.training.precision, s.calibration ? &*s.calibration : nullptr,
                            s.features.cuda_graphs);
   const models::RankShape sh = models::rank_shape(s);
-  models::settle_gemm_duty(s.model, sh, cost);   // the same GEMM clock as the lowering's (LayerCosts::place)
-  cost.set_sync_group(models::sync_group_ranks(s));   // and the same pace of the slowest of its group
+  layer::configure_cost_model(s, sh, cost);   // the lowering's GEMM clock and group pace (LayerCosts::place)
   // Per stage, one micro-batch: all compute (fw, bw, weight grad, recompute),
   // and the part on the dependency chain (forward; recompute + backward).
   struct Cost { double all = 0, chain = 0; };

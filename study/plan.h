@@ -115,6 +115,11 @@ std::vector<config::Scenario> enumerate_layouts(const config::Scenario& base, in
 // rank's op order (schedule-exact; W stashes and recompute buffers left out),
 // plus the runtime reserve.
 double memory_lower_bound(const config::Scenario&);
+
+// Whether ZeRO-3 proposed from `base` (plan's ZeRO-3 layouts, diagnose's ZeRO-3 lever) runs as Megatron-FSDP
+// (features.megatron_fsdp): a Megatron-FSDP base stays one; from a base below ZeRO-3 a Megatron block shards as
+// Megatron-FSDP and torchtitan's as PyTorch's FSDP2; a PyTorch FSDP base stays PyTorch's.
+bool zero3_as_megatron_fsdp(const config::Scenario& base);
 // A lower bound of the simulated step time (seconds), from the same cost
 // model as the lowering, without communication, bubbles or contention (which
 // only add): the larger of the compute the busiest pipeline rank's stream

@@ -92,7 +92,8 @@ int main(int argc, char** argv) {
     hardware::CostModel cost(s.hardware, s.training.precision, s.calibration ? &*s.calibration : nullptr,
                              s.features.cuda_graphs);
     const models::RankShape sh = models::rank_shape(s);
-    models::settle_gemm_duty(s.model, sh, cost);   // as the lowering (LayerCosts::place)
+    // The lowering's GEMM clock (LayerCosts::place), not its group pace: DeepGEMM's figures are one GPU's.
+    models::settle_gemm_duty(s.model, sh, cost);
     auto exec = [&](const hardware::Kernel& k) { return cost.time(k) - cost.launch_time(k); };
     std::printf("%s: %s, precision %s, calibration %s, GEMM clock ratio %.4f at duty %.3f\n", path.c_str(),
                 s.hardware.name.c_str(), config::to_string(s.training.precision),

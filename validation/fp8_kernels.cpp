@@ -6,7 +6,8 @@
 // training profile in (github.com/deepseek-ai/profile-data train.json; docs/moe-dualpipe.md).
 // The kernels as the lowering prices them: the settled GEMM clock, grouped expert GEMMs, the
 // norm and up-projection recompute; times with the launch, without the held-SM slowdown the
-// lowering applies beside an EP transfer.
+// lowering applies beside an EP transfer, and at one GPU's own pace, not the slowest of its group's
+// (docs/cost-model.md 2f): a profile's kernel durations are one GPU's, its waits for the group are idle time.
 #include <cstdio>
 #include <cstdlib>
 #include <map>

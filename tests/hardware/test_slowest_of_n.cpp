@@ -105,6 +105,19 @@ TEST_CASE("slowest_of_n: calibrate fits the probe's rows; a falling or mixed tab
   const std::string e = error_of(tmp("bad_cal.toml"));
   CHECK(e.find("'ratio' must not fall") != std::string::npos);
   CHECK(e.find("bad_cal.toml:") != std::string::npos);
+  std::string frac = slurp(tmp("ok_cal.toml"));
+  frac.replace(frac.find("group = [2, 8]"), 14, "group = [2.5, 8]");
+  write(tmp("frac_cal.toml"), frac);
+  CHECK(error_of(tmp("frac_cal.toml")).find("whole numbers of ranks") != std::string::npos);
+  std::string many = slurp(tmp("ok_cal.toml"));
+  many.replace(many.find("units = 1000"), 12, "units = 3e9");
+  write(tmp("many_cal.toml"), many);
+  CHECK(error_of(tmp("many_cal.toml")).find("'units' must be a whole number of at most 1e9") != std::string::npos);
+  // A falling ratio in the probe is reported at its own row.
+  const std::string text_fall = slurp(tmp("fall.toml"));
+  const std::string before = text_fall.substr(0, text_fall.find("group = 8"));
+  const auto row_line = std::count(before.begin(), before.end(), '\n') - 1;   // the [[slowest_of_n]] header above it
+  CHECK(error_of_fit(tmp("fall.toml")).find("fall.toml:" + std::to_string(row_line) + ":1: error") != std::string::npos);
 }
 
 TEST_CASE("sync_group_ranks: tensor, context and pipeline peers; the ZeRO-3 shard or the EP group; not ZeRO-1's dp") {
@@ -118,6 +131,17 @@ TEST_CASE("sync_group_ranks: tensor, context and pipeline peers; the ZeRO-3 shar
   CHECK(models::sync_group_ranks(moe) == moe.parallel.tp * moe.parallel.cp * moe.parallel.pp * moe.parallel.ep);
   auto dp = mfusim::testing::shipped_scenario("128xh100_70b.toml", {"parallel.tp=1", "parallel.pp=1", "parallel.cp=1"});
   CHECK(models::sync_group_ranks(dp) == 1);
+  // HSDP: the shard group only (the replicas' all-reduce is not waited for by the next unit's compute).
+  auto hsdp = mfusim::testing::shipped_scenario("256xh100_llama3_70b_fsdp.toml", {"parallel.shard_degree=8"});
+  CHECK(models::sync_group_ranks(hsdp) == hsdp.parallel.tp * hsdp.parallel.cp * hsdp.parallel.pp * 8);
+  // ZeRO-3 with experts: the larger of the shard and the EP group; an EP group wider than dp counts dp.
+  auto moe3 = moe;
+  moe3.parallel.zero_stage = 3;
+  moe3.parallel.shard_degree = 8;
+  CHECK(models::sync_group_ranks(moe3) == moe.parallel.tp * moe.parallel.cp * moe.parallel.pp * std::max(8, moe.parallel.ep));
+  auto wide = moe;
+  wide.parallel.ep = 2 * wide.parallel.dp;
+  CHECK(models::sync_group_ranks(wide) == wide.parallel.tp * wide.parallel.cp * wide.parallel.pp * wide.parallel.dp);
 }
 
 TEST_CASE("slowest_of_n: every kernel of a rank in a group runs at the group's pace; a lone rank at its own") {
@@ -156,4 +180,16 @@ TEST_CASE("run --json carries the group's size and pace; the text report says it
   CHECK(std::stod(json.substr(at + 12)) == doctest::Approx(slowest_of_n(&*s.calibration, n)).epsilon(1e-6));
   const std::string text = report::text_report(r);
   CHECK(text.find("the pace of the slowest of the " + std::to_string(n) + " ranks") != std::string::npos);
+  // The schedule lab's op costs are fixed: no pace is applied, none is reported.
+  auto lab = mfusim::testing::shipped_scenario("128xh100_70b.toml",
+                                               {"schedule.costs.f=1.0", "schedule.costs.b=1.0", "schedule.costs.w=1.0"});
+  REQUIRE(lab.schedule.costs);
+  const auto lr = step::simulate(lab);
+  CHECK(lr.sync_pace == 1.0);
+  CHECK(report::text_report(lr).find("the pace of the slowest") == std::string::npos);
+  std::string lj = report::to_json(lr);
+  lj.erase(std::remove(lj.begin(), lj.end(), ' '), lj.end());
+  CHECK(lj.find("\"sync_pace\":1") != std::string::npos);
+  // The pace the report gives is the one the lowering applied.
+  CHECK(r.sync_pace == doctest::Approx(slowest_of_n(&*s.calibration, n)));
 }
