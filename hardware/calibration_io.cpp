@@ -31,6 +31,23 @@ using detail::parse_file;
 using detail::Reader;
 namespace {
 
+// A section's non-empty array of numbers `key`, each within (lo, hi] (open_low) or [lo, hi].
+std::vector<double> number_list(const std::string& path, const Reader& r, const char* key, double lo, double hi, bool open_low) {
+  const toml::node* n = r.node(key);
+  if (!n) fail(path, r.where, std::string("missing key '") + key + "'");
+  const toml::array* a = n->as_array();
+  if (!a || a->empty()) fail(path, n->source(), std::string("'") + key + "' must be a non-empty array of numbers");
+  std::vector<double> out;
+  for (const toml::node& e : *a) {
+    const auto v = e.value<double>();
+    if (!v || !std::isfinite(*v) || (open_low ? *v <= lo : *v < lo) || *v > hi)
+      fail(path, e.source(), std::string("'") + key + "' values must be numbers in " + (open_low ? "(" : "[") + fmt("%g", lo) +
+                                 ", " + fmt("%g", hi) + "]");
+    out.push_back(*v);
+  }
+  return out;
+}
+
 void write_grouped_gemm(std::ostream& f, const GroupedGemmFit& g) {
   f << "\n[gemm_grouped]  # grouped expert GEMM rate / one dense GEMM of the same total size, by tokens per expert\n"
     << "tokens_per_expert = [";
@@ -42,24 +59,9 @@ void write_grouped_gemm(std::ostream& f, const GroupedGemmFit& g) {
 
 void read_grouped_gemm(const std::string& path, const Reader& r, Calibration& c) {
   r.only({"tokens_per_expert", "efficiency", "rms_rel_error", "samples"});
-  auto list = [&](const char* key, double lo, double hi) {
-    const toml::node* n = r.node(key);
-    if (!n) fail(path, r.where, std::string("missing key '") + key + "'");
-    const toml::array* a = n->as_array();
-    if (!a || a->empty()) fail(path, n->source(), std::string("'") + key + "' must be a non-empty array of numbers");
-    std::vector<double> out;
-    for (const toml::node& e : *a) {
-      const auto v = e.value<double>();
-      if (!v || !std::isfinite(*v) || *v <= lo || *v > hi)
-        fail(path, e.source(), std::string("'") + key + "' values must be numbers in (" + fmt("%g", lo) + ", " +
-                                   fmt("%g", hi) + "]");
-      out.push_back(*v);
-    }
-    return out;
-  };
   GroupedGemmFit& g = c.gemm_grouped;
-  g.tokens_per_expert = list("tokens_per_expert", 0, 1e9);
-  g.efficiency = list("efficiency", 0, 1);
+  g.tokens_per_expert = number_list(path, r, "tokens_per_expert", 0, 1e9, true);
+  g.efficiency = number_list(path, r, "efficiency", 0, 1, true);
   if (g.tokens_per_expert.size() != g.efficiency.size())
     fail(path, r.node("efficiency")->source(), "'efficiency' needs one value per 'tokens_per_expert' value");
   for (std::size_t i = 1; i < g.tokens_per_expert.size(); ++i)
@@ -80,23 +82,9 @@ void write_slowest_of_n(std::ostream& f, const SlowestOfN& t) {
 
 void read_slowest_of_n(const std::string& path, const Reader& r, Calibration& c) {
   r.only({"group", "ratio", "units"});
-  auto list = [&](const char* key, double lo, double hi) {
-    const toml::node* n = r.node(key);
-    if (!n) fail(path, r.where, std::string("missing key '") + key + "'");
-    const toml::array* a = n->as_array();
-    if (!a || a->empty()) fail(path, n->source(), std::string("'") + key + "' must be a non-empty array of numbers");
-    std::vector<double> out;
-    for (const toml::node& e : *a) {
-      const auto v = e.value<double>();
-      if (!v || !std::isfinite(*v) || *v < lo || *v > hi)
-        fail(path, e.source(), std::string("'") + key + "' values must be numbers in [" + fmt("%g", lo) + ", " + fmt("%g", hi) + "]");
-      out.push_back(*v);
-    }
-    return out;
-  };
   SlowestOfN& t = c.slowest_of_n;
-  t.group = list("group", 2, 1e6);
-  t.ratio = list("ratio", 1, 2);
+  t.group = number_list(path, r, "group", 2, 1e6, false);
+  t.ratio = number_list(path, r, "ratio", 1, 2, false);
   if (t.group.size() != t.ratio.size()) fail(path, r.node("ratio")->source(), "'ratio' needs one value per 'group' value");
   for (double g : t.group)
     if (g != std::floor(g)) fail(path, r.node("group")->source(), "'group' values must be whole numbers of ranks");
