@@ -16,6 +16,7 @@
 #include <cstdio>
 #include <fstream>
 #include <map>
+#include <optional>
 #include <set>
 #include <sstream>
 #include <stdexcept>
@@ -181,36 +182,33 @@ double gemm_fit_seconds(const GemmFit& f, double m, double n, double k) {
   return f.overhead_s + 2.0 * mnk / (f.peak_flops * eff);
 }
 
-// ------------------------------------------------------------------ grouped expert GEMMs
+namespace {
+// y at v on the curve through (x[i], y[i]) (x ascending, as many as y), linear in log2 v between the points and
+// flat beyond the last; below the first, flat, or from `start` when the curve begins there.
+double log_linear(const std::vector<double>& x, const std::vector<double>& y, double v,
+                  std::optional<std::pair<double, double>> start = std::nullopt) {
+  if (!(v > x.front()) && !start) return y.front();
+  if (v >= x.back()) return y.back();
+  std::size_t i = 0;
+  while (x[i] < v) ++i;
+  const auto [x0, y0] = i > 0 ? std::pair{x[i - 1], y[i - 1]} : *start;
+  const double u = (std::log2(v) - std::log2(x0)) / (std::log2(x[i]) - std::log2(x0));
+  return y0 + u * (y[i] - y0);
+}
+}  // namespace
+
 // ------------------------------------------------------------------ grouped expert GEMMs
 double grouped_gemm_efficiency(const GroupedGemmFit& f, double tokens_per_expert) {
   const auto& x = f.tokens_per_expert;
-  const auto& y = f.efficiency;
-  if (x.empty() || x.size() != y.size()) return 1.0;
-  if (!(tokens_per_expert > x.front())) return y.front();
-  if (tokens_per_expert >= x.back()) return y.back();
-  std::size_t i = 1;
-  while (x[i] < tokens_per_expert) ++i;
-  const double u = (std::log2(tokens_per_expert) - std::log2(x[i - 1])) / (std::log2(x[i]) - std::log2(x[i - 1]));
-  return y[i - 1] + u * (y[i] - y[i - 1]);
+  if (x.empty() || x.size() != f.efficiency.size()) return 1.0;
+  return log_linear(x, f.efficiency, tokens_per_expert);
 }
 
 double slowest_of_n(const Calibration* cal, int n) {
   if (!cal || !cal->has_slowest_of_n || n <= 1) return 1.0;
-  const auto& x = cal->slowest_of_n.group;
-  const auto& y = cal->slowest_of_n.ratio;
-  if (x.empty() || x.size() != y.size()) return 1.0;
-  const double v = static_cast<double>(n);
-  if (v >= x.back()) return y.back();
-  double x0 = 1.0, y0 = 1.0;
-  std::size_t i = 0;
-  while (x[i] < v) {
-    x0 = x[i];
-    y0 = y[i];
-    ++i;
-  }
-  const double u = (std::log(v) - std::log(x0)) / (std::log(x[i]) - std::log(x0));
-  return y0 + u * (y[i] - y0);
+  const auto& t = cal->slowest_of_n;
+  if (t.group.empty() || t.group.size() != t.ratio.size()) return 1.0;
+  return log_linear(t.group, t.ratio, static_cast<double>(n), std::pair{1.0, 1.0});   // one rank waits for none
 }
 
 namespace {

@@ -111,13 +111,13 @@ struct LayerCost {
   std::size_t fb_b_free = 0;
 };
 
-// The costs of one scenario's layers, memoised per layer kind (dense, MoE).
 // A cost model set up for one of a scenario's ranks as the lowering prices its layers: the GEMM clock of
 // its kernel mix (models::settle_gemm_duty) and the pace of the slowest of the ranks it waits for every
 // micro-batch (CostModel::set_sync_group, models::sync_group_ranks). LayerCosts::place and plan's
 // step-time bound use it; tools that price one GPU's kernels alone do not.
 void configure_cost_model(const config::Scenario&, const models::RankShape&, hardware::CostModel&);
 
+// The costs of one scenario's layers, memoised per layer kind (dense, MoE).
 class LayerCosts {
  public:
   explicit LayerCosts(const config::Scenario& s);
