@@ -61,7 +61,8 @@ const char* to_string(NcclAlgo a) {
 
 const std::vector<std::string>& attention_names() {
   static const std::vector<std::string> names = {"flash",     "cudnn", "hf_eager", "sdpa_math", "megatron_unfused",
-                                                 "megatron_unfused_fp32", "torch_eager", "flash2"};
+                                                 "megatron_unfused_fp32", "torch_eager", "flash2",
+                                                 "triton_flash"};
   return names;
 }
 

@@ -46,11 +46,17 @@ enum class Offload { none, optimizer, params };
 //  flash2                 PyTorch SDPA's FLASH_ATTENTION backend: FlashAttention-2 kernels, SDPA's default on
 //                         Hopper before torch 2.10 (cuDNN's is opt-in there: pytorch/pytorch#138522); the
 //                         same kernels and bytes as flash at the calibration's [attention_fa2] speed (run 31)
+//  triton_flash           FlashAttention written in Triton (llm-foundry's attn_impl = "triton": Dao's 2022
+//                         kernel with MPT's ALiBi bias): flash's kernels and bytes at the calibration's
+//                         [attention_triton] speed (run 42), else [attention_fa2]'s
 // Absent: derived from flash_attention (true: flash; false: torch_eager under fp32-autocast,
 // else megatron_unfused when fused_kernels, megatron_unfused_fp32 when not): attention_of().
-enum class Attention { flash, cudnn, hf_eager, sdpa_math, megatron_unfused, megatron_unfused_fp32, torch_eager, flash2 };
-// FlashAttention's kernels and bytes (flash, cudnn, flash2): no s x s matrix in HBM.
-inline bool fused_attention(Attention a) { return a == Attention::flash || a == Attention::cudnn || a == Attention::flash2; }
+enum class Attention { flash, cudnn, hf_eager, sdpa_math, megatron_unfused, megatron_unfused_fp32, torch_eager, flash2,
+                       triton_flash };
+// FlashAttention's kernels and bytes (flash, cudnn, flash2, triton_flash): no s x s matrix in HBM.
+inline bool fused_attention(Attention a) {
+  return a == Attention::flash || a == Attention::cudnn || a == Attention::flash2 || a == Attention::triton_flash;
+}
 // The model code a transformer block runs (features.model_code; docs/fsdp.md "torchtitan's eager block"):
 //  megatron    Megatron-Core / Transformer Engine's block: fused kernels with fused_kernels, their
 //              unfused pieces without (the kernel lists of earlier versions)

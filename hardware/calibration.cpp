@@ -31,6 +31,19 @@ using detail::fmt;
 using detail::parse_file;
 using detail::Reader;
 using detail::within;
+
+namespace {
+// The backward program form's two work measures (calibration.h AttentionFit): tile steps of the slowest
+// SM with one program per (batch, head), and with one per (key block, batch, head).
+struct ProgramWork { double per_head = 0, split = 0; };
+ProgramWork program_work(double batch, double heads, double seq_q, double seq_kv, bool causal, int sms) {
+  const double nq = std::ceil(seq_q / 128), nk = std::ceil(seq_kv / 128), bh = batch * heads;
+  // Causal: key block j's column holds the query blocks from the diagonal on (n (n + 1) / 2 for a square call).
+  const double tiles = causal ? nq * nk / 2 + std::min(nq, nk) / 2 : nq * nk;
+  return {std::ceil(bh / sms) * tiles, std::max(nq, bh * tiles / sms)};
+}
+}  // namespace
+
 namespace {
 
 // ------------------------------------------------------------------ fitting helpers
@@ -639,6 +652,66 @@ Calibration fit_probe(const std::string& probe_path, std::string* report, const 
   bool fa2_b2b = false;
   for (const Reader& r : rows("attention")) fa2_b2b |= r.str("impl") == "flash" && r.str("timing") == "back_to_back";
   if (fused_impl == "cudnn_fused" && fa2_b2b) cal.has_attention_fa2 = fit_attention("flash", cal.attention_fa2, "attention_fa2 (FlashAttention-2)");
+  // FlashAttention in Triton as llm-foundry ran it (run 42, validation/attention_triton.py): its own fit.
+  bool triton_b2b = false;
+  for (const Reader& r : rows("attention")) triton_b2b |= r.str("impl") == "triton_flash" && r.str("timing") == "back_to_back";
+  if (triton_b2b)
+    cal.has_attention_triton = fit_attention("triton_flash", cal.attention_triton, "attention_triton (FlashAttention in Triton)");
+  if (cal.has_attention_triton) {
+    // Its backward's program form (calibration.h): one tile time per launch configuration, each from the
+    // samples whose faster configuration it was (the sample's source names the split one), least relative
+    // squares on time - overhead = tiles x tile time; samples under 3 x the shortest backward left out as
+    // host-bound, as above. Needs the probe's SM count.
+    AttentionFit& a = cal.attention_triton;
+    const toml::node* prov = root.get("provenance");
+    const int sms = prov && prov->is_table() ? static_cast<int>(top.sub("provenance").num("sm_count", false, 0)) : 0;
+    struct S { bool split; double x_head, x_split, t; };
+    std::vector<S> bw;
+    double shortest = 1e300;
+    for (const Reader& r : rows("attention"))
+      if (r.str("impl") == "triton_flash" && r.str("pass") == "bwd" && r.str("timing") == "back_to_back")
+        shortest = std::min(shortest, r.num("seconds"));
+    for (const Reader& r : rows("attention")) {
+      if (sms < 1 || r.str("impl") != "triton_flash" || r.str("pass") != "bwd" || r.str("timing") != "back_to_back") continue;
+      const double t = r.num("seconds");
+      if (t < 3 * shortest || !(r.num("head_dim") > 0)) continue;
+      bool causal = true;
+      if (const toml::node* c = r.node("causal")) causal = c->value_or(true);
+      const double s = r.num("seq");
+      const ProgramWork w = program_work(r.num("batch"), r.num("heads"), s, r.num("seq_kv", false, s), causal, sms);
+      const double scale = r.num("head_dim") / 128.0;
+      bw.push_back({r.str("source").find("sequence-parallel") != std::string::npos, w.per_head * scale,
+                    w.split * scale, t - a.overhead_s});
+    }
+    auto tile_time = [&](bool split) {
+      double num = 0, den = 0;
+      int n = 0;
+      for (const S& e : bw) {
+        if (e.split != split || !(e.t > 0)) continue;
+        const double r = (split ? e.x_split : e.x_head) / e.t;
+        num += r;
+        den += r * r;
+        ++n;
+      }
+      return n >= 2 && den > 0 ? num / den : 0.0;
+    };
+    a.bwd_program_tile_s = tile_time(false);
+    a.bwd_split_tile_s = tile_time(true);
+    if (a.bwd_program_tile_s > 0 && a.bwd_split_tile_s > 0) {
+      a.program_sms = sms;
+      double sq = 0;
+      for (const S& e : bw) {
+        const double p = std::min(e.x_head * a.bwd_program_tile_s, e.x_split * a.bwd_split_tile_s);
+        sq += (p - e.t) * (p - e.t) / (e.t * e.t);
+      }
+      rep << "attention_triton backward, program form: " << bw.size() << " samples on " << sms
+          << " SMs, tile " << fmt("%.2f", a.bwd_program_tile_s * 1e6) << " us per (batch, head) program, "
+          << fmt("%.2f", a.bwd_split_tile_s * 1e6) << " us split by key block, rms rel error "
+          << fmt("%.1f", 100 * std::sqrt(sq / static_cast<double>(bw.size()))) << "%\n";
+    } else {
+      a.bwd_program_tile_s = a.bwd_split_tile_s = 0;
+    }
+  }
 
   // Memory-bound kernels: time = bytes / bandwidth + fixed.
   std::vector<std::pair<double, double>> mem;
@@ -864,6 +937,14 @@ AttentionTiles attention_tiles(double batch, double heads, double seq_q, double 
   t.executed = causal ? bh * (nq * nk / 2 + (diagonal_weight - 0.5) * nq) : bh * nq * nk;
   if (!(t.counted > 0)) t.counted = t.executed;
   return t;
+}
+
+
+double triton_bwd_program_seconds(const AttentionFit& a, double batch, double heads, double seq_q, double seq_kv,
+                                  bool causal, double head_scale, int sms, double sm_speed) {
+  if (!(a.bwd_program_tile_s > 0) || !(a.bwd_split_tile_s > 0) || sms < 1 || !(sm_speed > 0)) return 0;
+  const ProgramWork w = program_work(batch, heads, seq_q, seq_kv, causal, sms);
+  return std::min(w.per_head * a.bwd_program_tile_s, w.split * a.bwd_split_tile_s) * head_scale / sm_speed;
 }
 
 }  // namespace mfusim::hardware

@@ -53,7 +53,21 @@ struct AttentionFit {
   // (context parallelism's ring steps) follow from their tile counts; the seq form cannot price them.
   bool tile_form = false;
   double flash_fwd_tile_knee = 0, flash_bwd_tile_knee = 0, diagonal_tile_weight = 1;
+  // The program form of a backward launched as Dao's 2022 Triton kernel is (run 42, [attention_triton]):
+  // either one program per (batch, head) walking all its 128 x 128 tiles in turn (causal: n (n + 1) / 2 of
+  // n key blocks), in waves of one program per SM, or one program per (key block, batch, head) adding dQ
+  // with atomics, its longest program n tiles; the kernel's autotuner keeps the faster:
+  //   time = overhead + min(ceil(b h / SMs) x tiles per head x program_tile_s,
+  //                         max(n, b h x tiles per head / SMs) x split_tile_s)
+  // with SMs the measured GPU's (program_sms), tile times at head dim 128 on one SM. 0: not this form.
+  double bwd_program_tile_s = 0, bwd_split_tile_s = 0;
+  int program_sms = 0;
 };
+
+// The backward program form above: seconds before the overhead, for one call on a GPU of `sms` SMs
+// whose per-SM rate is `sm_speed` x the measured one's, head dims d_qk + d_v over 256.
+double triton_bwd_program_seconds(const AttentionFit&, double batch, double heads, double seq_q, double seq_kv,
+                                  bool causal, double head_scale, int sms, double sm_speed);
 
 // The tiles of one fused-attention call (AttentionFit's tile form): `counted` the tiles its counted
 // FLOPs cover (a causal call: half of seq_q x seq_kv), `executed` with each query block's diagonal
@@ -191,6 +205,10 @@ struct Calibration {
   // the fused attention above is cuDNN's: features.attention = "flash2" (run 31).
   bool has_attention_fa2 = false;
   AttentionFit attention_fa2;
+  // FlashAttention written in Triton as llm-foundry's MPT ran it (Dao's 2022 kernel with an ALiBi bias,
+  // built for Ampere's mma.sync; run 42, impl "triton_flash"): features.attention = "triton_flash".
+  bool has_attention_triton = false;
+  AttentionFit attention_triton;
   MemoryFit memory;
   CollectiveFit collectives;
   bool has_gemm_clock = false;

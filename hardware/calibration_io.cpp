@@ -131,9 +131,13 @@ void write_calibration(const Calibration& c, const std::string& path) {
     if (a.tile_form)
       f << "form = \"tiles\"\nflash_fwd_tile_knee = " << g(a.flash_fwd_tile_knee) << "\nflash_bwd_tile_knee = "
         << g(a.flash_bwd_tile_knee) << "\ndiagonal_tile_weight = " << g(a.diagonal_tile_weight) << "\n";
+    if (a.bwd_program_tile_s > 0)
+      f << "bwd_program_tile_us = " << g(a.bwd_program_tile_s * 1e6) << "\nbwd_split_tile_us = " << g(a.bwd_split_tile_s * 1e6)
+        << "\nprogram_sms = " << a.program_sms << "\n";
   };
   if (c.has_attention) attention("attention", c.attention);
   if (c.has_attention_fa2) attention("attention_fa2", c.attention_fa2);
+  if (c.has_attention_triton) attention("attention_triton", c.attention_triton);
   if (c.has_memory) {
     const auto& m = c.memory;
     f << "\n[memory]\nachieved_bandwidth_gbs = " << g(m.achieved_bandwidth * 1e-9)
@@ -189,7 +193,7 @@ void write_calibration(const Calibration& c, const std::string& path) {
 Calibration read_calibration(const std::string& path) {
   toml::table root = parse_file(path);
   Reader top{path, &root, root.source()};
-  top.only({"format", "gpu", "gemm", "gemm_fp8", "attention", "attention_fa2", "memory", "memory_families", "collectives", "gemm_clock",
+  top.only({"format", "gpu", "gemm", "gemm_fp8", "attention", "attention_fa2", "attention_triton", "memory", "memory_families", "collectives", "gemm_clock",
             "gemm_grouped", "power", "slowest_of_n"});
   if (top.str("format", "mfusim-calibration-1") != "mfusim-calibration-1")
     fail(path, top.node("format")->source(), "unsupported format '" + top.str("format") + "'");
@@ -232,7 +236,8 @@ Calibration read_calibration(const std::string& path) {
     Reader r = top.sub(section);
     r.only({"peak_tflops", "hbm_bandwidth_gbs", "flash_fwd_eff", "flash_bwd_eff", "flash_fwd_seq_knee",
             "flash_bwd_seq_knee", "materialized_bw_eff", "overhead_us", "rms_rel_error", "form",
-            "flash_fwd_tile_knee", "flash_bwd_tile_knee", "diagonal_tile_weight"});
+"flash_fwd_tile_knee", "flash_bwd_tile_knee", "diagonal_tile_weight", "bwd_program_tile_us",
+            "bwd_split_tile_us", "program_sms"});
     a.peak_flops = r.bounded("peak_tflops", kPeakTflopsBound) * 1e12;
     a.hbm_bandwidth = r.bounded("hbm_bandwidth_gbs", kBandwidthGbsBound) * 1e9;
     a.flash_fwd_eff = r.bounded("flash_fwd_eff", kEfficiencyBound);
@@ -253,9 +258,22 @@ Calibration read_calibration(const std::string& path) {
       a.flash_bwd_tile_knee = r.bounded("flash_bwd_tile_knee", kKneeBound, false);
       a.diagonal_tile_weight = r.bounded("diagonal_tile_weight", kDiagonalWeightBound);
     }
+    if (r.node("bwd_program_tile_us") || r.node("bwd_split_tile_us") || r.node("program_sms")) {
+      // The backward's program form (calibration.h): all three or none.
+      a.bwd_program_tile_s = r.bounded("bwd_program_tile_us", kOverheadUsBound) * 1e-6;
+      a.bwd_split_tile_s = r.bounded("bwd_split_tile_us", kOverheadUsBound) * 1e-6;
+      const double sms = r.nonneg("program_sms");
+      if (!(sms >= 1) || sms > 1e5 || sms != std::floor(sms))
+        fail(r.file, r.node("program_sms")->source(), "'program_sms' must be a whole number of SMs, 1 to 100000");
+      if (!(a.bwd_program_tile_s > 0) || !(a.bwd_split_tile_s > 0))
+        fail(r.file, r.node(a.bwd_program_tile_s > 0 ? "bwd_split_tile_us" : "bwd_program_tile_us")->source(),
+             "the backward's program form needs tile times above 0");
+      a.program_sms = static_cast<int>(sms);
+    }
   };
   if (top.node("attention")) { attention("attention", c.attention); c.has_attention = true; }
   if (top.node("attention_fa2")) { attention("attention_fa2", c.attention_fa2); c.has_attention_fa2 = true; }
+  if (top.node("attention_triton")) { attention("attention_triton", c.attention_triton); c.has_attention_triton = true; }
   if (top.node("memory")) {
     Reader r = top.sub("memory");
     r.only({"achieved_bandwidth_gbs", "launch_overhead_us", "graph_launch_overhead_us", "fixed_overhead_us", "rms_rel_error"});

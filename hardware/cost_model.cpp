@@ -238,9 +238,11 @@ double CostModel::attention_seconds(const Kernel& kn) const {
   const double full_fwd =
       has_shape ? 2.0 * static_cast<double>(kn.batch) * kn.heads * kn.seq_q * kn.seq_kv * (kn.head_dim + kn.v_dim()) : 0.0;
   const bool cal = cal_ && cal_->has_attention;
-  // A FlashAttention-2 call takes the calibration's FlashAttention-2 fit when it has one (run 31).
-  const AttentionFit* const fit = !cal ? nullptr : kn.flash && kn.fa2 && cal_->has_attention_fa2 ? &cal_->attention_fa2
-                                                                                                : &cal_->attention;
+  // A FlashAttention-2 call takes the calibration's FlashAttention-2 fit when it has one (run 31); a call of
+  // FlashAttention in Triton its own fit (run 42), else FlashAttention-2's, the faster kernel (a lower bound).
+  const AttentionFit* fit = cal ? &cal_->attention : nullptr;
+  if (cal && kn.flash && kn.triton_fa && cal_->has_attention_triton) fit = &cal_->attention_triton;
+  else if (cal && kn.flash && (kn.fa2 || kn.triton_fa) && cal_->has_attention_fa2) fit = &cal_->attention_fa2;
   // bf16 unless the kernel runs in fp8 (features.fp8_attention; models/ marks the others keep_bf16).
   const double peak = peak_of(kn);
   const bool fp8 = runs_fp8(kn);
@@ -255,6 +257,16 @@ double CostModel::attention_seconds(const Kernel& kn) const {
                              : kn.flops;
     double eff = 0;
     const double cal_eff = cal ? (bwd ? fit->flash_bwd_eff : fit->flash_fwd_eff) : 0.0;
+    if (cal && bwd && has_shape && fit->bwd_program_tile_s > 0) {
+      // The backward's program form (calibration.h AttentionFit, run 42): its launch in waves of programs,
+      // each SM's rate the measured GPU's scaled by this GPU's peak per SM.
+      const int sms = hw_.sms > 0 ? hw_.sms : fit->program_sms;
+      const double sm_speed = (peak / sms) / (fit->peak_flops / fit->program_sms);
+      const double t = triton_bwd_program_seconds(*fit, static_cast<double>(kn.batch), static_cast<double>(kn.heads),
+                                                  static_cast<double>(kn.seq_q), static_cast<double>(kn.seq_kv), kn.causal,
+                                                  (static_cast<double>(kn.head_dim) + kn.v_dim()) / 256.0, sms, sm_speed);
+      return overhead + std::max(t * power_scale_, kn.bytes / bandwidth_);
+    }
     if (cal_eff > 0 && fit->tile_form && has_shape) {
       // The tile form (calibration.h AttentionFit): executed tiles over counted ones, the knee on the
       // call's whole work.

@@ -68,6 +68,8 @@ struct Kernel {
   bool flash = true;            // false: materialised s x s scores (softmax in HBM)
   bool fa2 = false;             // flash through FlashAttention-2 kernels (SDPA's FLASH_ATTENTION backend):
                                 // the calibration's [attention_fa2] fit where it has one
+  bool triton_fa = false;       // flash through FlashAttention in Triton (llm-foundry's, run 42): the
+                                // calibration's [attention_triton] fit, else [attention_fa2] (a lower bound)
   bool compiled = false;        // issued by one torch.compile'd call (host cost host_compiled_overhead)
   bool autograd = false;        // issued by autograd's backward engine (host cost host_backward_overhead)
   MemFamily family = MemFamily::generic;   // memory kernels: achieved-bandwidth family

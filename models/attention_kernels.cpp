@@ -79,13 +79,14 @@ void attention_kernels_of(const ModelSpec& m, const AttnShape& s, int e, config:
     // FlashAttention / cuDNN fused attention: Q,K,V read once, O and the softmax
     // log-sum-exp written. They differ in speed only (the calibration's measured
     // fused-attention efficiency: `mfusim calibrate --fused-attention`; FlashAttention-2's own
-    // [attention_fa2] fit for flash2).
+    // [attention_fa2] fit for flash2, [attention_triton] for triton_flash).
     f.push_back(attn_kernel(KernelKind::attention_fwd, "flash_attn_fwd", s, true, true, qk_flops + av_flops,
                             q + k + v + o + lse));
     // Backward: Q,K,V,O,dO and LSE read; dQ,dK,dV written.
     b.push_back(attn_kernel(KernelKind::attention_bwd, "flash_attn_bwd", s, true, true, 2 * (qk_flops + av_flops),
                             q + k + v + 2 * o + lse + q + k + v));
     f.back().fa2 = b.back().fa2 = a == Attention::flash2;
+    f.back().triton_fa = b.back().triton_fa = a == Attention::triton_flash;
     return;
   }
   // Materialised scores: E elements of the [b, heads, s_q, s_kv] matrix.

@@ -5,8 +5,8 @@
 //   tuning   49 rows: tokens/s per GPU 34.8%, peak memory 18.4% (10 rows)
 //   heldout  48 rows: tokens/s per GPU 41.0%, peak memory 19.4% (10 rows)
 // (first guard: 47.0% / 29.6% and 51.3% / 32.1%)
-// far from the 10% targets (docs/fsdp.md says why); a change that makes them
-// worse by more than a point fails, one that improves them should lower these.
+// then far from the 10% targets; now 8.1% / 8.1% tokens/s and 5.8% / 5.3% memory (the history below). A change
+// that makes them worse by about a point fails, one that improves them should lower these.
 #include <doctest/doctest.h>
 
 #include <cmath>
@@ -53,7 +53,10 @@ TEST_CASE("fsdp rows: every published row is a valid scenario and the medians pe
   // backward beside them): tokens/s 15.4 -> 14.0% (tuning), 14.4 -> 13.8% (held-out, printed once after).
   // Compute at the pace of the slowest of the ranks it waits for every micro-batch (run 40; a ZeRO-3 rank waits
   // for its shard group at every unit's gather): 14.0 -> 12.0% (tuning), 13.8 -> 11.4% (held-out, printed once after).
-  for (const Half h : {Half{"tuning", 0.13, 0.06}, Half{"heldout", 0.125, 0.055}}) {
+  // llm-foundry's Triton attention at its own measured rate (run 42, mechanism triton_measured, the calibration's
+  // [attention_triton]: 2.2-2.9x FlashAttention-2's time at the rows' shapes): 12.0 -> 8.1% (tuning), 11.4 -> 8.1%
+  // (held-out, printed once after the change); both under the issue's 10%.
+  for (const Half h : {Half{"tuning", 0.09, 0.06}, Half{"heldout", 0.09, 0.055}}) {
     std::vector<double> tps, mem;
     int n = 0;
     for (const auto& r : rows) {
@@ -145,15 +148,36 @@ TEST_CASE("fsdp rows: the inter-node network a row's gpu column states, per GPU 
 TEST_CASE("fsdp rows: llm-foundry's Triton attention at FlashAttention-2's rate, the SDPA rows' too, the rest unchanged") {
   const auto rows = validation::fsdp::read_rows(validation::source_path("validation/fsdp/rows.csv"),
                                                 validation::source_path("validation/fsdp/split.csv"));
-  validation::fsdp::Mechanisms off;
+  validation::fsdp::Mechanisms on, off;
+  on.triton_measured = off.triton_measured = false;
   off.triton_at_fa2 = false;
+  int lf = 0;
+  for (const auto& r : rows) {
+    CAPTURE(r.at("id"));
+    const auto on_s = validation::fsdp::row_scenario(r, on), off_s = validation::fsdp::row_scenario(r, off);
+    if (r.at("id").rfind("LF", 0) == 0) {
+      CHECK(on_s.features.attention == config::Attention::flash2);
+      CHECK(off_s.features.attention != config::Attention::flash2);
+      ++lf;
+    } else {
+      CHECK(on_s.features.attention == off_s.features.attention);
+    }
+  }
+  CHECK(lf == 34);
+}
+
+TEST_CASE("fsdp rows: llm-foundry's attention at its own measured Triton rate (run 42), every other row unchanged") {
+  const auto rows = validation::fsdp::read_rows(validation::source_path("validation/fsdp/rows.csv"),
+                                                validation::source_path("validation/fsdp/split.csv"));
+  validation::fsdp::Mechanisms off;
+  off.triton_measured = false;
   int lf = 0;
   for (const auto& r : rows) {
     CAPTURE(r.at("id"));
     const auto on_s = validation::fsdp::row_scenario(r), off_s = validation::fsdp::row_scenario(r, off);
     if (r.at("id").rfind("LF", 0) == 0) {
-      CHECK(on_s.features.attention == config::Attention::flash2);
-      CHECK(off_s.features.attention != config::Attention::flash2);
+      CHECK(on_s.features.attention == config::Attention::triton_flash);
+      CHECK(off_s.features.attention == config::Attention::flash2);
       ++lf;
     } else {
       CHECK(on_s.features.attention == off_s.features.attention);

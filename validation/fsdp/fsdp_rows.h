@@ -151,6 +151,12 @@ struct Mechanisms {
   // the Triton kernel's, where the calibration's cuDNN fused attention ("flash") ran 1.6-2.2x faster still
   // (run 31). Off: llm-foundry's rows at the cuDNN rate.
   bool triton_at_fa2 = true;
+  // llm-foundry's attention at its own measured rate (run 42: a kernel with the algorithm and launch shape of
+  // llm-foundry's flash_attn_triton.py, ALiBi bias included, built for Ampere's mma.sync as triton-pre-mlir
+  // emitted on Hopper; 2.2-2.9x FlashAttention-2's time at the rows' shapes): features.attention =
+  // "triton_flash", the calibration's [attention_triton]. Still a lower bound (today's compiler). Off: the
+  // rows at FlashAttention-2's rate (triton_at_fa2).
+  bool triton_measured = true;
   // The gradient reduction precision each source's code sets (features.reduce_dtype): llm-foundry's rows by the
   // Composer mixed-precision mode the row states (DEFAULT: fp32 reduction; PURE: bf16 params, reduction and
   // buffers), fms-fsdp's by its bfSixteen policy (MixedPrecision(param_dtype, reduce_dtype, buffer_dtype all
@@ -309,6 +315,7 @@ inline config::Scenario row_scenario(const Row& r, const Mechanisms& mech = {}) 
   if (mech.torchtitan_block && torchtitan) F.model_code = config::ModelCode::torchtitan;
   if (mech.sdpa_fa2 && (torchtitan || r.at("id").rfind("FMS", 0) == 0)) F.attention = config::Attention::flash2;
   if (mech.triton_at_fa2 && r.at("id").rfind("LF", 0) == 0) F.attention = config::Attention::flash2;
+  if (mech.triton_measured && r.at("id").rfind("LF", 0) == 0) F.attention = config::Attention::triton_flash;
   if (mech.stated_reduce_dtype &&
       (r.at("precision").find("mixed_precision PURE") != std::string::npos || r.at("precision").find("bfSixteen") != std::string::npos))
     F.reduce_fp32 = false;

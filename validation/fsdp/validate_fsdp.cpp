@@ -40,9 +40,10 @@ int main(int argc, char** argv) {
       else if (m == "power_limit") mech.power_limit = false;
       else if (m == "stated_network") mech.stated_network = false;
       else if (m == "triton_at_fa2") mech.triton_at_fa2 = false;
+      else if (m == "triton_measured") mech.triton_measured = false;
       else if (m == "stated_reduce_dtype") mech.stated_reduce_dtype = false;
       else {
-        std::fprintf(stderr, "validate_fsdp: error: unknown mechanism '%s' (--without calibrated|framework_ac|op_sac|fsdp2_copies|torch_loss|compiled_loss|eager_host|torchtitan_block|reserved_memory|sdpa_fa2|power_limit|stated_network|triton_at_fa2|stated_reduce_dtype)\n", m.c_str());
+        std::fprintf(stderr, "validate_fsdp: error: unknown mechanism '%s' (--without calibrated|framework_ac|op_sac|fsdp2_copies|torch_loss|compiled_loss|eager_host|torchtitan_block|reserved_memory|sdpa_fa2|power_limit|stated_network|triton_at_fa2|triton_measured|stated_reduce_dtype)\n", m.c_str());
         return 2;
       }
     }
