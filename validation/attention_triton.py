@@ -15,13 +15,16 @@ shape (read there, written here), head_dim 128 only:
   Each key block recomputes P from Q, K, the bias and the log-sum-exp: dV += P^T dO, dP = dO V^T,
   dS = P (dP - delta), dK += dS^T Q, dQ += dS K.
 Left out of the source's kernel: its store-and-reload of two row vectors per key block (a workaround for a
-2022 compiler bug) and its masks for lengths that are not multiples of 128 (every shape here is).
+2022 compiler bug) and its masks for lengths that are not multiples of 128 (every shape here is). Its
+`tl.debug_barrier()` before the bias load of every backward tile (the source's race-condition guard, taken
+whenever a bias is given, as MPT always does) is kept since run 43 (`--barrier`, the default; run 42 ran
+without it).
 The rows ran triton-pre-mlir, whose code generator has no Hopper warpgroup MMA: `--mma v2` compiles with
 today's Triton with DISABLE_MMA_V3=1 (Ampere's mma.sync, the instruction set the 2022 compiler emitted on
 Hopper); `--mma v3` with today's default (Hopper's wgmma). Either is today's compiler: its scheduling is no
 worse than 2022's, so the time is a lower bound on the rows' kernel.
 
-Usage: attention_triton.py OUT_FRAGMENT.toml --mma v2|v3 [--back-to-back N] [--quick]
+Usage: attention_triton.py OUT_FRAGMENT.toml --mma v2|v3 [--back-to-back N] [--quick] [--no-barrier] [--both-launches]
 The environment variable DISABLE_MMA_V3 must match --mma (run.sh sets it; the script refuses otherwise).
 Output: [[attention]] tables with impl = "triton_flash" (fwd and bwd, back to back, FA2's FLOP convention:
 causal-halved, bwd = 2.5 x fwd) plus, at the llm-foundry rows' shapes, the same calls through SDPA's
@@ -41,6 +44,10 @@ if (os.environ.get("DISABLE_MMA_V3", "0") in ("1", "true", "on")) != (MMA == "v2
     sys.exit("DISABLE_MMA_V3 must be 1 for --mma v2 and unset for --mma v3")
 LOOP = int(sys.argv[sys.argv.index("--back-to-back") + 1]) if "--back-to-back" in sys.argv else 5
 QUICK = "--quick" in sys.argv
+BARRIER = "--no-barrier" not in sys.argv
+# Run 43: both backward launches written for every shape (launch = "per_head" | "split"; fastest = whether the
+# source's autotuner would keep it), and a wider set of (batch x heads) for the per-(batch, head) launch's waves.
+BOTH = "--both-launches" in sys.argv
 BLOCK = 128
 D = 128
 
@@ -97,7 +104,8 @@ def _bwd_pre(O, DO, Delta, sb, sh, sm, nheads, seqlen, BLOCK_M: tl.constexpr, HD
 
 @triton.jit
 def _bwd_col(start_n, Q, K, V, Bias, DO, DQ, DK, DV, Lse, Delta, scale, base, sm, off_h, seqlen,
-             ATOMIC: tl.constexpr, BLOCK_M: tl.constexpr, BLOCK_N: tl.constexpr, HD: tl.constexpr):
+             ATOMIC: tl.constexpr, BARRIER: tl.constexpr, BLOCK_M: tl.constexpr, BLOCK_N: tl.constexpr,
+             HD: tl.constexpr):
     begin_m = ((start_n * BLOCK_N) // BLOCK_M) * BLOCK_M
     offs_n = start_n * BLOCK_N + tl.arange(0, BLOCK_N)
     offs_m = tl.arange(0, BLOCK_M)
@@ -113,6 +121,8 @@ def _bwd_col(start_n, Q, K, V, Bias, DO, DQ, DK, DV, Lse, Delta, scale, base, sm
         q = tl.load(Q + base + rows[:, None] * sm + offs_d[None, :])
         qk = tl.dot(q, tl.trans(k))
         qk = tl.where(rows[:, None] >= offs_n[None, :], qk, float("-inf"))
+        if BARRIER:
+            tl.debug_barrier()   # the source's guard before its bias load, every tile
         qk = qk * scale + bias[None, :]
         lse = tl.load(Lse + rows)
         p = tl.exp(qk - lse[:, None])
@@ -135,7 +145,8 @@ def _bwd_col(start_n, Q, K, V, Bias, DO, DQ, DK, DV, Lse, Delta, scale, base, sm
 
 @triton.jit
 def _bwd(Q, K, V, Bias, DO, DQ, DK, DV, Lse, Delta, scale, sb, sh, sm, nheads, seqlen,
-         SEQ_PARALLEL: tl.constexpr, BLOCK_M: tl.constexpr, BLOCK_N: tl.constexpr, HD: tl.constexpr):
+         SEQ_PARALLEL: tl.constexpr, BARRIER: tl.constexpr, BLOCK_M: tl.constexpr, BLOCK_N: tl.constexpr,
+         HD: tl.constexpr):
     off_hb = tl.program_id(1)
     off_b = off_hb // nheads
     off_h = off_hb % nheads
@@ -144,11 +155,11 @@ def _bwd(Q, K, V, Bias, DO, DQ, DK, DV, Lse, Delta, scale, sb, sh, sm, nheads, s
     Delta += off_hb * seqlen
     if SEQ_PARALLEL:
         _bwd_col(tl.program_id(0), Q, K, V, Bias, DO, DQ, DK, DV, Lse, Delta, scale, base, sm, off_h, seqlen,
-                 True, BLOCK_M, BLOCK_N, HD)
+                 True, BARRIER, BLOCK_M, BLOCK_N, HD)
     else:
         for start_n in range(0, tl.cdiv(seqlen, BLOCK_N)):
             _bwd_col(start_n, Q, K, V, Bias, DO, DQ, DK, DV, Lse, Delta, scale, base, sm, off_h, seqlen,
-                     False, BLOCK_M, BLOCK_N, HD)
+                     False, BARRIER, BLOCK_M, BLOCK_N, HD)
 
 
 def alibi(H, s, device):
@@ -175,7 +186,8 @@ def backward(q, k, v, bias, o, lse, do, seq_parallel):
     dk, dv = torch.empty_like(k), torch.empty_like(v)
     grid = (s // BLOCK if seq_parallel else 1, b * H)
     _bwd[grid](q, k, v, bias, do, dq, dk, dv, lse, delta, 1.0 / math.sqrt(d), q.stride(0), q.stride(2), q.stride(1),
-               H, s, SEQ_PARALLEL=seq_parallel, BLOCK_M=BLOCK, BLOCK_N=BLOCK, HD=D, num_warps=8, num_stages=1)
+               H, s, SEQ_PARALLEL=seq_parallel, BARRIER=BARRIER, BLOCK_M=BLOCK, BLOCK_N=BLOCK, HD=D, num_warps=8,
+               num_stages=1)
     return dq.to(q.dtype), dk, dv
 
 
@@ -212,7 +224,7 @@ def check(lines):
             errs[f"{name}{'_sp' if sp else ''}"] = (got.float().transpose(1, 2) - want).abs().max().item()
     ok = all(e < 0.06 for e in errs.values())
     print("check against SDPA math (max abs error):", {k: round(e, 4) for k, e in errs.items()}, "ok" if ok else "FAILED", flush=True)
-    lines.append(f"\n[triton_flash_check]\nmma = \"{MMA}\"\nmax_abs_error = {max(errs.values()):.4g}\nok = {'true' if ok else 'false'}")
+    lines.append(f"\n[triton_flash_check]\nmma = \"{MMA}\"\nbarrier = {'true' if BARRIER else 'false'}\nmax_abs_error = {max(errs.values()):.4g}\nok = {'true' if ok else 'false'}")
     return ok
 
 
@@ -225,7 +237,7 @@ def main():
     lines = ["", f"# ---- FlashAttention in Triton as llm-foundry runs it, {MMA}, back to back ({LOOP} calls per timing), "
              "validation/attention_triton.py ----",
              f"[triton_flash_provenance]\ntorch = \"{torch.__version__}\"\ntriton = \"{triton.__version__}\"\n"
-             f"gpu = \"{torch.cuda.get_device_name(0)}\"\nmma = \"{MMA}\"\ntiming = \"back_to_back\"\ncalls_per_timing = {LOOP}"]
+             f"gpu = \"{torch.cuda.get_device_name(0)}\"\nmma = \"{MMA}\"\nbarrier = {'true' if BARRIER else 'false'}\ntiming = \"back_to_back\"\ncalls_per_timing = {LOOP}"]
     check(lines)
     shapes = []
     for (b, H) in ((1, 32), (1, 16), (1, 8), (1, 64), (2, 16), (4, 8)):
@@ -233,6 +245,12 @@ def main():
             if b * H * s * s <= 2 ** 37:
                 shapes.append((b, H, s))
     shapes += [(b, H, 2048) for (b, H) in ROW_SHAPES]
+    if BOTH:   # the per-(batch, head) launch from 8 to 528 programs (waves of 132 SMs), three lengths
+        for s in (1024, 2048, 4096):
+            for bh in (8, 32, 64, 96, 132, 160, 200, 264, 330, 396, 528):
+                b, H = (bh // 8, 8) if bh % 8 == 0 else (bh // 2, 2)
+                if (b, H, s) not in shapes:
+                    shapes.append((b, H, s))
     for (b, H, s) in shapes:
         torch.manual_seed(1)
         q, k, v, do = (torch.randn(b, s, H, D, device="cuda", dtype=torch.bfloat16) for _ in range(4))
@@ -242,10 +260,14 @@ def main():
         tb = {sp: timed(lambda: backward(q, k, v, bias, o, lse, do, sp)) for sp in (False, True)}
         sp = min(tb, key=tb.get)   # the source's autotuner keeps the faster of its two configurations
         flops_f = 4.0 * b * H * s * s * D * 0.5
-        for pss, t, fl in (("fwd", tf, flops_f), ("bwd", tb[sp], 2.5 * flops_f)):
+        samples = [("fwd", tf, flops_f, None)]
+        samples += [("bwd", tb[x], 2.5 * flops_f, x) for x in ((False, True) if BOTH else (sp,))]
+        for pss, t, fl, x in samples:
+            launch = "" if x is None else (f"launch = \"{'split' if x else 'per_head'}\"\nfastest = {'true' if x == sp else 'false'}\n"
+                                           if BOTH else "")
             lines.append(f"\n[[attention]]\nimpl = \"triton_flash\"\nsource = \"validation/attention_triton.py, mma {MMA}, "
-                         f"ALiBi vector bias{', sequence-parallel backward' if pss == 'bwd' and sp else ''}, back to back\"\n"
-                         f"pass = \"{pss}\"\ntiming = \"back_to_back\"\nbatch = {b}\nheads = {H}\nkv_heads = {H}\nseq = {s}\n"
+                         f"ALiBi vector bias{', sequence-parallel backward' if pss == 'bwd' and x else ''}, back to back\"\n"
+                         f"pass = \"{pss}\"\n{launch}timing = \"back_to_back\"\nbatch = {b}\nheads = {H}\nkv_heads = {H}\nseq = {s}\n"
                          f"seq_kv = {s}\nhead_dim = 128\ncausal = true\nseconds = {t:.6g}\nflops = {fl:.6g}\n"
                          f"flops_convention = \"causal-halved; bwd = 2.5 x fwd (FA2 count incl. recompute)\"")
         print(f"triton {MMA} b={b:2d} H={H:2d} s={s:6d} fwd {tf*1e3:8.3f} ms {flops_f/tf*1e-12:6.1f} TF/s  "
