@@ -35,12 +35,14 @@ using detail::within;
 namespace {
 // The backward program form's two work measures (calibration.h AttentionFit): tile steps of the slowest
 // SM with one program per (batch, head), and with one per (key block, batch, head).
-struct ProgramWork { double per_head = 0, split = 0; };
+// Per (batch, head) launch: tiles x waves and tiles x busy share (the two tile-time columns); split launch:
+// the slowest SM's tile steps.
+struct ProgramWork { double head_waves = 0, head_busy = 0, split = 0; };
 ProgramWork program_work(double batch, double heads, double seq_q, double seq_kv, bool causal, int sms) {
   const double nq = std::ceil(seq_q / 128), nk = std::ceil(seq_kv / 128), bh = batch * heads;
   // Causal: key block j's column holds the query blocks from the diagonal on (n (n + 1) / 2 for a square call).
   const double tiles = causal ? nq * nk / 2 + std::min(nq, nk) / 2 : nq * nk;
-  return {std::ceil(bh / sms) * tiles, std::max(nq, bh * tiles / sms)};
+  return {std::ceil(bh / sms) * tiles, bh / sms * tiles, std::max(nq, bh * tiles / sms)};
 }
 }  // namespace
 
@@ -496,15 +498,22 @@ Calibration fit_probe(const std::string& probe_path, std::string* report, const 
   // as `label`; false when no sample fits. Fused samples timed back to back (validation/attention_sdpa.py
   // --back-to-back) take the tile form and stand alone: a sample timed one call per event pair carries
   // the host's dispatch (run 21b).
-  auto fit_attention = [&](const std::string& impl_fit, AttentionFit& af, const char* label) -> bool {
+  // `materialized`: fit the materialised pieces beside it (they share the intercept); a kernel's own section
+  // (Triton's) leaves them out. A sample marked `fastest = false` (a backward launch its autotuner would not
+  // keep, run 43) is not the kernel's time.
+  auto fit_attention = [&](const std::string& impl_fit, AttentionFit& af, const char* label, bool materialized = true) -> bool {
     std::vector<A> att;
     bool b2b = false;
     for (const Reader& r : rows("attention"))
       b2b |= r.str("impl") == impl_fit && r.str("timing") == "back_to_back";
     for (const Reader& r : rows("attention")) {
       std::string impl = r.str("impl"), pass = r.str("pass");
+      if (const toml::node* f = r.node("fastest")) {
+        if (!f->is_boolean()) fail(probe_path, f->source(), "'fastest' must be true or false");
+        if (!f->value_or(true)) continue;
+      }
       if (impl == impl_fit) impl = "flash";
-      else if (impl == "flash") continue;
+      else if (impl == "flash" || (impl == "materialized" && !materialized)) continue;
       if (pass != "fwd" && pass != "bwd") continue;  // e.g. softmax_fwd pieces
       if (impl == "flash" && b2b && r.str("timing") != "back_to_back") continue;
       double b = r.num("batch"), h = r.num("heads"), s = r.num("seq"), d = r.num("head_dim"), t = r.num("seconds");
@@ -656,60 +665,92 @@ Calibration fit_probe(const std::string& probe_path, std::string* report, const 
   bool triton_b2b = false;
   for (const Reader& r : rows("attention")) triton_b2b |= r.str("impl") == "triton_flash" && r.str("timing") == "back_to_back";
   if (triton_b2b)
-    cal.has_attention_triton = fit_attention("triton_flash", cal.attention_triton, "attention_triton (FlashAttention in Triton)");
+    cal.has_attention_triton =
+        fit_attention("triton_flash", cal.attention_triton, "attention_triton (FlashAttention in Triton)", false);
   if (cal.has_attention_triton) {
-    // Its backward's program form (calibration.h): one tile time per launch configuration, each from the
-    // samples whose faster configuration it was (the sample's source names the split one), least relative
-    // squares on time - overhead = tiles x tile time; samples under 3 x the shortest backward left out as
-    // host-bound, as above. Needs the probe's SM count.
+    // Its backward's program form (calibration.h): each launch fitted on its own samples (a sample's
+    // `launch` key, "per_head" or "split", written for both launches since run 43; before, the faster one
+    // only, the split one named in its source), relative least squares on time = intercept + the launch's
+    // tile columns; samples under 3 x the shortest backward left out as host-bound, as above. A tile time
+    // that comes out negative is dropped and the rest refitted. Needs the probe's SM count.
     AttentionFit& a = cal.attention_triton;
     const toml::node* prov = root.get("provenance");
     const int sms = prov && prov->is_table() ? static_cast<int>(top.sub("provenance").num("sm_count", false, 0)) : 0;
-    struct S { bool split; double x_head, x_split, t; };
+    struct S { bool split; ProgramWork w; double t; };
     std::vector<S> bw;
     double shortest = 1e300;
     for (const Reader& r : rows("attention"))
       if (r.str("impl") == "triton_flash" && r.str("pass") == "bwd" && r.str("timing") == "back_to_back")
         shortest = std::min(shortest, r.num("seconds"));
     for (const Reader& r : rows("attention")) {
-      if (sms < 1 || r.str("impl") != "triton_flash" || r.str("pass") != "bwd" || r.str("timing") != "back_to_back") continue;
+      if (r.str("impl") != "triton_flash" || r.str("pass") != "bwd" || r.str("timing") != "back_to_back") continue;
+      bool split = r.str("source").find("sequence-parallel") != std::string::npos;
+      if (const toml::node* l = r.node("launch")) {
+        const std::string launch = r.str("launch");
+        if (launch != "per_head" && launch != "split")
+          fail(probe_path, l->source(), "'launch' must be \"per_head\" or \"split\", not \"" + launch + "\"");
+        split = launch == "split";
+      }
       const double t = r.num("seconds");
-      if (t < 3 * shortest || !(r.num("head_dim") > 0)) continue;
+      if (t < 3 * shortest || sms < 1) continue;
+      if (!(r.num("head_dim") > 0)) fail(probe_path, r.where, "attention sample needs a positive head_dim");
       bool causal = true;
       if (const toml::node* c = r.node("causal")) causal = c->value_or(true);
       const double s = r.num("seq");
-      const ProgramWork w = program_work(r.num("batch"), r.num("heads"), s, r.num("seq_kv", false, s), causal, sms);
+      ProgramWork w = program_work(r.num("batch"), r.num("heads"), s, r.num("seq_kv", false, s), causal, sms);
       const double scale = r.num("head_dim") / 128.0;
-      bw.push_back({r.str("source").find("sequence-parallel") != std::string::npos, w.per_head * scale,
-                    w.split * scale, t - a.overhead_s});
+      w.head_waves *= scale;
+      w.head_busy *= scale;
+      w.split *= scale;
+      bw.push_back({split, w, t});
     }
-    auto tile_time = [&](bool split) {
-      double num = 0, den = 0;
-      int n = 0;
-      for (const S& e : bw) {
-        if (e.split != split || !(e.t > 0)) continue;
-        const double r = (split ? e.x_split : e.x_head) / e.t;
-        num += r;
-        den += r * r;
-        ++n;
+    // Columns: intercept, then the launch's tile columns; returns the coefficients (empty: too few samples).
+    auto fit_launch = [&](bool split, int cols) {
+      std::vector<const S*> use;
+      for (const S& e : bw)
+        if (e.split == split) use.push_back(&e);
+      if (use.size() < std::size_t(cols) + 1) return Eigen::VectorXd();
+      Eigen::MatrixXd M(Eigen::Index(use.size()), cols);
+      Eigen::VectorXd t(Eigen::Index(use.size()));
+      for (std::size_t i = 0; i < use.size(); ++i) {
+        const auto k = Eigen::Index(i);
+        M(k, 0) = 1;
+        M(k, 1) = split ? use[i]->w.split : use[i]->w.head_waves;
+        if (cols > 2) M(k, 2) = use[i]->w.head_busy;
+        t(k) = use[i]->t;
       }
-      return n >= 2 && den > 0 ? num / den : 0.0;
+      return solve_rel(M, t);
     };
-    a.bwd_program_tile_s = tile_time(false);
-    a.bwd_split_tile_s = tile_time(true);
-    if (a.bwd_program_tile_s > 0 && a.bwd_split_tile_s > 0) {
+    Eigen::VectorXd head = fit_launch(false, 3);
+    if (head.size() == 3 && !(head(2) >= 0)) head = fit_launch(false, 2);
+    const Eigen::VectorXd split = fit_launch(true, 2);
+    if (head.size() >= 2 && split.size() == 2 && head(1) > 0 && split(1) > 0) {
       a.program_sms = sms;
-      double sq = 0;
+      a.bwd_program_overhead_s = std::max(0.0, head(0));
+      a.bwd_program_tile_s = head(1);
+      a.bwd_program_tile_busy_s = head.size() == 3 ? head(2) : 0.0;
+      a.bwd_split_overhead_s = std::max(0.0, split(0));
+      a.bwd_split_tile_s = split(1);
+      double sq[2] = {0, 0};
+      int n[2] = {0, 0};
       for (const S& e : bw) {
-        const double p = std::min(e.x_head * a.bwd_program_tile_s, e.x_split * a.bwd_split_tile_s);
-        sq += (p - e.t) * (p - e.t) / (e.t * e.t);
+        const double p = e.split ? a.bwd_split_overhead_s + e.w.split * a.bwd_split_tile_s
+                                 : a.bwd_program_overhead_s + e.w.head_waves * a.bwd_program_tile_s +
+                                       e.w.head_busy * a.bwd_program_tile_busy_s;
+        sq[e.split] += (p - e.t) * (p - e.t) / (e.t * e.t);
+        ++n[e.split];
       }
-      rep << "attention_triton backward, program form: " << bw.size() << " samples on " << sms
-          << " SMs, tile " << fmt("%.2f", a.bwd_program_tile_s * 1e6) << " us per (batch, head) program, "
-          << fmt("%.2f", a.bwd_split_tile_s * 1e6) << " us split by key block, rms rel error "
-          << fmt("%.1f", 100 * std::sqrt(sq / static_cast<double>(bw.size()))) << "%\n";
+      rep << "attention_triton backward, program form on " << sms << " SMs: per (batch, head) "
+          << fmt("%.1f", a.bwd_program_overhead_s * 1e6) << " us + tiles x (waves x "
+          << fmt("%.2f", a.bwd_program_tile_s * 1e6) << " + busy share x " << fmt("%.2f", a.bwd_program_tile_busy_s * 1e6)
+          << ") us over " << n[0] << " samples, rms rel error " << fmt("%.1f", 100 * std::sqrt(sq[0] / n[0]))
+          << "%; split " << fmt("%.1f", a.bwd_split_overhead_s * 1e6) << " us + tiles x "
+          << fmt("%.2f", a.bwd_split_tile_s * 1e6) << " us over " << n[1] << " samples, rms rel error "
+          << fmt("%.1f", 100 * std::sqrt(sq[1] / n[1])) << "%\n";
     } else {
-      a.bwd_program_tile_s = a.bwd_split_tile_s = 0;
+      rep << "attention_triton backward: no program form (" << (sms < 1 ? "the probe's provenance has no sm_count"
+                                                                        : "too few samples of a launch")
+          << "); the tile form prices it\n";
     }
   }
 
@@ -941,10 +982,13 @@ AttentionTiles attention_tiles(double batch, double heads, double seq_q, double 
 
 
 double triton_bwd_program_seconds(const AttentionFit& a, double batch, double heads, double seq_q, double seq_kv,
-                                  bool causal, double head_scale, int sms, double sm_speed) {
-  if (!(a.bwd_program_tile_s > 0) || !(a.bwd_split_tile_s > 0) || sms < 1 || !(sm_speed > 0)) return 0;
+                                  bool causal, double tile_scale, int sms) {
+  if (!(a.bwd_program_tile_s > 0) || !(a.bwd_split_tile_s > 0) || sms < 1 || !(tile_scale > 0)) return 0;
   const ProgramWork w = program_work(batch, heads, seq_q, seq_kv, causal, sms);
-  return std::min(w.per_head * a.bwd_program_tile_s, w.split * a.bwd_split_tile_s) * head_scale / sm_speed;
+  const double head = a.bwd_program_overhead_s +
+                      (w.head_waves * a.bwd_program_tile_s + w.head_busy * a.bwd_program_tile_busy_s) * tile_scale;
+  const double split = a.bwd_split_overhead_s + w.split * a.bwd_split_tile_s * tile_scale;
+  return std::min(head, split);
 }
 
 }  // namespace mfusim::hardware

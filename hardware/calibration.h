@@ -53,21 +53,27 @@ struct AttentionFit {
   // (context parallelism's ring steps) follow from their tile counts; the seq form cannot price them.
   bool tile_form = false;
   double flash_fwd_tile_knee = 0, flash_bwd_tile_knee = 0, diagonal_tile_weight = 1;
-  // The program form of a backward launched as Dao's 2022 Triton kernel is (run 42, [attention_triton]):
-  // either one program per (batch, head) walking all its 128 x 128 tiles in turn (causal: n (n + 1) / 2 of
-  // n key blocks), in waves of one program per SM, or one program per (key block, batch, head) adding dQ
-  // with atomics, its longest program n tiles; the kernel's autotuner keeps the faster:
-  //   time = overhead + min(ceil(b h / SMs) x tiles per head x program_tile_s,
-  //                         max(n, b h x tiles per head / SMs) x split_tile_s)
-  // with SMs the measured GPU's (program_sms), tile times at head dim 128 on one SM. 0: not this form.
-  double bwd_program_tile_s = 0, bwd_split_tile_s = 0;
+  // The program form of a backward launched as Dao's 2022 Triton kernel is (runs 42-43, only in
+  // [attention_triton]): either one program per (batch, head) walking all its 128 x 128 tiles in turn, in
+  // waves of one program per SM, a tile's time rising with the SMs busy, or one program per (key block,
+  // batch, head) adding dQ with atomics, its longest program n tiles; the kernel's autotuner keeps the faster:
+  //   per head: program_overhead + L x (W x program_tile + (b h / SMs) x program_tile_busy)
+  //   split:    split_overhead + max(n, b h x L / SMs) x split_tile
+  // with L the tiles per (batch, head) (causal: n_q n_k / 2 + min(n_q, n_k) / 2, the diagonal blocks whole;
+  // a query block ahead of the keys (s_q > s_kv) is counted as context parallelism's load-balanced chunks
+  // are, not as a top-left mask), W = ceil(b h / SMs) the waves (b h / SMs is the busy share summed over
+  // them), SMs the measured GPU's (program_sms), tile times at head dims 128 + 128 on one of its SMs.
+  // Each launch has its own intercept; the section's overhead is not added. program_tile = 0: not this form.
+  double bwd_program_overhead_s = 0, bwd_program_tile_s = 0, bwd_program_tile_busy_s = 0;
+  double bwd_split_overhead_s = 0, bwd_split_tile_s = 0;
   int program_sms = 0;
 };
 
-// The backward program form above: seconds before the overhead, for one call on a GPU of `sms` SMs
-// whose per-SM rate is `sm_speed` x the measured one's, head dims d_qk + d_v over 256.
+// The backward program form above for one call on a GPU of `sms` SMs, its tile times multiplied by
+// `tile_scale` (head dims d_qk + d_v over 256, over the per-SM speed against the measured GPU's, times a
+// power limit's clock scale); seconds, the launches' intercepts included; 0 when the fit has no such form.
 double triton_bwd_program_seconds(const AttentionFit&, double batch, double heads, double seq_q, double seq_kv,
-                                  bool causal, double head_scale, int sms, double sm_speed);
+                                  bool causal, double tile_scale, int sms);
 
 // The tiles of one fused-attention call (AttentionFit's tile form): `counted` the tiles its counted
 // FLOPs cover (a causal call: half of seq_q x seq_kv), `executed` with each query block's diagonal

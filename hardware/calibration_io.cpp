@@ -132,8 +132,10 @@ void write_calibration(const Calibration& c, const std::string& path) {
       f << "form = \"tiles\"\nflash_fwd_tile_knee = " << g(a.flash_fwd_tile_knee) << "\nflash_bwd_tile_knee = "
         << g(a.flash_bwd_tile_knee) << "\ndiagonal_tile_weight = " << g(a.diagonal_tile_weight) << "\n";
     if (a.bwd_program_tile_s > 0)
-      f << "bwd_program_tile_us = " << g(a.bwd_program_tile_s * 1e6) << "\nbwd_split_tile_us = " << g(a.bwd_split_tile_s * 1e6)
-        << "\nprogram_sms = " << a.program_sms << "\n";
+      f << "bwd_program_overhead_us = " << g(a.bwd_program_overhead_s * 1e6) << "\nbwd_program_tile_us = "
+        << g(a.bwd_program_tile_s * 1e6) << "\nbwd_program_tile_busy_us = " << g(a.bwd_program_tile_busy_s * 1e6)
+        << "\nbwd_split_overhead_us = " << g(a.bwd_split_overhead_s * 1e6) << "\nbwd_split_tile_us = "
+        << g(a.bwd_split_tile_s * 1e6) << "\nprogram_sms = " << a.program_sms << "\n";
   };
   if (c.has_attention) attention("attention", c.attention);
   if (c.has_attention_fa2) attention("attention_fa2", c.attention_fa2);
@@ -232,12 +234,16 @@ Calibration read_calibration(const std::string& path) {
   };
   if (top.node("gemm")) { gemm("gemm", c.gemm, c.gemm_table); c.has_gemm = true; }
   if (top.node("gemm_fp8")) { gemm("gemm_fp8", c.gemm_fp8, c.gemm_fp8_table); c.has_gemm_fp8 = true; }
-  auto attention = [&](const char* section, AttentionFit& a) {
+  // `programs`: the section may hold the backward's program form (only [attention_triton], calibration.h).
+  auto attention = [&](const char* section, AttentionFit& a, bool programs = false) {
     Reader r = top.sub(section);
-    r.only({"peak_tflops", "hbm_bandwidth_gbs", "flash_fwd_eff", "flash_bwd_eff", "flash_fwd_seq_knee",
-            "flash_bwd_seq_knee", "materialized_bw_eff", "overhead_us", "rms_rel_error", "form",
-"flash_fwd_tile_knee", "flash_bwd_tile_knee", "diagonal_tile_weight", "bwd_program_tile_us",
-            "bwd_split_tile_us", "program_sms"});
+    std::vector<std::string> keys = {"peak_tflops", "hbm_bandwidth_gbs", "flash_fwd_eff", "flash_bwd_eff", "flash_fwd_seq_knee",
+                                     "flash_bwd_seq_knee", "materialized_bw_eff", "overhead_us", "rms_rel_error", "form",
+                                     "flash_fwd_tile_knee", "flash_bwd_tile_knee", "diagonal_tile_weight"};
+    const std::vector<std::string> program_keys = {"bwd_program_overhead_us", "bwd_program_tile_us", "bwd_program_tile_busy_us",
+                                                   "bwd_split_overhead_us", "bwd_split_tile_us", "program_sms"};
+    if (programs) keys.insert(keys.end(), program_keys.begin(), program_keys.end());
+    r.only(std::set<std::string>(keys.begin(), keys.end()));
     a.peak_flops = r.bounded("peak_tflops", kPeakTflopsBound) * 1e12;
     a.hbm_bandwidth = r.bounded("hbm_bandwidth_gbs", kBandwidthGbsBound) * 1e9;
     a.flash_fwd_eff = r.bounded("flash_fwd_eff", kEfficiencyBound);
@@ -258,9 +264,14 @@ Calibration read_calibration(const std::string& path) {
       a.flash_bwd_tile_knee = r.bounded("flash_bwd_tile_knee", kKneeBound, false);
       a.diagonal_tile_weight = r.bounded("diagonal_tile_weight", kDiagonalWeightBound);
     }
-    if (r.node("bwd_program_tile_us") || r.node("bwd_split_tile_us") || r.node("program_sms")) {
-      // The backward's program form (calibration.h): all three or none.
+    bool any_program = false;
+    for (const std::string& k : program_keys) any_program |= programs && r.node(k.c_str()) != nullptr;
+    if (any_program) {
+      // The backward's program form (calibration.h): all six keys or none.
+      a.bwd_program_overhead_s = r.bounded("bwd_program_overhead_us", kOverheadUsBound) * 1e-6;
       a.bwd_program_tile_s = r.bounded("bwd_program_tile_us", kOverheadUsBound) * 1e-6;
+      a.bwd_program_tile_busy_s = r.bounded("bwd_program_tile_busy_us", kOverheadUsBound) * 1e-6;
+      a.bwd_split_overhead_s = r.bounded("bwd_split_overhead_us", kOverheadUsBound) * 1e-6;
       a.bwd_split_tile_s = r.bounded("bwd_split_tile_us", kOverheadUsBound) * 1e-6;
       const double sms = r.nonneg("program_sms");
       if (!(sms >= 1) || sms > 1e5 || sms != std::floor(sms))
@@ -273,7 +284,7 @@ Calibration read_calibration(const std::string& path) {
   };
   if (top.node("attention")) { attention("attention", c.attention); c.has_attention = true; }
   if (top.node("attention_fa2")) { attention("attention_fa2", c.attention_fa2); c.has_attention_fa2 = true; }
-  if (top.node("attention_triton")) { attention("attention_triton", c.attention_triton); c.has_attention_triton = true; }
+  if (top.node("attention_triton")) { attention("attention_triton", c.attention_triton, true); c.has_attention_triton = true; }
   if (top.node("memory")) {
     Reader r = top.sub("memory");
     r.only({"achieved_bandwidth_gbs", "launch_overhead_us", "graph_launch_overhead_us", "fixed_overhead_us", "rms_rel_error"});
@@ -301,7 +312,7 @@ Calibration read_calibration(const std::string& path) {
     std::set<std::string> keys = {"nvlink_bus_bandwidth_gbs", "nvlink_latency_us", "nic_bus_bandwidth_gbs",
                                   "nic_latency_us", "rms_rel_error"};
     keys.insert(kCollectiveOpNames, kCollectiveOpNames + kCollectiveOps);
-    r.only(keys);
+    r.only(std::set<std::string>(keys.begin(), keys.end()));
     auto& k = c.collectives;
     k.nvlink_bus_bandwidth = r.bounded("nvlink_bus_bandwidth_gbs", kBandwidthGbsBound) * 1e9;
     k.nvlink_latency_s = r.bounded("nvlink_latency_us", kOverheadUsBound) * 1e-6;

@@ -257,15 +257,16 @@ double CostModel::attention_seconds(const Kernel& kn) const {
                              : kn.flops;
     double eff = 0;
     const double cal_eff = cal ? (bwd ? fit->flash_bwd_eff : fit->flash_fwd_eff) : 0.0;
-    if (cal && bwd && has_shape && fit->bwd_program_tile_s > 0) {
-      // The backward's program form (calibration.h AttentionFit, run 42): its launch in waves of programs,
-      // each SM's rate the measured GPU's scaled by this GPU's peak per SM.
-      const int sms = hw_.sms > 0 ? hw_.sms : fit->program_sms;
-      const double sm_speed = (peak / sms) / (fit->peak_flops / fit->program_sms);
+    if (cal && bwd && has_shape && fit->bwd_program_tile_s > 0 && fit->program_sms > 0 && fit->peak_flops > 0) {
+      // The backward's program form (calibration.h AttentionFit, runs 42-43): its launch in waves of programs
+      // on this GPU's SMs, each SM's rate the measured GPU's scaled by this GPU's peak per SM (the kernel runs
+      // bf16: models/ marks it keep_bf16); its launches' own intercepts stand for the overhead.
+      const double sm_speed = (peak / sms_) / (fit->peak_flops / fit->program_sms);
+      const double scale = (static_cast<double>(kn.head_dim) + kn.v_dim()) / 256.0 * power_scale_ / sm_speed;
       const double t = triton_bwd_program_seconds(*fit, static_cast<double>(kn.batch), static_cast<double>(kn.heads),
                                                   static_cast<double>(kn.seq_q), static_cast<double>(kn.seq_kv), kn.causal,
-                                                  (static_cast<double>(kn.head_dim) + kn.v_dim()) / 256.0, sms, sm_speed);
-      return overhead + std::max(t * power_scale_, kn.bytes / bandwidth_);
+                                                  scale, sms_);
+      return std::max(t, kn.bytes / bandwidth_);
     }
     if (cal_eff > 0 && fit->tile_form && has_shape) {
       // The tile form (calibration.h AttentionFit): executed tiles over counted ones, the knee on the

@@ -272,10 +272,14 @@ TEST_CASE("triton_flash: llm-foundry's Triton attention takes the shipped fit's 
     kernels(config::Attention::triton_flash, b, h);
     const Kernel k = bwd ? bw.front() : fw.front();
     CHECK(k.triton_fa);
-    CHECK(ms(k) == doctest::Approx(measured).epsilon(0.15));
-    // Slower than FlashAttention-2 at the same call, as measured (2.2-2.9x fwd + bwd).
-    kernels(config::Attention::flash2, b, h);
-    CHECK(ms(k) > 1.5 * ms(bwd ? bw.front() : fw.front()));
+    CHECK(ms(k) == doctest::Approx(measured).epsilon(0.10));
+    // Slower than FlashAttention-2 at the same call in the same process (forward 2.25-2.40x, backward 2.19-3.03x
+    // measured), where the rows' shapes have it.
+    for (const toml::node& fa : *t["attention_same_run"].as_array()) {
+      const toml::table& f = *fa.as_table();
+      if (f["batch"].value_or(0.0) == b && f["heads"].value_or(0.0) == h && (f["pass"].value_or(std::string()) == "bwd") == bwd)
+        CHECK(ms(k) > 2.0 * 1e3 * f["seconds"].value_or(0.0));
+    }
     ++n;
   }
   CHECK(n == 2 * 13);   // 11 row shapes and the grid's (2, 16 heads) and (4, 8 heads), forward and backward
@@ -296,44 +300,83 @@ TEST_CASE("triton_flash: llm-foundry's Triton attention takes the shipped fit's 
   CHECK(at_fused.time(tf) == doctest::Approx(cm.time(fl)).epsilon(1e-12));
 }
 
-TEST_CASE("triton_flash backward: launched in waves of (batch, head) programs or split by key block, the faster (run 42)") {
+TEST_CASE("triton_flash backward: launched in waves of (batch, head) programs or split by key block, the faster (runs 42-43)") {
   const Calibration cal = read_calibration(kRoot + "/hardware/calibration/h200.toml");
   const AttentionFit& a = cal.attention_triton;
   REQUIRE(a.bwd_program_tile_s > 0);
-  REQUIRE(a.bwd_split_tile_s > a.bwd_program_tile_s);   // the split kernel's atomics: each tile slower
+  REQUIRE(a.bwd_split_tile_s > 0);
+  CHECK(a.bwd_program_tile_busy_s >= 0);
   CHECK(a.program_sms == 132);
-  auto t = [&](double b, double h, double s) { return triton_bwd_program_seconds(a, b, h, s, s, true, 1.0, 132, 1.0); };
-  // One program per SM: 132 (batch, head) pairs fill one wave, 264 two; 133 need a second wave, and the split
-  // launch (all tiles over all SMs at the slower tile) wins there, still well above 133 / 132 x one wave.
-  CHECK(t(1, 264, 2048) == doctest::Approx(2 * t(1, 132, 2048)).epsilon(1e-12));
-  CHECK(t(1, 133, 2048) > 1.4 * t(1, 132, 2048));
-  CHECK(t(1, 133, 2048) < 2 * t(1, 132, 2048));
-  // Few (batch, head) pairs: the split launch; its longest program (key block 0: every query block) bounds it.
-  const double n = 16384.0 / 128;
-  CHECK(t(1, 1, 16384) == doctest::Approx(n * a.bwd_split_tile_s).epsilon(1e-12));
-  // A head of 64 + 64 does half the tile work; an SM twice as fast halves the time.
-  CHECK(triton_bwd_program_seconds(a, 8, 64, 2048, 2048, true, 0.5, 132, 2.0) ==
-        doctest::Approx(t(8, 64, 2048) / 4).epsilon(1e-12));
-  // Written and read back unchanged; a fractional SM count is refused at its key.
+  auto t = [&](double b, double h, double sq, double skv, bool causal, double scale, int sms) {
+    return triton_bwd_program_seconds(a, b, h, sq, skv, causal, scale, sms);
+  };
+  auto sq = [&](double b, double h, double s) { return t(b, h, s, s, true, 1.0, 132); };
+  // The per-(batch, head) launch (128 x 128 tiles, causal n (n + 1) / 2 of them: 136 at 2048 tokens).
+  auto per_head = [&](double waves, double bh, double tiles, double scale, int sms) {
+    return a.bwd_program_overhead_s + tiles * (waves * a.bwd_program_tile_s + bh / sms * a.bwd_program_tile_busy_s) * scale;
+  };
+  // 132 (batch, head) pairs fill one wave on 132 SMs, 264 two.
+  CHECK(sq(1, 132, 2048) == doctest::Approx(per_head(1, 132, 136, 1, 132)).epsilon(1e-12));
+  CHECK(sq(1, 264, 2048) == doctest::Approx(per_head(2, 264, 136, 1, 132)).epsilon(1e-12));
+  // 133 need a second wave (or the split launch, when cheaper): well above 133 / 132 x one wave.
+  CHECK(sq(1, 133, 2048) > 1.3 * sq(1, 132, 2048));
+  // One (batch, head) at 16k tokens: the split launch, bounded by its longest program (key block 0: 128 tiles).
+  CHECK(sq(1, 1, 16384) == doctest::Approx(a.bwd_split_overhead_s + 128 * a.bwd_split_tile_s).epsilon(1e-12));
+  // Tile counts: non-causal n^2 (256 at 2048), causal non-square 8 x 16 / 2 + 8 / 2 = 68; the tile scale
+  // (head width over the per-SM speed) multiplies the tile terms only.
+  CHECK(t(1, 132, 2048, 2048, false, 1.0, 132) == doctest::Approx(per_head(1, 132, 256, 1, 132)).epsilon(1e-12));
+  CHECK(t(1, 132, 1024, 2048, true, 1.0, 132) == doctest::Approx(per_head(1, 132, 68, 1, 132)).epsilon(1e-12));
+  CHECK(t(8, 64, 2048, 2048, true, 0.25, 132) == doctest::Approx(per_head(4, 512, 136, 0.25, 132)).epsilon(1e-12));
+  // The cost model: on a GPU of 108 SMs (the A100: no `sms` in its profile, named by sm_count_for) 120 (batch,
+  // head) pairs take two waves, at the A100's bf16 peak per SM against the H200's.
+  const HardwareSpec a100 = config::load_hardware(kRoot + "/hardware/a100-sxm-80gb.toml");
+  const CostModel on_a100(a100, config::Precision::bf16, &cal, false);
+  REQUIRE(on_a100.sm_count() == 108);
+  std::vector<Kernel> fw, bw;
+  models::detail::attention_kernels(models::ModelSpec{}, {1, 120, 120, 2048, 2048, 128, 128}, 2,
+                                    config::Attention::triton_flash, fw, bw);
+  REQUIRE(!bw.empty());
+  const Kernel k = bw.front();
+  const double sm_speed = (a100.peak_flops_bf16 / 108) / (a.peak_flops / 132);
+  const double want = t(1, 120, 2048, 2048, true, 1.0 / sm_speed, 108);
+  CHECK(on_a100.time(k) - on_a100.launch_time(k) == doctest::Approx(std::max(want, k.bytes / a100.hbm_bandwidth)).epsilon(0.02));
+  CHECK(want > 1.5 * t(1, 120, 2048, 2048, true, 1.0 / sm_speed, 132));
+  // fp8 scenarios: the kernel has no fp8 path (keep_bf16), so an fp8 cost model prices it as the bf16 one.
+  CHECK(k.keep_bf16);
+  const HardwareSpec h100 = config::load_hardware(kRoot + "/hardware/h100-sxm.toml");
+  const CostModel bf(h100, config::Precision::bf16, &cal, false), f8(h100, config::Precision::fp8, &cal, false);
+  CHECK(f8.time(k) == doctest::Approx(bf.time(k)).epsilon(1e-12));
+  // Written and read back unchanged; a fractional SM count is refused at its key, and the form's keys
+  // outside [attention_triton].
   write_calibration(cal, "/tmp/mfusim_test_triton_cal.toml");
   const Calibration back = read_calibration("/tmp/mfusim_test_triton_cal.toml");
+  CHECK(back.attention_triton.bwd_program_overhead_s == doctest::Approx(a.bwd_program_overhead_s).epsilon(1e-8));
   CHECK(back.attention_triton.bwd_program_tile_s == doctest::Approx(a.bwd_program_tile_s).epsilon(1e-8));
+  CHECK(back.attention_triton.bwd_program_tile_busy_s == doctest::Approx(a.bwd_program_tile_busy_s).epsilon(1e-8));
+  CHECK(back.attention_triton.bwd_split_overhead_s == doctest::Approx(a.bwd_split_overhead_s).epsilon(1e-8));
   CHECK(back.attention_triton.bwd_split_tile_s == doctest::Approx(a.bwd_split_tile_s).epsilon(1e-8));
   CHECK(back.attention_triton.program_sms == 132);
   std::ifstream in("/tmp/mfusim_test_triton_cal.toml");
   std::stringstream text;
   text << in.rdbuf();
-  std::string bad = text.str();
-  const auto at = bad.find("program_sms = 132");
-  REQUIRE(at != std::string::npos);
-  bad.replace(at, 17, "program_sms = 131.5");
-  std::ofstream("/tmp/mfusim_test_triton_bad.toml") << bad;
-  std::string err;
-  try {
-    read_calibration("/tmp/mfusim_test_triton_bad.toml");
-  } catch (const std::runtime_error& e) {
-    err = e.what();
-  }
+  const std::string good = text.str();
+  auto error_with = [&](const std::string& from, const std::string& to) {
+    std::string bad = good;
+    const auto at = bad.find(from);
+    REQUIRE(at != std::string::npos);
+    bad.replace(at, from.size(), to);
+    std::ofstream("/tmp/mfusim_test_triton_bad.toml") << bad;
+    try {
+      read_calibration("/tmp/mfusim_test_triton_bad.toml");
+    } catch (const std::runtime_error& e) {
+      return std::string(e.what());
+    }
+    return std::string();
+  };
+  std::string err = error_with("program_sms = 132", "program_sms = 131.5");
   CHECK(err.find("/tmp/mfusim_test_triton_bad.toml:") == 0);
   CHECK(err.find("'program_sms' must be a whole number of SMs") != std::string::npos);
+  err = error_with("[attention]\n", "[attention]\nbwd_program_tile_us = 20\n");
+  CHECK(err.find("/tmp/mfusim_test_triton_bad.toml:") == 0);
+  CHECK(err.find("unknown key 'bwd_program_tile_us'") != std::string::npos);
 }
