@@ -37,12 +37,15 @@ import torch.nn.functional as F
 import triton
 import triton.language as tl
 
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+from attention_sdpa import timed   # noqa: E402  back to back (--back-to-back N calls per timing), median of 7
+
 MMA = sys.argv[sys.argv.index("--mma") + 1] if "--mma" in sys.argv else "v3"
 if MMA not in ("v2", "v3"):
     sys.exit("--mma: v2 or v3")
 if (os.environ.get("DISABLE_MMA_V3", "0") in ("1", "true", "on")) != (MMA == "v2"):
     sys.exit("DISABLE_MMA_V3 must be 1 for --mma v2 and unset for --mma v3")
-LOOP = int(sys.argv[sys.argv.index("--back-to-back") + 1]) if "--back-to-back" in sys.argv else 5
+LOOP = int(sys.argv[sys.argv.index("--back-to-back") + 1]) if "--back-to-back" in sys.argv else 1   # as attention_sdpa.py, whose timed() reads the same flag
 QUICK = "--quick" in sys.argv
 BARRIER = "--no-barrier" not in sys.argv
 # Run 43: both backward launches written for every shape (launch = "per_head" | "split"; fastest = whether the
@@ -189,21 +192,6 @@ def backward(q, k, v, bias, o, lse, do, seq_parallel):
                H, s, SEQ_PARALLEL=seq_parallel, BARRIER=BARRIER, BLOCK_M=BLOCK, BLOCK_N=BLOCK, HD=D, num_warps=8,
                num_stages=1)
     return dq.to(q.dtype), dk, dv
-
-
-def timed(fn, repeats=7):
-    for _ in range(2):
-        fn()
-    torch.cuda.synchronize()
-    a, b = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
-    v = []
-    for _ in range(repeats):
-        a.record()
-        for _ in range(LOOP):
-            fn()
-        b.record(); b.synchronize()
-        v.append(a.elapsed_time(b) * 1e-3 / LOOP)
-    return statistics.median(v)
 
 
 def check(lines):
