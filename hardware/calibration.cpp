@@ -33,10 +33,9 @@ using detail::Reader;
 using detail::within;
 
 namespace {
-// The backward program form's two work measures (calibration.h AttentionFit): tile steps of the slowest
-// SM with one program per (batch, head), and with one per (key block, batch, head).
-// Per (batch, head) launch: tiles x waves and tiles x busy share (the two tile-time columns); split launch:
-// the slowest SM's tile steps.
+// The backward program form's work measures (calibration.h AttentionFit): with one program per (batch,
+// head), tiles x waves and tiles x busy share (its two tile-time columns); split by key block, the slowest
+// SM's tile steps.
 struct ProgramWork { double head_waves = 0, head_busy = 0, split = 0; };
 ProgramWork program_work(double batch, double heads, double seq_q, double seq_kv, bool causal, int sms) {
   const double nq = std::ceil(seq_q / 128), nk = std::ceil(seq_kv / 128), bh = batch * heads;
@@ -44,9 +43,12 @@ ProgramWork program_work(double batch, double heads, double seq_q, double seq_kv
   const double tiles = causal ? nq * nk / 2 + std::min(nq, nk) / 2 : nq * nk;
   return {std::ceil(bh / sms) * tiles, bh / sms * tiles, std::max(nq, bh * tiles / sms)};
 }
-}  // namespace
-
-namespace {
+// One launch's time under the program form: its intercept plus its tile columns x tile times x `tile_scale`.
+double launch_seconds(const AttentionFit& a, const ProgramWork& w, bool split, double tile_scale) {
+  return split ? a.bwd_split_overhead_s + w.split * a.bwd_split_tile_s * tile_scale
+               : a.bwd_program_overhead_s +
+                     (w.head_waves * a.bwd_program_tile_s + w.head_busy * a.bwd_program_tile_busy_s) * tile_scale;
+}
 
 // ------------------------------------------------------------------ fitting helpers
 // Least squares for A x = b with rows weighted by 1/t (relative error).
@@ -678,12 +680,15 @@ Calibration fit_probe(const std::string& probe_path, std::string* report, const 
     const int sms = prov && prov->is_table() ? static_cast<int>(top.sub("provenance").num("sm_count", false, 0)) : 0;
     struct S { bool split; ProgramWork w; double t; };
     std::vector<S> bw;
+    std::vector<Reader> samples;   // the back-to-back backward samples
     double shortest = 1e300;
     for (const Reader& r : rows("attention"))
-      if (r.str("impl") == "triton_flash" && r.str("pass") == "bwd" && r.str("timing") == "back_to_back")
+      if (r.str("impl") == "triton_flash" && r.str("pass") == "bwd" && r.str("timing") == "back_to_back") {
+        samples.push_back(r);
         shortest = std::min(shortest, r.num("seconds"));
-    for (const Reader& r : rows("attention")) {
-      if (r.str("impl") != "triton_flash" || r.str("pass") != "bwd" || r.str("timing") != "back_to_back") continue;
+      }
+    for (const Reader& r : samples) {
+      if (sms < 1) break;   // no program form without the SM count
       bool split = r.str("source").find("sequence-parallel") != std::string::npos;
       if (const toml::node* l = r.node("launch")) {
         const std::string launch = r.str("launch");
@@ -692,7 +697,7 @@ Calibration fit_probe(const std::string& probe_path, std::string* report, const 
         split = launch == "split";
       }
       const double t = r.num("seconds");
-      if (t < 3 * shortest || sms < 1) continue;
+      if (t < 3 * shortest) continue;
       if (!(r.num("head_dim") > 0)) fail(probe_path, r.where, "attention sample needs a positive head_dim");
       bool causal = true;
       if (const toml::node* c = r.node("causal")) causal = c->value_or(true);
@@ -734,9 +739,7 @@ Calibration fit_probe(const std::string& probe_path, std::string* report, const 
       double sq[2] = {0, 0};
       int n[2] = {0, 0};
       for (const S& e : bw) {
-        const double p = e.split ? a.bwd_split_overhead_s + e.w.split * a.bwd_split_tile_s
-                                 : a.bwd_program_overhead_s + e.w.head_waves * a.bwd_program_tile_s +
-                                       e.w.head_busy * a.bwd_program_tile_busy_s;
+        const double p = launch_seconds(a, e.w, e.split, 1.0);
         sq[e.split] += (p - e.t) * (p - e.t) / (e.t * e.t);
         ++n[e.split];
       }
@@ -980,15 +983,11 @@ AttentionTiles attention_tiles(double batch, double heads, double seq_q, double 
   return t;
 }
 
-
 double triton_bwd_program_seconds(const AttentionFit& a, double batch, double heads, double seq_q, double seq_kv,
                                   bool causal, double tile_scale, int sms) {
   if (!(a.bwd_program_tile_s > 0) || !(a.bwd_split_tile_s > 0) || sms < 1 || !(tile_scale > 0)) return 0;
   const ProgramWork w = program_work(batch, heads, seq_q, seq_kv, causal, sms);
-  const double head = a.bwd_program_overhead_s +
-                      (w.head_waves * a.bwd_program_tile_s + w.head_busy * a.bwd_program_tile_busy_s) * tile_scale;
-  const double split = a.bwd_split_overhead_s + w.split * a.bwd_split_tile_s * tile_scale;
-  return std::min(head, split);
+  return std::min(launch_seconds(a, w, false, tile_scale), launch_seconds(a, w, true, tile_scale));
 }
 
 }  // namespace mfusim::hardware

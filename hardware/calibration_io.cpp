@@ -237,13 +237,13 @@ Calibration read_calibration(const std::string& path) {
   // `programs`: the section may hold the backward's program form (only [attention_triton], calibration.h).
   auto attention = [&](const char* section, AttentionFit& a, bool programs = false) {
     Reader r = top.sub(section);
-    std::vector<std::string> keys = {"peak_tflops", "hbm_bandwidth_gbs", "flash_fwd_eff", "flash_bwd_eff", "flash_fwd_seq_knee",
-                                     "flash_bwd_seq_knee", "materialized_bw_eff", "overhead_us", "rms_rel_error", "form",
-                                     "flash_fwd_tile_knee", "flash_bwd_tile_knee", "diagonal_tile_weight"};
+    std::set<std::string> keys = {"peak_tflops", "hbm_bandwidth_gbs", "flash_fwd_eff", "flash_bwd_eff", "flash_fwd_seq_knee",
+                                  "flash_bwd_seq_knee", "materialized_bw_eff", "overhead_us", "rms_rel_error", "form",
+                                  "flash_fwd_tile_knee", "flash_bwd_tile_knee", "diagonal_tile_weight"};
     const std::vector<std::string> program_keys = {"bwd_program_overhead_us", "bwd_program_tile_us", "bwd_program_tile_busy_us",
                                                    "bwd_split_overhead_us", "bwd_split_tile_us", "program_sms"};
-    if (programs) keys.insert(keys.end(), program_keys.begin(), program_keys.end());
-    r.only(std::set<std::string>(keys.begin(), keys.end()));
+    if (programs) keys.insert(program_keys.begin(), program_keys.end());
+    r.only(keys);
     a.peak_flops = r.bounded("peak_tflops", kPeakTflopsBound) * 1e12;
     a.hbm_bandwidth = r.bounded("hbm_bandwidth_gbs", kBandwidthGbsBound) * 1e9;
     a.flash_fwd_eff = r.bounded("flash_fwd_eff", kEfficiencyBound);
@@ -312,7 +312,7 @@ Calibration read_calibration(const std::string& path) {
     std::set<std::string> keys = {"nvlink_bus_bandwidth_gbs", "nvlink_latency_us", "nic_bus_bandwidth_gbs",
                                   "nic_latency_us", "rms_rel_error"};
     keys.insert(kCollectiveOpNames, kCollectiveOpNames + kCollectiveOps);
-    r.only(std::set<std::string>(keys.begin(), keys.end()));
+    r.only(keys);
     auto& k = c.collectives;
     k.nvlink_bus_bandwidth = r.bounded("nvlink_bus_bandwidth_gbs", kBandwidthGbsBound) * 1e9;
     k.nvlink_latency_s = r.bounded("nvlink_latency_us", kOverheadUsBound) * 1e-6;
