@@ -237,10 +237,11 @@ TEST_CASE("flash2: FlashAttention-2 calls take the shipped fit's [attention_fa2]
   CHECK(plain.time(k) == doctest::Approx(cm.time(f)).epsilon(1e-12));
 }
 
-TEST_CASE("triton_flash: llm-foundry's Triton attention takes the shipped fit's [attention_triton] (run 42), priced as measured") {
-  // Run 42 (validation/runs/run42-triton-attention/results): our kernel with the algorithm of llm-foundry's
-  // flash_attn_triton.py, built for mma.sync, back to back on the H200; at the llm-foundry rows' shapes
-  // (seq 2048, 16-64 heads of 128, micro-batches 2-16) it took 2.2-2.9x FlashAttention-2's time in the same process.
+TEST_CASE("triton_flash: llm-foundry's Triton attention takes the shipped fit's [attention_triton] (run 43), priced as measured") {
+  // Run 43 (validation/runs/run43-triton-launches/results): our kernel with the algorithm of llm-foundry's
+  // flash_attn_triton.py (its per-tile barrier included), built for mma.sync, back to back on the H200, both
+  // backward launches per shape; at the llm-foundry rows' shapes (seq 2048, 16-64 heads of 128, micro-batches
+  // 2-16) it took 2.2-2.8x FlashAttention-2's time in the same process.
   const Calibration cal = read_calibration(kRoot + "/hardware/calibration/h200.toml");
   REQUIRE(cal.has_attention_triton);
   CHECK(cal.attention_triton.tile_form);
@@ -257,13 +258,15 @@ TEST_CASE("triton_flash: llm-foundry's Triton attention takes the shipped fit's 
   };
   auto ms = [&](const Kernel& k) { return 1e3 * (cm.time(k) - cm.launch_time(k)); };
   // Every measured call at the rows' shapes (seq 2048, the grid's others are the fit's too), forward and backward.
-  const toml::table t = toml::parse_file(kRoot + "/validation/runs/run42-triton-attention/results/triton_v2.toml");
+  const toml::table t = toml::parse_file(kRoot + "/validation/runs/run43-triton-launches/results/triton_v2_launches.toml");
   const toml::array* rows = t["attention"].as_array();
   REQUIRE(rows);
   int n = 0;
   for (const toml::node& node : *rows) {
     const toml::table& r = *node.as_table();
-    if (r["seq"].value_or(0) != 2048 || r["batch"].value_or(0) < 2) continue;
+    // The backward as the source's autotuner runs it: the faster of its two launches (the cost model's min).
+    if (r["seq"].value_or(0) != 2048 || r["batch"].value_or(0) < 2 || !r["fastest"].value_or(true)) continue;
+    if (r["heads"].value_or(0) == 2 || (r["heads"].value_or(0) == 8 && r["batch"].value_or(0) > 4)) continue;   // wave sweep: below
     const double b = r["batch"].value_or(0.0), h = r["heads"].value_or(0.0), measured = 1e3 * r["seconds"].value_or(0.0);
     const bool bwd = r["pass"].value_or(std::string()) == "bwd";
     CAPTURE(b);
@@ -273,7 +276,7 @@ TEST_CASE("triton_flash: llm-foundry's Triton attention takes the shipped fit's 
     const Kernel k = bwd ? bw.front() : fw.front();
     CHECK(k.triton_fa);
     CHECK(ms(k) == doctest::Approx(measured).epsilon(0.10));
-    // Slower than FlashAttention-2 at the same call in the same process (forward 2.25-2.40x, backward 2.19-3.03x
+    // Slower than FlashAttention-2 at the same call in the same process (forward 2.28-2.40x, backward 2.15-2.98x
     // measured), where the rows' shapes have it.
     for (const toml::node& fa : *t["attention_same_run"].as_array()) {
       const toml::table& f = *fa.as_table();
@@ -298,6 +301,34 @@ TEST_CASE("triton_flash: llm-foundry's Triton attention takes the shipped fit's 
   no_triton.has_attention_fa2 = false;
   const CostModel at_fused(cm.hardware(), config::Precision::bf16, &no_triton, false);
   CHECK(at_fused.time(tf) == doctest::Approx(cm.time(fl)).epsilon(1e-12));
+}
+
+TEST_CASE("triton_flash backward: run 43's wave sweep (8-528 (batch, head) programs, 1k-4k tokens) priced within 8.5%") {
+  // The per-(batch, head) launch at 8 to 528 programs on 132 SMs, both launches timed; the cost model prices the
+  // faster of the two (the source's autotuner keeps the faster). The steps at 132 -> 160 and 264 -> 330 programs
+  // (a second and a third wave) are the waves term's evidence, the one-wave points below 132 the busy share's.
+  const CostModel& cm = shipped_h200_cost_model();
+  const toml::table t = toml::parse_file(kRoot + "/validation/runs/run43-triton-launches/results/triton_v2_launches.toml");
+  int n = 0;
+  double worst = 0;
+  for (const toml::node& node : *t["attention"].as_array()) {
+    const toml::table& r = *node.as_table();
+    const double b = r["batch"].value_or(0.0), h = r["heads"].value_or(0.0), s = r["seq"].value_or(0.0);
+    if (r["pass"].value_or(std::string()) != "bwd" || !r["fastest"].value_or(false) || s < 1024 || s > 4096) continue;
+    if (!(h == 2 || (h == 8 && b >= 8))) continue;
+    std::vector<Kernel> fw, bw;
+    models::detail::attention_kernels(models::ModelSpec{}, {b, h, h, s, s, 128, 128}, 2, config::Attention::triton_flash, fw, bw);
+    REQUIRE(!bw.empty());
+    const double priced = cm.time(bw.front()) - cm.launch_time(bw.front()), measured = r["seconds"].value_or(0.0);
+    CAPTURE(b);
+    CAPTURE(h);
+    CAPTURE(s);
+    CHECK(std::abs(priced / measured - 1) < 0.085);   // run 42's fit (12 samples of this launch): 10.2%
+    worst = std::max(worst, std::abs(priced / measured - 1));
+    ++n;
+  }
+  CHECK(n == 3 * 9);   // 11 program counts at three lengths, less 8 and 32 (the grid's (1, 8) and (4, 8) shapes)
+  MESSAGE("run 43 wave sweep: " << n << " backward calls, worst |error| " << worst);
 }
 
 TEST_CASE("triton_flash backward: launched in waves of (batch, head) programs or split by key block, the faster (runs 42-43)") {
