@@ -128,6 +128,7 @@ class Builder {
   // stage), the final norm's and output head's (the last stage); step/data_parallel.cpp.
   bool holds_stage(int rank, int stage) const;
   double embedding_params(int rank) const;
+  void add_tied_embedding_allreduce(const std::vector<TaskId>& norm_task);
   double head_params(int rank) const;
   // The last stage's gradients beyond its layers (final norm and output head, MTP modules) into the
   // rank's filling DP buckets (overlap_grad_reduce).

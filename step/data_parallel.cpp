@@ -253,6 +253,50 @@ TaskId Builder::add_adam_step(int rank, double local, double fused_bytes) {
                   opt_seg.launch_ns, 0, temp, {}, 0, opt_seg.host_ns, layer::mix_of(opt_seg), lazy + temp);
 }
 
+// Megatron's finalize_model_grads, after the data-parallel gradient sync and before the optimizer
+// reads the gradients: with tied embeddings and the embedding and the output head on different
+// pipeline ranks, the two copies' gradients are summed by an all-reduce over the embedding group,
+// the first and the last stage (_allreduce_word_embedding_grads: the whole main_grad of the rank's
+// vocabulary shard, whatever the distributed optimizer's shard). A rank that holds both ends
+// (DualPipe, DualPipeV's V) keeps one copy and needs none. Both ranks' gradient norms wait for it.
+void Builder::add_tied_embedding_allreduce(const std::vector<TaskId>& norm_task) {
+  if (!s_.model.tied_embeddings) return;
+  int first = -1, last = -1;
+  for (int r = 0; r < p_; ++r) {
+    if (first < 0 && holds_stage(r, 0)) first = r;
+    if (last < 0 && holds_stage(r, S_ - 1)) last = r;
+  }
+  if (first < 0 || last < 0 || first == last) return;
+  const auto& P = s_.parallel;
+  // Ranks in Megatron's order (TP innermost, then CP, DP, PP): the first stage's GPU and the last's
+  // are (pp - 1) x tp x cp x dp apart, in one NVLink domain only when that is less than its size.
+  hardware::Group eg;
+  eg.size = 2;
+  const bool crosses = static_cast<std::int64_t>(P.pp - 1) * P.tp * P.cp * P.dp >= std::max(1, s_.hardware.gpus_per_node);
+  eg.domains = crosses ? 2 : 1;
+  eg.per_domain = crosses ? 1 : 2;
+  const double bytes =
+      embedding_params(first) * models::grad_bytes(s_.features.reduce_fp32, layers_.shape().fp32_autocast);
+  out_.embedding_allreduce_bytes = bytes;
+  const double t = layers_.coll(Collective::all_reduce, bytes, eg);
+  auto& g = out_.graph;
+  TaskId ar[2];
+  for (int i = 0; i < 2; ++i) {
+    const int r = i == 0 ? first : last;
+    ar[i] = add_task(r, dp_stream_[r], sim::checked_ns(t, "the tied embedding's gradient all-reduce"), Category::pp_comm,
+                     "embedding grads all-reduce", -1, -1, 'C', 0, 0, 0, {crosses ? nic_[r] : nvl_[r]});
+  }
+  for (int i = 0; i < 2; ++i) {   // a collective: each side starts when both ranks' gradients are final
+    for (int r : {first, last}) {
+      for (TaskId d : dp_tasks_[r]) g.depend(d, ar[i]);
+      if (last_compute_[r] >= 0) g.depend(last_compute_[r], ar[i]);
+    }
+    const int r = i == 0 ? first : last;
+    if (norm_task[r] >= 0) g.depend(ar[i], norm_task[r]);
+    dp_tasks_[r].push_back(ar[i]);   // the optimizer step waits for it as for the rank's reductions
+  }
+}
+
 void Builder::add_grad_reduce_and_optimizer() {
   if (zero_sharded()) return add_sharded_reduce_and_optimizer();   // step/fsdp.cpp
   const auto& P = s_.parallel;
@@ -312,6 +356,7 @@ void Builder::add_grad_reduce_and_optimizer() {
                             ns.launch_ns, 0, 0, {}, 0, ns.host_ns, layer::mix_of(ns));
     for (TaskId d : dp_tasks_[r]) g.depend(d, norm_task[r]);
   }
+  add_tied_embedding_allreduce(norm_task);
   std::vector<TaskId> norm_ar(p_, -1);
   for (int r = 0; r < p_ && sync; ++r) {
     norm_ar[r] = add_task(r, dp_stream_[r], sim::checked_ns(norm_allreduce_s, "the gradient-norm all-reduce"),

@@ -74,6 +74,9 @@ struct Lowered {
   // group; the distributed optimizer's parameter all-gather likewise (ZeRO-1 only; ZeRO-2/3 and
   // HSDP are step/fsdp.cpp's and leave these at 0).
   std::vector<double> dp_grad_bytes, expert_dp_grad_bytes, dp_gather_bytes, expert_dp_gather_bytes;
+  // Tied embeddings with the two ends on different pipeline ranks: the bytes each of the two ranks
+  // all-reduces between the first and the last stage (Megatron's embedding group), 0 otherwise.
+  double embedding_allreduce_bytes = 0;
   // The ranks a rank waits for every micro-batch (models::sync_group_ranks) and the pace the lowering's
   // kernels ran at for them (hardware::CostModel::sync_pace; 1 without the calibration's [slowest_of_n]).
   int sync_group_ranks = 1;
