@@ -5,6 +5,7 @@
 #include <cstdio>
 #include <sstream>
 
+#include "report/accuracy.h"
 #include "report/timeline_ascii.h"
 #include "hardware/calibration.h"
 
@@ -126,6 +127,7 @@ std::string text_report(const step::StepResult& r, const std::vector<step::WhatI
   if (!lab) {
     const std::string pw = power_text(s);
     if (!pw.empty()) o << pw;
+    o << accuracy_text(s);   // the validated family's error, where the modern set has one (report/accuracy.h)
   }
   for (const auto& w : r.warnings) o << "  warning   " << w << "\n";
   o << "\nStep\n";

@@ -23,6 +23,7 @@
 #include <string>
 #include <vector>
 
+#include "report/accuracy.h"
 #include "validation/modern/modern.h"
 
 using namespace mfusim;
@@ -173,4 +174,33 @@ TEST_CASE("modern: every simulated row gives a finite positive step time") {
       CHECK(c.predicted_step_s > 0);
       CHECK(c.published_step_s > 0);
     }
+}
+
+TEST_CASE("modern: the accuracy `run` prints for a family is what the rows give today (report/accuracy_table.inc)") {
+  // Every GPU x precision family of the datasheet and calibrated profiles, both halves, as
+  // `validate_modern --profile both --accuracy report/accuracy_table.inc` writes it. A mechanism that moves
+  // the rows fails here until the table is regenerated with that command: the disclosure never goes stale.
+  std::size_t families = 0;
+  for (const auto p : {vm::Profile::datasheet, vm::Profile::calibrated}) {
+    std::map<std::pair<std::string, std::string>, std::map<std::string, std::vector<vm::ModernComparison>>> fam;
+    for (const auto& c : results(p)) fam[{c.row.gpu_type, c.row.precision}][c.row.half].push_back(c);
+    for (const auto& [key, halves] : fam) {
+      CAPTURE(vm::to_string(p));
+      CAPTURE(key.first);
+      CAPTURE(key.second);
+      const report::FamilyAccuracy* f = nullptr;
+      for (const auto& e : report::modern_accuracy())
+        if (std::string(e.profile) == vm::to_string(p) && key.first == e.gpu && key.second == e.precision) f = &e;
+      REQUIRE(f);
+      const auto t = vm::summarize(halves.at("tuning")), h = vm::summarize(halves.at("heldout"));
+      CHECK(static_cast<std::size_t>(f->rows_tuning) == t.n);
+      CHECK(static_cast<std::size_t>(f->rows_heldout) == h.n);
+      CHECK(std::fabs(f->mean_tuning - t.mean_signed) < 1e-5);
+      CHECK(std::fabs(f->mean_heldout - h.mean_signed) < 1e-5);
+      CHECK(std::fabs(f->median_abs_heldout - h.median_abs) < 1e-5);
+      CHECK(std::fabs(f->max_abs_heldout - h.max_abs) < 1e-5);
+      ++families;
+    }
+  }
+  CHECK(report::modern_accuracy().size() == families);
 }

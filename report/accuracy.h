@@ -1,0 +1,35 @@
+#pragma once
+// What the modern validation set says of a scenario's family (docs/validation-modern.md): the published
+// Megatron/NeMo training steps on the same GPU, in the same precision, simulated with the same kind of
+// calibration, and how far the simulated steps fell from them. A disclosure printed beside the step
+// (`run`'s "accuracy" line, the JSON's "validated_accuracy"), never applied to it.
+#include <string>
+#include <vector>
+
+#include "config/scenario.h"
+
+namespace mfusim::report {
+
+struct FamilyAccuracy {
+  const char* profile;     // validate_modern's profile: "datasheet" (no calibration) or "calibrated"
+  const char* gpu;         // rows.csv gpu_type: "H100", "B200", "GB200", "GB300"
+  const char* precision;   // "bf16" or "fp8"
+  int rows_tuning, rows_heldout;        // rows simulated in each half
+  double mean_tuning, mean_heldout;     // mean signed error of the step time (negative: simulated shorter)
+  double median_abs_heldout, max_abs_heldout;
+};
+
+// The shipped table, as `validate_modern --accuracy` prints it (tests/validation/test_modern.cpp checks
+// that it still is what the rows give).
+const std::vector<FamilyAccuracy>& modern_accuracy();
+
+// The entry of a scenario's family, or nullptr: a dense model (no MoE) on more than one GPU with ZeRO 0 or 1,
+// its hardware profile one of the set's (hardware/h100-sxm, b200, gb200-nvl72, gb300-nvl72), its calibration the
+// one the set ran with (none: "datasheet"; the shipped h200.toml on the H100 or OpenXLA's b200-xla.toml on
+// the B200: "calibrated"); any other calibration or GPU has no validated family.
+const FamilyAccuracy* family_accuracy(const config::Scenario&);
+
+// "  accuracy  ..." (one line, with its newline) for the text report; "" without a family.
+std::string accuracy_text(const config::Scenario&);
+
+}  // namespace mfusim::report

@@ -1,0 +1,84 @@
+// The validated family's error printed beside a step (report/accuracy.h): which scenarios have one in the
+// modern set (a dense model on several GPUs of the set's kind, Megatron's ZeRO 0/1, run with no calibration
+// or the one the set ran with), and that the line and the JSON carry the table's numbers.
+#include <doctest/doctest.h>
+
+#include <algorithm>
+#include <cstdio>
+#include <string>
+#include <vector>
+
+#include "config/loader.h"
+#include "report/accuracy.h"
+#include "report/json.h"
+#include "report/text.h"
+#include "step/simulate.h"
+#include "tests/config/config_test_helpers.h"
+
+using namespace mfusim;
+
+namespace {
+std::string scenario(const std::string& hw, const std::string& extra = "", int gpus = 8,
+                     const std::string& model = "llama3-8b") {
+  return "name = \"t\"\nmodel = \"" + model + "\"\nhardware = \"" + hw + "\"\n" + extra + "[cluster]\ngpus = " +
+         std::to_string(gpus) + "\n[training]\nseq_len = 4096\nglobal_batch = 8\nmicro_batch = 1\n[parallel]\ntp = " +
+         std::to_string(gpus) + "\n";
+}
+config::Scenario load(const std::string& text, const std::vector<std::string>& sets = {}) {
+  config::LoadOptions o;
+  o.overrides = sets;
+  return config::load_scenario_string(text, config_test::kRoot + "/scenarios/t.toml", o).base;
+}
+const report::FamilyAccuracy* entry(const char* profile, const char* gpu, const char* precision) {
+  for (const auto& f : report::modern_accuracy())
+    if (std::string(profile) == f.profile && std::string(gpu) == f.gpu && std::string(precision) == f.precision) return &f;
+  return nullptr;
+}
+}  // namespace
+
+TEST_CASE("accuracy: a scenario's validated family follows its GPU, precision and calibration") {
+  // H100 with the shipped calibration (no calibration line): the set's "calibrated" H100 rows.
+  const auto h100 = load(scenario("h100-sxm"));
+  REQUIRE(h100.calibration_choice == "default");
+  CHECK(report::family_accuracy(h100) == entry("calibrated", "H100", "bf16"));
+  CHECK(report::family_accuracy(load(scenario("h100-sxm"), {"training.precision=fp8"})) == entry("calibrated", "H100", "fp8"));
+  // calibration = "none": the datasheet rows; the B200 without a calibration likewise (none is shipped for it).
+  CHECK(report::family_accuracy(load(scenario("h100-sxm", "calibration = \"none\"\n"))) == entry("datasheet", "H100", "bf16"));
+  CHECK(report::family_accuracy(load(scenario("b200"), {"training.precision=fp8"})) == entry("datasheet", "B200", "fp8"));
+  // The B200 with OpenXLA's measured GEMMs, as the set's calibrated profile ran it.
+  CHECK(report::family_accuracy(load(scenario("b200", "calibration = \"../hardware/calibration/b200-xla.toml\"\n"),
+                                     {"training.precision=fp8"})) == entry("calibrated", "B200", "fp8"));
+  // No family: another calibration, another GPU, one GPU, ZeRO-3, an MoE model, a precision the set lacks.
+  CHECK(report::family_accuracy(load(scenario("h100-sxm", "calibration = \"../hardware/calibration/h200-sustained.toml\"\n"))) == nullptr);
+  CHECK(report::family_accuracy(load(scenario("h200"))) == nullptr);
+  CHECK(report::family_accuracy(load(scenario("a100-sxm-80gb"))) == nullptr);
+  CHECK(report::family_accuracy(load(scenario("h100-sxm", "", 1))) == nullptr);
+  CHECK(report::family_accuracy(load(scenario("h100-sxm"), {"parallel.zero_stage=3"})) == nullptr);
+  CHECK(report::family_accuracy(load(scenario("h100-sxm", "", 8, "mixtral-8x7b"))) == nullptr);
+  CHECK(report::family_accuracy(load(scenario("b200"))) == nullptr);   // the set's B200 rows are fp8 only
+  REQUIRE(entry("calibrated", "H100", "bf16"));
+  CHECK(entry("calibrated", "H100", "bf16")->rows_tuning + entry("calibrated", "H100", "bf16")->rows_heldout > 30);
+}
+
+TEST_CASE("accuracy: run's text and JSON carry the family's numbers, and say nothing without one") {
+  const auto r = step::simulate(load(scenario("h100-sxm")));
+  const report::FamilyAccuracy* f = entry("calibrated", "H100", "bf16");
+  REQUIRE(f);
+  const std::string text = report::text_report(r, {}, false);
+  const std::string rows = std::to_string(f->rows_tuning + f->rows_heldout);
+  CHECK(text.find("  accuracy  against " + rows + " published H100 bf16 Megatron/NeMo steps (this calibration): simulated steps ") !=
+        std::string::npos);
+  char held[32];
+  std::snprintf(held, sizeof held, "held-out %+.1f%%", 100 * f->mean_heldout);
+  CHECK(text.find(held) != std::string::npos);
+  std::string json = report::to_json(r);
+  json.erase(std::remove_if(json.begin(), json.end(), [](char c) { return c == ' ' || c == '\n'; }), json.end());
+  CHECK(json.find("\"validated_accuracy\":{\"family\":\"H100bf16\",\"profile\":\"calibrated\",\"rows\":" + rows) !=
+        std::string::npos);
+  const auto none = step::simulate(load(scenario("a100-sxm-80gb")));
+  CHECK(report::text_report(none, {}, false).find("  accuracy  ") == std::string::npos);
+  std::string none_json = report::to_json(none);
+  none_json.erase(std::remove_if(none_json.begin(), none_json.end(), [](char c) { return c == ' ' || c == '\n'; }),
+                  none_json.end());
+  CHECK(none_json.find("\"validated_accuracy\":{\"family\":\"\",") != std::string::npos);
+}
