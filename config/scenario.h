@@ -262,6 +262,7 @@ struct Scenario {
   std::string source;               // scenario file path ("" when built in code)
   std::string model_ref;            // "llama2-70b" or "(inline)"
   std::string hardware_ref;         // "h100-sxm" or "(inline)"
+  bool hardware_overlaid = false;   // a named hardware profile changed by --set hardware.* (or a [[whatif]])
   models::ModelSpec model;
   hardware::HardwareSpec hardware;
   std::optional<hardware::Calibration> calibration;

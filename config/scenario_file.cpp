@@ -122,6 +122,7 @@ void read_scenario(Ctx& ctx, Scenario& s, const Value& root, const std::string& 
       [&](const std::string& file, const Value& t, const std::string& ref) {
         s.hardware = read_hardware_table(ctx, t, file.empty() ? "(inline)" : stem_of(file));
         s.hardware_ref = ref;
+        s.hardware_overlaid = !file.empty() && root.find("@hardware") != nullptr;
       },
       [&] { return list_names("hardware", opts, path); });
 

@@ -17,7 +17,8 @@ const std::vector<FamilyAccuracy>& modern_accuracy() {
 const FamilyAccuracy* family_accuracy(const config::Scenario& s) {
   // The set's rows: dense models on 8 to 16,384 GPUs, Megatron's data parallelism (ZeRO-1) but for seven
   // Megatron-FSDP rows; an MoE model or a PyTorch FSDP step (validate_fsdp's set, docs/fsdp.md) is not theirs.
-  if (s.gpus <= 1 || s.model.is_moe() || s.parallel.zero_stage > 1) return nullptr;
+  // A profile changed by --set hardware.* is not the GPU the rows ran on.
+  if (s.gpus <= 1 || s.model.is_moe() || s.parallel.zero_stage > 1 || s.hardware_overlaid) return nullptr;
   const char* gpu = s.hardware_ref == "h100-sxm"      ? "H100"
                     : s.hardware_ref == "b200"        ? "B200"
                     : s.hardware_ref == "gb200-nvl72" ? "GB200"

@@ -24,7 +24,8 @@ struct FamilyAccuracy {
 const std::vector<FamilyAccuracy>& modern_accuracy();
 
 // The entry of a scenario's family, or nullptr: a dense model (no MoE) on more than one GPU with ZeRO 0 or 1,
-// its hardware profile one of the set's (hardware/h100-sxm, b200, gb200-nvl72, gb300-nvl72), its calibration the
+// its hardware profile one of the set's (hardware/h100-sxm, b200, gb200-nvl72, gb300-nvl72) as shipped (no
+// --set hardware.*), its calibration the
 // one the set ran with (none: "datasheet"; the shipped h200.toml on the H100 or OpenXLA's b200-xla.toml on
 // the B200: "calibrated"); any other calibration or GPU has no validated family.
 const FamilyAccuracy* family_accuracy(const config::Scenario&);

@@ -56,6 +56,8 @@ TEST_CASE("accuracy: a scenario's validated family follows its GPU, precision an
   CHECK(report::family_accuracy(load(scenario("h100-sxm"), {"parallel.zero_stage=3"})) == nullptr);
   CHECK(report::family_accuracy(load(scenario("h100-sxm", "", 8, "mixtral-8x7b"))) == nullptr);
   CHECK(report::family_accuracy(load(scenario("b200"))) == nullptr);   // the set's B200 rows are fp8 only
+  CHECK(report::family_accuracy(load(scenario("h100-sxm"), {"hardware.hbm_bandwidth_gbs=2000"})) == nullptr);
+  CHECK(report::family_accuracy(load(scenario("h100-sxm"), {"model.layers=16"})) == entry("calibrated", "H100", "bf16"));
   REQUIRE(entry("calibrated", "H100", "bf16"));
   CHECK(entry("calibrated", "H100", "bf16")->rows_tuning + entry("calibrated", "H100", "bf16")->rows_heldout > 30);
 }
