@@ -7,6 +7,7 @@
 #include <iostream>
 #include <sstream>
 
+#include "report/accuracy.h"
 #include "report/chrome_trace.h"
 #include "report/json.h"
 #include "report/svg.h"
@@ -413,6 +414,9 @@ int cmd_plan(const std::string& path, const config::LoadOptions& lo, const std::
                 << " GiB\n";
       continue;
     }
+    // What the modern validation set says of the best layout's family (report/accuracy.h): the steps, days
+    // and costs below are the simulated ones.
+    out << report::accuracy_text(r.ranked.front().scenario);
     std::vector<std::vector<std::string>> rows = {{"#", "layout", "schedule", "recompute", "step", "tokens/s", "MFU",
                                                     "bubble", "exp. comm", "peak GiB", "free GiB"}};
     const bool fp8 = loaded.base.training.precision == hardware::Precision::fp8;   // MFU against the fp8 peak

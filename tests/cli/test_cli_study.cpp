@@ -339,3 +339,20 @@ TEST_CASE("cli: a scenario without a [cost] price is priced at its hardware prof
   CHECK(bad.code == 2);
   CHECK(bad.err.find("'hardware.price_per_gpu_hour' must be >= 0") != std::string::npos);
 }
+
+TEST_CASE("cli: plan says what the validation set says of the best layout's family, and nothing where it has none") {
+  // report/accuracy.h: the H100 bf16 family of the modern set, under each choice's header.
+  const auto p = run_cli({"plan", kS8, "--top", "1"});
+  REQUIRE(p.code == 0);
+  const auto header = p.out.find("8 x h100-sxm: ");
+  const auto line = p.out.find("\n  accuracy  against ");
+  REQUIRE(header != std::string::npos);
+  REQUIRE(line != std::string::npos);
+  CHECK(line > header);
+  CHECK(p.out.find("published H100 bf16 Megatron/NeMo steps", line) != std::string::npos);
+  CHECK(p.out.find("  # layout", line) != std::string::npos);
+  // The same plan on a profile changed by --set hardware.* (not the GPU the rows ran on): no line.
+  const auto q = run_cli({"plan", kS8, "--top", "1", "--set", "hardware.hbm_bandwidth_gbs=2000"});
+  REQUIRE(q.code == 0);
+  CHECK(q.out.find("  accuracy  ") == std::string::npos);
+}
