@@ -34,6 +34,20 @@ std::vector<fs::path> data_roots(const std::string& scenario_path, const LoadOpt
   return roots;
 }
 
+std::string shipped_name(const std::string& path) {
+  std::error_code ec;
+  const fs::path file = fs::weakly_canonical(fs::path(path), ec);
+  if (ec || path.empty()) return "";
+  for (const char* root : {MFUSIM_SOURCE_DIR, MFUSIM_DATA_DIR}) {
+    if (std::string(root).empty()) continue;
+    const fs::path r = fs::weakly_canonical(fs::path(root), ec);
+    if (ec) continue;
+    const fs::path rel = file.lexically_relative(r);
+    if (!rel.empty() && *rel.begin() != ".." && rel.is_relative()) return rel.generic_string();
+  }
+  return "";
+}
+
 std::vector<std::string> list_names(const char* sub, const LoadOptions& opts, const std::string& from) {
   std::set<std::string> names;
   for (const auto& root : data_roots(from, opts)) {

@@ -153,6 +153,9 @@ hardware::HardwareSpec read_hardware_table(Ctx& ctx, const Value& t, const std::
 
 // data_files.cpp
 std::vector<std::filesystem::path> data_roots(const std::string& scenario_path, const LoadOptions& opts);
+// A file's path relative to the shipped data (the source tree or the installed data directory), e.g.
+// "hardware/calibration/h200.toml"; "" when the file is not one of them (a user's copy elsewhere).
+std::string shipped_name(const std::string& path);
 std::vector<std::string> list_names(const char* sub, const LoadOptions& opts, const std::string& from);
 // A named model/hardware: a path when it looks like one, else `sub/NAME.toml|json` in the data roots.
 // " (did you mean 'h100-sxm'?)" for a model or hardware name: a name that the

@@ -262,7 +262,9 @@ struct Scenario {
   std::string source;               // scenario file path ("" when built in code)
   std::string model_ref;            // "llama2-70b" or "(inline)"
   std::string hardware_ref;         // "h100-sxm" or "(inline)"
-  bool hardware_overlaid = false;   // a named hardware profile changed by --set hardware.* (or a [[whatif]])
+  // The named hardware profile is a shipped file (hardware/NAME.toml of the source tree or the installed
+  // data) without --set hardware.* (or [[whatif]]) overlays: the GPU the shipped validation ran on.
+  bool hardware_as_shipped = false;
   models::ModelSpec model;
   hardware::HardwareSpec hardware;
   std::optional<hardware::Calibration> calibration;
@@ -271,6 +273,9 @@ struct Scenario {
   // (the shipped file for the GPU's architecture, hardware::default_calibration_file), "none"
   // (`calibration = "none"`: the datasheet roofline), "" (no measured file for this GPU).
   std::string calibration_choice;
+  // The calibration in use as the shipped file it is ("hardware/calibration/h200.toml"), "" when none is
+  // used or it is a file of the user's (config::detail::shipped_name).
+  std::string calibration_shipped;
   int gpus = 0;
   Training training;
   Parallel parallel;

@@ -122,7 +122,7 @@ void read_scenario(Ctx& ctx, Scenario& s, const Value& root, const std::string& 
       [&](const std::string& file, const Value& t, const std::string& ref) {
         s.hardware = read_hardware_table(ctx, t, file.empty() ? "(inline)" : stem_of(file));
         s.hardware_ref = ref;
-        s.hardware_overlaid = !file.empty() && root.find("@hardware") != nullptr;
+        s.hardware_as_shipped = !file.empty() && root.find("@hardware") == nullptr && !shipped_name(file).empty();
       },
       [&] { return list_names("hardware", opts, path); });
 
@@ -141,6 +141,7 @@ void read_scenario(Ctx& ctx, Scenario& s, const Value& root, const std::string& 
           s.calibration->source = def;
           s.calibration_path = def;
           s.calibration_choice = "default";
+          s.calibration_shipped = shipped_name((r / def).string());
         } catch (const std::exception& e) {
           ctx.error(root.pos, std::string("cannot use the default calibration: ") + e.what());
         }
@@ -163,6 +164,7 @@ void read_scenario(Ctx& ctx, Scenario& s, const Value& root, const std::string& 
     }
     if (found.empty()) ctx.error(v->pos, "calibration file " + quote(calib) + " not found");
     s.calibration_path = found;
+    s.calibration_shipped = shipped_name(found);
     std::string text;
     if (!found.empty() && read_file(found, text)) {
       try {   // toml++ recurses per nesting level: a too-deep file stops here, with its position

@@ -2,7 +2,9 @@
 
 #include <cmath>
 #include <cstdio>
-#include <filesystem>
+#include <string>
+
+#include "models/memory.h"
 
 namespace mfusim::report {
 
@@ -15,37 +17,41 @@ const std::vector<FamilyAccuracy>& modern_accuracy() {
 }
 
 const FamilyAccuracy* family_accuracy(const config::Scenario& s) {
-  // The set's rows: dense models on 8 to 16,384 GPUs, Megatron's data parallelism (ZeRO-1) but for seven
-  // Megatron-FSDP rows; an MoE model or a PyTorch FSDP step (validate_fsdp's set, docs/fsdp.md) is not theirs.
-  // A profile changed by --set hardware.* is not the GPU the rows ran on.
-  if (s.gpus <= 1 || s.model.is_moe() || s.parallel.zero_stage > 1 || s.hardware_overlaid) return nullptr;
+  // The set's rows: dense models on 8 to 16,384 GPUs under Megatron (ZeRO 0/1; seven Megatron-FSDP rows
+  // aside), on the shipped hardware profiles. Not theirs: an MoE model, a sharded or offloaded step (ZeRO-2/3,
+  // HSDP, offload: validate_fsdp's set, docs/fsdp.md), a schedule-lab scenario (its costs are typed in), a
+  // profile of the user's or one changed by --set hardware.* (not the GPU the rows ran on).
+  if (s.gpus <= 1 || s.model.is_moe() || models::zero_sharded(s) || s.schedule.costs.has_value() || !s.hardware_as_shipped)
+    return nullptr;
   const char* gpu = s.hardware_ref == "h100-sxm"      ? "H100"
                     : s.hardware_ref == "b200"        ? "B200"
                     : s.hardware_ref == "gb200-nvl72" ? "GB200"
                     : s.hardware_ref == "gb300-nvl72" ? "GB300"
                                                       : nullptr;
   if (!gpu) return nullptr;
-  std::string profile;
-  if (!s.calibration) {
-    profile = "datasheet";
-  } else {
-    const std::string file = std::filesystem::path(s.calibration_path).filename().string();
-    if ((file == "h200.toml" && std::string(gpu) == "H100") || (file == "b200-xla.toml" && std::string(gpu) == "B200"))
-      profile = "calibrated";
-    else
-      return nullptr;
-  }
+  // The calibration the rows ran with: none, or the shipped file of their profile (a user's file, even
+  // of the same name, is not).
+  const char* profile = nullptr;
+  if (!s.calibration) profile = "datasheet";
+  else if (s.calibration_shipped == "hardware/calibration/h200.toml" && std::string(gpu) == "H100") profile = "calibrated";
+  else if (s.calibration_shipped == "hardware/calibration/b200-xla.toml" && std::string(gpu) == "B200") profile = "calibrated";
+  if (!profile) return nullptr;
   const std::string precision = config::to_string(s.training.precision);
   for (const FamilyAccuracy& f : modern_accuracy())
-    if (profile == f.profile && std::string(gpu) == f.gpu && precision == f.precision) return &f;
+    if (std::string(profile) == f.profile && std::string(gpu) == f.gpu && precision == f.precision) return &f;
   return nullptr;
+}
+
+double mean_error(const FamilyAccuracy& f) {
+  const int n = f.rows_tuning + f.rows_heldout;
+  return n > 0 ? (f.mean_tuning * f.rows_tuning + f.mean_heldout * f.rows_heldout) / n : 0.0;
 }
 
 std::string accuracy_text(const config::Scenario& s) {
   const FamilyAccuracy* f = family_accuracy(s);
   if (!f) return "";
   char line[400];
-  const double mean = 0.5 * (f->mean_tuning + f->mean_heldout);
+  const double mean = mean_error(*f);
   std::snprintf(line, sizeof line,
                 "  accuracy  against %d published %s %s Megatron/NeMo steps (%s): simulated steps %.0f%% %s on average "
                 "(tuning half %+.1f%%, held-out %+.1f%%; held-out median |error| %.1f%%, max %.1f%%; docs/validation-modern.md)\n",

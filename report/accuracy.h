@@ -23,12 +23,14 @@ struct FamilyAccuracy {
 // that it still is what the rows give).
 const std::vector<FamilyAccuracy>& modern_accuracy();
 
-// The entry of a scenario's family, or nullptr: a dense model (no MoE) on more than one GPU with ZeRO 0 or 1,
-// its hardware profile one of the set's (hardware/h100-sxm, b200, gb200-nvl72, gb300-nvl72) as shipped (no
-// --set hardware.*), its calibration the
-// one the set ran with (none: "datasheet"; the shipped h200.toml on the H100 or OpenXLA's b200-xla.toml on
-// the B200: "calibrated"); any other calibration or GPU has no validated family.
+// The entry of a scenario's family, or nullptr: a dense model on more than one GPU under Megatron's ZeRO 0/1
+// (not sharded or offloaded), not a schedule lab, its hardware the shipped profile of one of the set's GPUs
+// (hardware/h100-sxm, b200, gb200-nvl72, gb300-nvl72) without --set hardware.*, its calibration the shipped
+// one the set ran with (none: "datasheet"; h200.toml on the H100 or b200-xla.toml on the B200: "calibrated").
 const FamilyAccuracy* family_accuracy(const config::Scenario&);
+
+// The family's mean signed error over both halves' rows.
+double mean_error(const FamilyAccuracy&);
 
 // "  accuracy  ..." (one line, with its newline) for the text report; "" without a family.
 std::string accuracy_text(const config::Scenario&);

@@ -175,21 +175,6 @@ void write_resolved(JsonWriter& w, const config::Scenario& s) {
   w.key("calibration_choice").value(s.calibration_choice);
   w.key("calibration_note").value(s.calibration ? hardware::calibration_transfer_note(*s.calibration, s.hardware)
                                                 : std::string());
-  // What the modern validation set says of this GPU, precision and calibration (report/accuracy.h): the
-  // published steps' count and the simulated steps' errors; "family" is "" where the set has none.
-  {
-    const FamilyAccuracy* f = family_accuracy(s);
-    w.key("validated_accuracy").begin_object();
-    w.key("family").value(f ? std::string(f->gpu) + " " + f->precision : std::string());
-    w.key("profile").value(f ? f->profile : "");
-    w.key("rows").value(f ? f->rows_tuning + f->rows_heldout : 0);
-    w.key("mean_signed_error_tuning").value(f ? f->mean_tuning : 0.0);
-    w.key("mean_signed_error_heldout").value(f ? f->mean_heldout : 0.0);
-    w.key("median_abs_error_heldout").value(f ? f->median_abs_heldout : 0.0);
-    w.key("max_abs_error_heldout").value(f ? f->max_abs_heldout : 0.0);
-    w.key("source").value(f ? "docs/validation-modern.md" : "");
-    w.end_object();
-  }
   w.key("cluster").begin_object().key("gpus").value(s.gpus).end_object();
   w.key("training").begin_object();
   w.key("seq_len").value(s.training.seq_len);
@@ -350,6 +335,21 @@ void write_step(JsonWriter& w, const step::StepResult& r, const std::vector<step
   w.key("warnings").begin_array();
   for (const auto& x : r.warnings) w.value(x);
   w.end_array();
+  // What the modern validation set says of this GPU, precision and calibration (report/accuracy.h; additive):
+  // the published steps' count and the simulated steps' errors; absent where the set has no such family.
+  if (const FamilyAccuracy* f = family_accuracy(s)) {
+    w.key("validated_accuracy").begin_object();
+    w.key("family").value(std::string(f->gpu) + " " + f->precision);
+    w.key("profile").value(f->profile);
+    w.key("rows").value(f->rows_tuning + f->rows_heldout);
+    w.key("mean_signed_error").value(mean_error(*f));
+    w.key("mean_signed_error_tuning").value(f->mean_tuning);
+    w.key("mean_signed_error_heldout").value(f->mean_heldout);
+    w.key("median_abs_error_heldout").value(f->median_abs_heldout);
+    w.key("max_abs_error_heldout").value(f->max_abs_heldout);
+    w.key("source").value("docs/validation-modern.md");
+    w.end_object();
+  }
   w.key("whatif").begin_array();
   for (const auto& x : whatifs) {
     w.begin_object();

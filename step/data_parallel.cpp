@@ -268,11 +268,15 @@ void Builder::add_tied_embedding_allreduce(const std::vector<TaskId>& norm_task)
   }
   if (first < 0 || last < 0 || first == last) return;
   const auto& P = s_.parallel;
-  // Ranks in Megatron's order (TP innermost, then CP, DP, PP): the first stage's GPU and the last's
-  // are (pp - 1) x tp x cp x dp apart, in one NVLink domain only when that is less than its size.
+  // Ranks in Megatron's order (TP innermost, then CP, DP, PP): a first-stage GPU g and its last-stage
+  // peer g + d, d = (pp - 1) x tp x cp x dp; the pair crosses NVLink domains when any of them does (as
+  // hardware::place's stage-to-stage hop: domains of 72 need not align with the replicas).
+  const std::int64_t d = static_cast<std::int64_t>(P.pp - 1) * P.tp * P.cp * P.dp;
+  const std::int64_t domain = std::max(1, s_.hardware.gpus_per_node);
+  bool crosses = false;
+  for (std::int64_t g = 0; g < d && !crosses; ++g) crosses = g / domain != (g + d) / domain;
   hardware::Group eg;
   eg.size = 2;
-  const bool crosses = static_cast<std::int64_t>(P.pp - 1) * P.tp * P.cp * P.dp >= std::max(1, s_.hardware.gpus_per_node);
   eg.domains = crosses ? 2 : 1;
   eg.per_domain = crosses ? 1 : 2;
   const double bytes =
@@ -280,20 +284,23 @@ void Builder::add_tied_embedding_allreduce(const std::vector<TaskId>& norm_task)
   out_.embedding_allreduce_bytes = bytes;
   const double t = layers_.coll(Collective::all_reduce, bytes, eg);
   auto& g = out_.graph;
+  const int ends[2] = {first, last};
   TaskId ar[2];
-  for (int i = 0; i < 2; ++i) {
-    const int r = i == 0 ? first : last;
-    ar[i] = add_task(r, dp_stream_[r], sim::checked_ns(t, "the tied embedding's gradient all-reduce"), Category::pp_comm,
-                     "embedding grads all-reduce", -1, -1, 'C', 0, 0, 0, {crosses ? nic_[r] : nvl_[r]});
-  }
-  for (int i = 0; i < 2; ++i) {   // a collective: each side starts when both ranks' gradients are final
-    for (int r : {first, last}) {
-      for (TaskId d : dp_tasks_[r]) g.depend(d, ar[i]);
-      if (last_compute_[r] >= 0) g.depend(last_compute_[r], ar[i]);
+  for (int i = 0; i < 2; ++i)
+    ar[i] = add_task(ends[i], dp_stream_[ends[i]], sim::checked_ns(t, "the tied embedding's gradient all-reduce"),
+                     Category::pp_comm, "embedding grads all-reduce", -1, -1, 'C', 0, 0, 0,
+                     {crosses ? nic_[ends[i]] : nvl_[ends[i]]},
+                     interference_class(layers_.comm_contention(Collective::all_reduce, eg)));
+  // A collective: each side starts when both ranks' gradients are final (their reductions, the loss
+  // all-reduce); the dependencies are all added before either side joins its rank's list.
+  for (TaskId a : ar)
+    for (int r : ends) {
+      for (TaskId dep : dp_tasks_[r]) g.depend(dep, a);
+      if (last_compute_[r] >= 0) g.depend(last_compute_[r], a);
     }
-    const int r = i == 0 ? first : last;
-    if (norm_task[r] >= 0) g.depend(ar[i], norm_task[r]);
-    dp_tasks_[r].push_back(ar[i]);   // the optimizer step waits for it as for the rank's reductions
+  for (int i = 0; i < 2; ++i) {
+    if (norm_task[ends[i]] >= 0) g.depend(ar[i], norm_task[ends[i]]);
+    dp_tasks_[ends[i]].push_back(ar[i]);   // the optimizer step waits for it as for the rank's reductions
   }
 }
 

@@ -56,6 +56,7 @@ TEST_CASE("tied embeddings under pipeline parallelism: the first and last stage 
       if (rank_of(r, d) == 0 || rank_of(r, d) == 7) synced = std::max(synced, tl.of(d).end.ns);
   CHECK(synced > 0);
   for (sim::TaskId t : ar) CHECK(tl.of(t).start.ns >= synced);
+  CHECK(tl.of(ar[0]).start == tl.of(ar[1]).start);   // one collective: both sides together, not one after the other
   for (sim::TaskId n : testing::tasks_named(r, "grad norm")) {
     const int rk = rank_of(r, n);
     if (rk != 0 && rk != 7) continue;
@@ -63,10 +64,52 @@ TEST_CASE("tied embeddings under pipeline parallelism: the first and last stage 
   }
   for (sim::TaskId o : testing::tasks_named(r, "optimizer step"))
     CHECK(tl.of(o).start >= std::min(tl.of(ar[0]).end, tl.of(ar[1]).end));
-  // Untied: no such all-reduce, and the step is shorter by about its time.
+  // Untied: no such all-reduce, and the step is shorter by its time (it runs after every rank's last
+  // reduction, on the step's critical path, once).
   const auto u = testing::run_with_timeline(load({"model.tied_embeddings=false"}));
   CHECK(testing::tasks_named(u, "embedding grads all-reduce").empty());
+  CHECK(r.step_time_s - u.step_time_s == doctest::Approx(want).epsilon(0.05));
   CHECK(step::lower(load({"model.tied_embeddings=false"}), {}).embedding_allreduce_bytes == 0);
+}
+
+TEST_CASE("tied embeddings: the two ends inside one NVLink domain all-reduce over NVLink; NVL72's unaligned replicas cross") {
+  // pp 2 x tp 4 on 8 GPUs: first stage GPUs 0-3, last 4-7, one domain of 8: NVLink.
+  const auto s = load({"cluster.gpus=8", "parallel.tp=4", "parallel.pp=2", "parallel.vpp=1", "schedule.name=1f1b",
+                       "training.global_batch=8"});
+  REQUIRE(s.parallel.dp == 1);
+  const auto r = testing::run_with_timeline(s);
+  const auto ar = testing::tasks_named(r, "embedding grads all-reduce");
+  REQUIRE(ar.size() == 2);
+  hardware::Group g;
+  g.size = 2;
+  g.domains = 1;
+  g.per_domain = 2;
+  const double bytes = static_cast<double>(s.model.vocab) / 4 * 12288 * 4;
+  const double nvlink = hardware::collective_time(hardware::Collective::all_reduce, bytes, g, s.hardware).seconds;
+  CHECK(static_cast<double>(r.graph->task(ar[0]).duration_ns) * 1e-9 == doctest::Approx(nvlink).epsilon(1e-6));
+  // Domains of 72 (GB200 NVL72), tp 8 x dp 8 x pp 2 = 128 GPUs: the peers are 64 apart, under 72, yet most
+  // pairs (8..63 with 72..127) straddle a domain boundary: over the NICs.
+  const auto n = load({"hardware=gb200-nvl72", "cluster.gpus=128", "parallel.tp=8", "parallel.pp=2", "parallel.vpp=1",
+                       "schedule.name=1f1b", "training.global_batch=64", "features.attention=flash"});
+  REQUIRE(n.parallel.dp == 8);
+  const auto rn = testing::run_with_timeline(n);
+  const auto an = testing::tasks_named(rn, "embedding grads all-reduce");
+  REQUIRE(an.size() == 2);
+  g.domains = 2;
+  g.per_domain = 1;
+  const double nb = static_cast<double>(n.model.vocab) / 8 * 12288 * 4;
+  const auto* cal = n.calibration ? &*n.calibration : nullptr;
+  CHECK(static_cast<double>(rn.graph->task(an[0]).duration_ns) * 1e-9 ==
+        doctest::Approx(hardware::collective_time(hardware::Collective::all_reduce, nb, g, n.hardware,
+                                                  hardware::AlgoChoice::auto_, cal).seconds).epsilon(1e-6));
+}
+
+TEST_CASE("tied embeddings on a pipeline under ZeRO-3: not modelled there, and the step says so") {
+  const auto r = testing::run_with_timeline(load({"parallel.distributed_optimizer=true", "parallel.zero_stage=3"}));
+  CHECK(testing::tasks_named(r, "embedding grads all-reduce").empty());
+  bool warned = false;
+  for (const auto& w : r.warnings) warned = warned || w.find("tied embeddings on a pipeline with ZeRO-2/3") != std::string::npos;
+  CHECK(warned);
 }
 
 TEST_CASE("tied embeddings: none where one rank holds both ends (DualPipeV) or there is no pipeline") {
