@@ -268,13 +268,13 @@ void Builder::add_tied_embedding_allreduce(const std::vector<TaskId>& norm_task)
   }
   if (first < 0 || last < 0 || first == last) return;
   const auto& P = s_.parallel;
-  // Ranks in Megatron's order (TP innermost, then CP, DP, PP): a first-stage GPU g and its last-stage
-  // peer g + d, d = (pp - 1) x tp x cp x dp; the pair crosses NVLink domains when any of them does (as
+  // Ranks in Megatron's order (TP innermost, then CP, DP, PP): a first-stage GPU g (0 .. tp cp dp - 1) and
+  // its last-stage peer g + d, d = (pp - 1) x tp x cp x dp; the pair crosses NVLink domains when any does (as
   // hardware::place's stage-to-stage hop: domains of 72 need not align with the replicas).
-  const std::int64_t d = static_cast<std::int64_t>(P.pp - 1) * P.tp * P.cp * P.dp;
+  const std::int64_t stride = static_cast<std::int64_t>(P.tp) * P.cp * P.dp, d = (P.pp - 1) * stride;
   const std::int64_t domain = std::max(1, s_.hardware.gpus_per_node);
-  bool crosses = false;
-  for (std::int64_t g = 0; g < d && !crosses; ++g) crosses = g / domain != (g + d) / domain;
+  bool crosses = false;   // over the first stage's GPUs g = 0 .. stride - 1
+  for (std::int64_t g = 0; g < stride && !crosses; ++g) crosses = g / domain != (g + d) / domain;
   hardware::Group eg;
   eg.size = 2;
   eg.domains = crosses ? 2 : 1;

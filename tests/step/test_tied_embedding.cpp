@@ -104,6 +104,26 @@ TEST_CASE("tied embeddings: the two ends inside one NVLink domain all-reduce ove
                                                   hardware::AlgoChoice::auto_, cal).seconds).epsilon(1e-6));
 }
 
+TEST_CASE("tied embeddings: only the first stage's GPUs pair with the last's (one NVL72 domain, pp 8)") {
+  // 64 GPUs of one domain of 72: tp 8, pp 8, dp 1: the first stage is GPUs 0-7, the last 56-63, all in the
+  // one domain: NVLink (GPUs 8-55, the middle stages, are in no pair; GPU 16 + 56 = 72 would cross).
+  const auto s = load({"hardware=gb200-nvl72", "cluster.gpus=64", "parallel.tp=8", "parallel.pp=8", "parallel.vpp=1",
+                       "schedule.name=1f1b", "training.global_batch=16", "features.attention=flash"});
+  REQUIRE(s.parallel.dp == 1);
+  const auto r = testing::run_with_timeline(s);
+  const auto ar = testing::tasks_named(r, "embedding grads all-reduce");
+  REQUIRE(ar.size() == 2);
+  hardware::Group g;
+  g.size = 2;
+  g.domains = 1;
+  g.per_domain = 2;
+  const double bytes = static_cast<double>(s.model.vocab) / 8 * 12288 * 4;
+  const auto* cal = s.calibration ? &*s.calibration : nullptr;
+  CHECK(static_cast<double>(r.graph->task(ar[0]).duration_ns) * 1e-9 ==
+        doctest::Approx(hardware::collective_time(hardware::Collective::all_reduce, bytes, g, s.hardware,
+                                                  hardware::AlgoChoice::auto_, cal).seconds).epsilon(1e-6));
+}
+
 TEST_CASE("tied embeddings on a pipeline under ZeRO-3: not modelled there, and the step says so") {
   const auto r = testing::run_with_timeline(load({"parallel.distributed_optimizer=true", "parallel.zero_stage=3"}));
   CHECK(testing::tasks_named(r, "embedding grads all-reduce").empty());
