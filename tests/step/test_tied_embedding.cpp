@@ -72,56 +72,44 @@ TEST_CASE("tied embeddings under pipeline parallelism: the first and last stage 
   CHECK(step::lower(load({"model.tied_embeddings=false"}), {}).embedding_allreduce_bytes == 0);
 }
 
-TEST_CASE("tied embeddings: the two ends inside one NVLink domain all-reduce over NVLink; NVL72's unaligned replicas cross") {
-  // pp 2 x tp 4 on 8 GPUs: first stage GPUs 0-3, last 4-7, one domain of 8: NVLink.
-  const auto s = load({"cluster.gpus=8", "parallel.tp=4", "parallel.pp=2", "parallel.vpp=1", "schedule.name=1f1b",
-                       "training.global_batch=8"});
-  REQUIRE(s.parallel.dp == 1);
-  const auto r = testing::run_with_timeline(s);
-  const auto ar = testing::tasks_named(r, "embedding grads all-reduce");
-  REQUIRE(ar.size() == 2);
-  hardware::Group g;
-  g.size = 2;
-  g.domains = 1;
-  g.per_domain = 2;
-  const double bytes = static_cast<double>(s.model.vocab) / 4 * 12288 * 4;
-  const double nvlink = hardware::collective_time(hardware::Collective::all_reduce, bytes, g, s.hardware).seconds;
-  CHECK(static_cast<double>(r.graph->task(ar[0]).duration_ns) * 1e-9 == doctest::Approx(nvlink).epsilon(1e-6));
-  // Domains of 72 (GB200 NVL72), tp 8 x dp 8 x pp 2 = 128 GPUs: the peers are 64 apart, under 72, yet most
-  // pairs (8..63 with 72..127) straddle a domain boundary: over the NICs.
-  const auto n = load({"hardware=gb200-nvl72", "cluster.gpus=128", "parallel.tp=8", "parallel.pp=2", "parallel.vpp=1",
-                       "schedule.name=1f1b", "training.global_batch=64", "features.attention=flash"});
-  REQUIRE(n.parallel.dp == 8);
-  const auto rn = testing::run_with_timeline(n);
-  const auto an = testing::tasks_named(rn, "embedding grads all-reduce");
-  REQUIRE(an.size() == 2);
-  g.domains = 2;
-  g.per_domain = 1;
-  const double nb = static_cast<double>(n.model.vocab) / 8 * 12288 * 4;
-  const auto* cal = n.calibration ? &*n.calibration : nullptr;
-  CHECK(static_cast<double>(rn.graph->task(an[0]).duration_ns) * 1e-9 ==
-        doctest::Approx(hardware::collective_time(hardware::Collective::all_reduce, nb, g, n.hardware,
-                                                  hardware::AlgoChoice::auto_, cal).seconds).epsilon(1e-6));
-}
-
-TEST_CASE("tied embeddings: only the first stage's GPUs pair with the last's (one NVL72 domain, pp 8)") {
-  // 64 GPUs of one domain of 72: tp 8, pp 8, dp 1: the first stage is GPUs 0-7, the last 56-63, all in the
-  // one domain: NVLink (GPUs 8-55, the middle stages, are in no pair; GPU 16 + 56 = 72 would cross).
-  const auto s = load({"hardware=gb200-nvl72", "cluster.gpus=64", "parallel.tp=8", "parallel.pp=8", "parallel.vpp=1",
-                       "schedule.name=1f1b", "training.global_batch=16", "features.attention=flash"});
-  REQUIRE(s.parallel.dp == 1);
-  const auto r = testing::run_with_timeline(s);
-  const auto ar = testing::tasks_named(r, "embedding grads all-reduce");
-  REQUIRE(ar.size() == 2);
-  hardware::Group g;
-  g.size = 2;
-  g.domains = 1;
-  g.per_domain = 2;
-  const double bytes = static_cast<double>(s.model.vocab) / 8 * 12288 * 4;
-  const auto* cal = s.calibration ? &*s.calibration : nullptr;
-  CHECK(static_cast<double>(r.graph->task(ar[0]).duration_ns) * 1e-9 ==
-        doctest::Approx(hardware::collective_time(hardware::Collective::all_reduce, bytes, g, s.hardware,
-                                                  hardware::AlgoChoice::auto_, cal).seconds).epsilon(1e-6));
+TEST_CASE("tied embeddings: the pair's links follow Megatron's placement of the first and last stage") {
+  struct Case {
+    const char* what;
+    std::vector<std::string> sets;
+    int tp, dp;
+    bool crosses;
+  };
+  const Case cases[] = {
+      // pp 2 x tp 4 on 8 GPUs: the first stage GPUs 0-3, the last 4-7, one domain of 8: NVLink.
+      {"8 GPUs, one HGX node", {"cluster.gpus=8", "parallel.tp=4", "parallel.pp=2", "training.global_batch=8"}, 4, 1, false},
+      // Domains of 72 (GB200 NVL72), tp 8 x dp 8 x pp 2 = 128 GPUs: the peers are 64 apart, under 72, yet most
+      // pairs (8..63 with 72..127) straddle a domain boundary: over the NICs.
+      {"128 GPUs of NVL72, pp 2",
+       {"hardware=gb200-nvl72", "cluster.gpus=128", "parallel.tp=8", "parallel.pp=2", "training.global_batch=64"}, 8, 8, true},
+      // 64 GPUs of one domain of 72, tp 8, pp 8: the first stage is GPUs 0-7, the last 56-63: NVLink (the
+      // middle stages' GPUs are in no pair: 16 + 56 = 72 would cross).
+      {"64 GPUs of NVL72, pp 8",
+       {"hardware=gb200-nvl72", "cluster.gpus=64", "parallel.tp=8", "parallel.pp=8", "training.global_batch=16"}, 8, 1, false},
+  };
+  for (const Case& c : cases) {
+    INFO(c.what);
+    auto sets = c.sets;
+    sets.insert(sets.end(), {"parallel.vpp=1", "schedule.name=1f1b", "features.attention=flash"});
+    const auto s = load(sets);
+    REQUIRE(s.parallel.dp == c.dp);
+    const auto r = testing::run_with_timeline(s);
+    const auto ar = testing::tasks_named(r, "embedding grads all-reduce");
+    REQUIRE(ar.size() == 2);
+    hardware::Group g;
+    g.size = 2;
+    g.domains = c.crosses ? 2 : 1;
+    g.per_domain = c.crosses ? 1 : 2;
+    const double bytes = static_cast<double>(s.model.vocab) / c.tp * 12288 * 4;
+    const auto* cal = s.calibration ? &*s.calibration : nullptr;
+    const double want =
+        hardware::collective_time(hardware::Collective::all_reduce, bytes, g, s.hardware, hardware::AlgoChoice::auto_, cal).seconds;
+    CHECK(static_cast<double>(r.graph->task(ar[0]).duration_ns) * 1e-9 == doctest::Approx(want).epsilon(1e-6));
+  }
 }
 
 TEST_CASE("tied embeddings on a pipeline under ZeRO-3: not modelled there, and the step says so") {
