@@ -9,7 +9,7 @@
 // --coarse: the planner's per-op lowering (LowerOptions per_layer = false).
 // --csv: one line per row and profile with the breakdown (for the diagnosis).
 // --accuracy FILE: the per-family table `run` prints beside a step (report/accuracy.h), written as
-//   report/accuracy_table.inc's entries (GPU x precision, each profile run, both halves; needs both halves).
+//   report/accuracy_table.inc's entries (GPU x precision; needs --profile both and both halves, per-layer).
 // Configuration and assumptions: validation/modern/modern.h; results:
 // docs/validation-modern.md.
 #include <cmath>
