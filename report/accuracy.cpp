@@ -16,6 +16,12 @@ const std::vector<FamilyAccuracy>& modern_accuracy() {
   return table;
 }
 
+const FamilyAccuracy* find_accuracy(const std::string& profile, const std::string& gpu, const std::string& precision) {
+  for (const FamilyAccuracy& f : modern_accuracy())
+    if (profile == f.profile && gpu == f.gpu && precision == f.precision) return &f;
+  return nullptr;
+}
+
 const FamilyAccuracy* family_accuracy(const config::Scenario& s) {
   // The set's rows: dense models on 8 to 16,384 GPUs under Megatron (ZeRO 0/1; seven Megatron-FSDP rows
   // aside), on the shipped hardware profiles. Not theirs: an MoE model, a sharded or offloaded step (ZeRO-2/3,
@@ -35,11 +41,7 @@ const FamilyAccuracy* family_accuracy(const config::Scenario& s) {
   if (!s.calibration) profile = "datasheet";
   else if (s.calibration_shipped == "hardware/calibration/h200.toml" && std::string(gpu) == "H100") profile = "calibrated";
   else if (s.calibration_shipped == "hardware/calibration/b200-xla.toml" && std::string(gpu) == "B200") profile = "calibrated";
-  if (!profile) return nullptr;
-  const std::string precision = config::to_string(s.training.precision);
-  for (const FamilyAccuracy& f : modern_accuracy())
-    if (std::string(profile) == f.profile && std::string(gpu) == f.gpu && precision == f.precision) return &f;
-  return nullptr;
+  return profile ? find_accuracy(profile, gpu, config::to_string(s.training.precision)) : nullptr;
 }
 
 double mean_error(const FamilyAccuracy& f) {

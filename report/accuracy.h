@@ -23,6 +23,9 @@ struct FamilyAccuracy {
 // that it still is what the rows give).
 const std::vector<FamilyAccuracy>& modern_accuracy();
 
+// The table's entry of one family ("calibrated", "H100", "bf16"), or nullptr.
+const FamilyAccuracy* find_accuracy(const std::string& profile, const std::string& gpu, const std::string& precision);
+
 // The entry of a scenario's family, or nullptr: a dense model on more than one GPU under Megatron's ZeRO 0/1
 // (not sharded or offloaded), not a schedule lab, its hardware the shipped profile of one of the set's GPUs
 // (hardware/h100-sxm, b200, gb200-nvl72, gb300-nvl72) without --set hardware.*, its calibration the shipped

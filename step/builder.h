@@ -7,6 +7,7 @@
 #include <cstdint>
 #include <map>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "config/scenario.h"
@@ -128,6 +129,9 @@ class Builder {
   // stage), the final norm's and output head's (the last stage); step/data_parallel.cpp.
   bool holds_stage(int rank, int stage) const;
   double embedding_params(int rank) const;
+  // With tied embeddings, the ranks of the first and the last stage when they differ (Megatron's
+  // embedding group, whose gradients are all-reduced), {-1, -1} otherwise.
+  std::pair<int, int> tied_embedding_ends() const;
   void add_tied_embedding_allreduce(const std::vector<TaskId>& norm_task);
   double head_params(int rank) const;
   // The last stage's gradients beyond its layers (final norm and output head, MTP modules) into the

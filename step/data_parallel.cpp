@@ -259,14 +259,20 @@ TaskId Builder::add_adam_step(int rank, double local, double fused_bytes) {
 // the first and the last stage (_allreduce_word_embedding_grads: the whole main_grad of the rank's
 // vocabulary shard, whatever the distributed optimizer's shard). A rank that holds both ends
 // (DualPipe, DualPipeV's V) keeps one copy and needs none. Both ranks' gradient norms wait for it.
-void Builder::add_tied_embedding_allreduce(const std::vector<TaskId>& norm_task) {
-  if (!s_.model.tied_embeddings) return;
+std::pair<int, int> Builder::tied_embedding_ends() const {
+  if (!s_.model.tied_embeddings) return {-1, -1};
   int first = -1, last = -1;
   for (int r = 0; r < p_; ++r) {
     if (first < 0 && holds_stage(r, 0)) first = r;
     if (last < 0 && holds_stage(r, S_ - 1)) last = r;
   }
-  if (first < 0 || last < 0 || first == last) return;
+  if (first < 0 || last < 0 || first == last) return {-1, -1};
+  return {first, last};
+}
+
+void Builder::add_tied_embedding_allreduce(const std::vector<TaskId>& norm_task) {
+  const auto [first, last] = tied_embedding_ends();
+  if (first < 0) return;
   const auto& P = s_.parallel;
   // Ranks in Megatron's order (TP innermost, then CP, DP, PP): a first-stage GPU g (0 .. tp cp dp - 1) and
   // its last-stage peer g + d, d = (pp - 1) x tp x cp x dp; the pair crosses NVLink domains when any does (as

@@ -323,7 +323,7 @@ void Builder::add_sharded_reduce_and_optimizer() {
   const auto& P = s_.parallel;
   // Megatron's all-reduce of a tied embedding's gradients between the first and the last stage
   // (step/data_parallel.cpp add_tied_embedding_allreduce) is built for the unsharded path only.
-  if (s_.model.tied_embeddings && P.pp > 1 && !holds_stage(0, S_ - 1))
+  if (tied_embedding_ends().first >= 0)
     out_.warnings.push_back("tied embeddings on a pipeline with ZeRO-2/3, HSDP or offload: the all-reduce of the "
                             "embedding's gradients between the first and the last stage is not modelled");
   const int dp_group = P.dp * P.cp;

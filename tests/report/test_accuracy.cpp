@@ -31,9 +31,7 @@ config::Scenario load(const std::string& text, const std::vector<std::string>& s
   return config::load_scenario_string(text, config_test::kRoot + "/scenarios/t.toml", o).base;
 }
 const report::FamilyAccuracy* entry(const char* profile, const char* gpu, const char* precision) {
-  for (const auto& f : report::modern_accuracy())
-    if (std::string(profile) == f.profile && std::string(gpu) == f.gpu && std::string(precision) == f.precision) return &f;
-  return nullptr;
+  return report::find_accuracy(profile, gpu, precision);
 }
 }  // namespace
 

@@ -182,15 +182,11 @@ TEST_CASE("modern: the accuracy `run` prints for a family is what the rows give 
   // the rows fails here until the table is regenerated with that command: the disclosure never goes stale.
   std::size_t families = 0;
   for (const auto p : {vm::Profile::datasheet, vm::Profile::calibrated}) {
-    std::map<std::pair<std::string, std::string>, std::map<std::string, std::vector<vm::ModernComparison>>> fam;
-    for (const auto& c : results(p)) fam[{c.row.gpu_type, c.row.precision}][c.row.half].push_back(c);
-    for (const auto& [key, halves] : fam) {
+    for (const auto& [key, halves] : vm::by_family_and_half(results(p))) {
       CAPTURE(vm::to_string(p));
       CAPTURE(key.first);
       CAPTURE(key.second);
-      const report::FamilyAccuracy* f = nullptr;
-      for (const auto& e : report::modern_accuracy())
-        if (std::string(e.profile) == vm::to_string(p) && key.first == e.gpu && key.second == e.precision) f = &e;
+      const report::FamilyAccuracy* f = report::find_accuracy(vm::to_string(p), key.first, key.second);
       REQUIRE(f);
       const auto t = vm::summarize(halves.at("tuning")), h = vm::summarize(halves.at("heldout"));
       CHECK(static_cast<std::size_t>(f->rows_tuning) == t.n);

@@ -58,6 +58,7 @@
 #include <optional>
 #include <stdexcept>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "config/loader.h"
@@ -418,6 +419,15 @@ inline Summary summarize(const std::vector<ModernComparison>& v) {
   s.median_abs = median(a);
   s.mean_signed = s.n ? sum / static_cast<double>(s.n) : 0.0;
   return s;
+}
+
+// The rows of each GPU x precision family ({gpu_type, precision}), split by half ("tuning", "heldout"): the
+// families of report/accuracy_table.inc (validate_modern --accuracy; its guard in tests/validation/test_modern.cpp).
+using FamilyHalves = std::map<std::pair<std::string, std::string>, std::map<std::string, std::vector<ModernComparison>>>;
+inline FamilyHalves by_family_and_half(const std::vector<ModernComparison>& all) {
+  FamilyHalves fam;
+  for (const auto& c : all) fam[{c.row.gpu_type, c.row.precision}][c.row.half].push_back(c);
+  return fam;
 }
 
 inline std::string rows_path() { return source_path("validation/modern/rows.csv"); }

@@ -65,10 +65,8 @@ void print_summary_table(const std::vector<vm::ModernComparison>& all, bool mark
 
 // report/accuracy_table.inc's entries for one profile: every GPU x precision family of the set.
 std::string accuracy_entries(const std::vector<vm::ModernComparison>& all, vm::Profile profile) {
-  std::map<std::pair<std::string, std::string>, std::map<std::string, std::vector<vm::ModernComparison>>> fam;
-  for (const auto& c : all) fam[{c.row.gpu_type, c.row.precision}][c.row.half].push_back(c);
   std::string out;
-  for (const auto& [key, halves] : fam) {
+  for (const auto& [key, halves] : vm::by_family_and_half(all)) {
     const auto t = vm::summarize(halves.count("tuning") ? halves.at("tuning") : std::vector<vm::ModernComparison>{});
     const auto h = vm::summarize(halves.count("heldout") ? halves.at("heldout") : std::vector<vm::ModernComparison>{});
     char line[300];
