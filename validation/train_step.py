@@ -18,8 +18,9 @@ Measured: step_ms = forward + backward + optimizer (step + zero_grad), fwd_ms, b
 each the median of `steps` timed steps after warm-up; layer_fwd_ms / layer_bwd_ms: one decoder
 layer alone on the same input shape (bwd includes the recompute forward when recompute=1);
 peak_mem_gib = torch.cuda.max_memory_allocated over the timed steps.
-Usage: train_step.py OUT.csv [--budget-s 240] [--quick] [--passes N] [--steps K] [--set main|holdout]
+Usage: train_step.py OUT.csv [--budget-s 240] [--quick] [--passes N] [--steps K] [--set main|holdout|holdout2]
   --set holdout: 12 configurations outside the compared 36 (run 11), predicted before they were measured.
+  --set holdout2: 12 more outside both (run 44), predicted before they were measured.
   --passes N: every configuration is measured N times, the passes interleaved (pass 1 over all
   configurations, then pass 2, ...), so slow drifts of the machine (clocks, host CPU) spread over
   all configurations instead of biasing some; OUT.csv gets the median over the passes of each
@@ -268,6 +269,13 @@ def configs(quick, which="main"):
         add("s0.5b", recompute=1, flash=0, seq=2048)
         add("s0.5b", seq=8192); add("s3b", seq=2048); add("s1.3b", mbs=2); add("s7b-8L", fused=0, seq=2048)
         add("s3b", fused=0, seq=2048, mbs=2)
+        return C
+    if which == "holdout2":   # run 44: 12 more never measured, predicted first by the model of that day (runs/run44-holdout2/)
+        add("s0.5b", mbs=4); add("s0.5b", seq=8192, mbs=2, recompute=1)
+        add("s1.3b", seq=8192, mbs=2); add("s1.3b", mbs=4, recompute=1); add("s1.3b", seq=16384, fused=0)
+        add("s3b", seq=16384); add("s3b", mbs=4); add("s3b", seq=8192, recompute=1, fused=0)
+        add("s7b-8L", mbs=2, recompute=1); add("s7b-8L", seq=8192, mbs=2); add("s7b-8L", seq=2048, mbs=8)
+        add("s7b-8L", flash=0)
         return C
     for m in MODELS: add(m)                                               # 1. sizes
     if quick:

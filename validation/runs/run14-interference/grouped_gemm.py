@@ -14,12 +14,15 @@ Methods (bf16 unless named):
   dense        one torch.mm with M = E*T and one weight: the same FLOPs as one large GEMM (reference)
   fp8_loop     loop of torch._scaled_mm per expert (e4m3, tensor-wise scales), graph
   fp8_grouped  torch._scaled_grouped_mm (row-wise scales), if present and it runs
+  fp8_dense    one torch._scaled_mm with M = E*T and one weight, tensor-wise scales (fp8_loop's twin; run 44)
+  fp8_dense_rw the same with row-wise scales (fp8_grouped's twin; run 44)
+--methods a,b,...: time only these (and the reference they need); --equal-only: skip the imbalance rows.
 Timing: CUDA-graph replay of a batch of >= 4 ms of calls (loop_eager: events around >= 4 ms of Python
 calls), median of 5 replays; --passes N (default 3) passes per configuration with the method order
 rotated each pass, median over passes (spread = (max - min) / median); weights of all experts together exceed the 60 MB L2 in every case.
 imbalance rows: E = 8 with tokens per expert mean*[2, 1.5, 1, 1, .75, .75, .5, .5] (max/mean 2).
 Writes grouped_gemm.csv and grouped_gemm.toml ([[grouped_gemm]] rows: calibration data).
-Usage: grouped_gemm.py OUTDIR [--deadline S] [--passes N] [--quick]
+Usage: grouped_gemm.py OUTDIR [--deadline S] [--passes N] [--quick] [--methods LIST] [--equal-only]
 """
 import csv, math, os, statistics, sys, time
 import torch
@@ -82,6 +85,8 @@ def main():
     deadline = time.time() + float(sys.argv[sys.argv.index("--deadline") + 1]) if "--deadline" in sys.argv else 1e18
     quick = "--quick" in sys.argv
     passes = int(sys.argv[sys.argv.index("--passes") + 1]) if "--passes" in sys.argv else 3
+    only = set(sys.argv[sys.argv.index("--methods") + 1].split(",")) if "--methods" in sys.argv else None
+    equal_only = "--equal-only" in sys.argv
     has_grouped = hasattr(torch, "_grouped_mm")
     has_sgrouped = hasattr(torch, "_scaled_grouped_mm")
     print(f"# torch {torch.__version__}: _grouped_mm {has_grouped}, _scaled_grouped_mm {has_sgrouped}", flush=True)
@@ -94,7 +99,7 @@ def main():
         for T in ts_ds:
             for gname, N, K in (("fc1", 4096, 7168), ("fc2", 7168, 2048)):
                 configs.append(("deepseek-v3", E, [T] * E, gname, N, K, "equal"))
-        if E == 8:
+        if E == 8 and not equal_only:
             for T in (256, 1024, 4096):
                 for gname, N, K in (("fc1", 4096, 7168), ("fc2", 7168, 2048)):
                     configs.append(("deepseek-v3", 8, [int(T * f) for f in IMB], gname, N, K, "imbalance2"))
@@ -171,6 +176,23 @@ def main():
                 fns["fp8_grouped"] = (fn8, bench_graph)
             except Exception as e:  # noqa: BLE001
                 notes.append(f"fp8_grouped {model} E{E} {gname}: {type(e).__name__}: {str(e)[:200]}")
+        # one fp8 GEMM over all the group's tokens (the same FLOPs as one large GEMM): tensor-wise scales as
+        # fp8_loop, row-wise as fp8_grouped
+        if "fp8_loop" in fns:
+            try:
+                W80t = W8[0].t()
+                fnd = lambda: torch._scaled_mm(x8, W80t, scale_a=one, scale_b=one, out_dtype=torch.bfloat16)
+                fnd(); torch.cuda.synchronize()
+                fns["fp8_dense"] = (fnd, bench_graph)
+                sar = torch.ones(Tsum, 1, device="cuda", dtype=torch.float32)
+                sbr = torch.ones(1, N, device="cuda", dtype=torch.float32)
+                fnr = lambda: torch._scaled_mm(x8, W80t, scale_a=sar, scale_b=sbr, out_dtype=torch.bfloat16)
+                fnr(); torch.cuda.synchronize()
+                fns["fp8_dense_rw"] = (fnr, bench_graph)
+            except Exception as e:  # noqa: BLE001
+                notes.append(f"fp8_dense {model} E{E} {gname}: {type(e).__name__}: {str(e)[:200]}")
+        if only is not None:
+            fns = {m: v for m, v in fns.items() if m in only}
         # passes with the method order rotated each pass (the clock drifts under the power cap:
         # run 14a timed the methods in one fixed order, the first one after a pause ran up to ~10% fast)
         names = list(fns)
