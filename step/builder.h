@@ -133,6 +133,9 @@ class Builder {
   // embedding group, whose gradients are all-reduced), {-1, -1} otherwise.
   std::pair<int, int> tied_embedding_ends() const;
   void add_tied_embedding_allreduce(const std::vector<TaskId>& norm_task);
+  // Megatron's all-reduce over the TP group of the gradients sequence parallelism leaves partial (the
+  // parameters every TP rank holds whole), after the rank's DP sync and before its gradient norm.
+  void add_sequence_parallel_grad_allreduce(int rank);
   double head_params(int rank) const;
   // The last stage's gradients beyond its layers (final norm and output head, MTP modules) into the
   // rank's filling DP buckets (overlap_grad_reduce).

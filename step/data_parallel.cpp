@@ -310,6 +310,57 @@ void Builder::add_tied_embedding_allreduce(const std::vector<TaskId>& norm_task)
   }
 }
 
+// Megatron's finalize_model_grads, after the data-parallel sync and before the embedding group's all-reduce:
+// with sequence parallelism every TP rank runs the parameters it holds whole (the norms, row-parallel biases,
+// the router, MLA's down-projections: models::detail::ParamParts::replicated, and the final norm and the MTP
+// modules' on the last stage) over its own chunk of the sequence only, so their gradients are partial sums;
+// _allreduce_non_tensor_model_parallel_grads (megatron/core/distributed/finalize_model_grads.py, the
+// layer-norm all-reduce of older releases) flattens them into one buffer, all-reduces it (SUM) over the TP
+// group and copies the result back: a memory kernel of the buffer (read + write), the collective, and another.
+// Its time is on every step's critical path (the gradient norm waits for it); without sequence parallelism
+// the TP ranks already hold identical gradients and there is none.
+void Builder::add_sequence_parallel_grad_allreduce(int rank) {
+  const auto& P = s_.parallel;
+  if (P.tp <= 1 || !P.sequence_parallel) return;
+  double params = 0;
+  for (int st : rank_stages_[rank])
+    for (int l : out_.stage_layers[st]) params += models::detail::layer_parts(s_.model, l).replicated;
+  if (holds_stage(rank, S_ - 1)) params += models::count_params(s_.model).final_norm;
+  if (holds_mtp(rank)) params += models::detail::mtp_parts(s_.model).replicated;
+  if (!(params > 0)) return;
+  const double bytes = params * models::grad_bytes(s_.features.reduce_fp32, layers_.shape().fp32_autocast);
+  out_.sp_grad_allreduce_bytes[static_cast<std::size_t>(rank)] = bytes;
+  auto& g = out_.graph;
+  hardware::Kernel ck;   // _flatten_dense_tensors before the collective, the copy back after it
+  ck.kind = hardware::KernelKind::memory;
+  ck.name = "sp_grads_copy";
+  ck.bytes = 2.0 * bytes;
+  ck.count = 1;
+  const layer::Seg cs = layers_.seg_of({&ck});
+  TaskId prev = -1;
+  for (int i = 0; i < 3; ++i) {
+    TaskId t = -1;
+    if (i == 1) {
+      const hardware::Group& tg = layers_.placement().tp;
+      t = add_task(rank, dp_stream_[rank],
+                   sim::checked_ns(layers_.coll(Collective::all_reduce, bytes, tg), "the sequence-parallel gradient all-reduce"),
+                   Category::tp_comm, "sp grads all-reduce", -1, -1, 'C', 0, 0, 0,
+                   {tg.crosses_domains() ? nic_[rank] : nvl_[rank]});
+    } else {
+      t = add_task(rank, out_.compute_stream[rank], cs.ns, Category::optimizer,
+                   i == 0 ? "sp grads flatten" : "sp grads copy back", -1, -1, 'O', cs.launch_ns, 0, 0, {}, 0,
+                   cs.host_ns, layer::mix_of(cs));
+    }
+    if (prev >= 0) g.depend(prev, t);
+    else {
+      for (TaskId d : dp_tasks_[rank]) g.depend(d, t);
+      if (last_compute_[rank] >= 0) g.depend(last_compute_[rank], t);
+    }
+    prev = t;
+  }
+  dp_tasks_[rank].push_back(prev);   // the gradient norm and the optimizer step wait for it
+}
+
 void Builder::add_grad_reduce_and_optimizer() {
   if (zero_sharded()) return add_sharded_reduce_and_optimizer();   // step/fsdp.cpp
   const auto& P = s_.parallel;
@@ -355,6 +406,7 @@ void Builder::add_grad_reduce_and_optimizer() {
       if (last_compute_[r] >= 0) g.depend(last_compute_[r], l);
       dp_tasks_[r].push_back(l);
     }
+    add_sequence_parallel_grad_allreduce(r);
     if (!sync) continue;
     // The squared norm of the rank's gradient shard: read the gradients once.
     const double shard = rank_params_[r] / (P.distributed_optimizer ? dp_group : 1);

@@ -77,6 +77,10 @@ struct Lowered {
   // Tied embeddings with the two ends on different pipeline ranks: the bytes each of the two ranks
   // all-reduces between the first and the last stage (Megatron's embedding group), 0 otherwise.
   double embedding_allreduce_bytes = 0;
+  // Per rank: the bytes of the gradients sequence parallelism leaves partial (the parameters every TP rank
+  // holds whole), all-reduced over the TP group after the DP sync (Megatron's finalize_model_grads); 0 without
+  // tp > 1 and sequence parallelism, and on the ZeRO-2/3 path (step/fsdp.cpp), which does not model it.
+  std::vector<double> sp_grad_allreduce_bytes;
   // The ranks a rank waits for every micro-batch (models::sync_group_ranks) and the pace the lowering's
   // kernels ran at for them (hardware::CostModel::sync_pace; 1 without the calibration's [slowest_of_n]).
   int sync_group_ranks = 1;

@@ -224,6 +224,9 @@ TEST_CASE("chrome trace: no zero-duration events; args carry micro-batch, chunk,
     }
     // Ops, their per-layer pieces and their collectives carry args (a GC pause or the optimizer may have none).
     if (cat != "forward" && cat != "backward" && cat != "recompute" && cat != "tp_comm") continue;
+    // (the step's one TP-group collective outside the layers, sequence parallelism's gradient all-reduce, has
+    // no micro-batch)
+    if (e["name"].str() == "sp grads all-reduce") continue;
     if (!e.has("args")) { ++no_args; continue; }
     no_mb += !e["args"].has("mb");
     if (cat == "forward" || cat == "backward") {
@@ -317,7 +320,8 @@ TEST_CASE("chrome trace: per-layer pieces carry their layer, longest kernel and 
       const auto& t = g.task(static_cast<sim::TaskId>(id));
       const auto& ti = p.low.info[id];
       const int rank = g.streams()[static_cast<std::size_t>(t.stream)].rank;
-      if (t.category == sim::Category::tp_comm && t.kind == 'C') {
+      // (the TP collectives of the layers; sequence parallelism's gradient all-reduce at the step's end has none)
+      if (t.category == sim::Category::tp_comm && t.kind == 'C' && g.name(static_cast<sim::TaskId>(id)) != "sp grads all-reduce") {
         ++comm;
         comm_layer += ti.layer >= 0;
       }

@@ -6,6 +6,7 @@
 #include <doctest/doctest.h>
 
 #include <algorithm>
+#include <cmath>
 #include <filesystem>
 #include <string>
 #include <vector>
@@ -138,10 +139,14 @@ TEST_CASE("nccl_algo: tree vs ring changes all-reduces only") {
   //     an all-gather, so ring and tree give the same compute and TP time; the only all-reduces are the
   //     step's synchronisations of a few bytes (gradient norm over all ranks, loss over dp), whose ring
   //     and tree differ by their latency terms only: a ring's 2(n-1) steps against the tree's
-  //     2 log2 n, 0.6 ms at the 64 ranks here (5 us per NIC step).
+  //     2 log2 n, 0.6 ms at the 64 ranks here (5 us per NIC step). Over the TP group, one all-reduce at the
+  //     step's end: the norms' gradients sequence parallelism leaves partial (step/data_parallel.cpp), a few
+  //     MB inside one NVLink domain of 8, whose ring and tree differ by microseconds.
   const auto sp_ring = run(scenario(kDense, {"parallel.tp=8", "features.nccl_algo=ring"}));
   const auto sp_tree = run(scenario(kDense, {"parallel.tp=8", "features.nccl_algo=tree"}));
-  CHECK(sp_ring.breakdown.tp_comm_exposed == doctest::Approx(sp_tree.breakdown.tp_comm_exposed).epsilon(1e-9));
+  const double tp_diff = std::abs(sp_ring.breakdown.tp_comm_exposed - sp_tree.breakdown.tp_comm_exposed);
+  CHECK(tp_diff > 0);      // that all-reduce follows the algorithm
+  CHECK(tp_diff < 5e-5);   // and nothing else of TP does
   CHECK(sp_ring.breakdown.forward == doctest::Approx(sp_tree.breakdown.forward).epsilon(1e-9));
   CHECK(std::abs(sp_ring.step_time_s - sp_tree.step_time_s) < 1e-3);
   // (b) Without SP the TP collectives are all-reduces inside one NVLink domain of 8: ring moves
