@@ -74,6 +74,10 @@ struct Lowered {
   // group; the distributed optimizer's parameter all-gather likewise (ZeRO-1 only; ZeRO-2/3 and
   // HSDP are step/fsdp.cpp's and leave these at 0).
   std::vector<double> dp_grad_bytes, expert_dp_grad_bytes, dp_gather_bytes, expert_dp_gather_bytes;
+  // Per rank, the same for ZeRO-2/3, HSDP and offload (step/fsdp.cpp): the gradient bytes it
+  // reduce-scatters over its shard group (each unit's or bucket's unsharded gradient) and the parameter
+  // bytes it all-gathers (each gather's gathered bytes), in one step.
+  std::vector<double> sharded_grad_bytes, sharded_gather_bytes;
   // Tied embeddings with the two ends on different pipeline ranks: the bytes each of the two ranks
   // all-reduces between the first and the last stage (Megatron's embedding group), 0 otherwise.
   double embedding_allreduce_bytes = 0;
