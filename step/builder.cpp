@@ -238,7 +238,7 @@ void Builder::add_static_memory() {
   out_.static_bytes.assign(p_, 0);
   out_.params_bytes.assign(p_, 0);
   for (auto* v : {&out_.dp_grad_bytes, &out_.expert_dp_grad_bytes, &out_.dp_gather_bytes, &out_.expert_dp_gather_bytes,
-                  &out_.sp_grad_allreduce_bytes})
+                  &out_.sp_grad_allreduce_bytes, &out_.sharded_grad_bytes, &out_.sharded_gather_bytes})
     v->assign(static_cast<std::size_t>(p_), 0.0);
   out_.grads_bytes.assign(p_, 0);
   out_.optimizer_bytes.assign(p_, 0);

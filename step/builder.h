@@ -120,6 +120,13 @@ class Builder {
   // kernel's traffic; features.optimizer_foreach adds the foreach passes), allocating foreach's temporary and
   // freeing it with the gradients the backward allocated (lazy_grads_). Shared by data_parallel.cpp and fsdp.cpp.
   TaskId add_adam_step(int rank, double local, double fused_bytes);
+  // The per-step gradient-norm synchronisation (data_parallel.cpp, above add_adam_step), shared by
+  // both paths: whether the step has it (more than one GPU); the rank's norm kernel over `params`
+  // gradients of `bytes_per_param` each, after the rank's reductions (dp_tasks_); the all-reduce of
+  // the scalar over every rank, after every rank's norm kernel (-1 for each rank when no sync).
+  bool grad_norm_sync() const;
+  TaskId add_grad_norm(int rank, double params, double bytes_per_param);
+  std::vector<TaskId> add_grad_norm_allreduce(const std::vector<TaskId>& norm_task);
   // The MTP modules (model.mtp_depth) live on the last stage with the output head: whether the
   // rank holds that stage, and their parameters on one rank (all / routed experts).
   bool holds_mtp(int rank) const;
@@ -140,6 +147,9 @@ class Builder {
   // The last stage's gradients beyond its layers (final norm and output head, MTP modules) into the
   // rank's filling DP buckets (overlap_grad_reduce).
   void fill_last_stage_end(int rank);
+  // Those parameters on the rank (0 when it holds no last stage), routed experts included: the sharded
+  // path's buckets (step/fsdp.cpp), which reduce every parameter over the shard group.
+  double last_stage_end_params(int rank) const;
 
   // ---- fsdp.cpp: ZeRO-2/3, FSDP units, HSDP, offload (docs/fsdp.md) ----
   bool zero_sharded() const;   // zero stage >= 2, HSDP or offload: fsdp.cpp takes the DP work over

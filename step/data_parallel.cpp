@@ -73,6 +73,8 @@ double Builder::head_params(int rank) const {
                               : end_params(s_, false, true, fp32);
 }
 
+double Builder::last_stage_end_params(int rank) const { return head_params(rank) + (holds_mtp(rank) ? mtp_params() : 0.0); }
+
 void Builder::fill_last_stage_end(int rank) {
   bucket_fill_[rank] += head_params(rank);
   if (!holds_mtp(rank)) return;
@@ -253,6 +255,50 @@ TaskId Builder::add_adam_step(int rank, double local, double fused_bytes) {
                   opt_seg.launch_ns, 0, temp, {}, 0, opt_seg.host_ns, layer::mix_of(opt_seg), lazy + temp);
 }
 
+// The gradient-norm synchronisation of the comment above add_adam_step, shared by the unsharded path
+// and the sharded one (step/fsdp.cpp): whether the step has it (more than one GPU), each rank's
+// norm kernel over the gradients it holds (`params` of `bytes_per_param` each, read once), after
+// the rank's reductions, and the all-reduce of the scalar over every rank, after every rank's norm.
+bool Builder::grad_norm_sync() const {
+  const auto& P = s_.parallel;
+  return static_cast<std::int64_t>(P.tp) * P.cp * P.dp * P.pp > 1;
+}
+
+TaskId Builder::add_grad_norm(int rank, double params, double bytes_per_param) {
+  hardware::Kernel nk;
+  nk.kind = hardware::KernelKind::memory;
+  nk.name = "grad_norm";
+  nk.bytes = bytes_per_param * params;
+  nk.flops = 2.0 * params;
+  nk.count = 1;
+  const layer::Seg ns = layers_.seg_of({&nk});
+  const TaskId t = add_task(rank, out_.compute_stream[rank], ns.ns, Category::optimizer, "grad norm", -1, -1, 'O',
+                            ns.launch_ns, 0, 0, {}, 0, ns.host_ns, layer::mix_of(ns));
+  for (TaskId d : dp_tasks_[rank]) out_.graph.depend(d, t);
+  return t;
+}
+
+std::vector<TaskId> Builder::add_grad_norm_allreduce(const std::vector<TaskId>& norm_task) {
+  std::vector<TaskId> norm_ar(p_, -1);
+  if (!grad_norm_sync()) return norm_ar;
+  const auto& P = s_.parallel;
+  const std::int64_t world = static_cast<std::int64_t>(P.tp) * P.cp * P.dp * P.pp;
+  hardware::Group all;
+  all.size = static_cast<int>(world);
+  const int domain = std::max(1, s_.hardware.gpus_per_node);
+  all.domains = static_cast<int>((world + domain - 1) / domain);
+  all.per_domain = static_cast<int>(std::min<std::int64_t>(world, domain));
+  const double norm_allreduce_s = layers_.coll(Collective::all_reduce, 4.0, all);
+  for (int r = 0; r < p_; ++r) {
+    norm_ar[r] = add_task(r, dp_stream_[r], sim::checked_ns(norm_allreduce_s, "the gradient-norm all-reduce"),
+                          Category::dp_comm, "grad-norm all-reduce", -1, -1, 'C', 0, 0, 0,
+                          {all.crosses_domains() ? nic_[r] : nvl_[r]});
+    for (int q = 0; q < p_; ++q)
+      if (norm_task[q] >= 0) out_.graph.depend(norm_task[q], norm_ar[r]);
+  }
+  return norm_ar;
+}
+
 // Megatron's finalize_model_grads, after the data-parallel gradient sync and before the optimizer
 // reads the gradients: with tied embeddings and the embedding and the output head on different
 // pipeline ranks, the two copies' gradients are summed by an all-reduce over the embedding group,
@@ -285,8 +331,12 @@ void Builder::add_tied_embedding_allreduce(const std::vector<TaskId>& norm_task)
   eg.size = 2;
   eg.domains = crosses ? 2 : 1;
   eg.per_domain = crosses ? 1 : 2;
+  // ZeRO-2/3, HSDP, offload (step/fsdp.cpp): the gradients were reduce-scattered, so a rank holds its
+  // shard of the vocabulary shard's gradient (fp32, models::sharded_static_memory), and the two ends'
+  // peers (the same position in their shard groups) hold the same shard: the all-reduce moves that.
   const double bytes =
-      embedding_params(first) * models::grad_bytes(s_.features.reduce_fp32, layers_.shape().fp32_autocast);
+      zero_sharded() ? 4.0 * embedding_params(first) / (P.distributed_optimizer ? P.shard() * P.cp : 1)
+                     : embedding_params(first) * models::grad_bytes(s_.features.reduce_fp32, layers_.shape().fp32_autocast);
   out_.embedding_allreduce_bytes = bytes;
   const double t = layers_.coll(Collective::all_reduce, bytes, eg);
   auto& g = out_.graph;
@@ -366,15 +416,8 @@ void Builder::add_grad_reduce_and_optimizer() {
   const auto& P = s_.parallel;
   const int dp_group = P.dp * P.cp;
   auto& g = out_.graph;
-  const std::int64_t world = static_cast<std::int64_t>(P.tp) * P.cp * P.dp * P.pp;
-  hardware::Group all;
-  all.size = static_cast<int>(world);
-  const int domain = std::max(1, s_.hardware.gpus_per_node);
-  all.domains = static_cast<int>((world + domain - 1) / domain);
-  all.per_domain = static_cast<int>(std::min<std::int64_t>(world, domain));
-  const double norm_allreduce_s = layers_.coll(Collective::all_reduce, 4.0, all);
   const double loss_allreduce_s = layers_.coll(Collective::all_reduce, 8.0, layers_.placement().dp_cp);
-  const bool sync = world > 1;
+  const bool sync = grad_norm_sync();
   std::vector<TaskId> norm_task(p_, -1);
   for (int r = 0; r < p_; ++r) {
     if (dp_group > 1) {
@@ -408,27 +451,12 @@ void Builder::add_grad_reduce_and_optimizer() {
     }
     add_sequence_parallel_grad_allreduce(r);
     if (!sync) continue;
-    // The squared norm of the rank's gradient shard: read the gradients once.
-    const double shard = rank_params_[r] / (P.distributed_optimizer ? dp_group : 1);
-    hardware::Kernel nk;
-    nk.kind = hardware::KernelKind::memory;
-    nk.name = "grad_norm";
-    nk.bytes = models::grad_bytes(s_.features.reduce_fp32, layers_.shape().fp32_autocast) * shard;
-    nk.flops = 2.0 * shard;
-    nk.count = 1;
-    const layer::Seg ns = layers_.seg_of({&nk});
-    norm_task[r] = add_task(r, out_.compute_stream[r], ns.ns, Category::optimizer, "grad norm", -1, -1, 'O',
-                            ns.launch_ns, 0, 0, {}, 0, ns.host_ns, layer::mix_of(ns));
-    for (TaskId d : dp_tasks_[r]) g.depend(d, norm_task[r]);
+    // The squared norm of the rank's gradient shard (fp32 main gradients, or the bf16 buffer).
+    norm_task[r] = add_grad_norm(r, rank_params_[r] / (P.distributed_optimizer ? dp_group : 1),
+                                 models::grad_bytes(s_.features.reduce_fp32, layers_.shape().fp32_autocast));
   }
   add_tied_embedding_allreduce(norm_task);
-  std::vector<TaskId> norm_ar(p_, -1);
-  for (int r = 0; r < p_ && sync; ++r) {
-    norm_ar[r] = add_task(r, dp_stream_[r], sim::checked_ns(norm_allreduce_s, "the gradient-norm all-reduce"),
-                          Category::dp_comm, "grad-norm all-reduce", -1, -1, 'C', 0, 0, 0,
-                          {all.crosses_domains() ? nic_[r] : nvl_[r]});
-    for (int q = 0; q < p_; ++q) g.depend(norm_task[q], norm_ar[r]);
-  }
+  const std::vector<TaskId> norm_ar = add_grad_norm_allreduce(norm_task);
   for (int r = 0; r < p_; ++r) {
     // Adam step over the local shard: read fp32 grad, master, m, v; write master, m, v and the bf16
     // weight: 30 bytes per parameter, memory-bound (multi-tensor apply, a handful of launches).

@@ -26,6 +26,11 @@
 // (hardware host_memory_bandwidth_gbs), the updated bf16 parameter shard comes
 // back. With parameter offload (ZeRO-3) the rank's bf16 shard of a unit also
 // crosses PCIe to the GPU before every all-gather of that unit (docs/fsdp.md).
+//
+// The end of the step (add_sharded_reduce_and_optimizer): on more than one GPU, each rank's gradient
+// norm over its shard and one all-reduce of it over every rank before any optimizer step, then torch's
+// clip multiply where the framework always scales; with tied embeddings on a pipeline, the first and
+// last stage's all-reduce of the embedding's gradient shard.
 #include <algorithm>
 
 #include "hardware/cost_model.h"
@@ -127,6 +132,7 @@ TaskId Builder::fsdp_reduce(int rank, double params, TaskId after, std::int64_t 
                        side_elementwise_class(), cs.host_ns);
     if (after >= 0) g.depend(after, copy_in);
   }
+  out_.sharded_grad_bytes[rank] += bytes;
   TaskId last = add_task(rank, st, sim::checked_ns(layers_.coll(Collective::reduce_scatter, bytes, sg), "the FSDP reduce-scatter"),
                          Category::dp_comm, "fsdp reduce-scatter", -1, -1, 'C', 0, 0, 0,
                          {sg.crosses_domains() ? nic_[rank] : nvl_[rank]},
@@ -176,6 +182,7 @@ void Builder::add_sharded_param_gathers() {
     std::vector<int> members;
     auto flush = [&] {
       if (members.empty()) return;
+      out_.sharded_gather_bytes[r] += fill_bytes;
       const double t = layers_.coll(Collective::all_gather, fill_bytes, sg);
       TaskId ag = add_task(r, dp_stream_[r], sim::checked_ns(t, "the DP parameter gather"), Category::dp_comm, "dp param gather", -1, -1, 'C', 0, 0, 0,
                            {sg.crosses_domains() ? nic_[r] : nvl_[r]},
@@ -185,9 +192,18 @@ void Builder::add_sharded_param_gathers() {
       fill = 0;
       fill_bytes = 0;
     };
+    // As data_parallel.cpp's buckets: the embedding joins the first layer's bucket, the final norm, output
+    // head and MTP modules the last layer's (bf16).
+    fill += embedding_params(r);
+    fill_bytes += 2.0 * embedding_params(r);
     for (int l : layers) {
       fill += layers_.layer_cost(l).params;
       fill_bytes += layer_gather_bytes(s_, l, layers_.layer_cost(l)).all;
+      if (l == layers.back()) {
+        const double end = last_stage_end_params(r);
+        fill += end;
+        fill_bytes += 2.0 * end;
+      }
       members.push_back(l);
       if (fill >= bucket_params(P.dp)) flush();
     }
@@ -198,10 +214,15 @@ void Builder::add_sharded_param_gathers() {
 void Builder::sharded_grad_final(int rank, int layer, TaskId t) {
   if (fsdp_active()) return;   // ZeRO-3: fsdp_emit reduces per unit
   auto& stages = stage_of_layer_rank_[rank];
-  if (stages.find(layer) == stages.end()) return;
+  auto sit = stages.find(layer);
+  if (sit == stages.end()) return;
   auto& rem = grad_remaining_[rank][layer];
   if (--rem > 0) return;
   if (!s_.features.overlap_grad_reduce || s_.parallel.dp * s_.parallel.cp <= 1) return;
+  // The final norm's, output head's and MTP modules' gradients are final with the last stage's last
+  // layer's (their backward runs first): that layer's bucket, as data_parallel.cpp's.
+  if (sit->second == S_ - 1 && layer == out_.stage_layers[static_cast<std::size_t>(S_ - 1)].back())
+    bucket_fill_[rank] += last_stage_end_params(rank);
   bucket_fill_[rank] += layers_.layer_cost(layer).params;
   if (bucket_fill_[rank] >= bucket_params(s_.parallel.dp)) {
     fsdp_reduce(rank, bucket_fill_[rank], t, 0);
@@ -256,6 +277,7 @@ void Builder::fsdp_emit(int rank, Chain& ch, const std::vector<Item>& items, con
         h2d = add_task(rank, fsdp_ag_stream_[rank],
                        sim::checked_ns(2.0 * u.params / sg.size / s_.hardware.pcie_bandwidth, "the offloaded parameter copy"),
                        Category::dp_comm, "fsdp params to gpu", op.microbatch, op.chunk, 'C');
+      out_.sharded_gather_bytes[rank] += bytes;
       TaskId ag = add_task(rank, fsdp_ag_stream_[rank], sim::checked_ns(layers_.coll(Collective::all_gather, bytes, sg), "the FSDP all-gather"),
                            Category::dp_comm, "fsdp all-gather", op.microbatch, op.chunk, 'C', 0, 0, mem, {res},
                            interference_class(layers_.comm_contention(Collective::all_gather, sg)));
@@ -319,30 +341,99 @@ void Builder::fsdp_emit(int rank, Chain& ch, const std::vector<Item>& items, con
   }
 }
 
+// Gradient clipping on the sharded path. Every framework behind the FSDP rows clips by the global
+// gradient norm each step: each rank's norm over the gradient shard it holds, one all-reduce of the
+// scalar over every rank (a synchronisation point: the optimizer step waits for it), then the
+// gradients scaled by the clamped coefficient min(1, max_norm / norm). Sources:
+//  * torchtitan: training max_norm = 1.0 by default (torchtitan/config/job_config.py, 000204a4a); its
+//    clip_grad_norm_ (torchtitan/distributed/utils.py, commit 0032be99b) takes the norm with
+//    torch.nn.utils.get_total_norm over the local shards (DTensor, reduced over the mesh, then over the
+//    pipeline ranks) and calls torch.nn.utils.clip_grads_with_norm_;
+//  * torch.nn.utils (torch/nn/utils/clip_grad.py, pytorch commit 01a57d87b): _clip_grads_with_norm_
+//    clamps the coefficient at 1 and always multiplies, _foreach_mul_ over the gradients, so as not to
+//    synchronise the host on `if coef < 1`: one more read and write of the gradient shard each step;
+//  * FSDP1's FullyShardedDataParallel.clip_grad_norm_ (torch/distributed/fsdp/
+//    fully_sharded_data_parallel.py, pytorch commit 005df1d67): the local sharded norm, an all-reduce
+//    over the process group, then grad.mul_(clip_coef_clamped) on every gradient, always. fms-fsdp
+//    calls it each step with grad_clip_thresh = 1.0 (fms_fsdp/utils/train_utils.py, commit 078c29e74;
+//    fms_fsdp/config/training.py, 00f20d5e1); llm-foundry's yamls set algorithms.gradient_clipping
+//    (clipping_type norm, threshold 1.0; scripts/train/yamls/pretrain/mpt-7b.yaml, commit 15fb4ffaa),
+//    and Composer's GradientClipping calls the root FSDP module's clip_grad_norm_
+//    (composer/algorithms/gradient_clipping/gradient_clipping.py, commit 13dd3581f);
+//  * Megatron (clip_grad_by_total_norm_fp32) scales only when the coefficient is below 1, not in
+//    steady state: as the unsharded path (step/data_parallel.cpp), no multiply. (Megatron-LM 0293807e5
+//    scales every step with the clamped coefficient when Transformer Engine's multi_tensor_scale_tensor
+//    is present; not modelled on either path: docs/fsdp.md.)
+// Which convention a scenario runs follows the keys that already say whose FSDP it is: zero_stage 3
+// without features.megatron_fsdp is PyTorch's FSDP (FSDP2 with fsdp_version 2, torchtitan; FSDP1 with
+// fsdp_version 1, fms-fsdp and llm-foundry): the multiply every step. Megatron-FSDP and the bucketed
+// ZeRO-2 path (Megatron's buckets and distributed optimizer, over the shard group): none. Offload:
+// the step runs on the host, the scaling with it (not modelled); the norm and its all-reduce are.
+// The torch gradient shard is fp32 (FSDP's sharded gradient in the fp32 parameter's dtype; Megatron's
+// main_grad): 4 bytes per parameter, as models::sharded_static_memory holds it.
+namespace {
+bool clip_scales_every_step(const config::Scenario& s) {
+  return s.parallel.zero() >= 3 && !s.features.megatron_fsdp && s.features.offload == config::Offload::none;
+}
+}  // namespace
+
 void Builder::add_sharded_reduce_and_optimizer() {
   const auto& P = s_.parallel;
-  // Megatron's all-reduce of a tied embedding's gradients between the first and the last stage
-  // (step/data_parallel.cpp add_tied_embedding_allreduce) is built for the unsharded path only.
-  if (tied_embedding_ends().first >= 0)
-    out_.warnings.push_back("tied embeddings on a pipeline with ZeRO-2/3, HSDP or offload: the all-reduce of the "
-                            "embedding's gradients between the first and the last stage is not modelled");
   const int dp_group = P.dp * P.cp;
   const int shard = P.shard() * P.cp;
   auto& g = out_.graph;
   const bool offload = s_.features.offload != config::Offload::none;
+  const bool sync = grad_norm_sync();   // (a one-GPU step clips nothing: the single-GPU rows ran without)
+  auto local_of = [&](int r) { return rank_params_[r] / (P.distributed_optimizer ? shard : 1); };
+  std::vector<TaskId> norm_task(p_, -1);
   for (int r = 0; r < p_; ++r) {
     if (dp_group > 1 && !fsdp_active()) {
-      if (!s_.features.overlap_grad_reduce) bucket_fill_[r] = rank_params_[r];
+      if (s_.features.overlap_grad_reduce) {
+        // The last bucket: a head-only last stage's end parameters, and the embedding's gradient (final
+        // when the first stage's backward ends), as data_parallel.cpp's.
+        if (out_.stage_layers[static_cast<std::size_t>(S_ - 1)].empty()) bucket_fill_[r] += last_stage_end_params(r);
+        bucket_fill_[r] += embedding_params(r);
+      }
+      if (!s_.features.overlap_grad_reduce) bucket_fill_[r] = rank_params_[r];   // the MTP modules' included
       if (bucket_fill_[r] > 0) fsdp_reduce(r, bucket_fill_[r], last_compute_[r], 0);
       bucket_fill_[r] = 0;
     }
-    const double local = rank_params_[r] / (P.distributed_optimizer ? shard : 1);
+    // Megatron's finalize_model_grads (Megatron-FSDP, the bucketed ZeRO-2 path): with sequence parallelism the
+    // TP all-reduce of the whole-held parameters' gradients (step/data_parallel.cpp). PyTorch's FSDP with TP
+    // reduces those inside the backward (DTensor's partial gradients): not modelled.
+    if (!(P.zero() >= 3 && !s_.features.megatron_fsdp)) add_sequence_parallel_grad_allreduce(r);
+    // The norm of the rank's fp32 gradient shard, after its reductions.
+    if (sync) norm_task[r] = add_grad_norm(r, local_of(r), 4.0);
+  }
+  // With tied embeddings on a pipeline, the first and the last stage's copies of the embedding's gradient
+  // summed (step/data_parallel.cpp, Megatron's _allreduce_word_embedding_grads), the rank's shard of it;
+  // both ends' norm kernels wait for it.
+  add_tied_embedding_allreduce(norm_task);
+  const std::vector<TaskId> norm_ar = add_grad_norm_allreduce(norm_task);
+  for (int r = 0; r < p_; ++r) {
+    const double local = local_of(r);
+    TaskId clip = -1;
+    if (sync && clip_scales_every_step(s_)) {
+      // torch's clip: the gradient shard scaled in place by the clamped coefficient (read + write, fp32).
+      hardware::Kernel k;
+      k.kind = hardware::KernelKind::memory;
+      k.name = "grad_clip_scale";
+      k.bytes = 8.0 * local;
+      k.flops = local;
+      k.count = 1;
+      const layer::Seg cs = layers_.seg_of({&k});
+      clip = add_task(r, out_.compute_stream[r], cs.ns, Category::optimizer, "grad clip", -1, -1, 'O', cs.launch_ns, 0, 0,
+                      {}, 0, cs.host_ns, layer::mix_of(cs));
+      g.depend(norm_ar[r], clip);
+    }
     TaskId optim = -1;
     if (!offload) {
       // The Adam step of data_parallel.cpp over the rank's shard (FSDP2's fp32 shard is the master: no bf16 copy
       // written, models::torch_fsdp_fp32_shards).
       optim = add_adam_step(r, local, layers_.shape().fp32_autocast || models::torch_fsdp_fp32_shards(s_) ? 28.0 : 30.0);
       for (TaskId d : dp_tasks_[r]) g.depend(d, optim);
+      if (norm_ar[r] >= 0) g.depend(norm_ar[r], optim);
+      if (clip >= 0) g.depend(clip, optim);
     } else {
       // ZeRO-Offload: fp32 gradient shard to the host, bf16 parameter shard back, over PCIe.
       const double bw = s_.hardware.pcie_bandwidth;
@@ -352,16 +443,18 @@ void Builder::add_sharded_reduce_and_optimizer() {
       if (last_compute_[r] >= 0) g.depend(last_compute_[r], down);
       // The host's Adam over the shard (fp32 master, m, v and gradient read, master, m, v and
       // the bf16 copy written: 30 bytes per parameter, as the GPU's step) at the host's memory
-      // bandwidth per GPU.
+      // bandwidth per GPU; it waits for the gradient norm's all-reduce.
       TaskId host_adam = add_task(r, dp_stream_[r], sim::checked_ns(30.0 * local / s_.hardware.host_memory_bandwidth, "the host's Adam step"),
                                   Category::optimizer, "host adam", -1, -1, 'O');
       g.depend(down, host_adam);
+      if (norm_ar[r] >= 0) g.depend(norm_ar[r], host_adam);
       optim = add_task(r, dp_stream_[r], sim::checked_ns(2.0 * local / bw, "the offload parameter copy"), Category::optimizer,
                        "offload params to gpu", -1, -1, 'O');
       g.depend(host_adam, optim);
     }
     const Group sg = fsdp_shard_group();
     if (P.zero() < 3 && P.distributed_optimizer && sg.size > 1 && !s_.features.overlap_param_gather) {
+      out_.sharded_gather_bytes[r] += rank_params_[r] * 2.0;
       const double t = layers_.coll(Collective::all_gather, rank_params_[r] * 2.0, sg);
       TaskId ag = add_task(r, dp_stream_[r], sim::checked_ns(t, "the DP parameter gather"), Category::dp_comm, "dp param gather", -1, -1, 'C', 0, 0, 0,
                            {sg.crosses_domains() ? nic_[r] : nvl_[r]});

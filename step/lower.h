@@ -74,12 +74,17 @@ struct Lowered {
   // group; the distributed optimizer's parameter all-gather likewise (ZeRO-1 only; ZeRO-2/3 and
   // HSDP are step/fsdp.cpp's and leave these at 0).
   std::vector<double> dp_grad_bytes, expert_dp_grad_bytes, dp_gather_bytes, expert_dp_gather_bytes;
+  // Per rank, the same for ZeRO-2/3, HSDP and offload (step/fsdp.cpp): the gradient bytes it
+  // reduce-scatters over its shard group (each unit's or bucket's unsharded gradient) and the parameter
+  // bytes it all-gathers (each gather's gathered bytes), in one step.
+  std::vector<double> sharded_grad_bytes, sharded_gather_bytes;
   // Tied embeddings with the two ends on different pipeline ranks: the bytes each of the two ranks
   // all-reduces between the first and the last stage (Megatron's embedding group), 0 otherwise.
   double embedding_allreduce_bytes = 0;
   // Per rank: the bytes of the gradients sequence parallelism leaves partial (the parameters every TP rank
   // holds whole), all-reduced over the TP group after the DP sync (Megatron's finalize_model_grads); 0 without
-  // tp > 1 and sequence parallelism, and on the ZeRO-2/3 path (step/fsdp.cpp), which does not model it.
+  // tp > 1 and sequence parallelism, and under PyTorch's FSDP (ZeRO-3 without features.megatron_fsdp), which
+  // reduces those gradients inside the backward (not modelled).
   std::vector<double> sp_grad_allreduce_bytes;
   // The ranks a rank waits for every micro-batch (models::sync_group_ranks) and the pace the lowering's
   // kernels ran at for them (hardware::CostModel::sync_pace; 1 without the calibration's [slowest_of_n]).

@@ -97,3 +97,25 @@ TEST_CASE("sequence parallelism's gradient all-reduce: the router and MLA's down
   for (double b : low.sp_grad_allreduce_bytes) most = std::max(most, b);
   CHECK(most > 20 * norms_only);   // per MoE layer ~17M whole-held parameters against ~16k of norms
 }
+
+TEST_CASE("sequence parallelism's gradient all-reduce on the sharded path: Megatron's conventions have it, PyTorch's FSDP not") {
+  // Megatron-FSDP and the bucketed ZeRO-2 path run Megatron's finalize_model_grads; PyTorch's FSDP with TP reduces
+  // those gradients inside the backward (DTensor), which is not modelled.
+  struct Case {
+    std::vector<std::string> sets;
+    bool want;
+  };
+  const Case cases[] = {
+      {{"parallel.zero_stage=2"}, true},
+      {{"parallel.zero_stage=3", "features.megatron_fsdp=true"}, true},
+      {{"parallel.zero_stage=3"}, false},
+  };
+  for (const Case& c : cases) {
+    INFO(c.sets.back());
+    const auto s = load(c.sets);
+    const auto r = testing::run_with_timeline(s);
+    CHECK(testing::tasks_named(r, "sp grads all-reduce").size() == (c.want ? 4u : 0u));
+    const step::Lowered low = step::lower(s, {});
+    CHECK((low.sp_grad_allreduce_bytes[0] > 0) == c.want);
+  }
+}
