@@ -268,28 +268,40 @@ void fit_slowest_of_n(const std::string& file, const std::vector<Reader>& rows, 
 
 // [[grouped_gemm]] rows (validation/runs/run14-interference/grouped_gemm.py): per (model, gemm,
 // dtype, experts, tokens per expert) with routing "equal", the measured ratio of the dense
-// GEMM's seconds (one GEMM over all the group's tokens) to the grouped call's ("grouped":
-// torch's grouped GEMM; "fp8_grouped" has no fp8 dense twin, so the fit is bf16's). Each
-// tokens-per-expert point is the median of its ratios, capped at 1 (a grouped call is not
-// taken to beat one dense GEMM of the same size; measured ratios above 1 are within noise).
-void fit_grouped_gemm(const std::string& file, const std::vector<Reader>& rows, Calibration& cal, std::ostream& rep) {
-  if (rows.empty()) return;
-  using Key = std::tuple<std::string, std::string, std::string, long long, long long>;
-  std::map<Key, std::pair<double, double>> pairs;   // (grouped s, dense s)
+// GEMM's seconds (one GEMM over all the group's tokens) to the grouped call's. bf16 ([gemm_grouped],
+// run 14c): "grouped" (torch's grouped GEMM) against "dense". fp8 ([gemm_grouped_fp8], runs 44 and 45):
+// "fp8_loop" and "fp8_loop4" (one fp8 GEMM per expert on one stream, or round-robin over four as
+// Transformer Engine's grouped GEMM issues them) against "fp8_dense" (tensor-wise scales, as theirs) of the
+// same run (a row's `run`); torch's "fp8_grouped" call is not what the frameworks run. Each tokens-per-expert
+// point is the median of its ratios, capped at 1 (a grouped call is not taken to beat one dense GEMM of the
+// same size; measured ratios above 1 are within noise).
+namespace {
+std::optional<GroupedGemmFit> fit_grouped_ratio(const std::string& file, const std::vector<Reader>& rows, const std::string& dtype,
+                                                const std::vector<std::string>& grouped, const std::string& dense) {
+  using Key = std::tuple<std::string, std::string, std::string, long long, long long, long long>;
+  std::map<std::pair<Key, std::string>, double> grouped_s;   // (key, method) -> seconds
+  std::map<Key, double> dense_s;
   for (const Reader& r : rows) {
-    if (r.str("dist", "equal") != "equal" || r.str("dtype", "bf16") != "bf16") continue;
+    if (r.str("dist", "equal") != "equal" || r.str("dtype", "bf16") != dtype) continue;
     const std::string method = r.str("method");
-    if (method != "grouped" && method != "dense") continue;
+    const bool is_grouped = std::find(grouped.begin(), grouped.end(), method) != grouped.end();
+    if (!is_grouped && method != dense) continue;
     const double tpe = r.num("tokens_per_expert"), sec = r.num("seconds"), experts = r.num("experts");
     if (!(tpe >= 1) || !(sec > 0) || !(experts >= 1))
       fail(file, r.where, "grouped_gemm sample needs tokens_per_expert >= 1, experts >= 1 and seconds > 0");
-    const Key k{r.str("model"), r.str("gemm"), r.str("dtype", "bf16"), std::llround(experts), std::llround(tpe)};
-    (method == "grouped" ? pairs[k].first : pairs[k].second) = sec;
+    const double run = r.nonneg("run", false);
+    const Key k{r.str("model"), r.str("gemm"), dtype, std::llround(experts), std::llround(tpe), std::llround(run)};
+    if (is_grouped) grouped_s[{k, method}] = sec;
+    else dense_s[k] = sec;
   }
   std::map<long long, std::vector<double>> ratio;   // tokens per expert -> dense / grouped
-  for (const auto& [k, p] : pairs)
-    if (p.first > 0 && p.second > 0) ratio[std::get<4>(k)].push_back(p.second / p.first);
-  if (ratio.size() < 2) fail(file, "grouped_gemm: needs (grouped, dense) pairs at 2 or more tokens-per-expert values");
+  for (const auto& [km, sec] : grouped_s) {
+    auto d = dense_s.find(km.first);
+    if (d != dense_s.end()) ratio[std::get<4>(km.first)].push_back(d->second / sec);
+  }
+  if (ratio.empty()) return std::nullopt;
+  if (ratio.size() < 2)
+    fail(file, "grouped_gemm: needs (grouped, dense) " + dtype + " pairs at 2 or more tokens-per-expert values");
   GroupedGemmFit f;
   for (auto& [tpe, v] : ratio) {
     std::sort(v.begin(), v.end());
@@ -306,12 +318,29 @@ void fit_grouped_gemm(const std::string& file, const std::vector<Reader>& rows, 
       meas.push_back(x);
     }
   f.rms_rel_error = rms_rel(pred, meas);
-  cal.gemm_grouped = f;
-  cal.has_gemm_grouped = true;
-  rep << "gemm grouped: " << f.samples << " (grouped, dense) pairs at " << f.tokens_per_expert.size()
+  return f;
+}
+
+void report_grouped(std::ostream& rep, const char* what, const GroupedGemmFit& f) {
+  rep << what << f.samples << " (grouped, dense) pairs at " << f.tokens_per_expert.size()
       << " tokens-per-expert values, efficiency " << fmt("%.2f", f.efficiency.front()) << " at "
       << fmt("%.0f", f.tokens_per_expert.front()) << " to " << fmt("%.2f", f.efficiency.back()) << " at "
       << fmt("%.0f", f.tokens_per_expert.back()) << ", rms rel error " << fmt("%.1f", f.rms_rel_error * 100) << "%\n";
+}
+}  // namespace
+
+void fit_grouped_gemm(const std::string& file, const std::vector<Reader>& rows, Calibration& cal, std::ostream& rep) {
+  if (rows.empty()) return;
+  const auto bf16 = fit_grouped_ratio(file, rows, "bf16", {"grouped"}, "dense");
+  if (!bf16) fail(file, "grouped_gemm: needs (grouped, dense) pairs at 2 or more tokens-per-expert values");
+  cal.gemm_grouped = *bf16;
+  cal.has_gemm_grouped = true;
+  report_grouped(rep, "gemm grouped: ", *bf16);
+  if (const auto fp8 = fit_grouped_ratio(file, rows, "fp8_e4m3", {"fp8_loop", "fp8_loop4"}, "fp8_dense")) {
+    cal.gemm_grouped_fp8 = *fp8;
+    cal.has_gemm_grouped_fp8 = true;
+    report_grouped(rep, "gemm grouped fp8 (per-expert GEMMs): ", *fp8);
+  }
 }
 
 // [[gemm_power]] rows (validation/runs/run33-power): a bf16 GEMM loop on `sms` of the GPU's SMs, its

@@ -221,6 +221,11 @@ struct Calibration {
   GemmClock gemm_clock;
   bool has_gemm_grouped = false;       // [gemm_grouped]
   GroupedGemmFit gemm_grouped;
+  // fp8 expert GEMMs grouped as Transformer Engine groups them (one fp8 GEMM per expert, one stream or TE's
+  // four) against one fp8 GEMM of the same total size ([gemm_grouped_fp8], runs 44 and 45): fp8 expert GEMMs
+  // use it where present, [gemm_grouped] otherwise.
+  bool has_gemm_grouped_fp8 = false;   // [gemm_grouped_fp8]
+  GroupedGemmFit gemm_grouped_fp8;
   bool has_power = false;              // [power]
   PowerFit power;
   bool has_slowest_of_n = false;       // [slowest_of_n]

@@ -48,8 +48,9 @@ std::vector<double> number_list(const std::string& path, const Reader& r, const 
   return out;
 }
 
-void write_grouped_gemm(std::ostream& f, const GroupedGemmFit& g) {
-  f << "\n[gemm_grouped]  # grouped expert GEMM rate / one dense GEMM of the same total size, by tokens per expert\n"
+void write_grouped_gemm(std::ostream& f, const GroupedGemmFit& g, bool fp8 = false) {
+  f << (fp8 ? "\n[gemm_grouped_fp8]  # fp8 per-expert GEMMs' rate / one fp8 GEMM of the same total size, by tokens per expert\n"
+            : "\n[gemm_grouped]  # grouped expert GEMM rate / one dense GEMM of the same total size, by tokens per expert\n")
     << "tokens_per_expert = [";
   for (std::size_t i = 0; i < g.tokens_per_expert.size(); ++i) f << (i ? ", " : "") << fmt("%.9g", g.tokens_per_expert[i]);
   f << "]\nefficiency = [";
@@ -57,9 +58,9 @@ void write_grouped_gemm(std::ostream& f, const GroupedGemmFit& g) {
   f << "]\nrms_rel_error = " << fmt("%.9g", g.rms_rel_error) << "\nsamples = " << g.samples << "\n";
 }
 
-void read_grouped_gemm(const std::string& path, const Reader& r, Calibration& c) {
+void read_grouped_gemm(const std::string& path, const Reader& r, Calibration& c, bool fp8 = false) {
   r.only({"tokens_per_expert", "efficiency", "rms_rel_error", "samples"});
-  GroupedGemmFit& g = c.gemm_grouped;
+  GroupedGemmFit& g = fp8 ? c.gemm_grouped_fp8 : c.gemm_grouped;
   g.tokens_per_expert = number_list(path, r, "tokens_per_expert", 0, 1e9, true);
   g.efficiency = number_list(path, r, "efficiency", 0, 1, true);
   if (g.tokens_per_expert.size() != g.efficiency.size())
@@ -69,7 +70,7 @@ void read_grouped_gemm(const std::string& path, const Reader& r, Calibration& c)
       fail(path, r.node("tokens_per_expert")->source(), "'tokens_per_expert' must be strictly ascending");
   g.rms_rel_error = r.bounded("rms_rel_error", kRmsBound, false);
   g.samples = static_cast<int>(r.nonneg("samples", false));
-  c.has_gemm_grouped = true;
+  (fp8 ? c.has_gemm_grouped_fp8 : c.has_gemm_grouped) = true;
 }
 
 void write_slowest_of_n(std::ostream& f, const SlowestOfN& t) {
@@ -180,6 +181,7 @@ void write_calibration(const Calibration& c, const std::string& path) {
     f << "]\nsamples = " << c.gemm_clock.samples << "\n";
   }
   if (c.has_gemm_grouped) write_grouped_gemm(f, c.gemm_grouped);
+  if (c.has_gemm_grouped_fp8) write_grouped_gemm(f, c.gemm_grouped_fp8, true);
   if (c.has_power) {
     const PowerFit& w = c.power;
     f << "\n[power]  # board power = base_w + k * sm_w * (clock / max_clock_mhz)^exponent with k SMs running GEMMs"
@@ -196,7 +198,7 @@ Calibration read_calibration(const std::string& path) {
   toml::table root = parse_file(path);
   Reader top{path, &root, root.source()};
   top.only({"format", "gpu", "gemm", "gemm_fp8", "attention", "attention_fa2", "attention_triton", "memory", "memory_families", "collectives", "gemm_clock",
-            "gemm_grouped", "power", "slowest_of_n"});
+            "gemm_grouped", "gemm_grouped_fp8", "power", "slowest_of_n"});
   if (top.str("format", "mfusim-calibration-1") != "mfusim-calibration-1")
     fail(path, top.node("format")->source(), "unsupported format '" + top.str("format") + "'");
   Calibration c;
@@ -367,6 +369,7 @@ Calibration read_calibration(const std::string& path) {
     c.has_gemm_clock = true;
   }
   if (top.node("gemm_grouped")) read_grouped_gemm(path, top.sub("gemm_grouped"), c);
+  if (top.node("gemm_grouped_fp8")) read_grouped_gemm(path, top.sub("gemm_grouped_fp8"), c, true);
   if (top.node("slowest_of_n")) read_slowest_of_n(path, top.sub("slowest_of_n"), c);
   if (top.node("power")) {
     Reader r = top.sub("power");

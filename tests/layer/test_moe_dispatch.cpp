@@ -395,8 +395,19 @@ TEST_CASE("grouped expert GEMMs: [gemm_grouped] fitted from run 14c, priced agai
   CHECK(ks[0].count == 1);
   CHECK(ks[0].m == 512);
   CHECK(ks[0].flops == doctest::Approx(4 * 2.0 * 128 * 4096 * 7168));
-  const double eff = hardware::grouped_gemm_efficiency(s.calibration->gemm_grouped, 128);
+  // (the scenario is fp8: its expert GEMMs take the fp8 per-expert fraction, [gemm_grouped_fp8])
+  REQUIRE(s.training.precision == hardware::Precision::fp8);
+  REQUIRE(s.calibration->has_gemm_grouped_fp8);
+  const double eff = hardware::grouped_gemm_efficiency(s.calibration->gemm_grouped_fp8, 128);
   CHECK(ks[0].grouped_eff == doctest::Approx(eff));
+  {   // the same scenario in bf16: bf16's grouped fraction
+    auto b = s;
+    b.training.precision = hardware::Precision::bf16;
+    std::vector<hardware::Kernel> kb = {k};
+    layer::group_expert_gemms(b, kb, 0, 1, false);
+    CHECK(kb[0].grouped_eff == doctest::Approx(hardware::grouped_gemm_efficiency(s.calibration->gemm_grouped, 128)));
+    CHECK(kb[0].grouped_eff > ks[0].grouped_eff + 0.1);   // 0.59 against 0.43 at 128 tokens per expert
+  }
   const hardware::CostModel cm(s.hardware, s.training.precision, &*s.calibration, false);
   hardware::Kernel dense = ks[0];
   dense.grouped_eff = 0;
@@ -418,6 +429,35 @@ TEST_CASE("grouped expert GEMMs: [gemm_grouped] fitted from run 14c, priced agai
   CHECK(ws[0].k == 512);
   CHECK(ws[0].m == 7168);
   CHECK(ws[0].grouped_eff == doctest::Approx(eff));
+}
+
+TEST_CASE("fp8 expert GEMMs: [gemm_grouped_fp8] fitted from runs 44-45's per-expert fp8 GEMMs against one fp8 GEMM") {
+  // Run 45 alone (one fp8 GEMM per expert on one stream and on Transformer Engine's four, against one fp8 GEMM
+  // over all the tokens): 0.42-0.45 at 128 tokens per expert, near one GEMM from 512 on; below bf16's grouped
+  // call (run 14c) where the experts see few tokens.
+  const auto fit = hardware::fit_probe(kRoot + "/validation/runs/run45-te-multistream/results/grouped_gemm.toml", nullptr);
+  REQUIRE(fit.has_gemm_grouped_fp8);
+  const auto& f = fit.gemm_grouped_fp8;
+  CHECK(f.samples == 156);   // 78 points x (fp8_loop, fp8_loop4)
+  CHECK(hardware::grouped_gemm_efficiency(f, 128) > 0.35);
+  CHECK(hardware::grouped_gemm_efficiency(f, 128) < 0.5);
+  CHECK(hardware::grouped_gemm_efficiency(f, 256) < 0.8);
+  CHECK(hardware::grouped_gemm_efficiency(f, 4096) > 0.9);
+  CHECK(hardware::grouped_gemm_efficiency(f, 128) < hardware::grouped_gemm_efficiency(fit.gemm_grouped, 128) - 0.05);
+  // The shipped calibration: both runs' rows (paired within their run), written and read back.
+  const auto shipped = hardware::read_calibration(kRoot + "/hardware/calibration/h200.toml");
+  REQUIRE(shipped.has_gemm_grouped_fp8);
+  CHECK(shipped.gemm_grouped_fp8.samples == 234);   // run 44: 78 fp8_loop; run 45: 78 fp8_loop + 78 fp8_loop4
+  const std::string out = "/tmp/mfusim_test_grouped_fp8_cal.toml";
+  hardware::write_calibration(shipped, out);
+  const auto back = hardware::read_calibration(out);
+  REQUIRE(back.has_gemm_grouped_fp8);
+  REQUIRE(back.gemm_grouped_fp8.efficiency.size() == shipped.gemm_grouped_fp8.efficiency.size());
+  for (std::size_t i = 0; i < back.gemm_grouped_fp8.efficiency.size(); ++i)
+    CHECK(back.gemm_grouped_fp8.efficiency[i] == doctest::Approx(shipped.gemm_grouped_fp8.efficiency[i]));
+  // Without fp8 rows a probe file fits no fp8 curve (run 14c: no fp8 dense twin).
+  const auto old = hardware::fit_probe(kRoot + "/validation/runs/run14-interference/results-14c/grouped_gemm.toml", nullptr);
+  CHECK_FALSE(old.has_gemm_grouped_fp8);
 }
 
 TEST_CASE("the coarse lowering plays the Figure-4 pair as the per-layer tasks do (H800 scenario)") {
