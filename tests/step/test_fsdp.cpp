@@ -20,6 +20,7 @@
 #include "report/json.h"
 #include "step/simulate.h"
 #include "study/diagnose.h"
+#include "tests/step/fsdp_fixture.h"
 #include "tests/step/graph_helpers.h"
 #include "study/plan.h"
 
@@ -29,28 +30,8 @@ namespace {
 
 const std::string kTests = MFUSIM_TEST_DIR;
 
-// Llama-2-7B on 16 H100 (2 NVLink domains), pure data parallelism, one micro-batch per rank.
-const char* kFsdp = R"(
-name = "fsdp fixture"
-model = "llama2-7b"
-hardware = "h100-sxm"
-[cluster]
-gpus = 16
-[training]
-seq_len = 4096
-global_batch = 16
-micro_batch = 1
-[parallel]
-tp = 1
-pp = 1
-zero_stage = 3
-[features]
-recompute = "full"
-)";
 
-config::Scenario scenario(const std::vector<std::string>& sets = {}) {
-  return testing::fixture_scenario(kFsdp, kTests + "/config/fsdp_fixture.toml", sets);
-}
+config::Scenario scenario(const std::vector<std::string>& sets = {}) { return testing::fsdp_fixture(sets); }
 
 step::StepResult run(const config::Scenario& s) { return testing::run_with_timeline(s); }
 
@@ -156,7 +137,7 @@ TEST_CASE("ZeRO-3 memory per GPU: (params + grads + optimizer) / dp, plus the ga
 TEST_CASE("zero_stage = 1 is distributed_optimizer = true; zero_stage = 0 is false") {
   const auto a = run(scenario({"parallel.zero_stage=1"}));
   auto sb = scenario({"parallel.zero_stage=1"});
-  const auto plain = config::load_scenario_string(std::string(kFsdp).replace(std::string(kFsdp).find("zero_stage = 3"), 14, "distributed_optimizer = true"),
+  const auto plain = config::load_scenario_string(std::string(testing::kFsdpFixture).replace(std::string(testing::kFsdpFixture).find("zero_stage = 3"), 14, "distributed_optimizer = true"),
                                                   kTests + "/config/fsdp_fixture.toml", {}).base;
   REQUIRE(plain.parallel.zero() == 1);
   const auto b = run(plain);
@@ -172,7 +153,7 @@ TEST_CASE("FSDP keys: contradictions and bad shard degrees are errors with a pos
   const std::string e = error_of({"parallel.zero_stage=1", "parallel.distributed_optimizer=false"});
   CHECK(e.find("contradicts") != std::string::npos);
   // In the file: the error points at the zero_stage key (its value: line 14, column 14 of the fixture text).
-  std::string text = kFsdp;
+  std::string text = testing::kFsdpFixture;
   text.replace(text.find("zero_stage = 3"), 14, "zero_stage = 2\ndistributed_optimizer = false");
   std::string in_file = "(no error)";
   try {
@@ -239,7 +220,7 @@ TEST_CASE("diagnose: proposes ZeRO-2, ZeRO-3 and offload when the step does not 
   // fp32 gradients alone (6 bytes x 69B) exceed 80 GB; ZeRO-3 holds 18 bytes x 69B / 32 = 36 GiB.
   const auto path = (std::filesystem::temp_directory_path() / "mfusim_fsdp_diagnose.toml").string();
   {
-    std::string text = kFsdp;
+    std::string text = testing::kFsdpFixture;
     text.replace(text.find("llama2-7b"), 9, "llama2-70b");
     text.replace(text.find("zero_stage = 3"), 14, "zero_stage = 1");
     text.replace(text.find("gpus = 16"), 9, "gpus = 32");
@@ -441,13 +422,13 @@ TEST_CASE("diagnose: a ZeRO-3 scenario with full recompute gets torchtitan's lig
     return names;
   };
   auto has = [](const std::vector<std::string>& v, const std::string& x) { return std::find(v.begin(), v.end(), x) != v.end(); };
-  const auto every1 = levers_of(kFsdp);
+  const auto every1 = levers_of(testing::kFsdpFixture);
   CHECK(has(every1, "per-op selective recompute"));
   CHECK(has(every1, "full recompute every 2nd block"));
   CHECK(has(every1, "no recompute"));
   // Checkpointing every 2nd block already: leaving full recompute resets recompute_every, so the
   // lighter levers stay valid (a lever the scenario refuses is dropped).
-  std::string text = kFsdp;
+  std::string text = testing::kFsdpFixture;
   text += "recompute_every = 2\n";
   const auto every2 = levers_of(text);
   CHECK(has(every2, "no recompute"));

@@ -14,36 +14,16 @@
 #include "step/lower.h"
 #include "step/simulate.h"
 #include "tests/shipped_scenario.h"
+#include "tests/step/fsdp_fixture.h"
 #include "tests/step/graph_helpers.h"
 
 using namespace mfusim;
 
 namespace {
 
-const std::string kTests = MFUSIM_TEST_DIR;
 
-// Llama-2-7B on 16 H100 (2 NVLink domains), ZeRO-3 over all 16 (PyTorch FSDP2 by default).
-const char* kSharded = R"(
-name = "sharded finalize fixture"
-model = "llama2-7b"
-hardware = "h100-sxm"
-[cluster]
-gpus = 16
-[training]
-seq_len = 4096
-global_batch = 16
-micro_batch = 1
-[parallel]
-tp = 1
-pp = 1
-zero_stage = 3
-[features]
-recompute = "full"
-)";
 
-config::Scenario scenario(const std::vector<std::string>& sets = {}) {
-  return testing::fixture_scenario(kSharded, kTests + "/config/sharded_finalize_fixture.toml", sets);
-}
+config::Scenario scenario(const std::vector<std::string>& sets = {}) { return testing::fsdp_fixture(sets); }
 
 int rank_of(const step::StepResult& r, sim::TaskId t) { return r.graph->streams()[r.graph->task(t).stream].rank; }
 

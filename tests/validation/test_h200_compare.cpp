@@ -137,10 +137,15 @@ TEST_CASE("checkpoint host cost: the constants are the fit of the committed run-
 // 3.2%); the 3 host-bound recompute rows over-predicted by +14.3 .. +27.6%: their host ran faster
 // than the host constants (measured in runs 7 and 10) say, within the host's own spread
 // (s0.5b seq 4096 recompute: 100.8 / 89.0 / 81.9 ms over the 3 passes). Guarded as achieved.
-TEST_CASE("H200 holdout (run 11): predictions made before the measurement") {
-  const Summary s = compare(kRoot + "/validation/runs/run11-holdout/h200_steps_holdout.csv",
-                            kRoot + "/hardware/calibration/h200-fa2.toml", kRoot);
+// A holdout's twelve measured steps against the single-GPU calibration the predictions were made with.
+static Summary holdout(const std::string& csv) {
+  const Summary s = compare(kRoot + csv, kRoot + "/hardware/calibration/h200-fa2.toml", kRoot);
   REQUIRE(s.rows.size() == 12);
+  return s;
+}
+
+TEST_CASE("H200 holdout (run 11): predictions made before the measurement") {
+  const Summary s = holdout("/validation/runs/run11-holdout/h200_steps_holdout.csv");
   CHECK(s.median_abs_step <= 0.035);
   CHECK(s.max_abs_step <= 0.28);
   int host_bound = 0;
@@ -161,9 +166,7 @@ TEST_CASE("H200 holdout (run 11): predictions made before the measurement") {
 // holdout2, 3 passes). Predicted: step median within 5%, every row within 10%. Achieved: median 1.4%, max 4.4%
 // (fwd median 3.0%, bwd 2.0%). Guarded as achieved.
 TEST_CASE("H200 holdout 2 (run 44): predictions made before the measurement") {
-  const Summary s = compare(kRoot + "/validation/runs/run44-holdout2/results/h200_steps_holdout2.csv",
-                            kRoot + "/hardware/calibration/h200-fa2.toml", kRoot);
-  REQUIRE(s.rows.size() == 12);
+  const Summary s = holdout("/validation/runs/run44-holdout2/results/h200_steps_holdout2.csv");
   CHECK(s.median_abs_step <= 0.02);
   CHECK(s.max_abs_step <= 0.05);
   for (const ComparedRow& r : s.rows) CHECK(std::abs(r.err_step) <= 0.05);
