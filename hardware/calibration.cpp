@@ -276,8 +276,11 @@ void fit_slowest_of_n(const std::string& file, const std::vector<Reader>& rows, 
 // point is the median of its ratios, capped at 1 (a grouped call is not taken to beat one dense GEMM of the
 // same size; measured ratios above 1 are within noise).
 namespace {
+// nullopt without (grouped, dense) pairs; with pairs at one tokens-per-expert value only: an error at the first
+// paired row when `required`, nullopt otherwise.
 std::optional<GroupedGemmFit> fit_grouped_ratio(const std::string& file, const std::vector<Reader>& rows, const std::string& dtype,
-                                                const std::vector<std::string>& grouped, const std::string& dense) {
+                                                const std::vector<std::string>& grouped, const std::string& dense,
+                                                bool required) {
   using Key = std::tuple<std::string, std::string, std::string, long long, long long, long long>;
   std::map<std::pair<Key, std::string>, double> grouped_s;   // (key, method) -> seconds
   std::map<Key, double> dense_s;
@@ -289,7 +292,8 @@ std::optional<GroupedGemmFit> fit_grouped_ratio(const std::string& file, const s
     const double tpe = r.num("tokens_per_expert"), sec = r.num("seconds"), experts = r.num("experts");
     if (!(tpe >= 1) || !(sec > 0) || !(experts >= 1))
       fail(file, r.where, "grouped_gemm sample needs tokens_per_expert >= 1, experts >= 1 and seconds > 0");
-    const double run = r.nonneg("run", false);
+    const double run = r.nonneg("run", false);   // the device run a row came from: pairs stay within one
+    if (run != std::floor(run) || run > 1e9) fail(file, r.node("run")->source(), "'run' must be a whole number in [0, 1e9]");
     const Key k{r.str("model"), r.str("gemm"), dtype, std::llround(experts), std::llround(tpe), std::llround(run)};
     if (is_grouped) grouped_s[{k, method}] = sec;
     else dense_s[k] = sec;
@@ -300,8 +304,12 @@ std::optional<GroupedGemmFit> fit_grouped_ratio(const std::string& file, const s
     if (d != dense_s.end()) ratio[std::get<4>(km.first)].push_back(d->second / sec);
   }
   if (ratio.empty()) return std::nullopt;
-  if (ratio.size() < 2)
-    fail(file, "grouped_gemm: needs (grouped, dense) " + dtype + " pairs at 2 or more tokens-per-expert values");
+  if (ratio.size() < 2) {
+    if (!required) return std::nullopt;
+    for (const Reader& r : rows)
+      if (r.str("dtype", "bf16") == dtype && r.str("method") == dense)
+        fail(file, r.where, "grouped_gemm: needs (grouped, dense) " + dtype + " pairs at 2 or more tokens-per-expert values");
+  }
   GroupedGemmFit f;
   for (auto& [tpe, v] : ratio) {
     std::sort(v.begin(), v.end());
@@ -331,15 +339,18 @@ void report_grouped(std::ostream& rep, const char* what, const GroupedGemmFit& f
 
 void fit_grouped_gemm(const std::string& file, const std::vector<Reader>& rows, Calibration& cal, std::ostream& rep) {
   if (rows.empty()) return;
-  const auto bf16 = fit_grouped_ratio(file, rows, "bf16", {"grouped"}, "dense");
+  const auto bf16 = fit_grouped_ratio(file, rows, "bf16", {"grouped"}, "dense", true);
   if (!bf16) fail(file, "grouped_gemm: needs (grouped, dense) pairs at 2 or more tokens-per-expert values");
   cal.gemm_grouped = *bf16;
   cal.has_gemm_grouped = true;
   report_grouped(rep, "gemm grouped: ", *bf16);
-  if (const auto fp8 = fit_grouped_ratio(file, rows, "fp8_e4m3", {"fp8_loop", "fp8_loop4"}, "fp8_dense")) {
+  if (const auto fp8 = fit_grouped_ratio(file, rows, "fp8_e4m3", {"fp8_loop", "fp8_loop4"}, "fp8_dense", false)) {
     cal.gemm_grouped_fp8 = *fp8;
     cal.has_gemm_grouped_fp8 = true;
     report_grouped(rep, "gemm grouped fp8 (per-expert GEMMs): ", *fp8);
+  } else if (std::any_of(rows.begin(), rows.end(), [](const Reader& r) { return r.str("dtype", "bf16") == "fp8_e4m3"; })) {
+    rep << "gemm grouped fp8: no (fp8_loop or fp8_loop4, fp8_dense) pairs of one run at 2 or more tokens-per-expert "
+           "values: no [gemm_grouped_fp8], fp8 expert GEMMs take [gemm_grouped]\n";
   }
 }
 

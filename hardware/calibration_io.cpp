@@ -69,7 +69,7 @@ void read_grouped_gemm(const std::string& path, const Reader& r, Calibration& c,
     if (!(g.tokens_per_expert[i] > g.tokens_per_expert[i - 1]))
       fail(path, r.node("tokens_per_expert")->source(), "'tokens_per_expert' must be strictly ascending");
   g.rms_rel_error = r.bounded("rms_rel_error", kRmsBound, false);
-  g.samples = static_cast<int>(r.nonneg("samples", false));
+  g.samples = static_cast<int>(r.bounded("samples", CalibrationBound{"samples", 0, false, 1e9}, false));
   (fp8 ? c.has_gemm_grouped_fp8 : c.has_gemm_grouped) = true;
 }
 

@@ -131,13 +131,14 @@ void scale_expert_wgrads(const config::Scenario& s, std::vector<hardware::Kernel
 
 void group_expert_gemms(const config::Scenario& s, std::vector<hardware::Kernel>& ks, std::size_t from, std::size_t to,
                         bool wgrad) {
-  if (!s.calibration || !s.calibration->has_gemm_grouped) return;
+  if (!s.calibration || !(s.calibration->has_gemm_grouped || s.calibration->has_gemm_grouped_fp8)) return;
   for (std::size_t i = std::min(from, ks.size()); i < std::min(to, ks.size()); ++i) {
     hardware::Kernel& k = ks[i];
     if (k.kind != hardware::KernelKind::gemm || k.count <= 1) continue;
     // fp8 expert GEMMs at the fp8 per-expert fraction where the calibration has one (runs 44-45: 0.42 of one
     // fp8 GEMM at 128 tokens per expert where bf16's grouped call keeps 0.59), bf16's otherwise
     const bool fp8 = s.training.precision == config::Precision::fp8 && !k.keep_bf16 && s.calibration->has_gemm_grouped_fp8;
+    if (!fp8 && !s.calibration->has_gemm_grouped) continue;   // an fp8-only fit leaves bf16 expert GEMMs separate
     const hardware::GroupedGemmFit& fit = fp8 ? s.calibration->gemm_grouped_fp8 : s.calibration->gemm_grouped;
     if (wgrad && std::string_view(k.name).rfind("expert_", 0) != 0) continue;
     const double per_flops = k.flops > 0 ? k.flops : 2.0 * static_cast<double>(k.m) * k.n * k.k;

@@ -378,7 +378,9 @@ void Builder::add_sequence_parallel_grad_allreduce(int rank) {
   if (holds_stage(rank, S_ - 1)) params += models::count_params(s_.model).final_norm;
   if (holds_mtp(rank)) params += models::detail::mtp_parts(s_.model).replicated;
   if (!(params > 0)) return;
-  const double bytes = params * models::grad_bytes(s_.features.reduce_fp32, layers_.shape().fp32_autocast);
+  // (ZeRO-2/3, HSDP, offload: the rank's fp32 shard of those gradients, as the embedding group's all-reduce there)
+  const double bytes = zero_sharded() ? 4.0 * params / (P.distributed_optimizer ? P.shard() * P.cp : 1)
+                                      : params * models::grad_bytes(s_.features.reduce_fp32, layers_.shape().fp32_autocast);
   out_.sp_grad_allreduce_bytes[static_cast<std::size_t>(rank)] = bytes;
   auto& g = out_.graph;
   hardware::Kernel ck;   // _flatten_dense_tensors before the collective, the copy back after it

@@ -384,6 +384,9 @@ void Builder::add_sharded_reduce_and_optimizer() {
   auto& g = out_.graph;
   const bool offload = s_.features.offload != config::Offload::none;
   const bool sync = grad_norm_sync();   // (a one-GPU step clips nothing: the single-GPU rows ran without)
+  // Megatron's finalize_model_grads runs (its TP and embedding-group all-reduces) unless the framework is
+  // PyTorch's FSDP (ZeRO-3 without features.megatron_fsdp), which has no such step.
+  const bool megatron_finalize = !(P.zero() >= 3 && !s_.features.megatron_fsdp);
   auto local_of = [&](int r) { return rank_params_[r] / (P.distributed_optimizer ? shard : 1); };
   std::vector<TaskId> norm_task(p_, -1);
   for (int r = 0; r < p_; ++r) {
@@ -401,14 +404,27 @@ void Builder::add_sharded_reduce_and_optimizer() {
     // Megatron's finalize_model_grads (Megatron-FSDP, the bucketed ZeRO-2 path): with sequence parallelism the
     // TP all-reduce of the whole-held parameters' gradients (step/data_parallel.cpp). PyTorch's FSDP with TP
     // reduces those inside the backward (DTensor's partial gradients): not modelled.
-    if (!(P.zero() >= 3 && !s_.features.megatron_fsdp)) add_sequence_parallel_grad_allreduce(r);
+    if (megatron_finalize) add_sequence_parallel_grad_allreduce(r);
     // The norm of the rank's fp32 gradient shard, after its reductions.
     if (sync) norm_task[r] = add_grad_norm(r, local_of(r), 4.0);
   }
   // With tied embeddings on a pipeline, the first and the last stage's copies of the embedding's gradient
   // summed (step/data_parallel.cpp, Megatron's _allreduce_word_embedding_grads), the rank's shard of it;
-  // both ends' norm kernels wait for it.
-  add_tied_embedding_allreduce(norm_task);
+  // both ends' norm kernels wait for it. PyTorch's FSDP frameworks state no such all-reduce: not modelled there.
+  if (megatron_finalize) add_tied_embedding_allreduce(norm_task);
+  else if (tied_embedding_ends().first >= 0)
+    out_.warnings.push_back("tied embeddings on a pipeline under PyTorch's FSDP: the sum of the first and the last "
+                            "stage's embedding gradients is not modelled");
+  // Offload: the gradient shard's copy to the host follows the rank's reductions (and the embedding group's
+  // all-reduce), not the norm's all-reduce: only the host's Adam waits for that (below). Issued before it on the
+  // rank's stream.
+  std::vector<TaskId> down(p_, -1);
+  for (int r = 0; r < p_ && offload; ++r) {
+    down[r] = add_task(r, dp_stream_[r], sim::checked_ns(4.0 * local_of(r) / s_.hardware.pcie_bandwidth, "the offload gradient copy"),
+                       Category::optimizer, "offload grads to host", -1, -1, 'O');
+    for (TaskId d : dp_tasks_[r]) g.depend(d, down[r]);
+    if (last_compute_[r] >= 0) g.depend(last_compute_[r], down[r]);
+  }
   const std::vector<TaskId> norm_ar = add_grad_norm_allreduce(norm_task);
   for (int r = 0; r < p_; ++r) {
     const double local = local_of(r);
@@ -437,16 +453,12 @@ void Builder::add_sharded_reduce_and_optimizer() {
     } else {
       // ZeRO-Offload: fp32 gradient shard to the host, bf16 parameter shard back, over PCIe.
       const double bw = s_.hardware.pcie_bandwidth;
-      TaskId down = add_task(r, dp_stream_[r], sim::checked_ns(4.0 * local / bw, "the offload gradient copy"), Category::optimizer,
-                             "offload grads to host", -1, -1, 'O');
-      for (TaskId d : dp_tasks_[r]) g.depend(d, down);
-      if (last_compute_[r] >= 0) g.depend(last_compute_[r], down);
       // The host's Adam over the shard (fp32 master, m, v and gradient read, master, m, v and
       // the bf16 copy written: 30 bytes per parameter, as the GPU's step) at the host's memory
       // bandwidth per GPU; it waits for the gradient norm's all-reduce.
       TaskId host_adam = add_task(r, dp_stream_[r], sim::checked_ns(30.0 * local / s_.hardware.host_memory_bandwidth, "the host's Adam step"),
                                   Category::optimizer, "host adam", -1, -1, 'O');
-      g.depend(down, host_adam);
+      g.depend(down[r], host_adam);
       if (norm_ar[r] >= 0) g.depend(norm_ar[r], host_adam);
       optim = add_task(r, dp_stream_[r], sim::checked_ns(2.0 * local / bw, "the offload parameter copy"), Category::optimizer,
                        "offload params to gpu", -1, -1, 'O');

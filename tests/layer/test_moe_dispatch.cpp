@@ -3,6 +3,8 @@
 // a simulated step; the traffic bound is checked against the routing rule it encodes.
 #include <doctest/doctest.h>
 
+#include <unistd.h>
+
 #include <algorithm>
 #include <filesystem>
 #include <fstream>
@@ -413,7 +415,12 @@ TEST_CASE("grouped expert GEMMs: [gemm_grouped] fitted from run 14c, priced agai
   dense.grouped_eff = 0;
   CHECK(cm.time(ks[0]) - cm.launch_time(ks[0]) == doctest::Approx((cm.time(dense) - cm.launch_time(dense)) / eff));
   auto none = s;
-  none.calibration->has_gemm_grouped = false;
+  none.calibration->has_gemm_grouped = false;   // an fp8-only calibration still groups the fp8 expert GEMMs
+  std::vector<hardware::Kernel> fp8_only = {k};
+  layer::group_expert_gemms(none, fp8_only, 0, 1, false);
+  CHECK(fp8_only[0].count == 1);
+  CHECK(fp8_only[0].grouped_eff == doctest::Approx(eff));
+  none.calibration->has_gemm_grouped_fp8 = false;
   std::vector<hardware::Kernel> loop = {k};
   layer::group_expert_gemms(none, loop, 0, 1, false);
   CHECK(loop[0].count == 4);
@@ -448,7 +455,7 @@ TEST_CASE("fp8 expert GEMMs: [gemm_grouped_fp8] fitted from runs 44-45's per-exp
   const auto shipped = hardware::read_calibration(kRoot + "/hardware/calibration/h200.toml");
   REQUIRE(shipped.has_gemm_grouped_fp8);
   CHECK(shipped.gemm_grouped_fp8.samples == 234);   // run 44: 78 fp8_loop; run 45: 78 fp8_loop + 78 fp8_loop4
-  const std::string out = "/tmp/mfusim_test_grouped_fp8_cal.toml";
+  const std::string out = "/tmp/mfusim_test_grouped_fp8_cal_" + std::to_string(::getpid()) + ".toml";
   hardware::write_calibration(shipped, out);
   const auto back = hardware::read_calibration(out);
   REQUIRE(back.has_gemm_grouped_fp8);

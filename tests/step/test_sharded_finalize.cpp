@@ -117,6 +117,10 @@ TEST_CASE("sharded step: the clip multiply follows the framework (FSDP1 and FSDP
     REQUIRE(ar >= 0);
     REQUIRE(adam >= 0);
     CHECK(off.timeline->of(adam).start >= off.timeline->of(ar).end);
+    // The gradient shard's copy to the host does not wait for the norm's all-reduce (only the host's Adam does).
+    const sim::TaskId down = on_rank(off, "offload grads to host", rank);
+    REQUIRE(down >= 0);
+    CHECK(off.timeline->of(down).start <= off.timeline->of(ar).start);
   }
 }
 
@@ -133,7 +137,9 @@ TEST_CASE("a one-GPU sharded step has no gradient norm, no all-reduce of it and 
 
 TEST_CASE("ZeRO-3 on a pipeline with tied embeddings: the first and last stage all-reduce their shard of the embedding's gradient") {
   // GPT-3 175B on 1024 A100: tied embeddings, tp 8, pp 8, dp 16.
-  const config::Scenario s = testing::shipped_scenario("1024xa100_gpt3_175b.toml", {"parallel.zero_stage=3", "parallel.distributed_optimizer=true"});
+  // (Megatron-FSDP: Megatron's finalize_model_grads; PyTorch's FSDP has none and warns: test_tied_embedding.cpp)
+  const config::Scenario s = testing::shipped_scenario(
+      "1024xa100_gpt3_175b.toml", {"parallel.zero_stage=3", "parallel.distributed_optimizer=true", "features.megatron_fsdp=true"});
   REQUIRE(s.model.tied_embeddings);
   REQUIRE(s.parallel.pp == 8);
   REQUIRE(s.parallel.tp == 8);
@@ -164,7 +170,8 @@ TEST_CASE("ZeRO-3 on a pipeline with tied embeddings: the first and last stage a
   }
   // Untied: none, and no warning either way.
   const auto u = testing::run_with_timeline(
-      testing::shipped_scenario("1024xa100_gpt3_175b.toml", {"parallel.zero_stage=3", "parallel.distributed_optimizer=true", "model.tied_embeddings=false"}));
+      testing::shipped_scenario("1024xa100_gpt3_175b.toml", {"parallel.zero_stage=3", "parallel.distributed_optimizer=true",
+                                                             "features.megatron_fsdp=true", "model.tied_embeddings=false"}));
   CHECK(testing::tasks_named(u, "embedding grads all-reduce").empty());
   CHECK_FALSE(warns_tied(u));
   // ZeRO-2 (the bucketed path) builds it too.

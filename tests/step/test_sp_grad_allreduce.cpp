@@ -117,5 +117,8 @@ TEST_CASE("sequence parallelism's gradient all-reduce on the sharded path: Megat
     CHECK(testing::tasks_named(r, "sp grads all-reduce").size() == (c.want ? 4u : 0u));
     const step::Lowered low = step::lower(s, {});
     CHECK((low.sp_grad_allreduce_bytes[0] > 0) == c.want);
+    // On the sharded path the rank's fp32 shard of those gradients (over dp = 4 here), as the embedding
+    // group's all-reduce there: rank 0's 20 layers' two norms of `hidden`.
+    if (c.want) CHECK(low.sp_grad_allreduce_bytes[0] == doctest::Approx(4.0 * 20 * 2 * s.model.hidden / s.parallel.shard()));
   }
 }
