@@ -130,7 +130,7 @@ void Builder::add_param_gathers() {
       const bool mtp = holds_mtp(r);
       // (with features.fp8_params their linear weights in fp8, as the layers')
       const double mtp_linear = s_.features.fp8_params && s_.model.mtp_depth > 0
-                                    ? s_.model.mtp_depth * models::detail::mtp_parts(s_.model).tp_sharded / P.tp
+                                    ? models::detail::mtp_parts(s_.model).tp_sharded / P.tp   // (all mtp_depth modules)
                                     : 0.0;
       const double mtp_expert_bytes = (s_.features.fp8_params ? 1.0 : 2.0) * mtp_expert_params();
       auto add_mtp = [&] {
