@@ -181,7 +181,7 @@ void Builder::add_sharded_param_gathers() {
     double fill = 0, fill_bytes = 0;
     std::vector<int> members;
     auto flush = [&] {
-      if (members.empty()) return;
+      if (members.empty() && !(fill > 0)) return;
       out_.sharded_gather_bytes[r] += fill_bytes;
       const double t = layers_.coll(Collective::all_gather, fill_bytes, sg);
       TaskId ag = add_task(r, dp_stream_[r], sim::checked_ns(t, "the DP parameter gather"), Category::dp_comm, "dp param gather", -1, -1, 'C', 0, 0, 0,
@@ -206,6 +206,11 @@ void Builder::add_sharded_param_gathers() {
       }
       members.push_back(l);
       if (fill >= bucket_params(P.dp)) flush();
+    }
+    if (layers.empty()) {   // a rank without layers (an embedding- or head-only stage): its end parameters alone
+      const double end = last_stage_end_params(r);
+      fill += end;
+      fill_bytes += 2.0 * end;
     }
     flush();
   }

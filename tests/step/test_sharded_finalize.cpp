@@ -236,3 +236,17 @@ TEST_CASE("MTP modules (mtp_depth 1) on the last stage: in the sharded path's re
     CHECK(overlapped.sharded_gather_bytes[r] == doctest::Approx(at_end.sharded_gather_bytes[r]).epsilon(1e-9));
   }
 }
+
+TEST_CASE("ZeRO-2 with the overlapped parameter gather: a rank without layers still gathers its head (or embedding)") {
+  // Llama-2-7B, pp 4, the last stage holding only the final norm and output head.
+  const auto s = scenario({"parallel.zero_stage=2", "parallel.pp=4", "training.global_batch=32",
+                           "parallel.stage_layers=[11, 11, 10, 0]", "features.overlap_param_gather=true",
+                           "features.overlap_grad_reduce=true"});
+  REQUIRE(s.parallel.pp == 4);
+  const step::Lowered low = step::lower(s, {});
+  REQUIRE(low.stage_layers.back().empty());
+  REQUIRE(low.sharded_gather_bytes.size() == 4);
+  // The head's bf16 parameters (vocab x hidden, untied) and the final norm, gathered over the shard group.
+  const double head = static_cast<double>(s.model.vocab) * s.model.hidden + s.model.hidden;
+  CHECK(low.sharded_gather_bytes[3] == doctest::Approx(2.0 * head).epsilon(1e-9));
+}
