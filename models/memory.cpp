@@ -86,8 +86,10 @@ bool backward_allocates_grads(const config::Scenario& s) {
   return (autocast || zero_sharded(s)) && s.features.offload == config::Offload::none;
 }
 
+bool torch_fsdp(const config::Scenario& s) { return s.parallel.zero() >= 3 && !s.features.megatron_fsdp; }
+
 bool torch_fsdp_fp32_shards(const config::Scenario& s) {
-  return s.parallel.zero() >= 3 && !s.features.megatron_fsdp && s.features.offload == config::Offload::none &&
+  return torch_fsdp(s) && s.features.offload == config::Offload::none &&
          s.training.master_weights != config::MasterWeights::fp32_autocast && !s.features.fp8_params;
 }
 

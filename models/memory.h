@@ -46,6 +46,9 @@ bool zero_sharded(const config::Scenario&);
 // plain PyTorch recipe (training.master_weights = "fp32-autocast") and PyTorch FSDP (zero_sharded), unless
 // offloaded (then they live on the host). step/builder.cpp allocates them with the op that produces them.
 bool backward_allocates_grads(const config::Scenario&);
+// PyTorch's FSDP (FSDP1 or FSDP2): ZeRO-3 without features.megatron_fsdp. Megatron-FSDP and the ZeRO-1/2 paths
+// follow Megatron's conventions (its buckets, finalize_model_grads, its clipping).
+bool torch_fsdp(const config::Scenario&);
 // PyTorch's FSDP (ZeRO-3 without features.megatron_fsdp, no offloading): the sharded parameter is the fp32 tensor
 // the optimizer steps (FSDP2's MixedPrecisionPolicy casts it to bf16 at each all-gather; FSDP1 casts its flat shard
 // into a bf16 copy it frees after the gather), so the rank holds no bf16 shard and no separate fp32 master:

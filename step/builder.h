@@ -143,6 +143,9 @@ class Builder {
   // Megatron's all-reduce over the TP group of the gradients sequence parallelism leaves partial (the
   // parameters every TP rank holds whole), after the rank's DP sync and before its gradient norm.
   void add_sequence_parallel_grad_allreduce(int rank);
+  // The bytes a rank's finalize_model_grads all-reduce moves for `params` of its gradients (whole, or its fp32
+  // shard on the sharded path).
+  double finalize_grad_bytes(double params) const;
   double head_params(int rank) const;
   // The last stage's gradients beyond its layers (final norm and output head, MTP modules) into the
   // rank's filling DP buckets (overlap_grad_reduce).

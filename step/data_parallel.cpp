@@ -316,6 +316,16 @@ std::pair<int, int> Builder::tied_embedding_ends() const {
   return {first, last};
 }
 
+// The bytes a rank's all-reduce in finalize_model_grads moves for `params` of its gradients: the whole main_grad
+// unsharded; on ZeRO-2/3, HSDP or offload (step/fsdp.cpp) the gradients were reduce-scattered, so the rank holds
+// its fp32 shard of them (models::sharded_static_memory), and its peers in the all-reduce (the same position in
+// their shard groups) the same shard: the all-reduce moves that.
+double Builder::finalize_grad_bytes(double params) const {
+  const auto& P = s_.parallel;
+  return zero_sharded() ? 4.0 * params / (P.distributed_optimizer ? P.shard() * P.cp : 1)
+                        : params * models::grad_bytes(s_.features.reduce_fp32, layers_.shape().fp32_autocast);
+}
+
 void Builder::add_tied_embedding_allreduce(const std::vector<TaskId>& norm_task) {
   const auto [first, last] = tied_embedding_ends();
   if (first < 0) return;
@@ -331,12 +341,7 @@ void Builder::add_tied_embedding_allreduce(const std::vector<TaskId>& norm_task)
   eg.size = 2;
   eg.domains = crosses ? 2 : 1;
   eg.per_domain = crosses ? 1 : 2;
-  // ZeRO-2/3, HSDP, offload (step/fsdp.cpp): the gradients were reduce-scattered, so a rank holds its
-  // shard of the vocabulary shard's gradient (fp32, models::sharded_static_memory), and the two ends'
-  // peers (the same position in their shard groups) hold the same shard: the all-reduce moves that.
-  const double bytes =
-      zero_sharded() ? 4.0 * embedding_params(first) / (P.distributed_optimizer ? P.shard() * P.cp : 1)
-                     : embedding_params(first) * models::grad_bytes(s_.features.reduce_fp32, layers_.shape().fp32_autocast);
+  const double bytes = finalize_grad_bytes(embedding_params(first));
   out_.embedding_allreduce_bytes = bytes;
   const double t = layers_.coll(Collective::all_reduce, bytes, eg);
   auto& g = out_.graph;
@@ -378,9 +383,7 @@ void Builder::add_sequence_parallel_grad_allreduce(int rank) {
   if (holds_stage(rank, S_ - 1)) params += models::count_params(s_.model).final_norm;
   if (holds_mtp(rank)) params += models::detail::mtp_parts(s_.model).replicated;
   if (!(params > 0)) return;
-  // (ZeRO-2/3, HSDP, offload: the rank's fp32 shard of those gradients, as the embedding group's all-reduce there)
-  const double bytes = zero_sharded() ? 4.0 * params / (P.distributed_optimizer ? P.shard() * P.cp : 1)
-                                      : params * models::grad_bytes(s_.features.reduce_fp32, layers_.shape().fp32_autocast);
+  const double bytes = finalize_grad_bytes(params);
   out_.sp_grad_allreduce_bytes[static_cast<std::size_t>(rank)] = bytes;
   auto& g = out_.graph;
   hardware::Kernel ck;   // _flatten_dense_tensors before the collective, the copy back after it
@@ -389,28 +392,22 @@ void Builder::add_sequence_parallel_grad_allreduce(int rank) {
   ck.bytes = 2.0 * bytes;
   ck.count = 1;
   const layer::Seg cs = layers_.seg_of({&ck});
-  TaskId prev = -1;
-  for (int i = 0; i < 3; ++i) {
-    TaskId t = -1;
-    if (i == 1) {
-      const hardware::Group& tg = layers_.placement().tp;
-      t = add_task(rank, dp_stream_[rank],
-                   sim::checked_ns(layers_.coll(Collective::all_reduce, bytes, tg), "the sequence-parallel gradient all-reduce"),
-                   Category::tp_comm, "sp grads all-reduce", -1, -1, 'C', 0, 0, 0,
-                   {tg.crosses_domains() ? nic_[rank] : nvl_[rank]});
-    } else {
-      t = add_task(rank, out_.compute_stream[rank], cs.ns, Category::optimizer,
-                   i == 0 ? "sp grads flatten" : "sp grads copy back", -1, -1, 'O', cs.launch_ns, 0, 0, {}, 0,
-                   cs.host_ns, layer::mix_of(cs));
-    }
-    if (prev >= 0) g.depend(prev, t);
-    else {
-      for (TaskId d : dp_tasks_[rank]) g.depend(d, t);
-      if (last_compute_[rank] >= 0) g.depend(last_compute_[rank], t);
-    }
-    prev = t;
-  }
-  dp_tasks_[rank].push_back(prev);   // the gradient norm and the optimizer step wait for it
+  auto copy = [&](const char* name) {
+    return add_task(rank, out_.compute_stream[rank], cs.ns, Category::optimizer, name, -1, -1, 'O', cs.launch_ns, 0, 0,
+                    {}, 0, cs.host_ns, layer::mix_of(cs));
+  };
+  const TaskId flatten = copy("sp grads flatten");
+  for (TaskId d : dp_tasks_[rank]) g.depend(d, flatten);
+  if (last_compute_[rank] >= 0) g.depend(last_compute_[rank], flatten);
+  const hardware::Group& tg = layers_.placement().tp;
+  const TaskId ar = add_task(rank, dp_stream_[rank],
+                             sim::checked_ns(layers_.coll(Collective::all_reduce, bytes, tg), "the sequence-parallel gradient all-reduce"),
+                             Category::tp_comm, "sp grads all-reduce", -1, -1, 'C', 0, 0, 0,
+                             {tg.crosses_domains() ? nic_[rank] : nvl_[rank]});
+  g.depend(flatten, ar);
+  const TaskId back = copy("sp grads copy back");
+  g.depend(ar, back);
+  dp_tasks_[rank].push_back(back);   // the gradient norm and the optimizer step wait for it
 }
 
 void Builder::add_grad_reduce_and_optimizer() {

@@ -378,7 +378,7 @@ void Builder::fsdp_emit(int rank, Chain& ch, const std::vector<Item>& items, con
 // main_grad): 4 bytes per parameter, as models::sharded_static_memory holds it.
 namespace {
 bool clip_scales_every_step(const config::Scenario& s) {
-  return s.parallel.zero() >= 3 && !s.features.megatron_fsdp && s.features.offload == config::Offload::none;
+  return models::torch_fsdp(s) && s.features.offload == config::Offload::none;
 }
 }  // namespace
 
@@ -390,8 +390,8 @@ void Builder::add_sharded_reduce_and_optimizer() {
   const bool offload = s_.features.offload != config::Offload::none;
   const bool sync = grad_norm_sync();   // (a one-GPU step clips nothing: the single-GPU rows ran without)
   // Megatron's finalize_model_grads runs (its TP and embedding-group all-reduces) unless the framework is
-  // PyTorch's FSDP (ZeRO-3 without features.megatron_fsdp), which has no such step.
-  const bool megatron_finalize = !(P.zero() >= 3 && !s_.features.megatron_fsdp);
+  // PyTorch's FSDP, which has no such step.
+  const bool megatron_finalize = !models::torch_fsdp(s_);
   auto local_of = [&](int r) { return rank_params_[r] / (P.distributed_optimizer ? shard : 1); };
   std::vector<TaskId> norm_task(p_, -1);
   for (int r = 0; r < p_; ++r) {
