@@ -16,6 +16,7 @@
 #include <cstdio>
 #include <fstream>
 #include <map>
+#include <mutex>
 #include <optional>
 #include <set>
 #include <sstream>
@@ -229,6 +230,109 @@ double slowest_of_n(const Calibration* cal, int n) {
 }
 
 namespace {
+double phi_cdf(double z) { return 0.5 * std::erfc(-z / std::sqrt(2.0)); }
+
+// The standard normal's quantile at p in (0, 1) (Acklam's rational approximation, then one Halley step on erfc:
+// ~1e-15 relative).
+double phi_quantile(double p) {
+  static const double a[] = {-3.969683028665376e+01, 2.209460984245205e+02, -2.759285104469687e+02,
+                             1.383577518672690e+02, -3.066479806614716e+01, 2.506628277459239e+00};
+  static const double b[] = {-5.447609879822406e+01, 1.615858368580409e+02, -1.556989798598866e+02,
+                             6.680131188771972e+01, -1.328068155288572e+01};
+  static const double c[] = {-7.784894002430293e-03, -3.223964580411365e-01, -2.400758277161838e+00,
+                             -2.549732539343734e+00, 4.374664141464968e+00, 2.938163982698783e+00};
+  static const double d[] = {7.784695709041462e-03, 3.224671290700398e-01, 2.445134137142996e+00,
+                             3.754408661907416e+00};
+  double x;
+  if (p < 0.02425) {
+    const double q = std::sqrt(-2 * std::log(p));
+    x = (((((c[0] * q + c[1]) * q + c[2]) * q + c[3]) * q + c[4]) * q + c[5]) /
+        ((((d[0] * q + d[1]) * q + d[2]) * q + d[3]) * q + 1);
+  } else if (p > 1 - 0.02425) {
+    return -phi_quantile(1 - p);
+  } else {
+    const double q = p - 0.5, r = q * q;
+    x = (((((a[0] * r + a[1]) * r + a[2]) * r + a[3]) * r + a[4]) * r + a[5]) * q /
+        (((((b[0] * r + b[1]) * r + b[2]) * r + b[3]) * r + b[4]) * r + 1);
+  }
+  const double e = phi_cdf(x) - p, u = e * std::sqrt(2 * M_PI) * std::exp(x * x / 2);
+  return x - u / (1 + x * u / 2);
+}
+
+// E[max over members of (offset + sd * a standard normal)], members given as (offset, count): 1 - F integrated
+// (Simpson, 256 intervals) from 9 sd below the largest offset (where F < 1e-19) to 9 sd above it.
+double expected_max(const std::vector<std::pair<double, double>>& members, double sd) {
+  double top = members.front().first;
+  for (const auto& [o, k] : members) top = std::max(top, o);
+  if (!(sd > 0)) return top;
+  const double lo = top - 9 * sd, hi = top + 9 * sd;
+  const int n = 256;
+  const double h = (hi - lo) / n;
+  double sum = 0;
+  for (int i = 0; i <= n; ++i) {
+    const double x = lo + i * h;
+    double log_f = 0;
+    for (const auto& [o, k] : members) {
+      const double f = phi_cdf((x - o) / sd);
+      if (f <= 0) { log_f = -INFINITY; break; }
+      log_f += k * std::log(f);
+    }
+    const double w = (i == 0 || i == n) ? 1 : (i % 2 ? 4 : 2);
+    sum += w * (1 - std::exp(log_f));
+  }
+  return lo + sum * h / 3;
+}
+
+double job_pace_uncached(double board_sd, double wander_ratio, int group, int job) {
+  // The wander as a normal whose expected slowest of `group` is the measured ratio.
+  const double e_group = group > 1 ? expected_max({{0.0, static_cast<double>(group)}}, 1.0) : 0.0;
+  const double wander_sd = e_group > 0 ? (wander_ratio - 1) / e_group : 0.0;
+  const int strata = 16;
+  double sum = 0;
+  for (int t = 0; t < strata; ++t) {
+    // The job's slowest board at the quantile (t + 1/2) / strata of the slowest of `job` draws: its upper tail
+    // 1 - q^(1/job), taken without cancellation.
+    const double q = (t + 0.5) / strata;
+    const double slowest = -phi_quantile(-std::expm1(std::log(q) / job)) * board_sd;
+    // Its group's other members: normal below it, at stratified quantiles; the 48 nearest one by one, the rest
+    // in 16 strata at their centres (far below, they seldom decide the maximum).
+    std::vector<std::pair<double, double>> members{{slowest, 1.0}};
+    const int others = group - 1;
+    if (others > 0) {
+      const double below = phi_cdf(slowest / board_sd);
+      const int single = std::min(others, 48);
+      for (int k = 0; k < single; ++k)
+        members.push_back({phi_quantile(below * (others - k - 0.5) / others) * board_sd, 1.0});
+      const int rest = others - single, bins = std::min(rest, 16);
+      for (int b = 0; b < bins; ++b) {
+        const int from = rest * b / bins, to = rest * (b + 1) / bins;   // ranks [from, to) of the rest, from the bottom
+        members.push_back({phi_quantile(below * (0.5 * (from + to)) / others) * board_sd, double(to - from)});
+      }
+    }
+    sum += expected_max(members, wander_sd);
+  }
+  return 1 + sum / strata;
+}
+}  // namespace
+
+double job_pace(const Calibration* cal, int group, int job) {
+  if (!cal || !cal->has_board_spread || !(cal->board_spread.sd > 0) || job <= 1) return slowest_of_n(cal, group);
+  group = std::max(1, std::min(group, job));
+  const double sd = cal->board_spread.sd, wander = slowest_of_n(cal, group);
+  static std::mutex mu;
+  static std::map<std::tuple<double, double, int, int>, double> memo;
+  const auto key = std::make_tuple(sd, wander, group, job);
+  {
+    std::lock_guard<std::mutex> lock(mu);
+    if (auto it = memo.find(key); it != memo.end()) return it->second;
+  }
+  const double pace = job_pace_uncached(sd, wander, group, job);
+  std::lock_guard<std::mutex> lock(mu);
+  memo.emplace(key, pace);
+  return pace;
+}
+
+namespace {
 
 
 // [[slowest_of_n]] rows (validation/runs/run40-interval-jitter/slowest_of_n.py): per group size N, the
@@ -264,6 +368,33 @@ void fit_slowest_of_n(const std::string& file, const std::vector<Reader>& rows, 
   cal.has_slowest_of_n = true;
   rep << "slowest of N: " << workload << ", " << units << " units: " << fmt("%.4f", f.ratio.front()) << " at "
       << fmt("%.0f", f.group.front()) << " to " << fmt("%.4f", f.ratio.back()) << " at " << fmt("%.0f", f.group.back()) << "\n";
+}
+
+// [[board]] rows (validation/runs/run46-boards/boards.py): per board (its serial), the mean time of one
+// workload at the capped state; the boards' spread is their sample standard deviation over their mean.
+void fit_board_spread(const std::string& file, const std::vector<Reader>& rows, Calibration& cal, std::ostream& rep) {
+  if (rows.empty()) return;
+  std::map<std::string, double> boards;
+  std::string workload;
+  for (const Reader& r : rows) {
+    const std::string serial = r.str("serial"), w = r.str("workload");
+    const double ms = r.num("ms");
+    if (serial.empty() || w.empty()) fail(file, r.where, "board sample needs a 'serial' and a 'workload'");
+    if (!(ms > 0 && ms < 1e6)) fail(file, r.where, "board sample needs 'ms' in (0, 1e6)");
+    if (!workload.empty() && w != workload) fail(file, r.where, "board samples must time one workload");
+    workload = w;
+    if (!boards.emplace(serial, ms).second) fail(file, r.where, "board '" + serial + "' given twice");
+  }
+  if (boards.size() < 3) fail(file, rows.front().where, "board spread needs at least 3 boards");
+  double mean = 0;
+  for (const auto& [serial, ms] : boards) mean += ms / boards.size();
+  double ss = 0;
+  for (const auto& [serial, ms] : boards) ss += (ms - mean) * (ms - mean);
+  cal.board_spread.sd = std::sqrt(ss / (boards.size() - 1)) / mean;
+  cal.board_spread.boards = static_cast<int>(boards.size());
+  cal.has_board_spread = true;
+  rep << "board spread: " << workload << ", " << boards.size() << " boards: sd " << fmt("%.2f", 100 * cal.board_spread.sd)
+      << "% of the mean " << fmt("%.4f", mean) << " ms\n";
 }
 
 // [[grouped_gemm]] rows (validation/runs/run14-interference/grouped_gemm.py): per (model, gemm,
@@ -1000,11 +1131,12 @@ Calibration fit_probe(const std::string& probe_path, std::string* report, const 
     gpu_sms = static_cast<int>(top.sub("provenance").num("sm_count", false, 0));
   fit_gemm_power(probe_path, rows("gemm_power"), gpu_sms, cal, rep);
   fit_slowest_of_n(probe_path, rows("slowest_of_n"), cal, rep);
+  fit_board_spread(probe_path, rows("board"), cal, rep);
   if (!cal.has_gemm && !cal.has_attention && !cal.has_memory && !cal.has_collectives && !cal.has_gemm_grouped &&
-      !cal.has_power && !cal.has_slowest_of_n)
+      !cal.has_power && !cal.has_slowest_of_n && !cal.has_board_spread)
     fail(probe_path,
          "no probe samples ([[gemm]], [[attention]], [[memory]], [[collective]], [[grouped_gemm]], [[gemm_power]], "
-         "[[slowest_of_n]]) found");
+         "[[slowest_of_n]], [[board]]) found");
   check_fit(cal, probe_path);
   if (report) *report = rep.str();
   return cal;

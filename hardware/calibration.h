@@ -197,6 +197,25 @@ struct SlowestOfN {
 struct Calibration;
 double slowest_of_n(const Calibration*, int n);
 
+// The spread of boards ([board_spread], from the probe's [[board]] rows, validation/runs/run46-boards): the
+// same work at the same power cap runs at each board's own sustained clock (ten H200 boards, run 40's layer:
+// 1545-1612 MHz, time sd 1.07% of the mean, correlation with the clock -0.98), in every window, so unlike the
+// wander above it does not average out over a step.
+struct BoardSpread {
+  double sd = 0;     // standard deviation of a board's time for the same work, over the boards' mean
+  int boards = 0;    // boards measured
+};
+// The pace of a rank in a job of `job` boards whose ranks wait for `group` of them every micro-batch
+// (docs/cost-model.md 2g). Without the calibration's [board_spread] (or for a job of one board):
+// slowest_of_n(cal, group), unchanged. With it, a deterministic draw of the boards: the job's step waits once
+// per step for the group holding its slowest board (that board's sustained speed at 16 stratified quantiles
+// of the slowest of `job` normal draws at sd, its group's other members at stratified quantiles below it),
+// and inside that group each micro-batch waits for the slowest member, static offset plus the clock's wander
+// (a normal whose expected slowest of `group` is the [slowest_of_n] ratio); the expectation of that maximum is
+// integrated numerically. Checked against a brute-force Monte Carlo of every group
+// (validation/runs/run46-boards/combined_mc.py) in tests/hardware/test_board_spread.cpp.
+double job_pace(const Calibration*, int group, int job);
+
 struct Calibration {
   std::string source;      // path of the calibration file
   std::string gpu_name;    // provenance from the probe
@@ -230,6 +249,8 @@ struct Calibration {
   PowerFit power;
   bool has_slowest_of_n = false;       // [slowest_of_n]
   SlowestOfN slowest_of_n;
+  bool has_board_spread = false;       // [board_spread]
+  BoardSpread board_spread;
 };
 
 // How much longer a compute-bound kernel (GEMM, attention) runs on `hw` than the calibration's GEMM

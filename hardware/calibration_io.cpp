@@ -100,6 +100,24 @@ void read_slowest_of_n(const std::string& path, const Reader& r, Calibration& c)
   c.has_slowest_of_n = true;
 }
 
+
+void write_board_spread(std::ostream& f, const BoardSpread& b) {
+  f << "\n[board_spread]  # standard deviation of a board's sustained time for the same work over the boards' mean\n"
+    << "sd = " << fmt("%.9g", b.sd) << "\nboards = " << b.boards << "\n";
+}
+
+void read_board_spread(const std::string& path, const Reader& r, Calibration& c) {
+  r.only({"sd", "boards"});
+  c.board_spread.sd = r.num("sd");
+  if (!(c.board_spread.sd > 0 && c.board_spread.sd <= 0.2))
+    fail(path, r.node("sd")->source(), "'sd' must be in (0, 0.2] (a fraction of the mean)");
+  const double boards = r.num("boards");
+  if (!(boards >= 3 && boards <= 1e9 && boards == std::floor(boards)))
+    fail(path, r.node("boards")->source(), "'boards' must be a whole number in [3, 1e9]");
+  c.board_spread.boards = static_cast<int>(boards);
+  c.has_board_spread = true;
+}
+
 }  // namespace
 
 // ------------------------------------------------------------------ write / read
@@ -191,6 +209,7 @@ void write_calibration(const Calibration& c, const std::string& path) {
       << "\nsms = " << w.sms << "\nrms_rel_error = " << g(w.rms_rel_error) << "\nsamples = " << w.samples << "\n";
   }
   if (c.has_slowest_of_n) write_slowest_of_n(f, c.slowest_of_n);
+  if (c.has_board_spread) write_board_spread(f, c.board_spread);
   io::write_file(path, f.str(), "the calibration file");   // atomically: a failed write leaves the old file
 }
 
@@ -198,7 +217,7 @@ Calibration read_calibration(const std::string& path) {
   toml::table root = parse_file(path);
   Reader top{path, &root, root.source()};
   top.only({"format", "gpu", "gemm", "gemm_fp8", "attention", "attention_fa2", "attention_triton", "memory", "memory_families", "collectives", "gemm_clock",
-            "gemm_grouped", "gemm_grouped_fp8", "power", "slowest_of_n"});
+            "gemm_grouped", "gemm_grouped_fp8", "power", "slowest_of_n", "board_spread"});
   if (top.str("format", "mfusim-calibration-1") != "mfusim-calibration-1")
     fail(path, top.node("format")->source(), "unsupported format '" + top.str("format") + "'");
   Calibration c;
@@ -371,6 +390,7 @@ Calibration read_calibration(const std::string& path) {
   if (top.node("gemm_grouped")) read_grouped_gemm(path, top.sub("gemm_grouped"), c);
   if (top.node("gemm_grouped_fp8")) read_grouped_gemm(path, top.sub("gemm_grouped_fp8"), c, true);
   if (top.node("slowest_of_n")) read_slowest_of_n(path, top.sub("slowest_of_n"), c);
+  if (top.node("board_spread")) read_board_spread(path, top.sub("board_spread"), c);
   if (top.node("power")) {
     Reader r = top.sub("power");
     r.only({"limit_w", "base_w", "sm_w", "max_clock_mhz", "min_clock_mhz", "exponent", "sms", "rms_rel_error", "samples"});

@@ -370,6 +370,6 @@ double CostModel::time(const Kernel& kn) const {
   return kn.count * (one * pace_ + launches_per_kernel(kn) * launch_);
 }
 
-void CostModel::set_sync_group(int ranks) { pace_ = slowest_of_n(cal_, ranks); }
+void CostModel::set_sync_group(int ranks, int job_ranks) { pace_ = job_pace(cal_, ranks, job_ranks); }
 
 }  // namespace mfusim::hardware

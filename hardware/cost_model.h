@@ -95,10 +95,11 @@ class CostModel {
   double gemm_clock_scale() const { return clock_scale_; }
   // Time factor of the SM-clock-paced compute (GEMMs, attention) under hardware.power_limit_w.
   double power_time_scale() const { return power_scale_; }
-  // The ranks this model's rank waits for at least once per micro-batch (models::sync_group_ranks): every
-  // kernel's time runs at the expected slowest of that many (slowest_of_n of the calibration; 1 without
-  // its [slowest_of_n] table or for one rank).
-  void set_sync_group(int ranks);
+  // The ranks this model's rank waits for at least once per micro-batch (models::sync_group_ranks) and the
+  // boards of the whole job, whose slowest the step waits for once per step: every kernel's time runs at
+  // hardware::job_pace (the expected slowest of the group's wander, slowest_of_n of the calibration, and, with
+  // its [board_spread], of the job's boards; 1 without either or for one rank).
+  void set_sync_group(int ranks, int job_ranks);
   double sync_pace() const { return pace_; }
   bool has_gemm_clock() const { return cal_ && cal_->has_gemm_clock; }
   double peak_flops() const;

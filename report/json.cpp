@@ -310,6 +310,9 @@ void write_step(JsonWriter& w, const step::StepResult& r, const std::vector<step
   // the calibration's [slowest_of_n]): every kernel's time above runs at it (docs/cost-model.md 2f).
   w.key("sync_group_ranks").value(r.sync_group_ranks);
   w.key("sync_pace").value(r.sync_pace);
+  // The boards whose slowest the step waits for once per step, where the pace includes the calibration's
+  // [board_spread] (run 46, docs/cost-model.md 2g); 0 where it does not.
+  w.key("job_boards").value(r.job_boards);
   const auto& m = r.memory;
   w.key("memory").begin_object();
   w.key("capacity_gib").value(m.capacity_gib);

@@ -90,6 +90,7 @@ struct Lowered {
   // kernels ran at for them (hardware::CostModel::sync_pace; 1 without the calibration's [slowest_of_n]).
   int sync_group_ranks = 1;
   double sync_pace = 1.0;
+  int job_boards = 0;   // StepResult::job_boards
 };
 
 // Layers of each virtual stage (even split, or the scenario's uneven split).

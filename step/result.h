@@ -63,6 +63,9 @@ struct StepResult {
   // docs/cost-model.md 2f); 1 / 1 in the schedule lab (fixed op costs).
   int sync_group_ranks = 1;
   double sync_pace = 1.0;
+  // The boards whose slowest the step waits for once per step, where the pace includes the calibration's
+  // [board_spread] (run 46, docs/cost-model.md 2g): the job's GPUs; 0 where it does not.
+  int job_boards = 0;
   // One step's makespan (first task start to last task end); step_time_s is the period across
   // consecutive steps, equal to it unless steps overlap (optimizer post-validation, parameter gathers).
   double makespan_s = 0;

@@ -57,6 +57,7 @@ StepResult simulate(const config::Scenario& s, const SimulateOptions& opt) {
   r.warnings = low->warnings;
   r.sync_group_ranks = low->sync_group_ranks;
   r.sync_pace = low->sync_pace;
+  r.job_boards = low->job_boards;
   if (const std::string w = hardware::power_extrapolation_warning(s.calibration ? &*s.calibration : nullptr, s.hardware);
       !w.empty())
     r.warnings.push_back(w);

@@ -153,9 +153,10 @@ TEST_CASE("slowest_of_n: every kernel of a rank in a group runs at the group's p
   paced.place();
   auto flat = s;
   flat.calibration->has_slowest_of_n = false;
+  flat.calibration->has_board_spread = false;
   layer::LayerCosts alone(flat);
   alone.place();
-  const double pace = slowest_of_n(&*s.calibration, n);
+  const double pace = job_pace(&*s.calibration, n, s.gpus);   // the group's wander and the job's boards (run 46)
   CHECK(pace > 1.0);
   // A layer's forward: its execution scales by the pace; launch gaps do not, so the ratio sits just under it.
   auto fwd = [](layer::LayerCosts& lc) {
@@ -177,7 +178,7 @@ TEST_CASE("run --json carries the group's size and pace; the text report says it
   CHECK(json.find("\"sync_group_ranks\":" + std::to_string(n)) != std::string::npos);
   const auto at = json.find("\"sync_pace\":");
   REQUIRE(at != std::string::npos);
-  CHECK(std::stod(json.substr(at + 12)) == doctest::Approx(slowest_of_n(&*s.calibration, n)).epsilon(1e-6));
+  CHECK(std::stod(json.substr(at + 12)) == doctest::Approx(job_pace(&*s.calibration, n, s.gpus)).epsilon(1e-6));
   const std::string text = report::text_report(r);
   CHECK(text.find("the pace of the slowest of the " + std::to_string(n) + " ranks") != std::string::npos);
   // The schedule lab's op costs are fixed: no pace is applied, none is reported.
@@ -191,5 +192,5 @@ TEST_CASE("run --json carries the group's size and pace; the text report says it
   lj.erase(std::remove(lj.begin(), lj.end(), ' '), lj.end());
   CHECK(lj.find("\"sync_pace\":1") != std::string::npos);
   // The pace the report gives is the one the lowering applied.
-  CHECK(r.sync_pace == doctest::Approx(slowest_of_n(&*s.calibration, n)));
+  CHECK(r.sync_pace == doctest::Approx(job_pace(&*s.calibration, n, s.gpus)));
 }
