@@ -277,6 +277,10 @@ struct Scenario {
   // used or it is a file of the user's (config::detail::shipped_name).
   std::string calibration_shipped;
   int gpus = 0;
+  // cluster.board_spread: the standard deviation of a board's sustained speed over the cluster's boards, as a
+  // fraction of their mean (docs/cost-model.md 2g); unset: the calibration's [board_spread] (run 46's H200
+  // boards), none without one; 0: identical boards (a screened fleet).
+  std::optional<double> board_spread;
   Training training;
   Parallel parallel;
   Schedule schedule;

@@ -26,7 +26,7 @@ namespace {
 const std::vector<std::string> kRootKeys = {"name",     "model",    "hardware", "calibration", "seed",   "cluster",
                                             "training", "parallel", "schedule", "features",    "cost",   "whatif",
                                             "moe"};
-const std::vector<std::string> kClusterKeys = {"gpus"};
+const std::vector<std::string> kClusterKeys = {"gpus", "board_spread"};
 const std::vector<std::string> kTrainingKeys = {"seq_len", "global_batch", "micro_batch", "precision",
                                                 "master_weights", "tokens_to_train"};
 const std::vector<std::string> kParallelKeys = {"tp",  "pp", "cp", "ep", "vpp", "dp", "sequence_parallel",
@@ -186,6 +186,13 @@ void read_scenario(Ctx& ctx, Scenario& s, const Value& root, const std::string& 
   if (const Value* c = ctx.read_table(root, "cluster", "")) {
     ctx.check_keys(*c, kClusterKeys, "cluster.");
     if (!ctx.read_int(*c, "gpus", "cluster.", s.gpus) && !c->find("gpus")) ctx.missing(*c, "cluster.gpus");
+    if (double sd = 0; ctx.read_number(*c, "board_spread", "cluster.", sd)) {
+      if (sd >= 0 && sd <= 0.2)
+        s.board_spread = sd;
+      else
+        ctx.error(c->find("board_spread")->pos,
+                  "'cluster.board_spread' must be in [0, 0.2] (a fraction of the boards' mean speed), got " + fmt(sd));
+    }
   } else if (!root.find("cluster")) {
     ctx.error(root.pos, "missing required key 'cluster.gpus'");
   }

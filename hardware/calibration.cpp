@@ -315,10 +315,16 @@ double job_pace_uncached(double board_sd, double wander_ratio, int group, int jo
 }
 }  // namespace
 
-double job_pace(const Calibration* cal, int group, int job) {
-  if (!cal || !cal->has_board_spread || !(cal->board_spread.sd > 0) || job <= 1) return slowest_of_n(cal, group);
+double board_sd(const Calibration* cal, std::optional<double> scenario_sd) {
+  if (scenario_sd) return *scenario_sd;
+  return cal && cal->has_board_spread ? cal->board_spread.sd : 0.0;
+}
+
+double job_pace(const Calibration* cal, int group, int job, std::optional<double> scenario_sd) {
+  const double sd = board_sd(cal, scenario_sd);
+  if (!(sd > 0) || job <= 1) return slowest_of_n(cal, group);
   group = std::max(1, std::min(group, job));
-  const double sd = cal->board_spread.sd, wander = slowest_of_n(cal, group);
+  const double wander = slowest_of_n(cal, group);
   static std::mutex mu;
   static std::map<std::tuple<double, double, int, int>, double> memo;
   const auto key = std::make_tuple(sd, wander, group, job);

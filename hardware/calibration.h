@@ -3,6 +3,7 @@
 // from a probe output, and read back from hardware/calibration/*.toml.
 // The cost model uses each family that is present in place of the datasheet
 // roofline; absent families (has_* false) fall back to the defaults.
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -213,8 +214,11 @@ struct BoardSpread {
 // and inside that group each micro-batch waits for the slowest member, static offset plus the clock's wander
 // (a normal whose expected slowest of `group` is the [slowest_of_n] ratio); the expectation of that maximum is
 // integrated numerically. Checked against a brute-force Monte Carlo of every group
-// (validation/runs/run46-boards/combined_mc.py) in tests/hardware/test_board_spread.cpp.
-double job_pace(const Calibration*, int group, int job);
+// (validation/runs/run46-boards/combined_mc.py) in tests/hardware/test_board_spread.cpp. A scenario's
+// cluster.board_spread, where given, replaces the calibration's sd (0: identical boards).
+double job_pace(const Calibration*, int group, int job, std::optional<double> scenario_sd = std::nullopt);
+// The spread job_pace uses: the scenario's where given, else the calibration's [board_spread], else 0.
+double board_sd(const Calibration*, std::optional<double> scenario_sd);
 
 struct Calibration {
   std::string source;      // path of the calibration file

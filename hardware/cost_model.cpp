@@ -370,6 +370,8 @@ double CostModel::time(const Kernel& kn) const {
   return kn.count * (one * pace_ + launches_per_kernel(kn) * launch_);
 }
 
-void CostModel::set_sync_group(int ranks, int job_ranks) { pace_ = job_pace(cal_, ranks, job_ranks); }
+void CostModel::set_sync_group(int ranks, int job_ranks, std::optional<double> board_spread) {
+  pace_ = job_pace(cal_, ranks, job_ranks, board_spread);
+}
 
 }  // namespace mfusim::hardware

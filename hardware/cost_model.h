@@ -99,7 +99,7 @@ class CostModel {
   // boards of the whole job, whose slowest the step waits for once per step: every kernel's time runs at
   // hardware::job_pace (the expected slowest of the group's wander, slowest_of_n of the calibration, and, with
   // its [board_spread], of the job's boards; 1 without either or for one rank).
-  void set_sync_group(int ranks, int job_ranks);
+  void set_sync_group(int ranks, int job_ranks, std::optional<double> board_spread = std::nullopt);
   double sync_pace() const { return pace_; }
   bool has_gemm_clock() const { return cal_ && cal_->has_gemm_clock; }
   double peak_flops() const;

@@ -62,7 +62,7 @@ LayerCosts::LayerCosts(const Scenario& s)
 void configure_cost_model(const Scenario& s, const models::RankShape& sh, hardware::CostModel& cost) {
   models::settle_gemm_duty(s.model, sh, cost);       // the clock of the kernel mix (Calibration::gemm_clock)
   // the pace of the slowest of its group (run 40) and of the job's boards (run 46)
-  cost.set_sync_group(models::sync_group_ranks(s), s.gpus);
+  cost.set_sync_group(models::sync_group_ranks(s), s.gpus, s.board_spread);
 }
 
 void LayerCosts::place() {

@@ -49,7 +49,9 @@ void Builder::plan() {
   out_.warnings = layers_.placement().warnings;
   out_.sync_group_ranks = models::sync_group_ranks(s_);
   out_.sync_pace = layers_.sync_pace();
-  if (s_.calibration && s_.calibration->has_board_spread && s_.gpus > 1) out_.job_boards = s_.gpus;
+  if (hardware::board_sd(s_.calibration ? &*s_.calibration : nullptr, s_.board_spread) > 0 && s_.gpus > 1 &&
+      out_.sync_pace > 1.0)
+    out_.job_boards = s_.gpus;
   emb_cost_ = layers_.end_cost(true);
   head_cost_ = layers_.end_cost(false);
   head_mem_blocks();

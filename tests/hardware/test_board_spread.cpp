@@ -186,3 +186,32 @@ TEST_CASE("run: a job of many boards runs at their slowest's pace; the report sa
   CHECK(report::text_report(f).find("boards it waits for") == std::string::npos);
   CHECK(f.step_time_s < r.step_time_s);
 }
+
+TEST_CASE("cluster.board_spread: the scenario's spread replaces the calibration's; 0 is identical boards") {
+  auto s = mfusim::testing::shipped_scenario("128xh100_70b.toml");
+  const int n = models::sync_group_ranks(s);
+  const double wander = slowest_of_n(&*s.calibration, n);
+  auto same = mfusim::testing::shipped_scenario("128xh100_70b.toml", {"cluster.board_spread=0"});
+  REQUIRE(same.board_spread);
+  const auto r0 = step::simulate(same);
+  CHECK(r0.sync_pace == doctest::Approx(wander));
+  CHECK(r0.job_boards == 0);
+  const auto shipped_spread = step::simulate(s);
+  auto wide = mfusim::testing::shipped_scenario("128xh100_70b.toml", {"cluster.board_spread=0.02"});
+  const auto rw = step::simulate(wide);
+  CHECK(rw.sync_pace == doctest::Approx(job_pace(&*s.calibration, n, s.gpus, 0.02)));
+  CHECK(rw.sync_pace > shipped_spread.sync_pace + 0.01);
+  CHECK(rw.job_boards == s.gpus);
+  CHECK(r0.step_time_s < shipped_spread.step_time_s);
+  CHECK(shipped_spread.step_time_s < rw.step_time_s);
+  // Without a calibration (the datasheet roofline, no wander table) the boards alone set the pace.
+  auto bare = mfusim::testing::shipped_scenario("128xh100_70b.toml", {"calibration=none", "cluster.board_spread=0.0107"});
+  REQUIRE_FALSE(bare.calibration);
+  const auto rb = step::simulate(bare);
+  CHECK(rb.sync_pace == doctest::Approx(job_pace(nullptr, n, s.gpus, 0.0107)));
+  CHECK(rb.sync_pace == doctest::Approx(1 + 0.0107 * 2.53875).epsilon(3e-4));   // E[max of 128 normals]
+  CHECK(rb.job_boards == s.gpus);
+  CHECK(board_sd(nullptr, std::nullopt) == 0.0);
+  CHECK(board_sd(&*s.calibration, std::nullopt) == s.calibration->board_spread.sd);
+  CHECK(board_sd(&*s.calibration, 0.0) == 0.0);
+}
