@@ -293,23 +293,40 @@ double job_pace_uncached(double board_sd, double wander_ratio, int group, int jo
     // The job's slowest board at the quantile (t + 1/2) / strata of the slowest of `job` draws: its upper tail
     // 1 - q^(1/job), taken without cancellation.
     const double q = (t + 0.5) / strata;
-    const double slowest = -phi_quantile(-std::expm1(std::log(q) / job)) * board_sd;
-    // Its group's other members: normal below it, at stratified quantiles; the 48 nearest one by one, the rest
-    // in 16 strata at their centres (far below, they seldom decide the maximum).
-    std::vector<std::pair<double, double>> members{{slowest, 1.0}};
-    const int others = group - 1;
-    if (others > 0) {
-      const double below = phi_cdf(slowest / board_sd);
-      const int single = std::min(others, 48);
-      for (int k = 0; k < single; ++k)
-        members.push_back({phi_quantile(below * (others - k - 0.5) / others) * board_sd, 1.0});
-      const int rest = others - single, bins = std::min(rest, 16);
-      for (int b = 0; b < bins; ++b) {
-        const int from = rest * b / bins, to = rest * (b + 1) / bins;   // ranks [from, to) of the rest, from the bottom
-        members.push_back({phi_quantile(below * (0.5 * (from + to)) / others) * board_sd, double(to - from)});
-      }
+    const double z_top = -phi_quantile(-std::expm1(std::log(q) / job)), top = z_top * board_sd;
+    if (!(wander_sd > 0)) {   // no wander: the slowest board alone decides
+      sum += top;
+      continue;
     }
-    sum += expected_max(members, wander_sd);
+    // The group's other members are normal boards below the slowest; each micro-batch's time is a member's
+    // offset plus its wander. P(the slowest member's time <= x) = Phi((x - top) / wander_sd) * H(x)^(group - 1),
+    // H(x) = P(a board below the top plus its wander <= x) = int_{z < z_top} phi(z) Phi((x - sd z) / wander_sd)
+    // dz / Phi(z_top) (Simpson, 64 intervals from 9 sd below the mean). E[max] = lo + int_lo^hi (1 - F).
+    const double below = phi_cdf(z_top), z_lo = std::min(-9.0, z_top - 1.0);
+    auto log_h = [&](double x) {
+      const int m = 64;
+      const double hz = (z_top - z_lo) / m;
+      double acc = 0;
+      for (int j = 0; j <= m; ++j) {
+        const double z = z_lo + j * hz;
+        const double w = (j == 0 || j == m) ? 1 : (j % 2 ? 4 : 2);
+        acc += w * std::exp(-z * z / 2) * phi_cdf((x - board_sd * z) / wander_sd);
+      }
+      const double h = acc * hz / 3 / std::sqrt(2 * M_PI) / below;
+      return h > 0 ? std::log(std::min(h, 1.0)) : -INFINITY;
+    };
+    const double lo = top - 9 * wander_sd, hi = top + 9 * wander_sd;
+    const int n = 256;
+    const double h = (hi - lo) / n;
+    double area = 0;
+    for (int i = 0; i <= n; ++i) {
+      const double x = lo + i * h;
+      double log_f = std::log(phi_cdf((x - top) / wander_sd));
+      if (group > 1 && std::isfinite(log_f)) log_f += (group - 1) * log_h(x);
+      const double w = (i == 0 || i == n) ? 1 : (i % 2 ? 4 : 2);
+      area += w * (1 - std::exp(log_f));
+    }
+    sum += lo + area * h / 3;
   }
   return 1 + sum / strata;
 }
@@ -397,6 +414,9 @@ void fit_board_spread(const std::string& file, const std::vector<Reader>& rows, 
   double ss = 0;
   for (const auto& [serial, ms] : boards) ss += (ms - mean) * (ms - mean);
   cal.board_spread.sd = std::sqrt(ss / (boards.size() - 1)) / mean;
+  if (!(cal.board_spread.sd > 0 && cal.board_spread.sd <= 0.2))   // what the calibration file's reader accepts
+    fail(file, rows.front().where, "board samples spread " + fmt("%.3g", cal.board_spread.sd) +
+                                       " of their mean; a board spread must be in (0, 0.2]");
   cal.board_spread.boards = static_cast<int>(boards.size());
   cal.has_board_spread = true;
   rep << "board spread: " << workload << ", " << boards.size() << " boards: sd " << fmt("%.2f", 100 * cal.board_spread.sd)

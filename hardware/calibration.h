@@ -210,11 +210,12 @@ struct BoardSpread {
 // (docs/cost-model.md 2g). Without the calibration's [board_spread] (or for a job of one board):
 // slowest_of_n(cal, group), unchanged. With it, a deterministic draw of the boards: the job's step waits once
 // per step for the group holding its slowest board (that board's sustained speed at 16 stratified quantiles
-// of the slowest of `job` normal draws at sd, its group's other members at stratified quantiles below it),
-// and inside that group each micro-batch waits for the slowest member, static offset plus the clock's wander
-// (a normal whose expected slowest of `group` is the [slowest_of_n] ratio); the expectation of that maximum is
-// integrated numerically. Checked against a brute-force Monte Carlo of every group
-// (validation/runs/run46-boards/combined_mc.py) in tests/hardware/test_board_spread.cpp. A scenario's
+// of the slowest of `job` normal draws at sd, its group's other members normal boards below it), and inside
+// that group each micro-batch waits for the slowest member, static offset plus the clock's wander (a normal
+// whose expected slowest of `group` is the [slowest_of_n] ratio); the expectation of that maximum is integrated
+// numerically. A brute-force Monte Carlo in which any group may be the slowest
+// (validation/runs/run46-boards/combined_mc.py) runs 0 to 0.09 points above it (tests/hardware/
+// test_board_spread.cpp). A scenario's
 // cluster.board_spread, where given, replaces the calibration's sd (0: identical boards).
 double job_pace(const Calibration*, int group, int job, std::optional<double> scenario_sd = std::nullopt);
 // The spread job_pace uses: the scenario's where given, else the calibration's [board_spread], else 0.

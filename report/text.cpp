@@ -190,15 +190,20 @@ std::string text_report(const step::StepResult& r, const std::vector<step::WhatI
   if (r.interference_s > 0)
     o << "  (of the compute above, " << format_seconds(r.interference_s)
       << " is its slowdown beside overlapped communication: the SMs and HBM traffic of its kernels)\n";
-  if (r.sync_pace > 1.0 && r.job_boards > 1)
-    o << "  (the compute above runs at the pace of the slowest of the " << r.sync_group_ranks
-      << " ranks it waits for every micro-batch and of the " << r.job_boards << " boards it waits for every step, x"
-      << fmt("%.3f", r.sync_pace)
-      << ": the power-capped clock wanders on each GPU, run 40, and each board holds its own, run 46)\n";
-  else if (r.sync_pace > 1.0)
-    o << "  (the compute above runs at the pace of the slowest of the " << r.sync_group_ranks
-      << " ranks it waits for every micro-batch, x" << fmt("%.3f", r.sync_pace)
-      << ": the power-capped clock wanders on each GPU, run 40)\n";
+  if (r.sync_pace > 1.0) {
+    // The group's wander (run 40) where the rank waits for others every micro-batch; the job's boards (run 46)
+    // where the pace includes them.
+    const bool group = r.sync_group_ranks > 1, boards = r.job_boards > 1;
+    o << "  (the compute above runs at the pace of the slowest";
+    if (group) o << " of the " << r.sync_group_ranks << " ranks it waits for every micro-batch";
+    if (group && boards) o << " and";
+    if (boards) o << " of the " << r.job_boards << " boards it waits for every step";
+    o << ", x" << fmt("%.3f", r.sync_pace) << ": ";
+    if (group) o << "the power-capped clock wanders on each GPU, run 40";
+    if (group && boards) o << ", and ";
+    if (boards) o << "each board holds its own, run 46";
+    o << ")\n";
+  }
   const auto& m = r.memory;
   if (lab) {
     // No bytes in the lab: activations are counted in micro-batches.

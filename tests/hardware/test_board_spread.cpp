@@ -81,14 +81,15 @@ TEST_CASE("job_pace: without a board spread or for one board, the group's wander
 
 TEST_CASE("job_pace: a lone rank per group is the expected slowest of the job's normal boards") {
   // No wander in a group of one: the step waits for the slowest of N boards, 1 + sd E[max of N standard
-  // normals] (E = 1.42360 at 8, 2.53875 at 128, 3.88123 at 16384: order-statistics tables), up to the 16
-  // stratified draws of the slowest board (within 0.0008 of the exact value here).
+  // normals] (E = 1.42360 at 8, 2.59460 at 128, 3.97135 at 16384, integrating 1 - Phi(x)^N), up to the 16
+  // stratified draws of the slowest board.
   const Calibration c = with_sd(0.0107);
   Calibration no_wander = c;
   no_wander.has_slowest_of_n = false;
-  CHECK(job_pace(&c, 1, 8) == doctest::Approx(1 + 0.0107 * 1.42360).epsilon(3e-4));
-  CHECK(job_pace(&c, 1, 128) == doctest::Approx(1 + 0.0107 * 2.53875).epsilon(3e-4));
-  CHECK(job_pace(&no_wander, 64, 16384) == doctest::Approx(1 + 0.0107 * 3.88123).epsilon(8e-4));
+  auto near = [](double got, double want) { return std::abs(got - want) < 1e-4; };
+  CHECK(near(job_pace(&c, 1, 8), 1 + 0.0107 * 1.42360));
+  CHECK(near(job_pace(&c, 1, 128), 1 + 0.0107 * 2.59460));
+  CHECK(near(job_pace(&no_wander, 64, 16384), 1 + 0.0107 * 3.97135));
   // More boards never speed the step; a larger spread slows it more.
   double last = 1;
   for (int job : {2, 8, 64, 512, 4096, 32768}) {
@@ -101,30 +102,33 @@ TEST_CASE("job_pace: a lone rank per group is the expected slowest of the job's 
 }
 
 TEST_CASE("job_pace: boards and wander together, against a brute-force Monte Carlo of every group") {
-  // validation/runs/run46-boards/combined_mc.py (numpy, seed 1): G = N / n groups of n boards drawn at sd 1.07%,
-  // each micro-batch waiting for its group's slowest member (static x wander, the wander a normal at 1.36%, which
-  // the shipped [slowest_of_n] table matches at 8 and 64), the step for the slowest group. The product of the two
-  // parts overstates it by up to 2.4 points; the boards alone understate it by up to 1.3.
+  // validation/runs/run46-boards/results/combined_mc.txt (numpy, seed 46, 2,000 trials, standard error <= 0.0001):
+  // N boards drawn at the shipped sd, G = N / n groups, each micro-batch waiting for its group's slowest member
+  // (offset plus the wander, a normal matching the shipped [slowest_of_n] ratio at n), the step for the slowest
+  // group. job_pace waits for the group holding the slowest board, so it may sit a little below (at most 0.09
+  // points at these pairs: a group whose top board is a little faster but whose other boards are slower), never
+  // above. The product of the two parts overstates the Monte Carlo by 1.0-2.4 points; the boards alone understate
+  // it by 0.1-1.3.
   struct Row { int n, job; double mc, product, boards_only; };
-  const Row rows[] = {{8, 8, 1.0230, 1.0348, 1.0151},     {8, 64, 1.0317, 1.0448, 1.0249},
-                      {8, 1024, 1.0385, 1.0549, 1.0348},  {32, 1024, 1.0423, 1.0641, 1.0350},
-                      {64, 2048, 1.0461, 1.0699, 1.0370}, {64, 16384, 1.0489, 1.0760, 1.0430},
-                      {128, 1024, 1.0481, 1.0713, 1.0348}, {4, 16, 1.0245, 1.0336, 1.0195},
-                      {4, 2048, 1.0383, 1.0511, 1.0368},  {2, 128, 1.0295, 1.0366, 1.0282},
-                      {16, 512, 1.0387, 1.0574, 1.0329}};
-  const Calibration c = with_sd(0.0107);
-  int product_off = 0, boards_off = 0;
+  const Row rows[] = {{8, 8, 1.0246, 1.0348, 1.0152},      {8, 64, 1.0315, 1.0448, 1.0250},
+                      {8, 1024, 1.0382, 1.0547, 1.0347},   {32, 1024, 1.0424, 1.0638, 1.0347},
+                      {64, 2048, 1.0458, 1.0697, 1.0367},  {64, 16384, 1.0485, 1.0756, 1.0424},
+                      {128, 1024, 1.0478, 1.0714, 1.0347}, {4, 16, 1.0239, 1.0327, 1.0188},
+                      {4, 2048, 1.0382, 1.0509, 1.0367},   {2, 128, 1.0289, 1.0350, 1.0277},
+                      {16, 512, 1.0388, 1.0574, 1.0325}};
+  const Calibration& c = shipped();
+  auto within = [](double pace, double mc) { return pace <= mc + 0.0002 && pace >= mc - 0.0012; };
+  int product_in = 0, boards_in = 0;
   for (const Row& r : rows) {
     CAPTURE(r.n);
     CAPTURE(r.job);
-    const double p = job_pace(&c, r.n, r.job);
-    CHECK(std::abs(p - r.mc) < 0.0025);
-    product_off += std::abs(r.product - r.mc) >= 0.0025;
-    boards_off += std::abs(r.boards_only - r.mc) >= 0.0025;
+    CHECK(within(job_pace(&c, r.n, r.job), r.mc));
+    product_in += within(r.product, r.mc);
+    boards_in += within(r.boards_only, r.mc);
   }
   // The tolerance tells the mechanism from the two simpler readings.
-  CHECK(product_off == 11);
-  CHECK(boards_off >= 7);
+  CHECK(product_in == 0);
+  CHECK(boards_in <= 1);
 }
 
 TEST_CASE("board spread: calibrate fits the probe's [[board]] rows; too few, twice or mixed boards are refused") {
@@ -150,6 +154,13 @@ TEST_CASE("board spread: calibrate fits the probe's [[board]] rows; too few, twi
   CHECK(error_of_fit(tmp("mixed.toml")).find("one workload") != std::string::npos);
   write(tmp("zero.toml"), probe_with_gemm(row("a", 1.0) + row("b", 0) + row("c", 0.98)));
   CHECK(error_of_fit(tmp("zero.toml")).find("'ms' in (0, 1e6)") != std::string::npos);
+  // A spread the calibration file could not hold is refused at the probe's rows, not written.
+  write(tmp("same.toml"), probe_with_gemm(row("a", 1.0) + row("b", 1.0) + row("c", 1.0)));
+  CHECK(error_of_fit(tmp("same.toml")).find("a board spread must be in (0, 0.2]") != std::string::npos);
+  write(tmp("wide.toml"), probe_with_gemm(row("a", 1.0) + row("b", 2.0) + row("c", 0.5)));
+  const std::string wide = error_of_fit(tmp("wide.toml"));
+  CHECK(wide.find("a board spread must be in (0, 0.2]") != std::string::npos);
+  CHECK(wide.find("wide.toml:") != std::string::npos);
   // The calibration file's own checks, at the key's position.
   std::string text = slurp(tmp("ok_cal.toml"));
   text.replace(text.find("boards = 3"), 10, "boards = 2");
@@ -209,9 +220,23 @@ TEST_CASE("cluster.board_spread: the scenario's spread replaces the calibration'
   REQUIRE_FALSE(bare.calibration);
   const auto rb = step::simulate(bare);
   CHECK(rb.sync_pace == doctest::Approx(job_pace(nullptr, n, s.gpus, 0.0107)));
-  CHECK(rb.sync_pace == doctest::Approx(1 + 0.0107 * 2.53875).epsilon(3e-4));   // E[max of 128 normals]
+  CHECK(std::abs(rb.sync_pace - (1 + 0.0107 * 2.59460)) < 1e-4);   // E[max of 128 normals]
   CHECK(rb.job_boards == s.gpus);
   CHECK(board_sd(nullptr, std::nullopt) == 0.0);
   CHECK(board_sd(&*s.calibration, std::nullopt) == s.calibration->board_spread.sd);
   CHECK(board_sd(&*s.calibration, 0.0) == 0.0);
+}
+
+TEST_CASE("run: pure data parallelism waits for no rank every micro-batch, only for the job's slowest board") {
+  auto dp = mfusim::testing::shipped_scenario("128xh100_70b.toml", {"parallel.tp=1", "parallel.pp=1", "parallel.cp=1"});
+  REQUIRE(models::sync_group_ranks(dp) == 1);
+  const auto r = step::simulate(dp);
+  CHECK(r.sync_pace == doctest::Approx(job_pace(&*dp.calibration, 1, dp.gpus)));
+  CHECK(r.job_boards == dp.gpus);
+  const std::string text = report::text_report(r);
+  CHECK(text.find("the pace of the slowest of the " + std::to_string(dp.gpus) + " boards it waits for every step, x") !=
+        std::string::npos);
+  CHECK(text.find("ranks it waits for every micro-batch") == std::string::npos);
+  CHECK(text.find("each board holds its own, run 46)") != std::string::npos);
+  CHECK(text.find("wanders") == std::string::npos);
 }
