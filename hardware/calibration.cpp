@@ -259,33 +259,31 @@ double phi_quantile(double p) {
   return x - u / (1 + x * u / 2);
 }
 
-// E[max over members of (offset + sd * a standard normal)], members given as (offset, count): 1 - F integrated
-// (Simpson, 256 intervals) from 9 sd below the largest offset (where F < 1e-19) to 9 sd above it.
-double expected_max(const std::vector<std::pair<double, double>>& members, double sd) {
-  double top = members.front().first;
-  for (const auto& [o, k] : members) top = std::max(top, o);
-  if (!(sd > 0)) return top;
-  const double lo = top - 9 * sd, hi = top + 9 * sd;
+// lo + int_lo^hi (1 - F(x)) dx with F = exp(log_f) (Simpson, 256 intervals): E[X] of a variable whose CDF F
+// is ~0 below lo and ~1 above hi.
+template <class LogCdf>
+double mean_from_cdf(double lo, double hi, LogCdf log_f) {
   const int n = 256;
   const double h = (hi - lo) / n;
   double sum = 0;
   for (int i = 0; i <= n; ++i) {
-    const double x = lo + i * h;
-    double log_f = 0;
-    for (const auto& [o, k] : members) {
-      const double f = phi_cdf((x - o) / sd);
-      if (f <= 0) { log_f = -INFINITY; break; }
-      log_f += k * std::log(f);
-    }
     const double w = (i == 0 || i == n) ? 1 : (i % 2 ? 4 : 2);
-    sum += w * (1 - std::exp(log_f));
+    sum += w * (1 - std::exp(log_f(lo + i * h)));
   }
   return lo + sum * h / 3;
 }
 
+// E[max of n standard normals]: F = Phi^n, integrated from -9 (where F < 1e-19) to 9.
+double expected_max_normals(double n) {
+  return mean_from_cdf(-9.0, 9.0, [n](double x) {
+    const double f = phi_cdf(x);
+    return f > 0 ? n * std::log(f) : -INFINITY;
+  });
+}
+
 double job_pace_uncached(double board_sd, double wander_ratio, int group, int job) {
   // The wander as a normal whose expected slowest of `group` is the measured ratio.
-  const double e_group = group > 1 ? expected_max({{0.0, static_cast<double>(group)}}, 1.0) : 0.0;
+  const double e_group = group > 1 ? expected_max_normals(group) : 0.0;
   const double wander_sd = e_group > 0 ? (wander_ratio - 1) / e_group : 0.0;
   const int strata = 16;
   double sum = 0;
@@ -315,18 +313,11 @@ double job_pace_uncached(double board_sd, double wander_ratio, int group, int jo
       const double h = acc * hz / 3 / std::sqrt(2 * M_PI) / below;
       return h > 0 ? std::log(std::min(h, 1.0)) : -INFINITY;
     };
-    const double lo = top - 9 * wander_sd, hi = top + 9 * wander_sd;
-    const int n = 256;
-    const double h = (hi - lo) / n;
-    double area = 0;
-    for (int i = 0; i <= n; ++i) {
-      const double x = lo + i * h;
+    sum += mean_from_cdf(top - 9 * wander_sd, top + 9 * wander_sd, [&](double x) {
       double log_f = std::log(phi_cdf((x - top) / wander_sd));
       if (group > 1 && std::isfinite(log_f)) log_f += (group - 1) * log_h(x);
-      const double w = (i == 0 || i == n) ? 1 : (i % 2 ? 4 : 2);
-      area += w * (1 - std::exp(log_f));
-    }
-    sum += lo + area * h / 3;
+      return log_f;
+    });
   }
   return 1 + sum / strata;
 }
