@@ -200,3 +200,18 @@ TEST_CASE("modern: the accuracy `run` prints for a family is what the rows give 
   }
   CHECK(report::modern_accuracy().size() == families);
 }
+
+TEST_CASE("modern: every row names the software release it ran (validate_modern's gpu x release table)") {
+  std::map<std::string, std::size_t> count;
+  for (const auto& r : rows()) ++count[vm::container_family(r)];
+  // The launcher rows report the container their setup.sh imports, not the release their table's header names.
+  for (const auto& r : rows()) {
+    if (r.id.rfind("DGXC2411-H100-GPT3", 0) == 0) CHECK(vm::container_family(r) == "NeMo 24.05");
+    if (r.id.rfind("DGXC2411-H100-NEMOTRON4", 0) == 0) CHECK(vm::container_family(r) == "NeMo 24.09");
+    if (r.id.rfind("NEMOLS-H100", 0) == 0) CHECK(vm::container_family(r) == "NeMo 24.03.01");
+  }
+  // Only the Llama 3 paper's rows (Meta's own stack) have none.
+  CHECK(count["other"] == 3);
+  CHECK(count.size() == 11);   // 24.03.01, 24.05, 24.07, 24.09, 25.02.01, 25.04 (rc2), 25.04.01, 25.11, 26.02, 26.04.01, other
+  CHECK(count["NeMo 24.09"] == 60);
+}

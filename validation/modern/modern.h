@@ -52,6 +52,7 @@
 // Error convention (as docs/validation.md for its step-time rows): predicted
 // step / published step - 1, so -20% means the simulator is too fast (optimistic).
 #include <algorithm>
+#include <cctype>
 #include <cmath>
 #include <fstream>
 #include <map>
@@ -70,7 +71,7 @@
 namespace mfusim::validation::modern {
 
 struct ModernRow {
-  std::string id, half, source, gpu_type, model, model_file, precision, fp8_recipe, metric_text, stratum;
+  std::string id, half, source, framework, gpu_type, model, model_file, precision, fp8_recipe, metric_text, stratum;
   int gpus = 0, layers = 0, seq = 0, tp = 1, pp = 1, cp = 1, vpp = 0, dp = 0, fsdp = -1, mbs = 0, gbs = 0;
   double value = 0;
   double tokens_per_s_per_gpu = 0, model_tflops_per_gpu = 0;   // where the source states them (0: not stated)
@@ -123,7 +124,7 @@ inline std::vector<ModernRow> read_modern(const std::string& rows_path, const st
   }
   const auto& h = rows[0];
   auto c = [&](const char* name) { return col(h, rows_path, name); };
-  const std::size_t c_id = c("id"), c_src = c("source"), c_gpu = c("gpu_type"), c_gpus = c("gpus"), c_model = c("model"),
+  const std::size_t c_id = c("id"), c_src = c("source"), c_fw = c("framework"), c_gpu = c("gpu_type"), c_gpus = c("gpus"), c_model = c("model"),
                     c_file = c("model_file"), c_layers = c("layers"), c_seq = c("seq"), c_tp = c("tp"), c_pp = c("pp"),
                     c_cp = c("cp"), c_vpp = c("vpp"), c_dp = c("dp"), c_fsdp = c("fsdp"), c_mbs = c("mbs"),
                     c_gbs = c("gbs"), c_prec = c("precision"), c_rec = c("fp8_recipe"), c_metric = c("metric"),
@@ -139,6 +140,7 @@ inline std::vector<ModernRow> read_modern(const std::string& rows_path, const st
     r.half = it->second.first;
     r.stratum = it->second.second;
     r.source = f[c_src];
+    r.framework = f[c_fw];
     r.gpu_type = f[c_gpu];
     r.model = f[c_model];
     r.model_file = f[c_file].empty() ? f[c_model] : f[c_file];
@@ -396,6 +398,25 @@ inline std::string precision_family(const ModernRow& r) {
   return r.precision == "bf16" ? "bf16" : (r.fp8_recipe.find("MXFP8") != std::string::npos ? "fp8 (MXFP8)" : "fp8");
 }
 inline std::string layout_family(const ModernRow& r) { return r.cp > 1 ? "CP" : "dense (cp 1)"; }
+// The software release a row ran (its `framework` field): the NeMo container a launcher script imports
+// ("setup.sh imports nvcr.io/nvidia/nemo:24.09") before the release a table's header names ("NeMo 24.11"),
+// else the first "NeMo YY.MM" it states; rows of another stack are "other". Reported, never used by a mechanism.
+inline std::string container_family(const ModernRow& r) {
+  auto release_at = [&](std::size_t p) {
+    std::size_t e = p;
+    while (e < r.framework.size() && (std::isdigit(static_cast<unsigned char>(r.framework[e])) || r.framework[e] == '.')) ++e;
+    while (e > p && r.framework[e - 1] == '.') --e;
+    return r.framework.substr(p, e - p);
+  };
+  if (const auto p = r.framework.find("nemo:"); p != std::string::npos) return "NeMo " + release_at(p + 5);
+  if (const auto p = r.framework.find("NeMo 2"); p != std::string::npos) return "NeMo " + release_at(p + 5);
+  return "other";
+}
+// Whether a row ran a NeMo release of `yy_mm` ("25.02") or later (validate_modern --since-release).
+inline bool release_at_least(const ModernRow& r, const std::string& yy_mm) {
+  const std::string c = container_family(r);
+  return c.rfind("NeMo ", 0) == 0 && c.substr(5) >= yy_mm;
+}
 
 struct Summary {
   std::size_t n = 0, not_expressible = 0;

@@ -3,7 +3,8 @@
 // summary per half (tuning / heldout) and per family.
 //   build/validation/modern/validate_modern [--profile datasheet|calibrated|sustained|both|all] [--markdown]
 //                                           [--coarse] [--csv FILE] [--half tuning|heldout]
-//                                           [--without fp8_params|activation_offload]
+//                                           [--without fp8_params|activation_offload] [--since-release YY.MM]
+// --since-release YY.MM: only the rows that ran NeMo YY.MM or a later release (modern.h container_family).
 // --without fp8_params: every fp8 row with bf16 weights (the rows' fp8 weights off; modern.h).
 // --without activation_offload: no row offloads activations (modern.h).
 // --coarse: the planner's per-op lowering (LowerOptions per_layer = false).
@@ -12,6 +13,7 @@
 //   report/accuracy_table.inc's entries (GPU x precision; needs --profile both and both halves, per-layer).
 // Configuration and assumptions: validation/modern/modern.h; results:
 // docs/validation-modern.md.
+#include <cctype>
 #include <cmath>
 #include <cstdio>
 #include <exception>
@@ -37,6 +39,7 @@ void print_summary_table(const std::vector<vm::ModernComparison>& all, bool mark
       {"layout", [](const vm::ModernRow& r) { return vm::layout_family(r); }},
       {"gpu", [](const vm::ModernRow& r) { return r.gpu_type; }},
       {"gpu x precision", [](const vm::ModernRow& r) { return r.gpu_type + " " + r.precision; }},
+      {"gpu x release", [](const vm::ModernRow& r) { return r.gpu_type + " " + vm::container_family(r); }},
   };
   for (const char* half : {"tuning", "heldout"}) {
     std::printf("\n%s%s half\n", markdown ? "#### " : "", half);
@@ -81,7 +84,7 @@ std::string accuracy_entries(const std::vector<vm::ModernComparison>& all, vm::P
 
 int main(int argc, char** argv) {
   bool markdown = false, coarse = false, without_fp8_params = false, without_offload = false;
-  std::string profile_arg = "both", csv_out, only_half, accuracy_out;
+  std::string profile_arg = "both", csv_out, only_half, accuracy_out, since_release;
   for (int i = 1; i < argc; ++i) {
     const std::string a = argv[i];
     auto next = [&]() -> std::string {
@@ -96,6 +99,7 @@ int main(int argc, char** argv) {
     else if (a == "--profile") profile_arg = next();
     else if (a == "--csv") csv_out = next();
     else if (a == "--half") only_half = next();
+    else if (a == "--since-release") since_release = next();
     else if (a == "--accuracy") accuracy_out = next();
     else if (a == "--without") {
       const std::string m = next();
@@ -126,8 +130,16 @@ int main(int argc, char** argv) {
     std::fprintf(stderr, "validate_modern: error: --half must be tuning or heldout\n");
     return 2;
   }
+  if (!since_release.empty() &&
+      !(since_release.size() == 5 && std::isdigit(static_cast<unsigned char>(since_release[0])) &&
+        std::isdigit(static_cast<unsigned char>(since_release[1])) && since_release[2] == '.' &&
+        std::isdigit(static_cast<unsigned char>(since_release[3])) && std::isdigit(static_cast<unsigned char>(since_release[4])))) {
+    std::fprintf(stderr, "validate_modern: error: --since-release takes a NeMo release as YY.MM (e.g. 25.02), not '%s'\n",
+                 since_release.c_str());
+    return 2;
+  }
   if (!accuracy_out.empty() &&
-      (profile_arg != "both" || !only_half.empty() || coarse || without_fp8_params || without_offload)) {
+      (profile_arg != "both" || !only_half.empty() || !since_release.empty() || coarse || without_fp8_params || without_offload)) {
     std::fprintf(stderr, "validate_modern: error: --accuracy is the rows as run: --profile both, both halves, "
                          "per-layer, nothing --without\n");
     return 2;
@@ -171,6 +183,7 @@ int main(int argc, char** argv) {
       std::vector<vm::ModernComparison> all;
       for (const auto& r : rows) {
         if (!only_half.empty() && r.half != only_half) continue;
+        if (!since_release.empty() && !vm::release_at_least(r, since_release)) continue;
         const auto c = vm::compare(r, profile, in, !coarse);
         all.push_back(c);
         if (!c.expressible) {
