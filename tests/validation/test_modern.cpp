@@ -124,10 +124,14 @@ TEST_CASE("modern: accuracy per half does not regress (per-layer lowering, both 
       // wander of the power-capped clock, the calibrations' [slowest_of_n]): calibrated 13.5 -> 12.3% / 42.1 ->
       // 39.9% (tuning), 14.8 -> 12.7% / 39.8 -> 37.8% (held-out, printed once after); sustained 15.9 -> 15.2%,
       // 15.5 -> 13.5%. Bounds lowered to the new values.
-      {vm::Profile::calibrated, "tuning", 78, 0.123, 0.399},
-      {vm::Profile::calibrated, "heldout", 76, 0.127, 0.378},
-      {vm::Profile::sustained, "tuning", 78, 0.152, 0.400},
-      {vm::Profile::sustained, "heldout", 76, 0.135, 0.379},
+      // The rows whose launch turned cuDNN attention off on FlashAttention-2 (modern.h cudnn_attention_off:
+      // dgxc-benchmarking's GPT-3 175B and Nemotron-4 340B scripts, the 24.03.01 launcher's default): calibrated
+      // 11.2 -> 9.9% / 39.3 -> 32.7% (tuning), 12.0 -> 9.9% / 37.2 -> 32.6% (held-out, printed once after);
+      // sustained 13.7 -> 12.6%, 12.7 -> 10.9%. Bounds lowered to the new values.
+      {vm::Profile::calibrated, "tuning", 78, 0.099, 0.327},
+      {vm::Profile::calibrated, "heldout", 76, 0.099, 0.326},
+      {vm::Profile::sustained, "tuning", 78, 0.126, 0.327},
+      {vm::Profile::sustained, "heldout", 76, 0.109, 0.326},
   };
   for (const auto& b : bounds) {
     const auto s = half_summary(b.profile, b.half);

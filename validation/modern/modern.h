@@ -240,6 +240,30 @@ inline std::string layout_text(const config::Scenario& s) {
   return t;
 }
 
+// Rows whose launch turned Transformer Engine's cuDNN attention off (NVTE_FUSED_ATTN=0), so that
+// DotProductAttention (and its context-parallel ring) ran flash-attn 2 (features.attention = "flash2",
+// priced with the calibration's [attention_fa2]: FlashAttention-2's kernels as PyTorch SDPA builds them,
+// run 31). Everything else ran cuDNN's fused attention, which Transformer Engine selects on sm90 when
+// both are enabled (transformer_engine/pytorch/attention.py @v1.3 and @v1.4, "Select FusedAttention on
+// sm90 and FlashAttention on others for performance"; dot_product_attention/utils.py in 2.x). Sources:
+//  - dgxc-benchmarking v24.11.1 (@35a9aecc) nemo_megatron/launch.sh: `export NVTE_FUSED_ATTN=0` (GPT-3 175B);
+//    nemotron/configure.sh: `export NVTE_FUSED_ATTN=0` in the 340b branch (its 15b branch sets 1;
+//    llama3.1/configure.sh sets NVTE_FLASH_ATTN=0, NVTE_FUSED_ATTN=1: cuDNN).
+//  - NeMo's H100 long-sequence table ran the 24.03.01 container, whose NeMo-Framework-Launcher
+//    (@b434fd3e, launcher_scripts/conf/config.yaml, `container: nvcr.io/nvidia/nemo:24.03.01.framework`)
+//    sets `NVTE_FUSED_ATTN: 0 # Disable cudnn FA until we've tested it more` for every run; the table
+//    does not name its launcher, so this one is the container's default, not the run's stated setting.
+// The NeMo 24.07 summary's rows are left on cuDNN: that release's launcher default was also 0
+// (@23972bc5), but no source ties the table to the launcher or to its examples' layouts.
+inline bool cudnn_attention_off(const ModernRow& r) {
+  const bool dgxc2411 = r.source.find("dgxc-benchmarking @35a9aecc8d5b17d99d80f52f38c75ade0dbab7ae") != std::string::npos;
+  if (dgxc2411 && (r.source.find("nemo_megatron/README_175b.md") != std::string::npos ||
+                   r.source.find("nemotron/README_340b.md") != std::string::npos))
+    return true;
+  return r.gpu_type == "H100" && r.source.find("performance_long_sequence.md") != std::string::npos &&
+         r.framework.find("24.03.01") != std::string::npos;
+}
+
 // The Scenario of a row, or nullopt with `why` set when it is not expressible.
 inline std::optional<config::Scenario> row_scenario(const ModernRow& r, Profile profile, Inputs& in, std::string& why) {
   if (r.id.rfind("LLAMA3-", 0) == 0) {
@@ -304,6 +328,7 @@ inline std::optional<config::Scenario> row_scenario(const ModernRow& r, Profile 
   }
   auto& f = s.features;
   f.flash_attention = true;
+  if (cudnn_attention_off(r)) f.attention = config::Attention::flash2;
   f.fused_kernels = true;
   f.overlap_grad_reduce = true;
   f.overlap_param_gather = true;
