@@ -1,4 +1,7 @@
-// validation_cp_ring [RESULTS.csv] [--calibration FILE] [--hardware FILE]
+// validation_cp_ring [RESULTS.csv] [--calibration FILE] [--hardware FILE] [--flash2] [--cases run21|nemols]
+// --flash2: every call priced as FlashAttention-2 (the calibration's [attention_fa2], features.attention =
+// "flash2"), as run 47 measured it; --cases nemols: the shapes of NeMo's H100 long-sequence rows (Llama 2 7B,
+// 4k-1M tokens, heads per rank 32/tp, validation/modern), cp 1 rows as the whole causal call only.
 // Context parallelism's attention compute as Transformer Engine's ring runs it, run 21
 // (validation/runs/run21-cp-ring): the cost model's price of each ring-step call (the causal diagonal,
 // the lower and upper halves, at their own shapes) and of the whole sequence's call, beside the measured
@@ -11,6 +14,7 @@
 #include <algorithm>
 #include <cstdio>
 #include <fstream>
+#include <iterator>
 #include <map>
 #include <sstream>
 #include <string>
@@ -40,12 +44,23 @@ const Case kCases[] = {
     {"llama3.1-405b tp4 cp2", 1, 32, 2, 8192, 2},   {"llama2-7b tp2 cp2 32k", 1, 16, 16, 32768, 2},
     {"llama2-7b tp4 cp4 128k", 1, 8, 8, 131072, 4},
 };
+// NeMo's H100 long-sequence rows (validation/modern/rows.csv NEMOLS-H100-LLAMA2_7B-*): heads per rank 32 / tp,
+// MHA; the same list as validation/runs/run47-fa2-ring/fa2_ring.py.
+const Case kNemols[] = {
+    {"nemols 4k tp1", 1, 32, 32, 4096, 1},         {"nemols 8k tp1", 1, 32, 32, 8192, 1},
+    {"nemols 16k tp2", 1, 16, 16, 16384, 1},       {"nemols 32k tp2 cp2", 1, 16, 16, 32768, 2},
+    {"nemols 64k tp4 cp2", 1, 8, 8, 65536, 2},     {"nemols 128k tp4 cp4", 1, 8, 8, 131072, 4},
+    {"nemols 256k tp4 cp8", 1, 8, 8, 262144, 8},   {"nemols 512k tp8 cp16", 1, 4, 4, 524288, 16},
+    {"nemols 1m tp8 cp32", 1, 4, 4, 1048576, 32},
+};
+bool g_flash2 = false;
 
 hardware::Kernel attn(bool bwd, const Case& c, double sq, double skv, bool causal) {
   const models::detail::AttnShape s{static_cast<double>(c.b), static_cast<double>(c.H), static_cast<double>(c.Hk), sq, skv,
                                     128.0, 128.0};
   std::vector<hardware::Kernel> f, b;
-  models::detail::attention_kernels(models::ModelSpec{}, s, 2, config::Attention::flash, f, b);
+  models::detail::attention_kernels(models::ModelSpec{}, s, 2, g_flash2 ? config::Attention::flash2 : config::Attention::flash, f,
+                                    b);
   hardware::Kernel k = bwd ? b.front() : f.front();
   k.causal = causal;
   return k;
@@ -55,12 +70,18 @@ hardware::Kernel attn(bool bwd, const Case& c, double sq, double skv, bool causa
 int main(int argc, char** argv) {
   const std::string src = MFUSIM_SOURCE_DIR;
   std::string cal_path = src + "/hardware/calibration/h200.toml", hw_path = src + "/hardware/h200.toml", csv;
+  bool nemols = false;
   for (int i = 1; i < argc; ++i) {
     const std::string a = argv[i];
     if ((a == "--calibration" || a == "--hardware") && i + 1 < argc) {
       (a == "--calibration" ? cal_path : hw_path) = argv[++i];
+    } else if (a == "--flash2") {
+      g_flash2 = true;
+    } else if (a == "--cases" && i + 1 < argc && (std::string(argv[i + 1]) == "run21" || std::string(argv[i + 1]) == "nemols")) {
+      nemols = std::string(argv[++i]) == "nemols";
     } else if (a.rfind("--", 0) == 0) {
-      std::fprintf(stderr, "usage: %s [RESULTS.csv] [--calibration FILE] [--hardware FILE]\n", argv[0]);
+      std::fprintf(stderr, "usage: %s [RESULTS.csv] [--calibration FILE] [--hardware FILE] [--flash2] [--cases run21|nemols]\n",
+                   argv[0]);
       return 2;
     } else {
       csv = a;
@@ -89,8 +110,19 @@ int main(int argc, char** argv) {
       return it == meas.end() ? -1.0 : it->second;
     };
     std::printf("%-24s %-8s %10s %10s %7s\n", "case", "item", "measured", "model", "ratio");
-    for (const Case& c : kCases) {
+    std::vector<Case> cases(std::begin(kCases), std::end(kCases));
+    if (nemols) cases.assign(std::begin(kNemols), std::end(kNemols));
+    for (const Case& c : cases) {
       const double S = static_cast<double>(c.S), L = S / c.cp;
+      if (c.cp == 1) {   // no ring: the whole causal call
+        for (bool bwd : {false, true}) {
+          const std::string item = std::string("whole") + (bwd ? "_b" : "_f");
+          const double me = m(c.name, item), mo = dev(attn(bwd, c, S, S, true));
+          if (me > 0) std::printf("%-24s %-12s %10.3f %10.3f %7.3f\n", c.name, item.c_str(), me, mo, mo / me);
+          else std::printf("%-24s %-12s %10s %10.3f %7s\n", c.name, item.c_str(), "-", mo, "-");
+        }
+        continue;
+      }
       for (bool bwd : {false, true}) {
         const char* p = bwd ? "_b" : "_f";
         std::vector<std::tuple<std::string, double, double>> rows;
