@@ -12,7 +12,7 @@ namespace {
 
 const std::vector<std::string> kModelKeys = {"name", "layers", "hidden", "ffn_hidden", "heads", "kv_heads",
                                              "head_dim", "vocab", "activation", "tied_embeddings", "moe", "mla",
-                                             "mtp_depth"};
+                                             "mtp_depth", "bias", "dropout", "rope", "norm"};
 const std::vector<std::string> kMoeKeys = {"experts", "top_k", "expert_ffn_hidden", "shared_experts", "dense_layers"};
 const std::vector<std::string> kMlaKeys = {"q_lora_rank", "kv_lora_rank", "qk_nope_head_dim", "qk_rope_head_dim",
                                            "v_head_dim"};
@@ -40,6 +40,11 @@ models::ModelSpec read_model_table(Ctx& ctx, const Value& t, const std::string& 
   int act = ctx.read_enum(t, "activation", p, {"swiglu", "gelu"});
   if (act == 1) m.activation = models::Activation::gelu;
   ctx.read_bool(t, "tied_embeddings", p, m.tied_embeddings);
+  for (auto [key, field] : {std::pair<const char*, std::optional<bool>*>{"bias", &m.bias}, {"dropout", &m.dropout}, {"rope", &m.rope}}) {
+    bool v = false;
+    if (ctx.read_bool(t, key, p, v)) *field = v;
+  }
+  if (const int norm = ctx.read_enum(t, "norm", p, {"layernorm", "rmsnorm"}); norm >= 0) m.layernorm = norm == 0;
   ctx.read_int(t, "mtp_depth", p, m.mtp_depth);
   if (const Value* moe = ctx.read_table(t, "moe", p)) {
     const std::string q = "model.moe.";

@@ -6,6 +6,8 @@
 //    dropout after attention and MLP (and on attention probabilities).
 //  * SwiGLU models follow Llama/Mixtral/DeepSeek: RMSNorm (weight only), no
 //    biases, no dropout, RoPE.
+//  * A model file may state each of these apart (bias, dropout, rope, norm), as
+//    Nemotron-4 does (squared ReLU with LayerNorm and RoPE, no biases or dropout).
 //  * FLOPs count a multiply-add as 2; attention counts the full s x s product
 //    (Megatron convention, not causal-halved). Kernels carry the same counts;
 //    the cost model decides what causal masking or FlashAttention's backward
@@ -17,8 +19,11 @@
 namespace mfusim::models::detail {
 
 inline bool gpt_style(const ModelSpec& m) { return m.activation == Activation::gelu; }
-inline bool has_dropout(const ModelSpec& m) { return gpt_style(m); }
-inline bool has_rope(const ModelSpec& m) { return !gpt_style(m); }
+// Each convention as the model file states it (ModelSpec bias, dropout, rope, layernorm), else its family's.
+inline bool has_bias(const ModelSpec& m) { return m.bias.value_or(gpt_style(m)); }
+inline bool has_dropout(const ModelSpec& m) { return m.dropout.value_or(gpt_style(m)); }
+inline bool has_rope(const ModelSpec& m) { return m.rope.value_or(!gpt_style(m)); }
+inline bool has_layernorm(const ModelSpec& m) { return m.layernorm.value_or(gpt_style(m)); }
 inline double gated(const ModelSpec& m) { return m.activation == Activation::swiglu ? 3.0 : 2.0; }
 
 inline double head_dim(const ModelSpec& m) {

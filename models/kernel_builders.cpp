@@ -48,7 +48,7 @@ void push(std::vector<Kernel>& f, std::vector<Kernel>& b, const Elementwise& op)
 void norm_kernels(const ModelSpec& m, double n, double h, int e, bool fused, const char* tag,
                   const char* tag_bwd, std::vector<Kernel>& f, std::vector<Kernel>& b) {
   const double x = n * h;
-  if (fused || gpt_style(m)) {
+  if (fused || has_layernorm(m)) {
     push(f, b, {tag, tag_bwd, e * x + e * h, e * x, 5 * x});
     return;
   }
@@ -67,11 +67,12 @@ void residual_kernels(const ModelSpec& m, double n, double h, int e, bool fused,
     push(f, b, {"residual_add", "residual_add_bwd", 2 * e * x, e * x, x});
     return;
   }
+  const double bias = has_bias(m) ? e * h : 0.0;
   if (fused) {
-    push(f, b, {"bias_dropout_add", "bias_dropout_add_bwd", 2 * e * x + e * h, e * x + x, 3 * x});
+    push(f, b, {"bias_dropout_add", "bias_dropout_add_bwd", 2 * e * x + bias, e * x + x, 3 * x});
     return;
   }
-  push(f, b, {"bias_add", "bias_add_bwd", e * x + e * h, e * x, x});
+  if (bias > 0) push(f, b, {"bias_add", "bias_add_bwd", e * x + bias, e * x, x});
   push(f, b, {"dropout", "dropout_bwd", e * x, e * x + x, 2 * x});
   push(f, b, {"residual_add", "residual_add_bwd", 2 * e * x, e * x, x});
 }
@@ -93,7 +94,7 @@ void fp32_norm_kernels(const ModelSpec& m, double n, double h, bool fused, bool 
   const double x = n * h;
   auto fam = [](Kernel k, MemFamily fm) { k.family = fm; return k; };
   if (accumulate) b.push_back(fam(memk("residual_grad_accumulate", 8 * x, 4 * x, x), MemFamily::add_f32));
-  if (fused || gpt_style(m)) {
+  if (fused || has_layernorm(m)) {
     f.push_back(fam(memk(tag, 4 * x + 4 * h, 4 * x, 5 * x), MemFamily::norm_fwd));
     b.push_back(fam(memk(tag_bwd, 8 * x + 4 * h, 4 * x + 4 * h, 8 * x), MemFamily::norm_bwd));
   } else {
@@ -152,10 +153,12 @@ void activation_kernels(const ModelSpec& m, double n, double f_width, int e, boo
     }
     return;
   }
+  const bool bias = has_bias(m);
   if (fused) {
-    push(f, b, {"bias_gelu", "bias_gelu_bwd", e * x + e * f_width, e * x, 8 * x, count});
+    if (bias) push(f, b, {"bias_gelu", "bias_gelu_bwd", e * x + e * f_width, e * x, 8 * x, count});
+    else push(f, b, {"gelu", "gelu_bwd", e * x, e * x, 8 * x, count});
   } else {
-    push(f, b, {"bias_add", "bias_add_bwd", e * x + e * f_width, e * x, x, count});
+    if (bias) push(f, b, {"bias_add", "bias_add_bwd", e * x + e * f_width, e * x, x, count});
     push(f, b, {"gelu", "gelu_bwd", e * x, e * x, 8 * x, count});
   }
 }

@@ -120,8 +120,8 @@ LayerKernels layer_kernels(const ModelSpec& m, int layer, const RankShape& r) {
   // trace: no copy between SDPA and wo).
   const bool tt_eager = r.torchtitan && !fused;
   auto block_norm = [&](std::vector<Kernel>& f, std::vector<Kernel>& b) {
-    const char* tag = gpt_style(m) ? "layernorm" : "rmsnorm";
-    const char* tag_bwd = gpt_style(m) ? "layernorm_bwd" : "rmsnorm_bwd";
+    const char* tag = has_layernorm(m) ? "layernorm" : "rmsnorm";
+    const char* tag_bwd = has_layernorm(m) ? "layernorm_bwd" : "rmsnorm_bwd";
     if (tt_eager) torchtitan_rmsnorm_kernels(Tn, h, f, b);
     else if (f32) fp32_norm_kernels(m, Tn, h, fused, true, tag, tag_bwd, f, b);
     else norm_kernels(m, Tn, h, e, fused, tag, tag_bwd, f, b);
@@ -431,11 +431,11 @@ LayerKernels head_kernels(const ModelSpec& m, const RankShape& r) {
   if (r.torchtitan && !r.fused_kernels)   // torchtitan's final RMSNorm (the block's class, eager)
     torchtitan_rmsnorm_kernels(Tn, h, lk.f, lk.b);
   else if (r.fp32_autocast)   // the last layer's fp32 output: fp32 norm, cast for the LM head
-    fp32_norm_kernels(m, Tn, h, r.fused_kernels, false, gpt_style(m) ? "final_layernorm" : "final_rmsnorm",
-                      gpt_style(m) ? "final_layernorm_bwd" : "final_rmsnorm_bwd", lk.f, lk.b);
+    fp32_norm_kernels(m, Tn, h, r.fused_kernels, false, has_layernorm(m) ? "final_layernorm" : "final_rmsnorm",
+                      has_layernorm(m) ? "final_layernorm_bwd" : "final_rmsnorm_bwd", lk.f, lk.b);
   else
-    norm_kernels(m, Tn, h, e, r.fused_kernels, gpt_style(m) ? "final_layernorm" : "final_rmsnorm",
-                 gpt_style(m) ? "final_layernorm_bwd" : "final_rmsnorm_bwd", lk.f, lk.b);
+    norm_kernels(m, Tn, h, e, r.fused_kernels, has_layernorm(m) ? "final_layernorm" : "final_rmsnorm",
+                 has_layernorm(m) ? "final_layernorm_bwd" : "final_rmsnorm_bwd", lk.f, lk.b);
   linear("lm_head", "lm_head_dgrad", "lm_head_wgrad", T, h, v, e, lk);
   // The output layer stays bf16 in Megatron/NeMo fp8 recipes (it is not a TE fp8 module):
   // priced at the bf16 peak and fit, no quantise kernels.

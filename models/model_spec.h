@@ -44,6 +44,14 @@ struct ModelSpec {
   std::int64_t vocab = 0;
   Activation activation = Activation::swiglu;
   bool tied_embeddings = false;
+  // The block's conventions where a model departs from its activation's family (models/conventions.h:
+  // GELU models are GPT-style with linear biases, dropout, LayerNorm and learned positions; SwiGLU models
+  // Llama-style with none of those and RoPE). Unset: the family's. Nemotron-4 (squared ReLU, so "gelu"
+  // for its GEMM shapes) has LayerNorm and RoPE but no biases and no dropout.
+  std::optional<bool> bias;      // model file `bias`: biases on the linear layers
+  std::optional<bool> dropout;   // `dropout`: hidden and attention dropout in training
+  std::optional<bool> rope;      // `rope`: rotary position embeddings (else learned positions or none)
+  std::optional<bool> layernorm; // `norm = "layernorm"` (weight and bias) or "rmsnorm" (weight only)
   std::optional<MoeSpec> moe;
   std::optional<MlaSpec> mla;
   // Multi-token prediction depth (DeepSeek-V3 §2.2): each MTP module is one more transformer

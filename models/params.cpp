@@ -33,13 +33,13 @@ ParamParts layer_parts(const ModelSpec& m, int layer) {
   } else {
     const double d = head_dim(m), g = m.kv_heads;
     p.tp_sharded += h * a * d + 2 * h * g * d + a * d * h;
-    if (gpt_style(m)) {
+    if (has_bias(m)) {
       p.tp_sharded += a * d + 2 * g * d;   // qkv bias (column-parallel)
       p.replicated += h;                   // o bias (row-parallel)
     }
   }
   // norms: two per layer
-  p.replicated += gpt_style(m) ? 4 * h : 2 * h;
+  p.replicated += has_layernorm(m) ? 4 * h : 2 * h;
   // MLP
   if (m.is_moe_layer(layer)) {
     const auto& e = *m.moe;
@@ -52,7 +52,7 @@ ParamParts layer_parts(const ModelSpec& m, int layer) {
   } else {
     const double f = static_cast<double>(m.ffn_hidden);
     p.tp_sharded += gated(m) * h * f;
-    if (gpt_style(m)) {
+    if (has_bias(m)) {
       p.tp_sharded += f;   // fc1 bias
       p.replicated += h;   // fc2 bias
     }
@@ -84,7 +84,7 @@ ParamCount count_params(const ModelSpec& m) {
   const double h = static_cast<double>(m.hidden);
   c.embedding = static_cast<double>(m.vocab) * h;
   c.lm_head = m.tied_embeddings ? 0 : c.embedding;
-  c.final_norm = gpt_style(m) ? 2 * h : h;
+  c.final_norm = has_layernorm(m) ? 2 * h : h;
   if (!m.is_moe() || m.moe->dense_layers > 0) c.per_layer_dense = layer_params(m, 0);
   if (m.is_moe()) {
     c.per_layer_moe = layer_params(m, m.moe->dense_layers);

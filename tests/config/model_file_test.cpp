@@ -36,6 +36,14 @@ TEST_CASE("every models/*.toml loads and satisfies the ModelSpec invariants") {
   CHECK(g.heads == 128);
   CHECK(g.vocab == 51200);
   CHECK(g.activation == models::Activation::gelu);
+  // Nemotron-4: squared ReLU (gelu shapes) with the conventions its NeMo config states.
+  auto n = config::load_model(kRoot + "/models/nemotron4-15b.toml");
+  CHECK(n.activation == models::Activation::gelu);
+  CHECK(n.bias == std::optional<bool>(false));
+  CHECK(n.dropout == std::optional<bool>(false));
+  CHECK(n.rope == std::optional<bool>(true));
+  CHECK(n.layernorm == std::optional<bool>(true));
+  CHECK_FALSE(l.bias.has_value());   // unset: the family's (models/conventions.h)
   auto d = config::load_model(kRoot + "/models/deepseek-v3.toml");
   REQUIRE(d.is_moe());
   CHECK(d.moe->experts == 256);
