@@ -127,11 +127,13 @@ TEST_CASE("modern: accuracy per half does not regress (per-layer lowering, both 
       // The rows whose launch turned cuDNN attention off on FlashAttention-2 (modern.h cudnn_attention_off:
       // dgxc-benchmarking's GPT-3 175B and Nemotron-4 340B scripts, the 24.03.01 launcher's default): calibrated
       // 11.2 -> 9.9% / 39.3 -> 32.7% (tuning), 12.0 -> 9.9% / 37.2 -> 32.6% (held-out, printed once after);
-      // sustained 13.7 -> 12.6%, 12.7 -> 10.9%. Bounds lowered to the new values.
-      {vm::Profile::calibrated, "tuning", 78, 0.099, 0.327},
-      {vm::Profile::calibrated, "heldout", 76, 0.099, 0.326},
-      {vm::Profile::sustained, "tuning", 78, 0.126, 0.327},
-      {vm::Profile::sustained, "heldout", 76, 0.109, 0.326},
+      // sustained 13.7 -> 12.6%, 12.7 -> 10.9%. Then the Nemotron conventions (no change at 0.1%) and the
+      // NeMo 24.07 summary's rows on their container's launcher default (FlashAttention-2): calibrated 9.5% /
+      // 9.7% medians (held-out printed once after), sustained 11.7% / 10.1%. Bounds lowered to the new values.
+      {vm::Profile::calibrated, "tuning", 78, 0.095, 0.327},
+      {vm::Profile::calibrated, "heldout", 76, 0.097, 0.326},
+      {vm::Profile::sustained, "tuning", 78, 0.117, 0.327},
+      {vm::Profile::sustained, "heldout", 76, 0.101, 0.326},
   };
   for (const auto& b : bounds) {
     const auto s = half_summary(b.profile, b.half);

@@ -249,19 +249,23 @@ inline std::string layout_text(const config::Scenario& s) {
 //  - dgxc-benchmarking v24.11.1 (@35a9aecc) nemo_megatron/launch.sh: `export NVTE_FUSED_ATTN=0` (GPT-3 175B);
 //    nemotron/configure.sh: `export NVTE_FUSED_ATTN=0` in the 340b branch (its 15b branch sets 1;
 //    llama3.1/configure.sh sets NVTE_FLASH_ATTN=0, NVTE_FUSED_ATTN=1: cuDNN).
-//  - NeMo's H100 long-sequence table ran the 24.03.01 container, whose NeMo-Framework-Launcher
-//    (@b434fd3e, launcher_scripts/conf/config.yaml, `container: nvcr.io/nvidia/nemo:24.03.01.framework`)
-//    sets `NVTE_FUSED_ATTN: 0 # Disable cudnn FA until we've tested it more` for every run; the table
-//    does not name its launcher, so this one is the container's default, not the run's stated setting.
-// The NeMo 24.07 summary's rows are left on cuDNN: that release's launcher default was also 0
-// (@23972bc5), but no source ties the table to the launcher or to its examples' layouts.
+//  - NeMo's documentation tables of the 24.03.01 container (the H100 long-sequence table) and of the 24.07
+//    container (the performance summary): NeMo-Framework-Launcher's configuration for each container sets
+//    `NVTE_FUSED_ATTN: 0 # Disable cudnn FA until we've tested it more` for every run
+//    (launcher_scripts/conf/config.yaml @b434fd3e, `container: nvcr.io/nvidia/nemo:24.03.01.framework`;
+//    @23972bc5 and @0b1a110c, the two "24.07 release" commits, `container: nvcr.io/nvidia/nemo:24.07`; the
+//    default became cuDNN's on 2024-08-29, @04b8d098 "enable fused attention"). The tables do not name
+//    their launcher, so for these rows it is the container's default, not the run's stated setting.
 inline bool cudnn_attention_off(const ModernRow& r) {
   const bool dgxc2411 = r.source.find("dgxc-benchmarking @35a9aecc8d5b17d99d80f52f38c75ade0dbab7ae") != std::string::npos;
   if (dgxc2411 && (r.source.find("nemo_megatron/README_175b.md") != std::string::npos ||
                    r.source.find("nemotron/README_340b.md") != std::string::npos))
     return true;
-  return r.gpu_type == "H100" && r.source.find("performance_long_sequence.md") != std::string::npos &&
-         r.framework.find("24.03.01") != std::string::npos;
+  const bool nemo_docs = r.source.find("NVIDIA/NeMo @") != std::string::npos &&
+                         (r.source.find("performance_long_sequence.md") != std::string::npos ||
+                          r.source.find("performance_summary.md") != std::string::npos);
+  return r.gpu_type == "H100" && nemo_docs &&
+         (r.framework.find("24.03.01") != std::string::npos || r.framework.find("NeMo 24.07") != std::string::npos);
 }
 
 // The Scenario of a row, or nullopt with `why` set when it is not expressible.
