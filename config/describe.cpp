@@ -19,6 +19,14 @@ std::string describe(const Scenario& s) {
      << m.heads << ", kv_heads " << m.kv_heads << ", head_dim " << m.head_dim << ", vocab " << m.vocab << "\n"
      << "  activation " << (m.activation == models::Activation::swiglu ? "swiglu" : "gelu") << ", tied_embeddings "
      << yn(m.tied_embeddings) << "\n";
+  if (m.bias || m.dropout || m.rope || m.layernorm) {   // conventions the model file states apart from its activation
+    os << " ";
+    if (m.bias) os << " bias " << yn(*m.bias);
+    if (m.dropout) os << " dropout " << yn(*m.dropout);
+    if (m.rope) os << " rope " << yn(*m.rope);
+    if (m.layernorm) os << " norm " << (*m.layernorm ? "layernorm" : "rmsnorm");
+    os << "\n";
+  }
   if (m.moe)
     os << "  moe: experts " << m.moe->experts << ", top_k " << m.moe->top_k << ", expert_ffn_hidden "
        << m.moe->expert_ffn_hidden << ", shared_experts " << m.moe->shared_experts << ", dense_layers "

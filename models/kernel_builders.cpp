@@ -64,7 +64,8 @@ void residual_kernels(const ModelSpec& m, double n, double h, int e, bool fused,
                       std::vector<Kernel>& f, std::vector<Kernel>& b) {
   const double x = n * h;
   if (!has_dropout(m)) {
-    push(f, b, {"residual_add", "residual_add_bwd", 2 * e * x, e * x, x});
+    if (has_bias(m) && !fused) push(f, b, {"bias_add", "bias_add_bwd", e * x + e * h, e * x, x});
+    push(f, b, {"residual_add", "residual_add_bwd", 2 * e * x + (has_bias(m) && fused ? e * h : 0.0), e * x, x});
     return;
   }
   const double bias = has_bias(m) ? e * h : 0.0;
@@ -145,6 +146,13 @@ void activation_kernels(const ModelSpec& m, double n, double f_width, int e, boo
                         std::vector<Kernel>& f, std::vector<Kernel>& b, int count) {
   const double x = n * f_width;
   if (m.activation == Activation::swiglu) {
+    if (has_bias(m)) {   // a stated fc1 bias: fused into the activation's read, else its own add over both halves
+      if (fused) {
+        push(f, b, {"bias_swiglu", "bias_swiglu_bwd", 2 * e * x + 2 * e * f_width, e * x, 6 * x, count});
+        return;
+      }
+      push(f, b, {"bias_add", "bias_add_bwd", 2 * e * x + 2 * e * f_width, 2 * e * x, 2 * x, count});
+    }
     if (fused) {
       push(f, b, {"swiglu", "swiglu_bwd", 2 * e * x, e * x, 5 * x, count});
     } else {

@@ -53,7 +53,7 @@ ParamParts layer_parts(const ModelSpec& m, int layer) {
     const double f = static_cast<double>(m.ffn_hidden);
     p.tp_sharded += gated(m) * h * f;
     if (has_bias(m)) {
-      p.tp_sharded += f;   // fc1 bias
+      p.tp_sharded += (gated(m) - 1.0) * f;   // fc1 bias (both halves of a gated fc1)
       p.replicated += h;   // fc2 bias
     }
   }

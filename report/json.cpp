@@ -127,6 +127,11 @@ void write_resolved(JsonWriter& w, const config::Scenario& s) {
   w.key("vocab").value(static_cast<long long>(m.vocab));
   w.key("activation").value(m.activation == models::Activation::swiglu ? "swiglu" : "gelu");
   w.key("tied_embeddings").value(m.tied_embeddings);
+  // The block's conventions, where the model file states them apart from its activation (ModelSpec).
+  if (m.bias) w.key("bias").value(*m.bias);
+  if (m.dropout) w.key("dropout").value(*m.dropout);
+  if (m.rope) w.key("rope").value(*m.rope);
+  if (m.layernorm) w.key("norm").value(*m.layernorm ? "layernorm" : "rmsnorm");
   if (m.is_moe()) {
     w.key("moe").begin_object();
     w.key("experts").value(m.moe->experts);

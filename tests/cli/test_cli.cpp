@@ -205,6 +205,15 @@ TEST_CASE("cli: resolved holds the scenario after defaults, --set and --calibrat
   const Json n = parse_json(run_cli({"run", s, "--json", "--calibration", "none"}).out)["resolved"];
   CHECK(n["calibration"].str().empty());
   CHECK(n["calibration_choice"].str() == "none");
+  // The block's conventions appear where the model file states them (a Llama file states none).
+  CHECK_FALSE(d["model"].has("bias"));
+  const auto nem = run_cli({"run", s, "--json", "--set", "model=nemotron4-15b"});
+  REQUIRE(nem.code == 0);
+  const Json nm = parse_json(nem.out)["resolved"]["model"];
+  CHECK_FALSE(nm["bias"].boolean());
+  CHECK_FALSE(nm["dropout"].boolean());
+  CHECK(nm["rope"].boolean());
+  CHECK(nm["norm"].str() == "layernorm");
 }
 
 TEST_CASE("cli: the bad-input corpus exits 2 with FILE:LINE:COL: error: (check and run)") {

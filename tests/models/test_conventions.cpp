@@ -59,8 +59,17 @@ TEST_CASE("conventions: unset, a GELU model is GPT-style; stated, each one follo
   const double per_layer_bias = a * d + 2 * kv * d + h + f + h;
   CHECK(layer_params(gpt, 0) - layer_params(nem, 0) == doctest::Approx(per_layer_bias));
   CHECK(count_params(gpt).final_norm == count_params(nem).final_norm);
-  // Nemotron-4 15B: 15.6B parameters (3.1B embedding + 12.5B non-embedding, arXiv:2402.16819 §2, untied).
+  // The whole model: 32 layers of biases, nothing else; the total a sanity check against the report's 15.6B
+  // (3.1B embedding + 12.5B non-embedding, arXiv:2402.16819 §2, untied; too coarse to see the biases).
+  CHECK(count_params(gpt).total - count_params(nem).total == doctest::Approx(32 * per_layer_bias));
   CHECK(count_params(nem).total == doctest::Approx(15.6e9).epsilon(0.01));
+  // A bias stated on a SwiGLU model: the gated fc1's bias covers both halves (2 f), its add is in the kernels.
+  ModelSpec llama = fx::llama3_8b(), biased = llama;
+  biased.bias = true;
+  const double lh = 4096, lf = 14336, ld = 128;
+  CHECK(layer_params(biased, 0) - layer_params(llama, 0) == doctest::Approx(32 * ld + 2 * 8 * ld + lh + 2 * lf + lh));
+  CHECK(has_kernel(layer_kernels(biased, 0, r), "bias_swiglu"));
+  CHECK_FALSE(has_kernel(layer_kernels(llama, 0, r), "bias_swiglu"));
   // An RMSNorm stated on a GELU model: one weight per norm, the rmsnorm kernels.
   ModelSpec rms = gpt;
   rms.layernorm = false;

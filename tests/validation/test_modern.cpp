@@ -129,11 +129,12 @@ TEST_CASE("modern: accuracy per half does not regress (per-layer lowering, both 
       // 11.2 -> 9.9% / 39.3 -> 32.7% (tuning), 12.0 -> 9.9% / 37.2 -> 32.6% (held-out, printed once after);
       // sustained 13.7 -> 12.6%, 12.7 -> 10.9%. Then the Nemotron conventions (no change at 0.1%) and the
       // NeMo 24.07 summary's rows on their container's launcher default (FlashAttention-2): calibrated 9.5% /
-      // 9.7% medians (held-out printed once after), sustained 11.7% / 10.1%. Bounds lowered to the new values.
+      // 9.7% medians (held-out printed once after), sustained 11.7% / 10.1%; after the review's mends (the 24.07
+      // GPT-3 175B rows back on cuDNN, see modern.h) 9.5% / 9.8%, sustained 11.7% / 10.3%. Bounds lowered to the new values.
       {vm::Profile::calibrated, "tuning", 78, 0.095, 0.327},
-      {vm::Profile::calibrated, "heldout", 76, 0.097, 0.326},
+      {vm::Profile::calibrated, "heldout", 76, 0.098, 0.326},
       {vm::Profile::sustained, "tuning", 78, 0.117, 0.327},
-      {vm::Profile::sustained, "heldout", 76, 0.101, 0.326},
+      {vm::Profile::sustained, "heldout", 76, 0.103, 0.326},
   };
   for (const auto& b : bounds) {
     const auto s = half_summary(b.profile, b.half);
@@ -220,4 +221,39 @@ TEST_CASE("modern: every row names the software release it ran (validate_modern'
   CHECK(count["other"] == 3);
   CHECK(count.size() == 11);   // 24.03.01, 24.05, 24.07, 24.09, 25.02.01, 25.04 (rc2), 25.04.01, 25.11, 26.02, 26.04.01, other
   CHECK(count["NeMo 24.09"] == 60);
+}
+
+TEST_CASE("modern: FlashAttention-2 exactly where a row's launch turned cuDNN's attention off (modern.h cudnn_attention_off)") {
+  std::map<std::string, int> by;
+  for (const auto& r : rows()) {
+    if (!vm::cudnn_attention_off(r)) continue;
+    CHECK(r.gpu_type == "H100");
+    if (r.id.rfind("DGXC2411-H100-GPT3_175B", 0) == 0) ++by["dgxc gpt3 175b"];
+    else if (r.id.rfind("DGXC2411-H100-NEMOTRON4_340B", 0) == 0) ++by["dgxc nemotron4 340b"];
+    else if (r.id.rfind("NEMOLS-H100", 0) == 0) ++by["long sequence 24.03.01"];
+    else if (r.id.rfind("NEMO2407-H100", 0) == 0) ++by["summary 24.07"];
+    else ++by["other"];
+  }
+  CHECK(by["dgxc gpt3 175b"] == 10);
+  CHECK(by["dgxc nemotron4 340b"] == 10);
+  CHECK(by["long sequence 24.03.01"] == 9);
+  CHECK(by["summary 24.07"] == 10);   // twelve rows less GPT-3 175B's two (cuDNN for that model alone)
+  CHECK(by["other"] == 0);
+  for (const auto& r : rows()) {
+    // The scripts that set cuDNN's attention, and the 24.07 GPT-3 175B rows.
+    if (r.id.rfind("DGXC2411-H100-NEMOTRON4_15B", 0) == 0 || r.id.rfind("DGXC2411-H100-L31", 0) == 0 ||
+        r.id.rfind("NEMO2407-H100-GPT3_175B", 0) == 0 || r.id.rfind("NEMOLS-B200", 0) == 0) {
+      CAPTURE(r.id);
+      CHECK_FALSE(vm::cudnn_attention_off(r));
+    }
+  }
+  // And the scenario a row becomes says so.
+  vm::Inputs in;
+  std::string why;
+  for (const auto& r : rows()) {
+    if (r.id != "NEMOLS-H100-LLAMA2_7B-0004K" && r.id != "DGXC2411-H100-L31_8B-BF16-0008") continue;
+    const auto s = vm::row_scenario(r, vm::Profile::calibrated, in, why);
+    REQUIRE(s);
+    CHECK((s->features.attention == config::Attention::flash2) == (r.id == "NEMOLS-H100-LLAMA2_7B-0004K"));
+  }
 }

@@ -255,7 +255,11 @@ inline std::string layout_text(const config::Scenario& s) {
 //    (launcher_scripts/conf/config.yaml @b434fd3e, `container: nvcr.io/nvidia/nemo:24.03.01.framework`;
 //    @23972bc5 and @0b1a110c, the two "24.07 release" commits, `container: nvcr.io/nvidia/nemo:24.07`; the
 //    default became cuDNN's on 2024-08-29, @04b8d098 "enable fused attention"). The tables do not name
-//    their launcher, so for these rows it is the container's default, not the run's stated setting.
+//    their launcher, so for these rows it is the container's default, not the run's stated setting. Except
+//    GPT-3 175B in the 24.07 summary: the launcher's performance work of July 2024 enabled cuDNN's attention
+//    for that model alone (@95c77b59 "Enable cuDNN FlashAtt only for 175B": `+env_vars.NVTE_FUSED_ATTN=1` in
+//    examples/training/gpt/h100/175b_fp8_16node.sh, after @a6490ffe had enabled it for every model; merged
+//    2024-08-13, @20ab57b3), so those two rows stay on cuDNN.
 inline bool cudnn_attention_off(const ModernRow& r) {
   const bool dgxc2411 = r.source.find("dgxc-benchmarking @35a9aecc8d5b17d99d80f52f38c75ade0dbab7ae") != std::string::npos;
   if (dgxc2411 && (r.source.find("nemo_megatron/README_175b.md") != std::string::npos ||
@@ -264,8 +268,9 @@ inline bool cudnn_attention_off(const ModernRow& r) {
   const bool nemo_docs = r.source.find("NVIDIA/NeMo @") != std::string::npos &&
                          (r.source.find("performance_long_sequence.md") != std::string::npos ||
                           r.source.find("performance_summary.md") != std::string::npos);
-  return r.gpu_type == "H100" && nemo_docs &&
-         (r.framework.find("24.03.01") != std::string::npos || r.framework.find("NeMo 24.07") != std::string::npos);
+  if (r.gpu_type != "H100" || !nemo_docs) return false;
+  if (r.framework.find("24.03.01") != std::string::npos) return true;
+  return r.framework.find("NeMo 24.07") != std::string::npos && r.model != "gpt3-175b";
 }
 
 // The Scenario of a row, or nullopt with `why` set when it is not expressible.
@@ -438,7 +443,12 @@ inline std::string container_family(const ModernRow& r) {
     return r.framework.substr(p, e - p);
   };
   if (const auto p = r.framework.find("nemo:"); p != std::string::npos) return "NeMo " + release_at(p + 5);
-  if (const auto p = r.framework.find("NeMo 2"); p != std::string::npos) return "NeMo " + release_at(p + 5);
+  // "NeMo YY.MM": two digits, a dot, two digits (not "NeMo 2.0", the API's version).
+  for (auto p = r.framework.find("NeMo "); p != std::string::npos; p = r.framework.find("NeMo ", p + 1)) {
+    const std::string t = r.framework.substr(p + 5, 5);
+    auto dig = [&](std::size_t i) { return i < t.size() && std::isdigit(static_cast<unsigned char>(t[i])); };
+    if (dig(0) && dig(1) && t.size() == 5 && t[2] == '.' && dig(3) && dig(4)) return "NeMo " + release_at(p + 5);
+  }
   return "other";
 }
 // Whether a row ran a NeMo release of `yy_mm` ("25.02") or later (validate_modern --since-release).
