@@ -260,6 +260,11 @@ inline config::Scenario row_scenario(const Row& r, const Mechanisms& mech = {}) 
   m.vocab = r.num("vocab");
   m.activation = mpt ? models::Activation::gelu : models::Activation::swiglu;
   m.tied_embeddings = mpt;
+  // MPT trains without dropout: resid_pdrop and emb_pdrop default 0.0 (llmfoundry/models/mpt/configuration_mpt.py)
+  // and attn_pdrop 0.0 (llmfoundry/models/layers/blocks.py attn_config_defaults) at 5e85bd62d, the benchmark
+  // tables' commit (and at v0.1.0 .. v0.4.0); scripts/train/yamls/pretrain/mpt-*.yaml set none of them. The GELU
+  // family's default (GPT's dropout) does not hold; its biases do (no_bias defaults to False, unset there).
+  if (mpt) m.dropout = false;
   s.model = m;
   s.gpus = r.num("gpus");
   s.training.seq_len = r.num("seq_len");
