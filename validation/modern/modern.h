@@ -432,6 +432,11 @@ inline std::string precision_family(const ModernRow& r) {
   return r.precision == "bf16" ? "bf16" : (r.fp8_recipe.find("MXFP8") != std::string::npos ? "fp8 (MXFP8)" : "fp8");
 }
 inline std::string layout_family(const ModernRow& r) { return r.cp > 1 ? "CP" : "dense (cp 1)"; }
+// Whether `t` is a NeMo release as the tables write it: two digits, a dot, two digits ("25.02").
+inline bool is_release(const std::string& t) {
+  auto dig = [&](std::size_t i) { return i < t.size() && std::isdigit(static_cast<unsigned char>(t[i])); };
+  return t.size() == 5 && dig(0) && dig(1) && t[2] == '.' && dig(3) && dig(4);
+}
 // The software release a row ran (its `framework` field): the NeMo container a launcher script imports
 // ("setup.sh imports nvcr.io/nvidia/nemo:24.09") before the release a table's header names ("NeMo 24.11"),
 // else the first "NeMo YY.MM" it states; rows of another stack are "other". Reported, never used by a mechanism.
@@ -444,11 +449,8 @@ inline std::string container_family(const ModernRow& r) {
   };
   if (const auto p = r.framework.find("nemo:"); p != std::string::npos) return "NeMo " + release_at(p + 5);
   // "NeMo YY.MM": two digits, a dot, two digits (not "NeMo 2.0", the API's version).
-  for (auto p = r.framework.find("NeMo "); p != std::string::npos; p = r.framework.find("NeMo ", p + 1)) {
-    const std::string t = r.framework.substr(p + 5, 5);
-    auto dig = [&](std::size_t i) { return i < t.size() && std::isdigit(static_cast<unsigned char>(t[i])); };
-    if (dig(0) && dig(1) && t.size() == 5 && t[2] == '.' && dig(3) && dig(4)) return "NeMo " + release_at(p + 5);
-  }
+  for (auto p = r.framework.find("NeMo "); p != std::string::npos; p = r.framework.find("NeMo ", p + 1))
+    if (is_release(r.framework.substr(p + 5, 5))) return "NeMo " + release_at(p + 5);
   return "other";
 }
 // Whether a row ran a NeMo release of `yy_mm` ("25.02") or later (validate_modern --since-release).

@@ -13,7 +13,6 @@
 //   report/accuracy_table.inc's entries (GPU x precision; needs --profile both and both halves, per-layer).
 // Configuration and assumptions: validation/modern/modern.h; results:
 // docs/validation-modern.md.
-#include <cctype>
 #include <cmath>
 #include <cstdio>
 #include <exception>
@@ -130,10 +129,7 @@ int main(int argc, char** argv) {
     std::fprintf(stderr, "validate_modern: error: --half must be tuning or heldout\n");
     return 2;
   }
-  if (!since_release.empty() &&
-      !(since_release.size() == 5 && std::isdigit(static_cast<unsigned char>(since_release[0])) &&
-        std::isdigit(static_cast<unsigned char>(since_release[1])) && since_release[2] == '.' &&
-        std::isdigit(static_cast<unsigned char>(since_release[3])) && std::isdigit(static_cast<unsigned char>(since_release[4])))) {
+  if (!since_release.empty() && !vm::is_release(since_release)) {
     std::fprintf(stderr, "validate_modern: error: --since-release takes a NeMo release as YY.MM (e.g. 25.02), not '%s'\n",
                  since_release.c_str());
     return 2;
