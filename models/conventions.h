@@ -24,6 +24,8 @@ inline bool has_bias(const ModelSpec& m) { return m.bias.value_or(gpt_style(m));
 inline bool has_dropout(const ModelSpec& m) { return m.dropout.value_or(gpt_style(m)); }
 inline bool has_rope(const ModelSpec& m) { return m.rope.value_or(!gpt_style(m)); }
 inline bool has_layernorm(const ModelSpec& m) { return m.layernorm.value_or(gpt_style(m)); }
+// Parameters of one norm over the hidden width: LayerNorm's weight and bias, RMSNorm's weight.
+inline double norm_params(const ModelSpec& m) { return (has_layernorm(m) ? 2.0 : 1.0) * static_cast<double>(m.hidden); }
 inline double gated(const ModelSpec& m) { return m.activation == Activation::swiglu ? 3.0 : 2.0; }
 
 inline double head_dim(const ModelSpec& m) {

@@ -63,12 +63,12 @@ void norm_kernels(const ModelSpec& m, double n, double h, int e, bool fused, con
 void residual_kernels(const ModelSpec& m, double n, double h, int e, bool fused,
                       std::vector<Kernel>& f, std::vector<Kernel>& b) {
   const double x = n * h;
+  const double bias = has_bias(m) ? e * h : 0.0;
   if (!has_dropout(m)) {
-    if (has_bias(m) && !fused) push(f, b, {"bias_add", "bias_add_bwd", e * x + e * h, e * x, x});
-    push(f, b, {"residual_add", "residual_add_bwd", 2 * e * x + (has_bias(m) && fused ? e * h : 0.0), e * x, x});
+    if (bias > 0 && !fused) push(f, b, {"bias_add", "bias_add_bwd", e * x + bias, e * x, x});
+    push(f, b, {"residual_add", "residual_add_bwd", 2 * e * x + (fused ? bias : 0.0), e * x, x});
     return;
   }
-  const double bias = has_bias(m) ? e * h : 0.0;
   if (fused) {
     push(f, b, {"bias_dropout_add", "bias_dropout_add_bwd", 2 * e * x + bias, e * x + x, 3 * x});
     return;

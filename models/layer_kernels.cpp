@@ -428,14 +428,15 @@ LayerKernels head_kernels(const ModelSpec& m, const RankShape& r) {
   const double T = static_cast<double>(r.micro_batch) * static_cast<double>(r.seq_len) / r.cp;
   const double Tn = r.sequence_parallel ? T / tp : T;
   const double v = static_cast<double>(m.vocab) / tp;
+  const bool ln = has_layernorm(m);
+  const char* tag = ln ? "final_layernorm" : "final_rmsnorm";
+  const char* tag_bwd = ln ? "final_layernorm_bwd" : "final_rmsnorm_bwd";
   if (r.torchtitan && !r.fused_kernels)   // torchtitan's final RMSNorm (the block's class, eager)
     torchtitan_rmsnorm_kernels(Tn, h, lk.f, lk.b);
   else if (r.fp32_autocast)   // the last layer's fp32 output: fp32 norm, cast for the LM head
-    fp32_norm_kernels(m, Tn, h, r.fused_kernels, false, has_layernorm(m) ? "final_layernorm" : "final_rmsnorm",
-                      has_layernorm(m) ? "final_layernorm_bwd" : "final_rmsnorm_bwd", lk.f, lk.b);
+    fp32_norm_kernels(m, Tn, h, r.fused_kernels, false, tag, tag_bwd, lk.f, lk.b);
   else
-    norm_kernels(m, Tn, h, e, r.fused_kernels, has_layernorm(m) ? "final_layernorm" : "final_rmsnorm",
-                 has_layernorm(m) ? "final_layernorm_bwd" : "final_rmsnorm_bwd", lk.f, lk.b);
+    norm_kernels(m, Tn, h, e, r.fused_kernels, tag, tag_bwd, lk.f, lk.b);
   linear("lm_head", "lm_head_dgrad", "lm_head_wgrad", T, h, v, e, lk);
   // The output layer stays bf16 in Megatron/NeMo fp8 recipes (it is not a TE fp8 module):
   // priced at the bf16 peak and fit, no quantise kernels.

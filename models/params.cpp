@@ -39,7 +39,7 @@ ParamParts layer_parts(const ModelSpec& m, int layer) {
     }
   }
   // norms: two per layer
-  p.replicated += has_layernorm(m) ? 4 * h : 2 * h;
+  p.replicated += 2 * norm_params(m);
   // MLP
   if (m.is_moe_layer(layer)) {
     const auto& e = *m.moe;
@@ -84,7 +84,7 @@ ParamCount count_params(const ModelSpec& m) {
   const double h = static_cast<double>(m.hidden);
   c.embedding = static_cast<double>(m.vocab) * h;
   c.lm_head = m.tied_embeddings ? 0 : c.embedding;
-  c.final_norm = has_layernorm(m) ? 2 * h : h;
+  c.final_norm = norm_params(m);
   if (!m.is_moe() || m.moe->dense_layers > 0) c.per_layer_dense = layer_params(m, 0);
   if (m.is_moe()) {
     c.per_layer_moe = layer_params(m, m.moe->dense_layers);

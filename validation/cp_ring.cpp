@@ -53,14 +53,12 @@ const Case kNemols[] = {
     {"nemols 256k tp4 cp8", 1, 8, 8, 262144, 8},   {"nemols 512k tp8 cp16", 1, 4, 4, 524288, 16},
     {"nemols 1m tp8 cp32", 1, 4, 4, 1048576, 32},
 };
-bool g_flash2 = false;
 
-hardware::Kernel attn(bool bwd, const Case& c, double sq, double skv, bool causal) {
+hardware::Kernel attn(config::Attention a, bool bwd, const Case& c, double sq, double skv, bool causal) {
   const models::detail::AttnShape s{static_cast<double>(c.b), static_cast<double>(c.H), static_cast<double>(c.Hk), sq, skv,
                                     128.0, 128.0};
   std::vector<hardware::Kernel> f, b;
-  models::detail::attention_kernels(models::ModelSpec{}, s, 2, g_flash2 ? config::Attention::flash2 : config::Attention::flash, f,
-                                    b);
+  models::detail::attention_kernels(models::ModelSpec{}, s, 2, a, f, b);
   hardware::Kernel k = bwd ? b.front() : f.front();
   k.causal = causal;
   return k;
@@ -71,12 +69,13 @@ int main(int argc, char** argv) {
   const std::string src = MFUSIM_SOURCE_DIR;
   std::string cal_path = src + "/hardware/calibration/h200.toml", hw_path = src + "/hardware/h200.toml", csv;
   bool nemols = false;
+  config::Attention variant = config::Attention::flash;
   for (int i = 1; i < argc; ++i) {
     const std::string a = argv[i];
     if ((a == "--calibration" || a == "--hardware") && i + 1 < argc) {
       (a == "--calibration" ? cal_path : hw_path) = argv[++i];
     } else if (a == "--flash2") {
-      g_flash2 = true;
+      variant = config::Attention::flash2;
     } else if (a == "--cases" && i + 1 < argc && (std::string(argv[i + 1]) == "run21" || std::string(argv[i + 1]) == "nemols")) {
       nemols = std::string(argv[++i]) == "nemols";
     } else if (a.rfind("--", 0) == 0) {
@@ -114,25 +113,29 @@ int main(int argc, char** argv) {
     if (nemols) cases.assign(std::begin(kNemols), std::end(kNemols));
     for (const Case& c : cases) {
       const double S = static_cast<double>(c.S), L = S / c.cp;
-      if (c.cp == 1) {   // no ring: the whole causal call
-        for (bool bwd : {false, true}) {
-          const std::string item = std::string("whole") + (bwd ? "_b" : "_f");
-          const double me = m(c.name, item), mo = dev(attn(bwd, c, S, S, true));
-          if (me > 0) std::printf("%-24s %-12s %10.3f %10.3f %7.3f\n", c.name, item.c_str(), me, mo, mo / me);
-          else std::printf("%-24s %-12s %10s %10.3f %7s\n", c.name, item.c_str(), "-", mo, "-");
-        }
-        continue;
-      }
+      auto call = [&](bool bwd, double sq, double skv, bool causal) { return attn(variant, bwd, c, sq, skv, causal); };
       for (bool bwd : {false, true}) {
         const char* p = bwd ? "_b" : "_f";
         std::vector<std::tuple<std::string, double, double>> rows;
         auto row = [&](const std::string& item, double model) { rows.emplace_back(item, m(c.name, item), model); };
-        row(std::string("whole") + p, dev(attn(bwd, c, S, S, true)));
-        row(std::string("diag") + p, dev(attn(bwd, c, L, L, true)));
-        row(std::string("lower") + p, dev(attn(bwd, c, L, L / 2, false)));
-        row(std::string("upper") + p, dev(attn(bwd, c, L / 2, L, false)));
+        auto print = [&] {
+          for (const auto& [item, me, mo] : rows) {
+            if (me > 0)
+              std::printf("%-24s %-12s %10.3f %10.3f %7.3f\n", c.name, item.c_str(), me, mo, mo / me);
+            else
+              std::printf("%-24s %-12s %10s %10.3f %7s\n", c.name, item.c_str(), "-", mo, "-");
+          }
+        };
+        row(std::string("whole") + p, dev(call(bwd, S, S, true)));
+        if (c.cp == 1) {   // no ring: the whole causal call
+          print();
+          continue;
+        }
+        row(std::string("diag") + p, dev(call(bwd, L, L, true)));
+        row(std::string("lower") + p, dev(call(bwd, L, L / 2, false)));
+        row(std::string("upper") + p, dev(call(bwd, L / 2, L, false)));
         // The rank's attention as the simulator prices it, against the measured ring's calls.
-        const hardware::Kernel rank = attn(bwd, c, L, S, true);
+        const hardware::Kernel rank = call(bwd, L, S, true);
         double mring = -1;
         const double d = m(c.name, std::string("diag") + p), lo = m(c.name, std::string("lower") + p),
                      up = m(c.name, std::string("upper") + p);
@@ -141,14 +144,9 @@ int main(int argc, char** argv) {
         for (double x : layer::cp_step_times(cm, rank, c.cp, 2.0)) ring += 1e3 * x;
         rows.emplace_back(std::string("rank_whole") + p, -1.0, dev(rank));
         rows.emplace_back(std::string("ring") + p, mring, ring);
-        for (const auto& [item, me, mo] : rows) {
-          if (me > 0)
-            std::printf("%-24s %-12s %10.3f %10.3f %7.3f\n", c.name, item.c_str(), me, mo, mo / me);
-          else
-            std::printf("%-24s %-12s %10s %10.3f %7s\n", c.name, item.c_str(), "-", mo, "-");
-        }
+        print();
         // The quantity the mechanism adds: the ring over the rank's share of one whole call.
-        const double mw = m(c.name, std::string("whole") + p), w = dev(attn(bwd, c, S, S, true));
+        const double mw = m(c.name, std::string("whole") + p), w = std::get<2>(rows.front());
         if (mw > 0 && mring > 0)
           std::printf("%-24s %-12s %10.3f %10.3f\n", c.name, (std::string("ring/share") + p).c_str(), mring / (mw / c.cp),
                       ring / (w / c.cp));
