@@ -162,6 +162,11 @@ void check_fit(const Calibration& c, const std::string& file) {
       check(name + " diagonal_tile_weight", a.diagonal_tile_weight, kDiagonalWeightBound);
     }
     check(name + " rms_rel_error", a.rms_rel_error, kRmsBound);
+    if (a.dropout_sms > 0) {
+      check(name + " dropout_fwd_ps_per_score", a.dropout_fwd_s_per_score * 1e12, kPerScorePsBound);
+      check(name + " dropout_bwd_ps_per_score", a.dropout_bwd_s_per_score * 1e12, kPerScorePsBound);
+      check(name + " dropout_rms_rel_error", a.dropout_rms_rel_error, kRmsBound);
+    }
   };
   if (c.has_attention) attention("attention", c.attention);
   if (c.has_attention_fa2) attention("attention_fa2", c.attention_fa2);
@@ -944,6 +949,66 @@ Calibration fit_probe(const std::string& probe_path, std::string* report, const 
           << "); the tile form prices it\n";
     }
   }
+
+  // Dropout inside the fused attention (calibration.h AttentionFit, run 48): [[attention_dropout]] rows,
+  // each one call's shape timed back to back with dropout (`seconds`) and without (`seconds_no_dropout`).
+  // Per pass, the time per counted score (causal: half of seq x seq_kv) by relative least squares on the
+  // time with dropout, seconds = seconds_no_dropout + scores x c, so
+  //   c = sum(x (t - t0) / t^2) / sum(x^2 / t^2),
+  // into the fit of the kernel the rows name (`impl` as in [[attention]]); on the probe's SM count.
+  auto fit_dropout = [&](const std::string& impl_fit, AttentionFit& af, const char* label) {
+    struct D { bool bwd; double x, t, t0; };
+    std::vector<D> ds;
+    for (const Reader& r : rows("attention_dropout")) {
+      if (r.str("impl") != impl_fit) continue;
+      const std::string pass = r.str("pass");
+      if (pass != "fwd" && pass != "bwd")
+        fail(probe_path, r.node("pass") ? r.node("pass")->source() : r.where, "'pass' must be \"fwd\" or \"bwd\"");
+      const double b = r.num("batch"), h = r.num("heads"), sq = r.num("seq"), skv = r.num("seq_kv", false, sq);
+      const double p = r.num("dropout"), t = r.num("seconds"), t0 = r.num("seconds_no_dropout");
+      bool causal = true;
+      if (const toml::node* c = r.node("causal")) {
+        if (!c->is_boolean()) fail(probe_path, c->source(), "'causal' must be true or false");
+        causal = c->value_or(true);
+      }
+      if (!(b > 0) || !(h > 0) || !(sq > 0) || !(skv > 0) || !(t > 0) || !(t0 > 0))
+        fail(probe_path, r.where, "attention_dropout sample needs positive batch, heads, seq, seq_kv, seconds, seconds_no_dropout");
+      if (!(p > 0) || !(p < 1)) fail(probe_path, r.node("dropout")->source(), "'dropout' must be above 0 and below 1");
+      ds.push_back({pass == "bwd", b * h * sq * skv * (causal ? 0.5 : 1.0), t, t0});
+    }
+    if (ds.empty()) return;
+    const toml::node* prov = root.get("provenance");
+    const int sms = prov && prov->is_table() ? static_cast<int>(top.sub("provenance").num("sm_count", false, 0)) : 0;
+    if (sms < 1) fail(probe_path, "[[attention_dropout]] samples need the probe's provenance sm_count (the GPU they ran on)");
+    double c[2] = {0, 0}, sq = 0;
+    int n[2] = {0, 0};
+    for (int pass = 0; pass < 2; ++pass) {
+      double num = 0, den = 0;
+      for (const D& d : ds)
+        if (d.bwd == (pass == 1)) {
+          num += d.x * (d.t - d.t0) / (d.t * d.t);
+          den += d.x * d.x / (d.t * d.t);
+          ++n[pass];
+        }
+      if (n[pass] < 2)
+        fail(probe_path, std::string("[[attention_dropout]] samples of impl \"") + impl_fit + "\": fewer than 2 " +
+                             (pass ? "backward" : "forward") + " pairs (each pass is fitted on its own)");
+      c[pass] = std::max(0.0, num / den);   // dropout never makes a call faster
+    }
+    for (const D& d : ds) {
+      const double e = (d.t0 + d.x * c[d.bwd] - d.t) / d.t;
+      sq += e * e;
+    }
+    af.dropout_fwd_s_per_score = c[0];
+    af.dropout_bwd_s_per_score = c[1];
+    af.dropout_sms = sms;
+    af.dropout_rms_rel_error = std::sqrt(sq / static_cast<double>(ds.size()));
+    rep << label << " dropout: " << n[0] << " + " << n[1] << " pairs, forward " << fmt("%.3f", c[0] * 1e12)
+        << " ps / backward " << fmt("%.3f", c[1] * 1e12) << " ps per score on " << sms
+        << " SMs, rms rel error " << fmt("%.1f", af.dropout_rms_rel_error * 100) << "%\n";
+  };
+  if (cal.has_attention) fit_dropout(fused_impl, cal.attention, "attention");
+  if (cal.has_attention_fa2) fit_dropout("flash", cal.attention_fa2, "attention_fa2");
 
   // Memory-bound kernels: time = bytes / bandwidth + fixed.
   std::vector<std::pair<double, double>> mem;

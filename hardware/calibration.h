@@ -68,6 +68,17 @@ struct AttentionFit {
   double bwd_program_overhead_s = 0, bwd_program_tile_s = 0, bwd_program_tile_busy_s = 0;
   double bwd_split_overhead_s = 0, bwd_split_tile_s = 0;
   int program_sms = 0;
+  // Dropout on the attention probabilities inside the fused call (run 48): the kernel draws one random
+  // number per score it computes (Philox) and applies the mask, in the forward and again in the
+  // backward, so a call with dropout takes longer by a time per counted score (causal: half of
+  // seq_q x seq_kv), per pass:
+  //   time(dropout) = time(none) + b x heads x scores per head x dropout_{fwd,bwd}_s_per_score
+  // fitted by `mfusim calibrate` from [[attention_dropout]] probe rows (pairs of calls timed with and
+  // without dropout) on a GPU of dropout_sms SMs; another GPU's time scales by the SM counts (the random
+  // numbers are the SMs' integer work, not the tensor cores'). 0: not measured, not priced.
+  double dropout_fwd_s_per_score = 0, dropout_bwd_s_per_score = 0;
+  int dropout_sms = 0;
+  double dropout_rms_rel_error = 0;   // of the calls' times with dropout, over the fitted samples
 };
 
 // The backward program form above for one call on a GPU of `sms` SMs, its tile times multiplied by
@@ -292,6 +303,7 @@ constexpr CalibrationBound kOverheadUsBound{"overhead (us)", 0, false, 1e6};    
 constexpr CalibrationBound kKneeBound{"knee", 0, false, 1e7};
 constexpr CalibrationBound kDiagonalWeightBound{"diagonal tile weight", 0.5, false, 100};   // a masked tile: half to 100 tiles
 constexpr CalibrationBound kRmsBound{"rms_rel_error", 0, false, 1e6};
+constexpr CalibrationBound kPerScorePsBound{"time per score (ps)", 0, false, 1e3};   // 1 ns per attention score
 
 // Reading and writing calibration files (hardware/calibration/*.toml) and
 // fitting a probe output into one (`mfusim calibrate`). Bad files throw

@@ -155,6 +155,10 @@ void write_calibration(const Calibration& c, const std::string& path) {
         << g(a.bwd_program_tile_s * 1e6) << "\nbwd_program_tile_busy_us = " << g(a.bwd_program_tile_busy_s * 1e6)
         << "\nbwd_split_overhead_us = " << g(a.bwd_split_overhead_s * 1e6) << "\nbwd_split_tile_us = "
         << g(a.bwd_split_tile_s * 1e6) << "\nprogram_sms = " << a.program_sms << "\n";
+    if (a.dropout_sms > 0)
+      f << "dropout_fwd_ps_per_score = " << g(a.dropout_fwd_s_per_score * 1e12) << "\ndropout_bwd_ps_per_score = "
+        << g(a.dropout_bwd_s_per_score * 1e12) << "\ndropout_sms = " << a.dropout_sms
+        << "\ndropout_rms_rel_error = " << g(a.dropout_rms_rel_error) << "\n";
   };
   if (c.has_attention) attention("attention", c.attention);
   if (c.has_attention_fa2) attention("attention_fa2", c.attention_fa2);
@@ -264,6 +268,9 @@ Calibration read_calibration(const std::string& path) {
     const std::vector<std::string> program_keys = {"bwd_program_overhead_us", "bwd_program_tile_us", "bwd_program_tile_busy_us",
                                                    "bwd_split_overhead_us", "bwd_split_tile_us", "program_sms"};
     if (programs) keys.insert(program_keys.begin(), program_keys.end());
+    const std::vector<std::string> dropout_keys = {"dropout_fwd_ps_per_score", "dropout_bwd_ps_per_score", "dropout_sms",
+                                                   "dropout_rms_rel_error"};
+    keys.insert(dropout_keys.begin(), dropout_keys.end());
     r.only(keys);
     a.peak_flops = r.bounded("peak_tflops", kPeakTflopsBound) * 1e12;
     a.hbm_bandwidth = r.bounded("hbm_bandwidth_gbs", kBandwidthGbsBound) * 1e9;
@@ -301,6 +308,18 @@ Calibration read_calibration(const std::string& path) {
         fail(r.file, r.node(a.bwd_program_tile_s > 0 ? "bwd_split_tile_us" : "bwd_program_tile_us")->source(),
              "the backward's program form needs tile times above 0");
       a.program_sms = static_cast<int>(sms);
+    }
+    bool any_dropout = false;
+    for (const std::string& k : dropout_keys) any_dropout |= r.node(k.c_str()) != nullptr;
+    if (any_dropout) {
+      // Dropout inside the fused call (calibration.h): the per-score times and the measured GPU's SMs, together.
+      a.dropout_fwd_s_per_score = r.bounded("dropout_fwd_ps_per_score", kPerScorePsBound) * 1e-12;
+      a.dropout_bwd_s_per_score = r.bounded("dropout_bwd_ps_per_score", kPerScorePsBound) * 1e-12;
+      const double sms = r.nonneg("dropout_sms");
+      if (!(sms >= 1) || sms > 1e5 || sms != std::floor(sms))
+        fail(r.file, r.node("dropout_sms")->source(), "'dropout_sms' must be a whole number of SMs, 1 to 100000");
+      a.dropout_sms = static_cast<int>(sms);
+      a.dropout_rms_rel_error = r.bounded("dropout_rms_rel_error", kRmsBound, false);
     }
   };
   if (top.node("attention")) { attention("attention", c.attention); c.has_attention = true; }

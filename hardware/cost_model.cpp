@@ -249,6 +249,13 @@ double CostModel::attention_seconds(const Kernel& kn) const {
   const double overhead = cal ? fit->overhead_s : 0.0;
 
   if (kn.flash) {
+    // Dropout on the probabilities inside the call (calibration.h AttentionFit, run 48): the measured time per
+    // counted score, on this GPU's SMs against the measured GPU's; not priced without a measurement.
+    double dropout = 0;
+    if (cal && kn.dropout && has_shape && fit->dropout_sms > 0)
+      dropout = (bwd ? fit->dropout_bwd_s_per_score : fit->dropout_fwd_s_per_score) * static_cast<double>(kn.batch) *
+                kn.heads * kn.seq_q * kn.seq_kv * (kn.causal ? 0.5 : 1.0) * fit->dropout_sms / std::max(1, sms_) *
+                power_scale_;
     // Executed FLOPs follow from the shape: causal halves the score and
     // context matmuls, and the backward recomputes the scores (2.5x the
     // forward). Megatron's model-FLOP count in kn.flops (full s^2, 2x) is used
@@ -266,7 +273,7 @@ double CostModel::attention_seconds(const Kernel& kn) const {
       const double t = triton_bwd_program_seconds(*fit, static_cast<double>(kn.batch), static_cast<double>(kn.heads),
                                                   static_cast<double>(kn.seq_q), static_cast<double>(kn.seq_kv), kn.causal,
                                                   scale, sms_);
-      return std::max(t, kn.bytes / bandwidth_);
+      return std::max(t, kn.bytes / bandwidth_) + dropout;
     }
     if (cal_eff > 0 && fit->tile_form && has_shape) {
       // The tile form (calibration.h AttentionFit): executed tiles over counted ones, the knee on the
@@ -288,7 +295,7 @@ double CostModel::attention_seconds(const Kernel& kn) const {
       const double s = kn.seq_kv > 0 ? static_cast<double>(kn.seq_kv) : 1e9;
       eff = (bwd ? CostDefaults::flash_bwd_eff : CostDefaults::flash_fwd_eff) * s / (s + CostDefaults::flash_seq_knee);
     }
-    return overhead + std::max(flops / (peak * std::min(eff, 1.0)) * power_scale_, kn.bytes / bandwidth_);
+    return overhead + std::max(flops / (peak * std::min(eff, 1.0)) * power_scale_, kn.bytes / bandwidth_) + dropout;
   }
 
   // One piece of the materialised path (models/ emits QK^T, attn*V and their

@@ -70,6 +70,9 @@ struct Kernel {
                                 // the calibration's [attention_fa2] fit where it has one
   bool triton_fa = false;       // flash through FlashAttention in Triton (llm-foundry's, run 42): the
                                 // calibration's [attention_triton] fit, else [attention_fa2] (a lower bound)
+  bool dropout = false;         // a fused call that applies dropout to its attention probabilities, drawing
+                                // the mask inside the kernel (Philox) in the forward and again in the
+                                // backward: the calibration's measured time per score where it has one (run 48)
   bool compiled = false;        // issued by one torch.compile'd call (host cost host_compiled_overhead)
   bool autograd = false;        // issued by autograd's backward engine (host cost host_backward_overhead)
   MemFamily family = MemFamily::generic;   // memory kernels: achieved-bandwidth family

@@ -87,6 +87,8 @@ void attention_kernels_of(const ModelSpec& m, const AttnShape& s, int e, config:
                             q + k + v + 2 * o + lse + q + k + v));
     f.back().fa2 = b.back().fa2 = a == Attention::flash2;
     f.back().triton_fa = b.back().triton_fa = a == Attention::triton_flash;
+    // Dropout on the probabilities is drawn inside the call (no mask in memory): the kernel's own cost.
+    f.back().dropout = b.back().dropout = has_dropout(m);
     // Neither FlashAttention-2 nor the Triton kernel has an fp8 path: bf16 whatever features.fp8_attention says.
     if (a == Attention::flash2 || a == Attention::triton_flash) f.back().keep_bf16 = b.back().keep_bf16 = true;
     return;
