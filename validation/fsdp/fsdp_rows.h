@@ -144,18 +144,18 @@ struct Mechanisms {
   // (one ConnectX-6 carries 200 Gb/s, one ConnectX-7 400); a node's total they fit one NIC per GPU at 50 and
   // 100 Gb/s, and llm-foundry's says node-to-node. Off: every row at its profile's NIC bandwidth.
   bool stated_network = true;
-  // llm-foundry's attention (attn_impl = triton: its copy of FlashAttention's Triton kernel with an ALiBi bias,
-  // on triton-pre-mlir) at FlashAttention-2's rate, the nearest measured kernel of the same tiling: run 38
-  // prices the rest of the MPT block within 0-6% on the H200, and FlashAttention-2 is 1.3-2.5x faster than
-  // FlashAttention in Triton (Dao 2023, arXiv 2307.08691, section 4.1, A100), so FA2's time is a lower bound on
-  // the Triton kernel's, where the calibration's cuDNN fused attention ("flash") ran 1.6-2.2x faster still
-  // (run 31). Off: llm-foundry's rows at the cuDNN rate.
+  // llm-foundry's attention (attn_impl = triton: its copy of FlashAttention's Triton kernel, no bias: the
+  // benchmark models set no ALiBi, SOURCES.md; on triton-pre-mlir) at FlashAttention-2's rate, the nearest
+  // measured kernel of the same tiling: run 38 prices the rest of the MPT block within 0-6% on the H200, and
+  // FlashAttention-2 is 1.3-2.5x faster than FlashAttention in Triton (Dao 2023, arXiv 2307.08691, section
+  // 4.1, A100), so FA2's time is a lower bound on the Triton kernel's, where the calibration's cuDNN fused
+  // attention ("flash") ran 1.6-2.2x faster still (run 31). Off: llm-foundry's rows at the cuDNN rate.
   bool triton_at_fa2 = true;
   // llm-foundry's attention at its own measured rate (run 42: a kernel with the algorithm and launch shape of
-  // llm-foundry's flash_attn_triton.py, ALiBi bias included, built for Ampere's mma.sync as triton-pre-mlir
-  // emitted on Hopper; 2.2-2.9x FlashAttention-2's time at the rows' shapes): features.attention =
-  // "triton_flash", the calibration's [attention_triton]. Still a lower bound (today's compiler). Off: the
-  // rows at FlashAttention-2's rate (triton_at_fa2).
+  // llm-foundry's flash_attn_triton.py, measured with an ALiBi vector the rows did not set (under 1% of a
+  // tile), built for Ampere's mma.sync as triton-pre-mlir emitted on Hopper; 2.2-2.9x FlashAttention-2's time
+  // at the rows' shapes): features.attention = "triton_flash", the calibration's [attention_triton]. Still a
+  // lower bound (today's compiler). Off: the rows at FlashAttention-2's rate (triton_at_fa2).
   bool triton_measured = true;
   // The gradient reduction precision each source's code sets (features.reduce_dtype): llm-foundry's rows by the
   // Composer mixed-precision mode the row states (DEFAULT: fp32 reduction; PURE: bf16 params, reduction and
