@@ -7,7 +7,7 @@ with one backend forced at a time (FLASH_ATTENTION = FlashAttention-2 kernels in
 PyTorch, CUDNN_ATTENTION = cuDNN fused SDPA; MATH = materialised reference), causal,
 bf16, head_dim 128, GQA via enable_gqa. Output: [[attention]] tables appended to the
 probe TOML (TOML allows an array of tables to continue anywhere in a file).
-Usage: attention_sdpa.py OUT_FRAGMENT.toml [--quick] [--sustained MS] [--back-to-back N [--backend flash|cudnn]]
+Usage: attention_sdpa.py OUT_FRAGMENT.toml [--quick] [--sustained MS] [--back-to-back N [--backend flash|cudnn | --dropout P]]
 --sustained MS: MS milliseconds of an 8192^3 bf16 matmul before each timed call (and 3 s first), so
 the kernels are timed at the power-capped clock of a training step (probe --sustained, run 15).
 --back-to-back N: N calls back to back between the two timing events (the median over repeats divided
@@ -20,6 +20,10 @@ square calls and, as context parallelism's ring runs them, non-causal calls of s
 --backend flash (with --back-to-back): the same set through the FLASH_ATTENTION backend (FlashAttention-2,
 SDPA's default on Hopper before torch 2.10), impl = "flash"; where it rejects enable_gqa, K and V are
 repeated to the query heads first (as torchtitan's model code does before SDPA).
+--dropout P (with --back-to-back): dropout on the probabilities inside the fused call, for both backends:
+pairs of one causal call (head dim 128, MHA; run 48's GPT-3 shapes and an 8k point) timed with dropout_p = P
+and without, written as [[attention_dropout]] tables (`seconds`, `seconds_no_dropout`), which `mfusim
+calibrate` fits into a time per score per kernel and pass (docs/cost-model.md, "Attention"; run 48).
 """
 import statistics, sys
 import torch
@@ -123,8 +127,55 @@ def back_to_back(out):
     with open(out, "w") as f:
         f.write("\n".join(lines) + "\n")
 
+DROPOUT = float(sys.argv[sys.argv.index("--dropout") + 1]) if "--dropout" in sys.argv else 0.0
+if not 0.0 <= DROPOUT < 1.0:
+    sys.exit("--dropout: a probability, at least 0 and below 1")
+
+
+def dropout_pairs(out):
+    """The --dropout set: each (backend, shape, pass) timed back to back with dropout DROPOUT and without."""
+    lines = ["", f"# ---- attention dropout inside the fused call, back to back ({LOOP} calls per timing), "
+             "validation/attention_sdpa.py --dropout ----"]
+    shapes = [(4, 32, 2048), (2, 24, 2048), (1, 24, 2048), (1, 32, 8192)]   # (b, heads, seq): run 48's shapes
+    for impl, be in (("flash", SDPBackend.FLASH_ATTENTION), ("cudnn_fused", SDPBackend.CUDNN_ATTENTION)):
+        for (b, H, s) in shapes:
+            q, k, v = (torch.randn(b, H, s, 128, device="cuda", dtype=torch.bfloat16, requires_grad=True) for _ in range(3))
+            do = torch.randn(b, H, s, 128, device="cuda", dtype=torch.bfloat16)
+            t = {}
+            try:
+                with sdpa_kernel([be]):
+                    for p in (0.0, DROPOUT):
+                        def fwd(p=p):
+                            return F.scaled_dot_product_attention(q, k, v, is_causal=True, dropout_p=p)
+                        def fb(p=p):
+                            fwd(p).backward(do)
+                        tf, _ = timed(fwd)
+                        tfb, _ = timed(fb)
+                        t[p] = {"fwd": tf, "bwd": tfb - tf}
+            except Exception as e:
+                print(f"{impl} b={b} H={H} s={s} dropout: {str(e).splitlines()[0][:200]}", file=sys.stderr)
+                continue
+            finally:
+                del q, k, v, do
+                torch.cuda.empty_cache()
+            for pss in ("fwd", "bwd"):
+                lines.append(f"\n[[attention_dropout]]\nimpl = \"{impl}\"\nsource = \"torch SDPA backend {be.name}, back to back\"\n"
+                             f"pass = \"{pss}\"\ntiming = \"back_to_back\"\nbatch = {b}\nheads = {H}\nseq = {s}\nhead_dim = 128\n"
+                             f"causal = true\ndropout = {DROPOUT}\nseconds = {t[DROPOUT][pss]:.6g}\n"
+                             f"seconds_no_dropout = {t[0.0][pss]:.6g}")
+                print(f"{impl} {pss} b={b} H={H:2d} {s:6d} dropout {DROPOUT}: {t[DROPOUT][pss]*1e3:8.3f} ms, "
+                      f"without {t[0.0][pss]*1e3:8.3f} ms", flush=True)
+    with open(out, "w") as f:
+        f.write("\n".join(lines) + "\n")
+
+
 def main():
     out = sys.argv[1]
+    if DROPOUT > 0:
+        if LOOP < 2:
+            sys.exit("--dropout needs --back-to-back N (N >= 2): the pairs are timed as a training step issues them")
+        dropout_pairs(out)
+        return
     if LOOP > 1:
         back_to_back(out)
         return
