@@ -58,6 +58,23 @@ std::string pair(const char* impl, const char* pass, double b, double h, double 
   return buf;
 }
 
+// A run's results CSV (repository path) as rows of fields, the header left out; each row must have `cols` fields.
+std::vector<std::vector<std::string>> read_csv(const std::string& path, std::size_t cols) {
+  std::ifstream in(kRoot + "/" + path);
+  REQUIRE(in.good());
+  std::vector<std::vector<std::string>> rows;
+  std::string line;
+  std::getline(in, line);
+  while (std::getline(in, line)) {
+    std::vector<std::string> c;
+    std::stringstream ss(line);
+    for (std::string x; std::getline(ss, x, ',');) c.push_back(x);
+    REQUIRE(c.size() == cols);
+    rows.push_back(c);
+  }
+  return rows;
+}
+
 std::string fit_error(const std::string& name, const std::string& text) {
   write(tmp(name), text);
   return error_of_fit(tmp(name));
@@ -198,18 +215,10 @@ TEST_CASE("run 48: the shipped fit gives each measured call with dropout from th
   // validation/runs/run48-attn-dropout/results/attn_dropout.csv: backend,case,b,H,S,dropout,pass,ms (causal,
   // head_dim 128, H200). The fit's own samples: this checks the fit reads them as measured (rms 5.6% / 2.1%),
   // and that the kernel-level price of the dropout (cost model) is the fit's.
-  std::ifstream in(kRoot + "/validation/runs/run48-attn-dropout/results/attn_dropout.csv");
-  REQUIRE(in.good());
-  std::string line;
-  std::getline(in, line);
   std::map<std::string, double> t;
   struct R { std::string be; double b, h, s; bool bwd; };
   std::vector<R> drop;
-  while (std::getline(in, line)) {
-    std::vector<std::string> c;
-    std::stringstream ss(line);
-    for (std::string x; std::getline(ss, x, ',');) c.push_back(x);
-    REQUIRE(c.size() == 8);
+  for (const auto& c : read_csv("validation/runs/run48-attn-dropout/results/attn_dropout.csv", 8)) {
     t[c[0] + c[1] + c[5] + c[6]] = std::stod(c[7]) * 1e-3;
     if (c[5] != "0.0") drop.push_back({c[0] + c[1], std::stod(c[2]), std::stod(c[3]), std::stod(c[4]), c[6] == "bwd"});
   }
@@ -230,18 +239,10 @@ TEST_CASE("run 49 (held out of the fit): head dims 64-128 within 13%, head dim 2
   // pass,ms. Calls of at least 2k tokens at head dims 64-128 (GQA, non-causal, 16k, p 0.3): the time with
   // dropout from the time without plus the price, worst measured +12.2% (cuDNN 16k forward). Head dim 256
   // falls outside the per-score model (FlashAttention-2's dropout free there, cuDNN's forward 5.5x the price).
-  std::ifstream in(kRoot + "/validation/runs/run49-dropout-shapes/results/dropout_shapes.csv");
-  REQUIRE(in.good());
-  std::string line;
-  std::getline(in, line);
   std::map<std::string, double> t;
   struct R { std::string key; bool fa2, bwd, causal; double b, h, s, d; };
   std::vector<R> drop;
-  while (std::getline(in, line)) {
-    std::vector<std::string> c;
-    std::stringstream ss(line);
-    for (std::string x; std::getline(ss, x, ',');) c.push_back(x);
-    REQUIRE(c.size() == 11);
+  for (const auto& c : read_csv("validation/runs/run49-dropout-shapes/results/dropout_shapes.csv", 11)) {
     const bool none = std::stod(c[8]) == 0;
     t[c[0] + c[1] + c[9] + (none ? "0" : "p")] = std::stod(c[10]) * 1e-3;
     if (!none)
