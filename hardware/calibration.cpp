@@ -978,8 +978,12 @@ Calibration fit_probe(const std::string& probe_path, std::string* report, const 
     }
     if (ds.empty()) return;
     const toml::node* prov = root.get("provenance");
-    const int sms = prov && prov->is_table() ? static_cast<int>(top.sub("provenance").num("sm_count", false, 0)) : 0;
-    if (sms < 1) fail(probe_path, "[[attention_dropout]] samples need the probe's provenance sm_count (the GPU they ran on)");
+    const toml::node* sm = prov && prov->is_table() ? prov->as_table()->get("sm_count") : nullptr;
+    if (!sm) fail(probe_path, "[[attention_dropout]] samples need the probe's provenance sm_count (the GPU they ran on)");
+    const double smf = top.sub("provenance").num("sm_count");
+    if (!(smf >= 1) || smf > 1e5 || smf != std::floor(smf))
+      fail(probe_path, sm->source(), "'sm_count' must be a whole number of SMs, 1 to 100000");
+    const int sms = static_cast<int>(smf);
     double c[2] = {0, 0}, sq = 0;
     int n[2] = {0, 0};
     for (int pass = 0; pass < 2; ++pass) {
@@ -1009,6 +1013,14 @@ Calibration fit_probe(const std::string& probe_path, std::string* report, const 
   };
   if (cal.has_attention) fit_dropout(fused_impl, cal.attention, "attention");
   if (cal.has_attention_fa2) fit_dropout("flash", cal.attention_fa2, "attention_fa2");
+  // A pair of a kernel with no fit of its own to add it to is refused, not silently left out.
+  for (const Reader& r : rows("attention_dropout")) {
+    const std::string impl = r.str("impl");
+    if (!((cal.has_attention && impl == fused_impl) || (cal.has_attention_fa2 && impl == "flash")))
+      fail(probe_path, r.node("impl") ? r.node("impl")->source() : r.where,
+           "[[attention_dropout]] sample of impl \"" + impl + "\": the fit has no fused attention of that kernel to add it to"
+           " (its [[attention]] samples: cuDNN's as the fused attention, FlashAttention-2's timed back to back beside it)");
+  }
 
   // Memory-bound kernels: time = bytes / bandwidth + fixed.
   std::vector<std::pair<double, double>> mem;

@@ -268,9 +268,11 @@ Calibration read_calibration(const std::string& path) {
     const std::vector<std::string> program_keys = {"bwd_program_overhead_us", "bwd_program_tile_us", "bwd_program_tile_busy_us",
                                                    "bwd_split_overhead_us", "bwd_split_tile_us", "program_sms"};
     if (programs) keys.insert(program_keys.begin(), program_keys.end());
+    // The dropout times (calibration.h): fitted for cuDNN's and FlashAttention-2's sections only; a Triton call takes
+    // [attention_fa2]'s (cost_model.cpp), so [attention_triton] refuses them.
     const std::vector<std::string> dropout_keys = {"dropout_fwd_ps_per_score", "dropout_bwd_ps_per_score", "dropout_sms",
                                                    "dropout_rms_rel_error"};
-    keys.insert(dropout_keys.begin(), dropout_keys.end());
+    if (!programs) keys.insert(dropout_keys.begin(), dropout_keys.end());
     r.only(keys);
     a.peak_flops = r.bounded("peak_tflops", kPeakTflopsBound) * 1e12;
     a.hbm_bandwidth = r.bounded("hbm_bandwidth_gbs", kBandwidthGbsBound) * 1e9;
@@ -310,7 +312,7 @@ Calibration read_calibration(const std::string& path) {
       a.program_sms = static_cast<int>(sms);
     }
     bool any_dropout = false;
-    for (const std::string& k : dropout_keys) any_dropout |= r.node(k.c_str()) != nullptr;
+    for (const std::string& k : dropout_keys) any_dropout |= !programs && r.node(k.c_str()) != nullptr;
     if (any_dropout) {
       // Dropout inside the fused call (calibration.h): the per-score times and the measured GPU's SMs, together.
       a.dropout_fwd_s_per_score = r.bounded("dropout_fwd_ps_per_score", kPerScorePsBound) * 1e-12;

@@ -251,10 +251,13 @@ double CostModel::attention_seconds(const Kernel& kn) const {
   if (kn.flash) {
     // Dropout on the probabilities inside the call (calibration.h AttentionFit, run 48): the measured time per
     // counted score, on this GPU's SMs against the measured GPU's; not priced without a measurement.
+    // FlashAttention in Triton has no measurement of its own: FlashAttention-2's, as its fit falls back (a lower bound).
+    const AttentionFit* dfit = fit;
+    if (cal && kn.triton_fa && cal_->has_attention_fa2) dfit = &cal_->attention_fa2;
     double dropout = 0;
-    if (cal && kn.dropout && has_shape && fit->dropout_sms > 0)
-      dropout = (bwd ? fit->dropout_bwd_s_per_score : fit->dropout_fwd_s_per_score) * static_cast<double>(kn.batch) *
-                kn.heads * kn.seq_q * kn.seq_kv * (kn.causal ? 0.5 : 1.0) * fit->dropout_sms / std::max(1, sms_) *
+    if (cal && kn.dropout && has_shape && dfit->dropout_sms > 0)
+      dropout = (bwd ? dfit->dropout_bwd_s_per_score : dfit->dropout_fwd_s_per_score) * static_cast<double>(kn.batch) *
+                kn.heads * kn.seq_q * kn.seq_kv * (kn.causal ? 0.5 : 1.0) * dfit->dropout_sms / std::max(1, sms_) *
                 power_scale_;
     // Executed FLOPs follow from the shape: causal halves the score and
     // context matmuls, and the backward recomputes the scores (2.5x the

@@ -144,6 +144,23 @@ TEST_CASE("fit_probe: bad [[attention_dropout]] rows are errors at their positio
   CHECK(err == tmp("zero.toml") + ":" + std::to_string(at) + ":11: error: 'dropout' must be above 0 and below 1");
   CHECK(fit_error("pass.toml", probe_with_attention(ok + "[[attention_dropout]]\nimpl = \"cudnn_fused\"\npass = \"both\"\n"))
             .find("'pass' must be \"fwd\" or \"bwd\"") != std::string::npos);
+  // Pairs of a kernel the fit has no fused attention of (here Triton's): refused at their impl.
+  const std::string triton = probe_with_attention(ok + pair("triton_flash", "fwd", 1, 8, 2048, 1e-4, 1e-12));
+  std::istringstream tl(triton);
+  int tn = 0, tat = 0;
+  while (std::getline(tl, line)) {
+    ++tn;
+    if (line == "impl = \"triton_flash\"") tat = tn;
+  }
+  CHECK(fit_error("triton.toml", triton) ==
+        tmp("triton.toml") + ":" + std::to_string(tat) +
+            ":8: error: [[attention_dropout]] sample of impl \"triton_flash\": the fit has no fused attention of that kernel"
+            " to add it to (its [[attention]] samples: cuDNN's as the fused attention, FlashAttention-2's timed back to back"
+            " beside it)");
+  // A fractional SM count: error at it.
+  std::string frac = probe_with_attention(ok);
+  frac.replace(frac.find("sm_count = 132"), 14, "sm_count = 13.5");
+  CHECK(fit_error("frac.toml", frac) == tmp("frac.toml") + ":4:12: error: 'sm_count' must be a whole number of SMs, 1 to 100000");
   // A hand-edited calibration: the keys come together and within their bounds.
   write(tmp("half.toml"),
         "gpu = \"x\"\n[attention]\npeak_tflops = 989\nhbm_bandwidth_gbs = 4800\nflash_fwd_eff = 0.6\nflash_bwd_eff = 0.5\n"
@@ -154,6 +171,11 @@ TEST_CASE("fit_probe: bad [[attention_dropout]] rows are errors at their positio
         "materialized_bw_eff = 0.5\noverhead_us = 1\ndropout_fwd_ps_per_score = 5000\ndropout_bwd_ps_per_score = 1\n"
         "dropout_sms = 132\n");
   CHECK(error_of(tmp("huge.toml")).find(tmp("huge.toml") + ":9:28: error: 'dropout_fwd_ps_per_score'") == 0);
+  // [attention_triton] has no dropout times of its own (its calls take [attention_fa2]'s): the keys are unknown there.
+  write(tmp("triton_cal.toml"),
+        "gpu = \"x\"\n[attention_triton]\npeak_tflops = 989\nhbm_bandwidth_gbs = 4800\nflash_fwd_eff = 0.6\n"
+        "flash_bwd_eff = 0.5\nmaterialized_bw_eff = 0.5\noverhead_us = 1\ndropout_fwd_ps_per_score = 1.0\n");
+  CHECK(error_of(tmp("triton_cal.toml")) == tmp("triton_cal.toml") + ":9:28: error: unknown key 'dropout_fwd_ps_per_score'");
 }
 
 TEST_CASE("cost model: a fused call with dropout costs the fit's time per counted score more, on this GPU's SMs") {
@@ -180,6 +202,21 @@ TEST_CASE("cost model: a fused call with dropout costs the fit's time per counte
   const CostModel w(wide, Precision::bf16, &cal, false);
   CHECK(w.time(fused(false, 4, 32, 2048, true)) - w.time(fused(false, 4, 32, 2048, false)) ==
         doctest::Approx(scores * cal.attention.dropout_fwd_s_per_score * 132 / 148).epsilon(1e-9));
+  // FlashAttention in Triton takes FlashAttention-2's times (no measurement of its own).
+  for (bool bwd : {false, true}) {
+    Kernel t = fused(bwd, 4, 32, 2048, true), t0 = fused(bwd, 4, 32, 2048, false);
+    t.triton_fa = t0.triton_fa = true;
+    CHECK(cm.time(t) - cm.time(t0) ==
+          doctest::Approx(scores * (bwd ? cal.attention_fa2.dropout_bwd_s_per_score : cal.attention_fa2.dropout_fwd_s_per_score))
+              .epsilon(1e-9));
+  }
+  // A lower power limit slows the random numbers as the clock it leaves (the calibration's [power] fit).
+  HardwareSpec capped = cm.hardware();
+  capped.power_limit_w = 450;
+  const CostModel c450(capped, Precision::bf16, &cal, false);
+  REQUIRE(c450.power_time_scale() > 1.05);
+  CHECK(c450.time(fused(true, 4, 32, 2048, true)) - c450.time(fused(true, 4, 32, 2048, false)) ==
+        doctest::Approx(scores * cal.attention.dropout_bwd_s_per_score * c450.power_time_scale()).epsilon(1e-9));
   // Without the measurement (or without a calibration) dropout is not priced.
   Calibration none = cal;
   none.attention.dropout_sms = 0;

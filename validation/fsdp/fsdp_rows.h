@@ -146,7 +146,7 @@ struct Mechanisms {
   bool stated_network = true;
   // llm-foundry's attention (attn_impl = triton: its copy of FlashAttention's Triton kernel, no bias: the
   // benchmark models set no ALiBi, SOURCES.md; on triton-pre-mlir) at FlashAttention-2's rate, the nearest
-  // measured kernel of the same tiling: run 38 prices the rest of the MPT block within 0-6% on the H200, and
+  // measured kernel of the same tiling: run 38 prices the rest of the MPT block within -4 .. +3% on the H200, and
   // FlashAttention-2 is 1.3-2.5x faster than FlashAttention in Triton (Dao 2023, arXiv 2307.08691, section
   // 4.1, A100), so FA2's time is a lower bound on the Triton kernel's, where the calibration's cuDNN fused
   // attention ("flash") ran 1.6-2.2x faster still (run 31). Off: llm-foundry's rows at the cuDNN rate.
