@@ -41,6 +41,8 @@ const FamilyAccuracy* family_accuracy(const config::Scenario& s) {
   if (!s.calibration) profile = "datasheet";
   else if (s.calibration_shipped == "hardware/calibration/h200.toml" && std::string(gpu) == "H100") profile = "calibrated";
   else if (s.calibration_shipped == "hardware/calibration/b200-xla.toml" && std::string(gpu) == "B200") profile = "calibrated";
+  else if (s.calibration_shipped == "hardware/calibration/gb200-cudnn.toml" && std::string(gpu) == "GB200") profile = "calibrated";
+  else if (s.calibration_shipped == "hardware/calibration/gb300-cudnn.toml" && std::string(gpu) == "GB300") profile = "calibrated";
   return profile ? find_accuracy(profile, gpu, config::to_string(s.training.precision)) : nullptr;
 }
 

@@ -47,6 +47,17 @@ TEST_CASE("accuracy: a scenario's validated family follows its GPU, precision an
   // The B200 with OpenXLA's measured GEMMs, as the set's calibrated profile ran it.
   CHECK(report::family_accuracy(load(scenario("b200", "calibration = \"../hardware/calibration/b200-xla.toml\"\n"),
                                      {"training.precision=fp8"})) == entry("calibrated", "B200", "fp8"));
+  // The GB200 and GB300 with their cuDNN attention tables (validation/cudnn_sdpa), as the calibrated profile ran
+  // them; the GB200's file on a GB300 is not the GB300 rows' calibration.
+  CHECK(report::family_accuracy(load(scenario("gb200-nvl72", "calibration = \"../hardware/calibration/gb200-cudnn.toml\"\n"),
+                                     {"training.precision=fp8"})) == entry("calibrated", "GB200", "fp8"));
+  CHECK(report::family_accuracy(load(scenario("gb300-nvl72", "calibration = \"../hardware/calibration/gb300-cudnn.toml\"\n"),
+                                     {"training.precision=fp8"})) == entry("calibrated", "GB300", "fp8"));
+  CHECK(report::family_accuracy(load(scenario("gb300-nvl72", "calibration = \"../hardware/calibration/gb200-cudnn.toml\"\n"),
+                                     {"training.precision=fp8"})) == nullptr);
+  CHECK(report::family_accuracy(load(scenario("gb200-nvl72"), {"training.precision=fp8"})) == entry("datasheet", "GB200", "fp8"));
+  REQUIRE(entry("calibrated", "GB300", "fp8"));
+  CHECK(entry("calibrated", "GB300", "fp8")->mean_heldout != doctest::Approx(entry("datasheet", "GB300", "fp8")->mean_heldout));
   // No family: another calibration, another GPU, one GPU, ZeRO-3, an MoE model, a precision the set lacks.
   CHECK(report::family_accuracy(load(scenario("h100-sxm", "calibration = \"../hardware/calibration/h200-sustained.toml\"\n"))) == nullptr);
   CHECK(report::family_accuracy(load(scenario("h200"))) == nullptr);

@@ -13,9 +13,11 @@
 //  * profile "datasheet": no calibration. Profile "calibrated": the H100 rows
 //    use hardware/calibration/h200.toml (same GH100 compute; the cost model
 //    scales its memory bandwidth by the HBM datasheet ratio, docs/case-study.md);
-//    the B200 rows use hardware/calibration/b200-xla.toml (GEMMs only: `mfusim calibrate`'s
-//    fit of OpenXLA's published B200 GEMM measurements, validation/xla/SOURCES.md; every other
-//    family on the datasheet); GB200 and GB300 (other power limits) stay on the datasheet.
+//    the B200 rows use hardware/calibration/b200-xla.toml (`mfusim calibrate`'s fit of OpenXLA's
+//    published B200 GEMM measurements, validation/xla/SOURCES.md, and of cuDNN frontend's published
+//    B200 SDPA table, validation/cudnn_sdpa/SOURCES.md; every other family on the datasheet); the GB200
+//    and GB300 rows gb200-cudnn.toml / gb300-cudnn.toml (their cuDNN SDPA tables alone: GEMMs and
+//    every other family on the datasheet).
 //  * what a NeMo / Megatron-Core performance recipe runs (NeMo 24.x-26.x
 //    llm recipes, Megatron-Bridge scripts/performance): flash attention,
 //    fused kernels, distributed optimizer, overlap_grad_reduce and
@@ -214,18 +216,28 @@ class Inputs {
     if (!cal_sustained_) cal_sustained_ = hardware::read_calibration(source_path(kSustainedCalibration));
     return *cal_sustained_;
   }
+  const hardware::Calibration& gb200_calibration() {
+    if (!cal_gb200_) cal_gb200_ = hardware::read_calibration(source_path(kGB200Calibration));
+    return *cal_gb200_;
+  }
+  const hardware::Calibration& gb300_calibration() {
+    if (!cal_gb300_) cal_gb300_ = hardware::read_calibration(source_path(kGB300Calibration));
+    return *cal_gb300_;
+  }
   const hardware::Calibration& b200_calibration() {
     if (!cal_b200_) cal_b200_ = hardware::read_calibration(source_path(kB200Calibration));
     return *cal_b200_;
   }
   static constexpr const char* kCalibration = "hardware/calibration/h200.toml";
   static constexpr const char* kB200Calibration = "hardware/calibration/b200-xla.toml";
+  static constexpr const char* kGB200Calibration = "hardware/calibration/gb200-cudnn.toml";
+  static constexpr const char* kGB300Calibration = "hardware/calibration/gb300-cudnn.toml";
   static constexpr const char* kSustainedCalibration = "hardware/calibration/h200-sustained.toml";
 
  private:
   std::map<std::string, hardware::HardwareSpec> hw_;
   std::map<std::string, models::ModelSpec> models_;
-  std::optional<hardware::Calibration> cal_, cal_sustained_, cal_b200_;
+  std::optional<hardware::Calibration> cal_, cal_sustained_, cal_b200_, cal_gb200_, cal_gb300_;
 };
 
 inline std::string layout_text(const config::Scenario& s) {
@@ -299,10 +311,16 @@ inline std::optional<config::Scenario> row_scenario(const ModernRow& r, Profile 
     s.calibration = sustained ? in.h200_sustained_calibration() : in.h200_calibration();
     s.calibration_path = source_path(sustained ? Inputs::kSustainedCalibration : Inputs::kCalibration);
   }
-  // The B200's GEMMs as XLA measured them (validation/xla): the one Blackwell part with a measured table.
+  // The B200's GEMMs as XLA measured them (validation/xla): the one Blackwell part with a measured GEMM table;
+  // each Blackwell part's cuDNN attention as cuDNN frontend published it (validation/cudnn_sdpa).
   if (profile != Profile::datasheet && r.gpu_type == "B200") {
     s.calibration = in.b200_calibration();
     s.calibration_path = source_path(Inputs::kB200Calibration);
+  }
+  if (profile != Profile::datasheet && (r.gpu_type == "GB200" || r.gpu_type == "GB300")) {
+    const bool gb200 = r.gpu_type == "GB200";
+    s.calibration = gb200 ? in.gb200_calibration() : in.gb300_calibration();
+    s.calibration_path = source_path(gb200 ? Inputs::kGB200Calibration : Inputs::kGB300Calibration);
   }
   s.gpus = r.gpus;
   s.training.seq_len = r.seq;

@@ -164,11 +164,13 @@ int main(int argc, char** argv) {
     for (const auto profile : profiles) {
       std::printf("%s== profile: %s%s ==\n\n", markdown ? "### " : "", vm::to_string(profile),
                   profile == vm::Profile::calibrated
-                      ? " (H100 rows: hardware/calibration/h200.toml, HBM-scaled; B200 rows' GEMMs: "
-                        "hardware/calibration/b200-xla.toml; GB200/GB300 rows: datasheet)"
+                      ? " (H100 rows: hardware/calibration/h200.toml, HBM-scaled; B200 rows' GEMMs and attention: "
+                        "hardware/calibration/b200-xla.toml; GB200/GB300 rows' attention: gb200-cudnn.toml / gb300-cudnn.toml, "
+                        "their GEMMs the datasheet)"
                   : profile == vm::Profile::sustained
                       ? " (H100 rows: hardware/calibration/h200-sustained.toml, GEMMs at the power-capped clock; "
-                        "B200 rows' GEMMs: hardware/calibration/b200-xla.toml; GB200/GB300 rows: datasheet)"
+                        "B200 rows' GEMMs and attention: hardware/calibration/b200-xla.toml; GB200/GB300 rows' attention: "
+                        "gb200-cudnn.toml / gb300-cudnn.toml, their GEMMs the datasheet)"
                       : " (no calibration)");
       if (markdown) {
         std::printf("| row | half | published step s | predicted step s | error | configuration simulated |\n");

@@ -37,14 +37,21 @@ int main(int argc, char** argv) {
     else if (a == "--fit" && i + 3 < argc) {
       const std::string gpu = argv[i + 1], probe = argv[i + 2], out = argv[i + 3];
       try {
-        write_probe(read_matmul(source_path("validation/xla/matmul.csv")), gpu, probe);
+        const std::string sdpa_table = sdpa_table_of(gpu);
+        write_probe(read_matmul(source_path("validation/xla/matmul.csv")), gpu, probe,
+                    sdpa_table.empty() ? std::vector<SdpaRow>{} : read_sdpa(source_path(sdpa_table)));
         std::string report;
         const hardware::Calibration cal = fit_from_probe(probe, gpu, &report);
         hardware::write_calibration(cal, out);
-        std::printf("%sre-expressed against the datasheet peaks: gemm eff_max %.4f of %.1f TFLOP/s, gemm_fp8 eff_max "
-                    "%.4f of %.1f TFLOP/s\nwrote %s\n",
-                    report.c_str(), cal.gemm.eff_max, cal.gemm.peak_flops * 1e-12, cal.gemm_fp8.eff_max,
-                    cal.gemm_fp8.peak_flops * 1e-12, out.c_str());
+        std::printf("%s", report.c_str());
+        if (cal.has_gemm && cal.has_gemm_fp8)
+          std::printf("re-expressed against the datasheet peaks: gemm eff_max %.4f of %.1f TFLOP/s, gemm_fp8 eff_max "
+                      "%.4f of %.1f TFLOP/s\n",
+                      cal.gemm.eff_max, cal.gemm.peak_flops * 1e-12, cal.gemm_fp8.eff_max, cal.gemm_fp8.peak_flops * 1e-12);
+        if (cal.has_attention)
+          std::printf("attention (cuDNN, %s): flash fwd eff %.4f, bwd eff %.4f of %.1f TFLOP/s\n", sdpa_table.c_str(),
+                      cal.attention.flash_fwd_eff, cal.attention.flash_bwd_eff, cal.attention.peak_flops * 1e-12);
+        std::printf("wrote %s\n", out.c_str());
       } catch (const std::exception& e) {
         std::fprintf(stderr, "%s\n", e.what());
         return 2;

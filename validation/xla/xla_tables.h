@@ -109,6 +109,55 @@ inline std::vector<GemmRow> read_matmul(const std::string& path) {
   return out;
 }
 
+// One row of cuDNN frontend's published SDPA training benchmark (validation/cudnn_sdpa, SOURCES.md): one
+// attention shape and backend, its forward and backward rates as published (TFLOP/s on the benchmark's count,
+// 4 b h_q s_q s_kv d, halved when causal, the backward 2.5 x: the count calibrate's fit divides by).
+struct SdpaRow {
+  std::string backend;
+  long long batch = 0, seq_q = 0, seq_kv = 0, heads = 0, kv_heads = 0, head_dim = 0;
+  bool causal = true;
+  double fwd_tflops = 0, bwd_tflops = 0;   // 0: the backend did not run the shape
+  double flops(bool bwd) const {
+    return 4.0 * static_cast<double>(batch) * heads * seq_q * seq_kv * head_dim * (causal ? 0.5 : 1.0) * (bwd ? 2.5 : 1.0);
+  }
+  double seconds(bool bwd) const { return flops(bwd) / ((bwd ? bwd_tflops : fwd_tflops) * 1e12); }
+};
+
+inline std::vector<SdpaRow> read_sdpa(const std::string& path) {
+  std::vector<SdpaRow> out;
+  for (auto& [no, f] : read_csv(path, "batch_size,q_seqlen,kv_seqlen,num_q_heads,num_kv_heads,head_dim,is_causal,backend,"
+                                      "forward_time,backward_time,fwd_tflops_per_sec,bwd_tflops_per_sec")) {
+    SdpaRow r;
+    r.batch = static_cast<long long>(number(path, no, f[0]));
+    r.seq_q = static_cast<long long>(number(path, no, f[1]));
+    r.seq_kv = static_cast<long long>(number(path, no, f[2]));
+    r.heads = static_cast<long long>(number(path, no, f[3]));
+    r.kv_heads = static_cast<long long>(number(path, no, f[4]));
+    r.head_dim = static_cast<long long>(number(path, no, f[5]));
+    if (f[6] != "True" && f[6] != "False")
+      throw std::runtime_error(path + ":" + std::to_string(no) + ":1: error: is_causal must be True or False, got '" + f[6] + "'");
+    r.causal = f[6] == "True";
+    r.backend = f[7];
+    // A shape the backend could not run is published as time inf, rate 0.000.
+    if (f[8] != "inf") r.fwd_tflops = number(path, no, f[10]);
+    if (f[9] != "inf") r.bwd_tflops = number(path, no, f[11]);
+    out.push_back(r);
+  }
+  return out;
+}
+
+// The published table of cuDNN's SDPA for `gpu` (validation/cudnn_sdpa/<gpu>_bf16.csv), empty when none.
+inline std::string sdpa_table_of(const std::string& gpu) {
+  static const std::map<std::string, std::string> file = {
+      {"B200", "validation/cudnn_sdpa/b200_bf16.csv"}, {"GB200", "validation/cudnn_sdpa/gb200_bf16.csv"},
+      {"GB300", "validation/cudnn_sdpa/gb300_bf16.csv"}};
+  const auto it = file.find(gpu);
+  return it == file.end() ? std::string() : it->second;
+}
+
+// cuDNN's fused attention in a table: PyTorch's CUDNN_ATTENTION backend or cuDNN frontend's own call (bf16).
+inline bool is_cudnn_bf16(const std::string& backend) { return backend == "pyt_cudnn" || backend == "cudnn_fe"; }
+
 inline std::vector<CollectiveRow> read_collectives(const std::string& path) {
   std::vector<CollectiveRow> out;
   for (auto& [no, f] : read_csv(path, "gpu,op,groups,group_size,dtype,tensor_bytes,throughput_bytes_per_s")) {
@@ -150,7 +199,8 @@ struct Profile {
 inline std::string source_path(const std::string& rel) { return std::string(MFUSIM_SOURCE_DIR) + "/" + rel; }
 
 inline hardware::HardwareSpec hardware_of(const std::string& gpu) {
-  static const std::map<std::string, std::string> file = {{"H100", "h100-sxm"}, {"B200", "b200"}};
+  static const std::map<std::string, std::string> file = {
+      {"H100", "h100-sxm"}, {"B200", "b200"}, {"GB200", "gb200-nvl72"}, {"GB300", "gb300-nvl72"}};
   const auto it = file.find(gpu);
   if (it == file.end()) throw std::runtime_error("no hardware profile for " + gpu);
   return config::load_hardware(source_path("hardware/" + it->second + ".toml"));
@@ -260,23 +310,53 @@ inline RatioSummary collective_summary(const Profile& p, const std::vector<Colle
 }
 
 // The table as a probe output (probe/ TOML, "mfusim-probe-1"): one [[gemm]] sample per measured GEMM of
-// `gpu` (revision 71feedd, bf16 and fp8_e4m3), a batched one as m' = b x m as it is priced above.
-inline void write_probe(const std::vector<GemmRow>& rows, const std::string& gpu, const std::string& path) {
+// `gpu` (revision 71feedd, bf16 and fp8_e4m3), a batched one as m' = b x m as it is priced above; and one
+// [[attention]] sample per pass of each cuDNN bf16 row of `sdpa` (cuDNN frontend's published table for the
+// GPU, validation/cudnn_sdpa), each call timed alone by CUDA events as the benchmark does (not back to back:
+// calibrate's per-call form, whose intercept takes the host's dispatch).
+inline void write_probe(const std::vector<GemmRow>& rows, const std::string& gpu, const std::string& path,
+                        const std::vector<SdpaRow>& sdpa = {}) {
   std::ofstream f(path);
   if (!f) throw std::runtime_error(path + ": error: cannot write");
-  f << "# OpenXLA's published " << gpu << " GEMM measurements (validation/xla/matmul.csv, SOURCES.md) as a probe output;\n"
+  f << "# Published " << gpu << " measurements as a probe output: OpenXLA's GEMMs (validation/xla/matmul.csv, SOURCES.md)"
+    << (sdpa.empty() ? "" : " and cuDNN frontend's SDPA training benchmark (validation/cudnn_sdpa, SOURCES.md)") << ";\n"
     << "# written by validation_xla --fit. Fit with: mfusim calibrate " << path << " --out FILE\n"
     << "format = \"mfusim-probe-1\"\n\n[provenance]\n"
-    << "gpu = \"" << hardware_of(gpu).name << "\"\n"
-    << "source = \"openxla/xla xla/service/gpu/model/matmul_interpolator_data.h @71feeddf7cc3c9c7878eee18ea43c983631e6e84\"\n"
-    << "timing = \"XLA matmul_perf_table_gen: 1 warm-up, 10 runs, median CUPTI kernel time; XLA-autotuned kernel\"\n"
-    << "gemm_layout = \"lhs[b,m,k] x rhs[b,k,n] -> [b,m,n]; batched rows as m = b x m\"\n";
+    << "gpu = \"" << hardware_of(gpu).name << "\"\n";
+  const bool gemms = std::any_of(rows.begin(), rows.end(), [&](const GemmRow& r) { return r.gpu == gpu && r.revision == "71feedd"; });
+  if (gemms)
+    f << "source = \"openxla/xla xla/service/gpu/model/matmul_interpolator_data.h @71feeddf7cc3c9c7878eee18ea43c983631e6e84\"\n"
+      << "timing = \"XLA matmul_perf_table_gen: 1 warm-up, 10 runs, median CUPTI kernel time; XLA-autotuned kernel\"\n"
+      << "gemm_layout = \"lhs[b,m,k] x rhs[b,k,n] -> [b,m,n]; batched rows as m = b x m\"\n";
+  if (!sdpa.empty())
+    f << "attention_source = \"NVIDIA/cudnn-frontend benchmark/sdpa_benchmark_training/artifacts (validation/cudnn_sdpa/SOURCES.md)\"\n"
+      << "attention_timing = \"5 warm-up, 10 calls, median; each call alone between CUDA events after a sleep\"\n"
+      << "attention_intercept = false\n";
   char buf[64];
   for (const GemmRow& r : rows) {
     if (r.gpu != gpu || r.revision != "71feedd") continue;
     std::snprintf(buf, sizeof buf, "%.6e", r.seconds());
     f << "\n[[gemm]]\nlabel = \"xla b=" << r.b << "\"\ndtype = \"" << r.dtype << "\"\nm = " << r.b * r.m << "\nn = " << r.n
       << "\nk = " << r.k << "\nseconds = " << buf << "\n";
+  }
+  // Calls under 3 x the shortest of their pass are the host's dispatch (a 512-token forward takes 102 us through
+  // PyTorch on the B200, 21 us through cuDNN frontend on the GB200): left out, as calibrate leaves out such
+  // back-to-back samples (run 22), so that the fit's intercept is not the host's time.
+  double shortest[2] = {1e300, 1e300};
+  for (const SdpaRow& r : sdpa)
+    for (const bool bwd : {false, true})
+      if (is_cudnn_bf16(r.backend) && (bwd ? r.bwd_tflops : r.fwd_tflops) > 0)
+        shortest[bwd] = std::min(shortest[bwd], r.seconds(bwd));
+  for (const SdpaRow& r : sdpa) {
+    if (!is_cudnn_bf16(r.backend)) continue;
+    for (const bool bwd : {false, true}) {
+      if (!((bwd ? r.bwd_tflops : r.fwd_tflops) > 0) || r.seconds(bwd) < 3 * shortest[bwd]) continue;
+      std::snprintf(buf, sizeof buf, "%.6e", r.seconds(bwd));
+      f << "\n[[attention]]\nimpl = \"cudnn_fused\"\nsource = \"cuDNN frontend sdpa_benchmark_training, backend " << r.backend
+        << "\"\npass = \"" << (bwd ? "bwd" : "fwd") << "\"\nbatch = " << r.batch << "\nheads = " << r.heads
+        << "\nkv_heads = " << r.kv_heads << "\nseq = " << r.seq_q << "\nseq_kv = " << r.seq_kv << "\nhead_dim = " << r.head_dim
+        << "\ncausal = " << (r.causal ? "true" : "false") << "\nseconds = " << buf << "\n";
+    }
   }
   if (!f) throw std::runtime_error(path + ": error: write failed");
 }
@@ -296,6 +376,13 @@ inline hardware::Calibration fit_from_probe(const std::string& probe, const std:
   };
   if (cal.has_gemm) rebase(cal.gemm, hw.peak_flops_bf16);
   if (cal.has_gemm_fp8) rebase(cal.gemm_fp8, hw.peak_flops_fp8);
+  // Attention efficiencies are fractions of the fit's peak, applied by the cost model to the profile's bf16 peak.
+  if (cal.has_attention && cal.attention.peak_flops > 0 && hw.peak_flops_bf16 > 0) {
+    const double r = cal.attention.peak_flops / hw.peak_flops_bf16;
+    cal.attention.flash_fwd_eff *= r;
+    cal.attention.flash_bwd_eff *= r;
+    cal.attention.peak_flops = hw.peak_flops_bf16;
+  }
   return cal;
 }
 

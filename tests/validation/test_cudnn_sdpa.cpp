@@ -1,0 +1,152 @@
+// cuDNN frontend's published SDPA training benchmark on B200, GB200 and GB300 (validation/cudnn_sdpa,
+// SOURCES.md) as the Blackwell calibrations' [attention]: the shipped files are calibrate's fit of the tables,
+// the fit gives the published calls back, and a table of calls timed one by one with the host's dispatch is
+// fitted without a per-call intercept (attention_intercept = false).
+#include <doctest/doctest.h>
+
+#include <cmath>
+#include <cstdio>
+#include <filesystem>
+#include <fstream>
+#include <string>
+#include <vector>
+
+#include "hardware/calibration.h"
+#include "hardware/cost_model.h"
+#include "models/kernel_builders.h"
+#include "validation/xla/xla_tables.h"
+
+using namespace mfusim;
+namespace vx = mfusim::validation::xla;
+
+namespace {
+
+struct Gpu { const char* name; const char* shipped; };
+const Gpu kGpus[] = {{"B200", "hardware/calibration/b200-xla.toml"},
+                     {"GB200", "hardware/calibration/gb200-cudnn.toml"},
+                     {"GB300", "hardware/calibration/gb300-cudnn.toml"}};
+
+std::vector<vx::SdpaRow> table(const std::string& gpu) { return vx::read_sdpa(vx::source_path(vx::sdpa_table_of(gpu))); }
+
+hardware::Calibration refit(const std::string& gpu, const std::vector<vx::SdpaRow>& rows, bool intercept = false) {
+  const auto probe = std::filesystem::temp_directory_path() / ("mfusim_cudnn_sdpa_" + gpu + ".toml");
+  vx::write_probe(vx::read_matmul(vx::source_path("validation/xla/matmul.csv")), gpu, probe.string(), rows);
+  if (intercept) {   // the same probe with the per-call intercept asked for
+    std::ifstream in(probe);
+    std::string text((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+    in.close();
+    const auto at = text.find("attention_intercept = false");
+    REQUIRE(at != std::string::npos);
+    text.replace(at, 27, "attention_intercept = true ");
+    std::ofstream(probe) << text;
+  }
+  auto cal = vx::fit_from_probe(probe.string(), gpu, nullptr);
+  std::filesystem::remove(probe);
+  return cal;
+}
+
+hardware::Kernel cudnn_call(bool bwd, const vx::SdpaRow& r) {
+  std::vector<hardware::Kernel> f, b;
+  models::detail::attention_kernels(models::ModelSpec{}, {double(r.batch), double(r.heads), double(r.kv_heads), double(r.seq_q),
+                                                          double(r.seq_kv), double(r.head_dim), double(r.head_dim)},
+                                    2, config::Attention::flash, f, b);
+  return bwd ? b.front() : f.front();
+}
+
+}  // namespace
+
+TEST_CASE("cudnn sdpa: the tables read as published (rates consistent with their times, 'inf' where a backend did not run)") {
+  for (const Gpu& g : kGpus) {
+    const auto rows = table(g.name);
+    int cudnn = 0;
+    for (const auto& r : rows) {
+      if (!vx::is_cudnn_bf16(r.backend)) continue;
+      ++cudnn;
+      CHECK(r.heads == 128);
+      CHECK(r.kv_heads == 8);
+      CHECK(r.head_dim == 128);
+      CHECK(r.causal);
+      CHECK(r.fwd_tflops > 0);
+      CHECK(r.bwd_tflops > 0);
+    }
+    CHECK(cudnn == 9);   // 512 .. 131072 tokens
+  }
+  // B200's math backend did not run from 16k tokens on: read as no rate, not as a number.
+  int none = 0;
+  for (const auto& r : table("B200")) none += r.backend == "pyt_math" && r.fwd_tflops == 0;
+  CHECK(none == 4);   // 16k, 32k, 64k, 128k
+}
+
+TEST_CASE("cudnn sdpa: each shipped Blackwell calibration's [attention] is calibrate's fit of its published table") {
+  for (const Gpu& g : kGpus) {
+    CAPTURE(g.name);
+    const auto shipped = hardware::read_calibration(vx::source_path(g.shipped));
+    const auto fit = refit(g.name, table(g.name));
+    REQUIRE(shipped.has_attention);
+    REQUIRE(fit.has_attention);
+    CHECK(shipped.attention.peak_flops == doctest::Approx(vx::hardware_of(g.name).peak_flops_bf16));
+    CHECK(shipped.attention.flash_fwd_eff == doctest::Approx(fit.attention.flash_fwd_eff).epsilon(1e-6));
+    CHECK(shipped.attention.flash_bwd_eff == doctest::Approx(fit.attention.flash_bwd_eff).epsilon(1e-6));
+    CHECK(shipped.attention.flash_fwd_seq_knee == fit.attention.flash_fwd_seq_knee);
+    CHECK(shipped.attention.flash_bwd_seq_knee == fit.attention.flash_bwd_seq_knee);
+    CHECK(shipped.attention.overhead_s == 0.0);
+    CHECK_FALSE(shipped.attention.tile_form);
+    // Only the B200 has a measured GEMM table (OpenXLA's); the GB200's and GB300's GEMMs stay on the datasheet.
+    CHECK(shipped.has_gemm == (std::string(g.name) == "B200"));
+  }
+}
+
+TEST_CASE("cudnn sdpa: the fitted cost model gives the published cuDNN calls back (4k tokens and up, within 15%)") {
+  for (const Gpu& g : kGpus) {
+    CAPTURE(g.name);
+    const auto cal = hardware::read_calibration(vx::source_path(g.shipped));
+    const hardware::CostModel cm(vx::hardware_of(g.name), hardware::Precision::bf16, &cal, false);
+    const hardware::CostModel roof(vx::hardware_of(g.name), hardware::Precision::bf16, nullptr, false);
+    auto device = [](const hardware::CostModel& c, const hardware::Kernel& k) { return c.time(k) - c.launch_time(k); };
+    double worst = 0, roof_worst = 0;
+    for (const auto& r : table(g.name)) {
+      if (!vx::is_cudnn_bf16(r.backend) || r.seq_q < 4096) continue;
+      for (const bool bwd : {false, true}) {
+        const double ratio = device(cm, cudnn_call(bwd, r)) / r.seconds(bwd);
+        MESSAGE(std::string(g.name) << (bwd ? " bwd " : " fwd ") << r.seq_q << ": model / published " << ratio);
+        worst = std::max(worst, std::fabs(ratio - 1));
+        roof_worst = std::max(roof_worst, std::fabs(device(roof, cudnn_call(bwd, r)) / r.seconds(bwd) - 1));
+      }
+    }
+    CHECK(worst < 0.15);
+    // The datasheet defaults (the H200's efficiencies) miss some of these calls by more.
+    CHECK(roof_worst > worst);
+  }
+}
+
+TEST_CASE("fit_probe: attention_intercept = false fits a per-call table without an intercept; true keeps it") {
+  const auto rows = table("GB300");
+  const auto without = refit("GB300", rows);
+  const auto with = refit("GB300", rows, true);
+  REQUIRE(without.has_attention);
+  REQUIRE(with.has_attention);
+  CHECK(without.attention.overhead_s == 0.0);
+  // PyTorch's dispatch around each GB300 call is ~0.15-0.25 ms: a fit with an intercept takes it as one.
+  CHECK(with.attention.overhead_s > 50e-6);
+  CHECK(with.attention.flash_fwd_eff != doctest::Approx(without.attention.flash_fwd_eff));
+}
+
+TEST_CASE("fit_probe: a Blackwell probe's efficiencies are fractions of its own datasheet peak ('GB200' holds 'B200')") {
+  CHECK(refit("GB200", table("GB200")).attention.peak_flops == doctest::Approx(2500e12));
+  CHECK(refit("B200", table("B200")).attention.peak_flops == doctest::Approx(2250e12));
+  CHECK(refit("B200", table("B200")).gemm.peak_flops == doctest::Approx(2250e12));
+}
+
+TEST_CASE("fit_probe: attention_intercept that is not true or false is refused at its position") {
+  const auto probe = std::filesystem::temp_directory_path() / "mfusim_cudnn_sdpa_bad.toml";
+  std::ofstream(probe) << "format = \"mfusim-probe-1\"\n[provenance]\ngpu = \"NVIDIA GB200 NVL72\"\nattention_intercept = \"no\"\n";
+  std::string what;
+  try {
+    hardware::fit_probe(probe.string());
+  } catch (const std::exception& e) {
+    what = e.what();
+  }
+  std::filesystem::remove(probe);
+  CHECK(what.find(":4:") != std::string::npos);
+  CHECK(what.find("'attention_intercept' must be true or false") != std::string::npos);
+}
