@@ -45,12 +45,14 @@ hardware::Calibration refit(const std::string& gpu, const std::vector<vx::SdpaRo
   return cal;
 }
 
-hardware::Kernel cudnn_call(bool bwd, const vx::SdpaRow& r) {
+hardware::Kernel cudnn_call(bool bwd, const vx::SdpaRow& r, bool fa2 = false) {
   std::vector<hardware::Kernel> f, b;
   models::detail::attention_kernels(models::ModelSpec{}, {double(r.batch), double(r.heads), double(r.kv_heads), double(r.seq_q),
                                                           double(r.seq_kv), double(r.head_dim), double(r.head_dim)},
                                     2, config::Attention::flash, f, b);
-  return bwd ? b.front() : f.front();
+  hardware::Kernel k = bwd ? b.front() : f.front();
+  k.fa2 = fa2;
+  return k;
 }
 
 }  // namespace
@@ -91,12 +93,19 @@ TEST_CASE("cudnn sdpa: each shipped Blackwell calibration's [attention] is calib
     CHECK(shipped.attention.flash_bwd_seq_knee == fit.attention.flash_bwd_seq_knee);
     CHECK(shipped.attention.overhead_s == 0.0);
     CHECK_FALSE(shipped.attention.tile_form);
+    // PyTorch's FlashAttention-2 from the same table: a quarter to a third of cuDNN's rate on Blackwell.
+    REQUIRE(shipped.has_attention_fa2);
+    CHECK(shipped.attention_fa2.flash_fwd_eff == doctest::Approx(fit.attention_fa2.flash_fwd_eff).epsilon(1e-6));
+    CHECK(shipped.attention_fa2.flash_bwd_eff == doctest::Approx(fit.attention_fa2.flash_bwd_eff).epsilon(1e-6));
+    CHECK(shipped.attention_fa2.flash_fwd_eff < 0.35 * shipped.attention.flash_fwd_eff);
+    CHECK(shipped.attention_fa2.flash_bwd_eff < 0.35 * shipped.attention.flash_bwd_eff);
+    CHECK(shipped.attention_fa2.overhead_s == 0.0);
     // Only the B200 has a measured GEMM table (OpenXLA's); the GB200's and GB300's GEMMs stay on the datasheet.
     CHECK(shipped.has_gemm == (std::string(g.name) == "B200"));
   }
 }
 
-TEST_CASE("cudnn sdpa: the fitted cost model gives the published cuDNN calls back (4k tokens and up, within 15%)") {
+TEST_CASE("cudnn sdpa: the fitted cost model gives the published cuDNN and FlashAttention-2 calls back (4k tokens and up, within 15%)") {
   for (const Gpu& g : kGpus) {
     CAPTURE(g.name);
     const auto cal = hardware::read_calibration(vx::source_path(g.shipped));
@@ -105,12 +114,13 @@ TEST_CASE("cudnn sdpa: the fitted cost model gives the published cuDNN calls bac
     auto device = [](const hardware::CostModel& c, const hardware::Kernel& k) { return c.time(k) - c.launch_time(k); };
     double worst = 0, roof_worst = 0;
     for (const auto& r : table(g.name)) {
-      if (!vx::is_cudnn_bf16(r.backend) || r.seq_q < 4096) continue;
+      const bool fa2 = vx::is_pytorch_fa2(r.backend);
+      if (!(vx::is_cudnn_bf16(r.backend) || fa2) || r.seq_q < 4096) continue;
       for (const bool bwd : {false, true}) {
-        const double ratio = device(cm, cudnn_call(bwd, r)) / r.seconds(bwd);
-        MESSAGE(std::string(g.name) << (bwd ? " bwd " : " fwd ") << r.seq_q << ": model / published " << ratio);
+        const double ratio = device(cm, cudnn_call(bwd, r, fa2)) / r.seconds(bwd);
+        MESSAGE(std::string(g.name) << " " << r.backend << (bwd ? " bwd " : " fwd ") << r.seq_q << ": model / published " << ratio);
         worst = std::max(worst, std::fabs(ratio - 1));
-        roof_worst = std::max(roof_worst, std::fabs(device(roof, cudnn_call(bwd, r)) / r.seconds(bwd) - 1));
+        roof_worst = std::max(roof_worst, std::fabs(device(roof, cudnn_call(bwd, r, fa2)) / r.seconds(bwd) - 1));
       }
     }
     CHECK(worst < 0.15);

@@ -51,6 +51,9 @@ int main(int argc, char** argv) {
         if (cal.has_attention)
           std::printf("attention (cuDNN, %s): flash fwd eff %.4f, bwd eff %.4f of %.1f TFLOP/s\n", sdpa_table.c_str(),
                       cal.attention.flash_fwd_eff, cal.attention.flash_bwd_eff, cal.attention.peak_flops * 1e-12);
+        if (cal.has_attention_fa2)
+          std::printf("attention_fa2 (PyTorch's FlashAttention-2): flash fwd eff %.4f, bwd eff %.4f of %.1f TFLOP/s\n",
+                      cal.attention_fa2.flash_fwd_eff, cal.attention_fa2.flash_bwd_eff, cal.attention_fa2.peak_flops * 1e-12);
         std::printf("wrote %s\n", out.c_str());
       } catch (const std::exception& e) {
         std::fprintf(stderr, "%s\n", e.what());

@@ -157,6 +157,13 @@ inline std::string sdpa_table_of(const std::string& gpu) {
 
 // cuDNN's fused attention in a table: PyTorch's CUDNN_ATTENTION backend or cuDNN frontend's own call (bf16).
 inline bool is_cudnn_bf16(const std::string& backend) { return backend == "pyt_cudnn" || backend == "cudnn_fe"; }
+// FlashAttention-2 as PyTorch's SDPA builds it (SDPBackend.FLASH_ATTENTION), in every table: the kernel the
+// H200's [attention_fa2] measured (run 31).
+inline bool is_pytorch_fa2(const std::string& backend) { return backend == "pyt_flash_attention"; }
+// The probe's impl of a table row: "cudnn_fused", "flash" (FlashAttention-2), or "" (not written).
+inline std::string probe_impl(const std::string& backend) {
+  return is_cudnn_bf16(backend) ? "cudnn_fused" : is_pytorch_fa2(backend) ? "flash" : "";
+}
 
 inline std::vector<CollectiveRow> read_collectives(const std::string& path) {
   std::vector<CollectiveRow> out;
@@ -342,17 +349,20 @@ inline void write_probe(const std::vector<GemmRow>& rows, const std::string& gpu
   // Calls under 3 x the shortest of their pass are the host's dispatch (a 512-token forward takes 102 us through
   // PyTorch on the B200, 21 us through cuDNN frontend on the GB200): left out, as calibrate leaves out such
   // back-to-back samples (run 22), so that the fit's intercept is not the host's time.
-  double shortest[2] = {1e300, 1e300};
+  std::map<std::pair<std::string, bool>, double> shortest;   // (impl, backward) -> shortest call
   for (const SdpaRow& r : sdpa)
     for (const bool bwd : {false, true})
-      if (is_cudnn_bf16(r.backend) && (bwd ? r.bwd_tflops : r.fwd_tflops) > 0)
-        shortest[bwd] = std::min(shortest[bwd], r.seconds(bwd));
+      if (const std::string impl = probe_impl(r.backend); !impl.empty() && (bwd ? r.bwd_tflops : r.fwd_tflops) > 0) {
+        auto [it, fresh] = shortest.emplace(std::make_pair(impl, bwd), r.seconds(bwd));
+        if (!fresh) it->second = std::min(it->second, r.seconds(bwd));
+      }
   for (const SdpaRow& r : sdpa) {
-    if (!is_cudnn_bf16(r.backend)) continue;
+    const std::string impl = probe_impl(r.backend);
+    if (impl.empty()) continue;
     for (const bool bwd : {false, true}) {
-      if (!((bwd ? r.bwd_tflops : r.fwd_tflops) > 0) || r.seconds(bwd) < 3 * shortest[bwd]) continue;
+      if (!((bwd ? r.bwd_tflops : r.fwd_tflops) > 0) || r.seconds(bwd) < 3 * shortest.at({impl, bwd})) continue;
       std::snprintf(buf, sizeof buf, "%.6e", r.seconds(bwd));
-      f << "\n[[attention]]\nimpl = \"cudnn_fused\"\nsource = \"cuDNN frontend sdpa_benchmark_training, backend " << r.backend
+      f << "\n[[attention]]\nimpl = \"" << impl << "\"\nsource = \"cuDNN frontend sdpa_benchmark_training, backend " << r.backend
         << "\"\npass = \"" << (bwd ? "bwd" : "fwd") << "\"\nbatch = " << r.batch << "\nheads = " << r.heads
         << "\nkv_heads = " << r.kv_heads << "\nseq = " << r.seq_q << "\nseq_kv = " << r.seq_kv << "\nhead_dim = " << r.head_dim
         << "\ncausal = " << (r.causal ? "true" : "false") << "\nseconds = " << buf << "\n";
@@ -377,12 +387,15 @@ inline hardware::Calibration fit_from_probe(const std::string& probe, const std:
   if (cal.has_gemm) rebase(cal.gemm, hw.peak_flops_bf16);
   if (cal.has_gemm_fp8) rebase(cal.gemm_fp8, hw.peak_flops_fp8);
   // Attention efficiencies are fractions of the fit's peak, applied by the cost model to the profile's bf16 peak.
-  if (cal.has_attention && cal.attention.peak_flops > 0 && hw.peak_flops_bf16 > 0) {
-    const double r = cal.attention.peak_flops / hw.peak_flops_bf16;
-    cal.attention.flash_fwd_eff *= r;
-    cal.attention.flash_bwd_eff *= r;
-    cal.attention.peak_flops = hw.peak_flops_bf16;
-  }
+  auto rebase_attention = [&](hardware::AttentionFit& a) {
+    if (!(a.peak_flops > 0) || !(hw.peak_flops_bf16 > 0)) return;
+    const double r = a.peak_flops / hw.peak_flops_bf16;
+    a.flash_fwd_eff *= r;
+    a.flash_bwd_eff *= r;
+    a.peak_flops = hw.peak_flops_bf16;
+  };
+  if (cal.has_attention) rebase_attention(cal.attention);
+  if (cal.has_attention_fa2) rebase_attention(cal.attention_fa2);
   return cal;
 }
 
