@@ -64,6 +64,9 @@ StaticMemory sharded_static_memory(const ModelSpec& m, const std::vector<int>& l
     const StaticMemory dense_only = static_memory(m, layers, has_embedding, has_head, tp, ep, 1, false, fp32_autocast);
     double expert = 0;
     for (int i : layers) expert += layer_parts(m, i).experts / (static_cast<double>(tp) * ep);
+    // The MTP modules' routed experts (on the last stage, with the head) are experts too: sharded over the
+    // expert-data-parallel part of the shard group, as the layers' (static_memory counts them so).
+    if (has_head && m.mtp_depth > 0) expert += detail::mtp_parts(m).experts / (static_cast<double>(tp) * ep);
     const double total = dense_only.grads / 4;          // parameters held, dense + expert
     const double dense = total - expert;
     const double expert_shard = std::max(1.0, static_cast<double>(shard) / ep);

@@ -7,6 +7,8 @@
 #include "models/memory.h"
 #include "models/params.h"
 #include "tests/models/fixtures.h"
+#include "config/loader.h"
+#include "tests/config/config_test_helpers.h"
 
 using namespace mfusim::models;
 namespace fx = mfusim::models::fixtures;
@@ -187,4 +189,29 @@ TEST_CASE("fp8 with Transformer Engine: each linear keeps its input quantised, 1
   RankShape ds = f, dsb = r;
   ds.fp8_activation_cache = dsb.fp8_activation_cache = true;
   CHECK(activation_bytes(l, 0, ds) == activation_bytes(l, 0, dsb));
+}
+
+TEST_CASE("sharded_static_memory: the MTP modules' routed experts are sharded over the expert-data-parallel group") {
+  // DeepSeek-V3's last stage (its last layer, the head and the MTP module) under ZeRO-2 / ZeRO-3 over 128 ranks
+  // with EP 64: the MTP module's experts are sharded over 128 / 64 = 2 ranks, its dense part over 128.
+  ModelSpec m = mfusim::config::load_model(config_test::kRoot + "/models/deepseek-v3.toml");
+  REQUIRE(m.mtp_depth == 1);
+  ModelSpec no_mtp = m;
+  no_mtp.mtp_depth = 0;
+  const std::vector<int> last = {m.layers - 1};
+  const int tp = 1, ep = 64, shard = 128;
+  const detail::ParamParts p = detail::mtp_parts(m);
+  REQUIRE(p.experts > 0);
+  const double dense = p.tp_sharded / tp + p.replicated, experts = p.experts / (double(tp) * ep);
+  for (int stage : {2, 3}) {
+    CAPTURE(stage);
+    ZeroLayout z;
+    z.stage = stage;
+    z.shard = shard;
+    const StaticMemory with = sharded_static_memory(m, last, false, true, tp, ep, z);
+    const StaticMemory without = sharded_static_memory(no_mtp, last, false, true, tp, ep, z);
+    CHECK(with.grads - without.grads == doctest::Approx(4.0 * (dense / shard + experts / (shard / ep))).epsilon(1e-9));
+    if (stage == 3)
+      CHECK(with.params - without.params == doctest::Approx(2.0 * (dense / shard + experts / (shard / ep))).epsilon(1e-9));
+  }
 }
