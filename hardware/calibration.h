@@ -328,7 +328,9 @@ Calibration fit_probe(const std::string& probe_path, std::string* report = nullp
 // hardware/calibration/h200.toml, measured on an H200; the cost model applies it to another
 // Hopper GPU as fractions of that GPU's own peaks and HBM bandwidth (CostModel: GEMM, attention
 // and table times rescaled by the ratio of peaks, memory kernels by the ratio of datasheet HBM
-// bandwidths). Other architectures (A100, B200, GB200, MI300X, ...) have no measured file.
+// bandwidths). The B200, GB200 and GB300 take the calibrations fitted from published measured tables
+// (hardware/calibration/b200-xla.toml: OpenXLA's GEMMs and cuDNN frontend's attention; gb200-cudnn.toml and
+// gb300-cudnn.toml: attention only). Other GPUs (A100, B300, MI300X, ...) have no measured file.
 std::string default_calibration_file(const HardwareSpec&);
 // The GPU architecture family a name belongs to ("hopper", "ampere", "blackwell", "cdna3"), ""
 // when not recognised: calibrations transfer within a family only.

@@ -524,7 +524,14 @@ std::string gpu_family(const std::string& gpu_name) {
 }
 
 std::string default_calibration_file(const HardwareSpec& hw) {
-  return gpu_family(hw.name) == "hopper" ? "hardware/calibration/h200.toml" : "";
+  if (gpu_family(hw.name) == "hopper") return "hardware/calibration/h200.toml";
+  // Blackwell: the published measured tables of each part (validation/xla, validation/cudnn_sdpa), where one
+  // exists: the B200's GEMMs and attention, the GB200's and GB300's attention.
+  const std::string m = gpu_model(hw.name);
+  if (m == "b200") return "hardware/calibration/b200-xla.toml";
+  if (m == "gb200") return "hardware/calibration/gb200-cudnn.toml";
+  if (m == "gb300") return "hardware/calibration/gb300-cudnn.toml";
+  return "";
 }
 
 std::string calibration_transfer_note(const Calibration& cal, const HardwareSpec& hw) {

@@ -41,9 +41,12 @@ TEST_CASE("accuracy: a scenario's validated family follows its GPU, precision an
   REQUIRE(h100.calibration_choice == "default");
   CHECK(report::family_accuracy(h100) == entry("calibrated", "H100", "bf16"));
   CHECK(report::family_accuracy(load(scenario("h100-sxm"), {"training.precision=fp8"})) == entry("calibrated", "H100", "fp8"));
-  // calibration = "none": the datasheet rows; the B200 without a calibration likewise (none is shipped for it).
+  // calibration = "none": the datasheet rows.
   CHECK(report::family_accuracy(load(scenario("h100-sxm", "calibration = \"none\"\n"))) == entry("datasheet", "H100", "bf16"));
-  CHECK(report::family_accuracy(load(scenario("b200"), {"training.precision=fp8"})) == entry("datasheet", "B200", "fp8"));
+  CHECK(report::family_accuracy(load(scenario("b200", "calibration = \"none\"\n"), {"training.precision=fp8"})) ==
+        entry("datasheet", "B200", "fp8"));
+  // The B200 without a calibration line: its shipped file (OpenXLA's GEMMs, cuDNN's attention), the calibrated rows'.
+  CHECK(report::family_accuracy(load(scenario("b200"), {"training.precision=fp8"})) == entry("calibrated", "B200", "fp8"));
   // The B200 with OpenXLA's measured GEMMs, as the set's calibrated profile ran it.
   CHECK(report::family_accuracy(load(scenario("b200", "calibration = \"../hardware/calibration/b200-xla.toml\"\n"),
                                      {"training.precision=fp8"})) == entry("calibrated", "B200", "fp8"));
@@ -55,7 +58,9 @@ TEST_CASE("accuracy: a scenario's validated family follows its GPU, precision an
                                      {"training.precision=fp8"})) == entry("calibrated", "GB300", "fp8"));
   CHECK(report::family_accuracy(load(scenario("gb300-nvl72", "calibration = \"../hardware/calibration/gb200-cudnn.toml\"\n"),
                                      {"training.precision=fp8"})) == nullptr);
-  CHECK(report::family_accuracy(load(scenario("gb200-nvl72"), {"training.precision=fp8"})) == entry("datasheet", "GB200", "fp8"));
+  CHECK(report::family_accuracy(load(scenario("gb200-nvl72"), {"training.precision=fp8"})) == entry("calibrated", "GB200", "fp8"));
+  CHECK(report::family_accuracy(load(scenario("gb200-nvl72", "calibration = \"none\"\n"), {"training.precision=fp8"})) ==
+        entry("datasheet", "GB200", "fp8"));
   REQUIRE(entry("calibrated", "GB300", "fp8"));
   CHECK(entry("calibrated", "GB300", "fp8")->mean_heldout != doctest::Approx(entry("datasheet", "GB300", "fp8")->mean_heldout));
   // No family: another calibration, another GPU, one GPU, ZeRO-3, an MoE model, a precision the set lacks.

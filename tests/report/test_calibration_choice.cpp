@@ -27,7 +27,7 @@ config::Scenario load(const std::string& text) {
 }
 }  // namespace
 
-TEST_CASE("default calibration: Hopper GPUs use the shipped H200 file, others the datasheet") {
+TEST_CASE("default calibration: Hopper GPUs use the shipped H200 file, the B200, GB200 and GB300 their published tables' fits, others the datasheet") {
   for (const char* hw : {"h100-sxm", "h200", "h800-sxm", "h20"}) {
     const config::Scenario s = load(scenario(hw));
     REQUIRE(s.calibration.has_value());
@@ -35,7 +35,22 @@ TEST_CASE("default calibration: Hopper GPUs use the shipped H200 file, others th
     CHECK(s.calibration_path == "hardware/calibration/h200.toml");
     CHECK(s.calibration->has_gemm_fp8);
   }
-  for (const char* hw : {"a100-sxm-80gb", "b200", "mi300x"}) {
+  // Blackwell: each part's file fitted from published measured tables (validation/xla, validation/cudnn_sdpa).
+  const std::pair<const char*, const char*> blackwell[] = {{"b200", "hardware/calibration/b200-xla.toml"},
+                                                           {"gb200-nvl72", "hardware/calibration/gb200-cudnn.toml"},
+                                                           {"gb300-nvl72", "hardware/calibration/gb300-cudnn.toml"}};
+  for (const auto& [hw, file] : blackwell) {
+    CAPTURE(hw);
+    const config::Scenario s = load(scenario(hw));
+    REQUIRE(s.calibration.has_value());
+    CHECK(s.calibration_choice == "default");
+    CHECK(s.calibration_path == file);
+    CHECK(s.calibration->has_attention);
+    CHECK(s.calibration->has_attention_fa2);
+    CHECK(s.calibration->has_gemm == (std::string(hw) == "b200"));
+    CHECK(hardware::calibration_transfer_note(*s.calibration, s.hardware).empty());   // measured on this GPU
+  }
+  for (const char* hw : {"a100-sxm-80gb", "b300", "mi300x"}) {
     const config::Scenario s = load(scenario(hw));
     CHECK_FALSE(s.calibration.has_value());
     CHECK(s.calibration_choice.empty());

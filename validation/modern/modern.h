@@ -304,9 +304,9 @@ inline std::optional<config::Scenario> row_scenario(const ModernRow& r, Profile 
       {"H100", "h100-sxm"}, {"B200", "b200"}, {"GB200", "gb200-nvl72"}, {"GB300", "gb300-nvl72"}};
   s.hardware = in.hardware(r.gpu_type);
   s.hardware_ref = hw_name.at(r.gpu_type);
-  // The same choice `run` makes for a scenario without a calibration line
-  // (hardware::default_calibration_file): the shipped H200 file on Hopper, none elsewhere.
-  if (profile != Profile::datasheet && !hardware::default_calibration_file(s.hardware).empty()) {
+  // The same choice `run` makes for a scenario without a calibration line (hardware::default_calibration_file):
+  // the shipped H200 file on Hopper (its sustained variant in that profile), each Blackwell part's file below.
+  if (profile != Profile::datasheet && r.gpu_type == "H100") {
     const bool sustained = profile == Profile::sustained;
     s.calibration = sustained ? in.h200_sustained_calibration() : in.h200_calibration();
     s.calibration_path = source_path(sustained ? Inputs::kSustainedCalibration : Inputs::kCalibration);
