@@ -1,4 +1,5 @@
 // validation_xla [--shapes] [--calibration GPU=FILE ...]
+// validation_xla --fit-table GPU CSV PROBE OUT   (the same for an SDPA table in cuDNN frontend's format, CSV)
 // validation_xla --fit GPU PROBE OUT   (writes the GPU's GEMM table as a probe output PROBE and
 //                                       `mfusim calibrate`'s fit of it, against the datasheet peak, to OUT)
 // OpenXLA's published H100 (sm_90) and B200 (sm_100_B200) GEMM and collective measurements
@@ -34,12 +35,14 @@ int main(int argc, char** argv) {
   for (int i = 1; i < argc; ++i) {
     const std::string a = argv[i];
     if (a == "--shapes") shapes = true;
-    else if (a == "--fit" && i + 3 < argc) {
-      const std::string gpu = argv[i + 1], probe = argv[i + 2], out = argv[i + 3];
+    else if ((a == "--fit" && i + 3 < argc) || (a == "--fit-table" && i + 4 < argc)) {
+      // --fit-table GPU CSV PROBE OUT: a table in cuDNN frontend's format measured elsewhere (run 51: the H200).
+      const bool table = a == "--fit-table";
+      const std::string gpu = argv[i + 1], probe = argv[i + (table ? 3 : 2)], out = argv[i + (table ? 4 : 3)];
       try {
-        const std::string sdpa_table = sdpa_table_of(gpu);
+        const std::string sdpa_table = table ? std::string(argv[i + 2]) : sdpa_table_of(gpu);
         write_probe(read_matmul(source_path("validation/xla/matmul.csv")), gpu, probe,
-                    sdpa_table.empty() ? std::vector<SdpaRow>{} : read_sdpa(source_path(sdpa_table)));
+                    sdpa_table.empty() ? std::vector<SdpaRow>{} : read_sdpa(table ? sdpa_table : source_path(sdpa_table)));
         std::string report;
         const hardware::Calibration cal = fit_from_probe(probe, gpu, &report);
         hardware::write_calibration(cal, out);
@@ -70,7 +73,7 @@ int main(int argc, char** argv) {
       }
       extra.emplace_back(v.substr(0, eq), v.substr(eq + 1));
     } else {
-      std::fprintf(stderr, "usage: %s [--shapes] [--calibration GPU=FILE ...] | --fit GPU PROBE OUT\n", argv[0]);
+      std::fprintf(stderr, "usage: %s [--shapes] [--calibration GPU=FILE ...] | --fit GPU PROBE OUT | --fit-table GPU CSV PROBE OUT\n", argv[0]);
       return 2;
     }
   }

@@ -207,7 +207,7 @@ inline std::string source_path(const std::string& rel) { return std::string(MFUS
 
 inline hardware::HardwareSpec hardware_of(const std::string& gpu) {
   static const std::map<std::string, std::string> file = {
-      {"H100", "h100-sxm"}, {"B200", "b200"}, {"GB200", "gb200-nvl72"}, {"GB300", "gb300-nvl72"}};
+      {"H100", "h100-sxm"}, {"H200", "h200"}, {"B200", "b200"}, {"GB200", "gb200-nvl72"}, {"GB300", "gb300-nvl72"}};
   const auto it = file.find(gpu);
   if (it == file.end()) throw std::runtime_error("no hardware profile for " + gpu);
   return config::load_hardware(source_path("hardware/" + it->second + ".toml"));
