@@ -624,12 +624,19 @@ Calibration fit_probe(const std::string& probe_path, std::string* report, const 
   // benchmark through PyTorch: validation/cudnn_sdpa) holds the host's dispatch in every sample, which a device
   // stream of queued kernels does not wait for: `attention_intercept = false` in [provenance] fits the fused
   // attention without the per-call intercept (the efficiency and its sequence knee alone).
-  bool attention_intercept = true;
-  if (const toml::node* p = root.get("provenance"); p && p->is_table())
+  // `attention_device_timed = true`: the per-call samples are the kernels' device times (a profiler's; cuDNN
+  // frontend's later tables): fitted with the intercept, FlashAttention-2's beside cuDNN's as back-to-back ones are.
+  bool attention_intercept = true, attention_device_timed = false;
+  if (const toml::node* p = root.get("provenance"); p && p->is_table()) {
     if (const toml::node* ai = p->as_table()->get("attention_intercept")) {
       if (!ai->is_boolean()) fail(probe_path, ai->source(), "'attention_intercept' must be true or false");
       attention_intercept = ai->value_or(true);
     }
+    if (const toml::node* dt = p->as_table()->get("attention_device_timed")) {
+      if (!dt->is_boolean()) fail(probe_path, dt->source(), "'attention_device_timed' must be true or false");
+      attention_device_timed = dt->value_or(false);
+    }
+  }
   std::ostringstream rep;
   rep << "probe " << probe_path << " (" << (cal.gpu_name.empty() ? "unknown GPU" : cal.gpu_name) << ")\n";
 
@@ -874,12 +881,13 @@ Calibration fit_probe(const std::string& probe_path, std::string* report, const 
   };
   cal.has_attention = fit_attention(fused_impl, cal.attention, "attention");
   // FlashAttention-2 beside cuDNN's fused attention (run 31): its own fit, when measured back to back.
-  // Or timed one call at a time in a table fitted without the per-call intercept (attention_intercept = false:
-  // cuDNN frontend's published tables, validation/cudnn_sdpa), where both kernels were timed the same way.
+  // Or timed one call at a time in a table fitted without the per-call intercept (attention_intercept = false), or
+  // as device times (attention_device_timed = true): cuDNN frontend's published tables, validation/cudnn_sdpa,
+  // where both kernels were timed the same way.
   bool fa2_b2b = false, fa2_per_call = false;
   for (const Reader& r : rows("attention")) {
     fa2_b2b |= r.str("impl") == "flash" && r.str("timing") == "back_to_back";
-    fa2_per_call |= r.str("impl") == "flash" && !attention_intercept;
+    fa2_per_call |= r.str("impl") == "flash" && (!attention_intercept || attention_device_timed);
   }
   if (fused_impl == "cudnn_fused" && (fa2_b2b || fa2_per_call))
     cal.has_attention_fa2 = fit_attention("flash", cal.attention_fa2, "attention_fa2 (FlashAttention-2)");

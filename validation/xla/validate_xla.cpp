@@ -42,9 +42,12 @@ int main(int argc, char** argv) {
       try {
         const std::string sdpa_table = table ? std::string(argv[i + 2]) : sdpa_table_of(gpu);
         write_probe(read_matmul(source_path("validation/xla/matmul.csv")), gpu, probe,
-                    sdpa_table.empty() ? std::vector<SdpaRow>{} : read_sdpa(table ? sdpa_table : source_path(sdpa_table)));
+                    sdpa_table.empty() ? std::vector<SdpaRow>{} : read_sdpa(table ? sdpa_table : source_path(sdpa_table)),
+                    !table && sdpa_device_timed(gpu));
         std::string report;
         const hardware::Calibration cal = fit_from_probe(probe, gpu, &report);
+        if (!sdpa_table.empty() && !cal.has_attention)
+          throw std::runtime_error(sdpa_table + ":1:1: error: no cuDNN call of the table could be fitted");
         hardware::write_calibration(cal, out);
         std::printf("%s", report.c_str());
         if (cal.has_gemm && cal.has_gemm_fp8)

@@ -155,6 +155,11 @@ inline std::string sdpa_table_of(const std::string& gpu) {
   return it == file.end() ? std::string() : it->second;
 }
 
+// How a table's times were taken (SOURCES.md): true when they are the kernels' own device times (the GB200 and
+// GB300 tables: torch profiler, commit d48a60e); false when each is one call between CUDA events after a sleep,
+// with the host's dispatch in it (the B200 table, bb37575; run 51's per_call.csv).
+inline bool sdpa_device_timed(const std::string& gpu) { return gpu == "GB200" || gpu == "GB300"; }
+
 // cuDNN's fused attention in a table: PyTorch's CUDNN_ATTENTION backend or cuDNN frontend's own call (bf16).
 inline bool is_cudnn_bf16(const std::string& backend) { return backend == "pyt_cudnn" || backend == "cudnn_fe"; }
 // FlashAttention-2 as PyTorch's SDPA builds it (SDPBackend.FLASH_ATTENTION), in every table: the kernel the
@@ -318,11 +323,12 @@ inline RatioSummary collective_summary(const Profile& p, const std::vector<Colle
 
 // The table as a probe output (probe/ TOML, "mfusim-probe-1"): one [[gemm]] sample per measured GEMM of
 // `gpu` (revision 71feedd, bf16 and fp8_e4m3), a batched one as m' = b x m as it is priced above; and one
-// [[attention]] sample per pass of each cuDNN bf16 row of `sdpa` (cuDNN frontend's published table for the
-// GPU, validation/cudnn_sdpa), each call timed alone by CUDA events as the benchmark does (not back to back:
-// calibrate's per-call form, whose intercept takes the host's dispatch).
+// [[attention]] sample per pass of each cuDNN bf16 and PyTorch FlashAttention-2 row of `sdpa` (cuDNN frontend's
+// published table for the GPU, validation/cudnn_sdpa), fitted in calibrate's per-call (seq) form. A table of
+// device times (`device_timed`) is written whole, its intercept the kernels' own; one of calls timed with the
+// host's dispatch leaves out the host-bound calls and is fitted without the intercept (attention_intercept = false).
 inline void write_probe(const std::vector<GemmRow>& rows, const std::string& gpu, const std::string& path,
-                        const std::vector<SdpaRow>& sdpa = {}) {
+                        const std::vector<SdpaRow>& sdpa = {}, bool device_timed = false) {
   std::ofstream f(path);
   if (!f) throw std::runtime_error(path + ": error: cannot write");
   f << "# Published " << gpu << " measurements as a probe output: OpenXLA's GEMMs (validation/xla/matmul.csv, SOURCES.md)"
@@ -335,10 +341,15 @@ inline void write_probe(const std::vector<GemmRow>& rows, const std::string& gpu
     f << "source = \"openxla/xla xla/service/gpu/model/matmul_interpolator_data.h @71feeddf7cc3c9c7878eee18ea43c983631e6e84\"\n"
       << "timing = \"XLA matmul_perf_table_gen: 1 warm-up, 10 runs, median CUPTI kernel time; XLA-autotuned kernel\"\n"
       << "gemm_layout = \"lhs[b,m,k] x rhs[b,k,n] -> [b,m,n]; batched rows as m = b x m\"\n";
-  if (!sdpa.empty())
-    f << "attention_source = \"NVIDIA/cudnn-frontend benchmark/sdpa_benchmark_training/artifacts (validation/cudnn_sdpa/SOURCES.md)\"\n"
-      << "attention_timing = \"5 warm-up, 10 calls, median; each call alone between CUDA events after a sleep\"\n"
-      << "attention_intercept = false\n";
+  if (!sdpa.empty()) {
+    f << "attention_source = \"NVIDIA/cudnn-frontend benchmark/sdpa_benchmark_training/artifacts (validation/cudnn_sdpa/SOURCES.md)\"\n";
+    if (device_timed)
+      f << "attention_timing = \"torch profiler: the kernels' device time, 30 calls, median of calls 5-29, L2 flushed\"\n"
+        << "attention_device_timed = true\n";
+    else
+      f << "attention_timing = \"5 warm-up, 10 calls, median; each call alone between CUDA events after a sleep\"\n"
+        << "attention_intercept = false\n";
+  }
   char buf[64];
   for (const GemmRow& r : rows) {
     if (r.gpu != gpu || r.revision != "71feedd") continue;
@@ -360,7 +371,8 @@ inline void write_probe(const std::vector<GemmRow>& rows, const std::string& gpu
     const std::string impl = probe_impl(r.backend);
     if (impl.empty()) continue;
     for (const bool bwd : {false, true}) {
-      if (!((bwd ? r.bwd_tflops : r.fwd_tflops) > 0) || r.seconds(bwd) < 3 * shortest.at({impl, bwd})) continue;
+      if (!((bwd ? r.bwd_tflops : r.fwd_tflops) > 0) || (!device_timed && r.seconds(bwd) < 3 * shortest.at({impl, bwd})))
+        continue;
       std::snprintf(buf, sizeof buf, "%.6e", r.seconds(bwd));
       f << "\n[[attention]]\nimpl = \"" << impl << "\"\nsource = \"cuDNN frontend sdpa_benchmark_training, backend " << r.backend
         << "\"\npass = \"" << (bwd ? "bwd" : "fwd") << "\"\nbatch = " << r.batch << "\nheads = " << r.heads
@@ -371,9 +383,9 @@ inline void write_probe(const std::vector<GemmRow>& rows, const std::string& gpu
   if (!f) throw std::runtime_error(path + ": error: write failed");
 }
 
-// `mfusim calibrate`'s fit (hardware::fit_probe) of such a probe, with each GEMM fit re-expressed against
-// the GPU's datasheet dense peak: fit_probe knows the H100/H200 peaks and uses the best measured rate
-// for any other GPU, while the cost model multiplies eff_max by the hardware profile's own peak.
+// `mfusim calibrate`'s fit (hardware::fit_probe) of such a probe, with each fit re-expressed against the GPU's
+// datasheet dense peak: fit_probe knows the Hopper and Blackwell peaks and uses the best measured rate for any
+// other GPU, while the cost model multiplies the efficiencies by the hardware profile's own peak.
 // peak x eff_max is what the fit determines, so eff_max' = eff_max x peak_fit / peak_datasheet gives the
 // same curve, and the exact-shape table is then used as measured (table_seconds: equal peaks).
 inline hardware::Calibration fit_from_probe(const std::string& probe, const std::string& gpu, std::string* report) {
