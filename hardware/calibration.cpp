@@ -626,17 +626,15 @@ Calibration fit_probe(const std::string& probe_path, std::string* report, const 
   // attention without the per-call intercept (the efficiency and its sequence knee alone).
   // `attention_device_timed = true`: the per-call samples are the kernels' device times (a profiler's; cuDNN
   // frontend's later tables): fitted with the intercept, FlashAttention-2's beside cuDNN's as back-to-back ones are.
-  bool attention_intercept = true, attention_device_timed = false;
-  if (const toml::node* p = root.get("provenance"); p && p->is_table()) {
-    if (const toml::node* ai = p->as_table()->get("attention_intercept")) {
-      if (!ai->is_boolean()) fail(probe_path, ai->source(), "'attention_intercept' must be true or false");
-      attention_intercept = ai->value_or(true);
-    }
-    if (const toml::node* dt = p->as_table()->get("attention_device_timed")) {
-      if (!dt->is_boolean()) fail(probe_path, dt->source(), "'attention_device_timed' must be true or false");
-      attention_device_timed = dt->value_or(false);
-    }
-  }
+  auto provenance_flag = [&](const char* key, bool dflt) {
+    const toml::node* p = root.get("provenance");
+    const toml::node* v = p && p->is_table() ? p->as_table()->get(key) : nullptr;
+    if (!v) return dflt;
+    if (!v->is_boolean()) fail(probe_path, v->source(), std::string("'") + key + "' must be true or false");
+    return v->value_or(dflt);
+  };
+  const bool attention_intercept = provenance_flag("attention_intercept", true);
+  const bool attention_device_timed = provenance_flag("attention_device_timed", false);
   std::ostringstream rep;
   rep << "probe " << probe_path << " (" << (cal.gpu_name.empty() ? "unknown GPU" : cal.gpu_name) << ")\n";
 

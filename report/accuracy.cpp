@@ -4,6 +4,7 @@
 #include <cstdio>
 #include <string>
 
+#include "hardware/calibration.h"
 #include "models/memory.h"
 
 namespace mfusim::report {
@@ -39,10 +40,8 @@ const FamilyAccuracy* family_accuracy(const config::Scenario& s) {
   // of the same name, is not).
   const char* profile = nullptr;
   if (!s.calibration) profile = "datasheet";
-  else if (s.calibration_shipped == "hardware/calibration/h200.toml" && std::string(gpu) == "H100") profile = "calibrated";
-  else if (s.calibration_shipped == "hardware/calibration/b200-xla.toml" && std::string(gpu) == "B200") profile = "calibrated";
-  else if (s.calibration_shipped == "hardware/calibration/gb200-cudnn.toml" && std::string(gpu) == "GB200") profile = "calibrated";
-  else if (s.calibration_shipped == "hardware/calibration/gb300-cudnn.toml" && std::string(gpu) == "GB300") profile = "calibrated";
+  else if (!s.calibration_shipped.empty() && s.calibration_shipped == hardware::default_calibration_file(s.hardware))
+    profile = "calibrated";   // the shipped file of the GPU, as validate_modern's calibrated profile runs it
   return profile ? find_accuracy(profile, gpu, config::to_string(s.training.precision)) : nullptr;
 }
 

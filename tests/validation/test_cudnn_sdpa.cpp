@@ -27,12 +27,12 @@ const Gpu kGpus[] = {{"B200", "hardware/calibration/b200-xla.toml"},
                      {"GB200", "hardware/calibration/gb200-cudnn.toml"},
                      {"GB300", "hardware/calibration/gb300-cudnn.toml"}};
 
-std::vector<vx::SdpaRow> table(const std::string& gpu) { return vx::read_sdpa(vx::source_path(vx::sdpa_table_of(gpu))); }
+std::vector<vx::SdpaRow> table(const std::string& gpu) { return vx::read_sdpa(vx::source_path(vx::sdpa_table_of(gpu).path)); }
 
 hardware::Calibration refit(const std::string& gpu, const std::vector<vx::SdpaRow>& rows, bool intercept = false) {
   const auto probe = std::filesystem::temp_directory_path() / ("mfusim_cudnn_sdpa_" + gpu + ".toml");
   vx::write_probe(vx::read_matmul(vx::source_path("validation/xla/matmul.csv")), gpu, probe.string(), rows,
-                  vx::sdpa_device_timed(gpu));
+                  vx::sdpa_table_of(gpu).device_timed);
   if (intercept) {   // the same probe with the per-call intercept asked for
     std::ifstream in(probe);
     std::string text((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
@@ -95,7 +95,7 @@ TEST_CASE("cudnn sdpa: each shipped Blackwell calibration's [attention] is calib
     CHECK(shipped.attention.flash_bwd_seq_knee == fit.attention.flash_bwd_seq_knee);
     // A table of calls timed with the host's dispatch is fitted without the intercept (the B200's); a table of
     // device times keeps it, the kernels' own (the GB200's and GB300's).
-    if (!vx::sdpa_device_timed(g.name)) CHECK(shipped.attention.overhead_s == 0.0);
+    if (!vx::sdpa_table_of(g.name).device_timed) CHECK(shipped.attention.overhead_s == 0.0);
     CHECK_FALSE(shipped.attention.tile_form);
     // PyTorch's FlashAttention-2 from the same table: a quarter to a third of cuDNN's rate on Blackwell.
     REQUIRE(shipped.has_attention_fa2);
@@ -103,7 +103,7 @@ TEST_CASE("cudnn sdpa: each shipped Blackwell calibration's [attention] is calib
     CHECK(shipped.attention_fa2.flash_bwd_eff == doctest::Approx(fit.attention_fa2.flash_bwd_eff).epsilon(1e-6));
     CHECK(shipped.attention_fa2.flash_fwd_eff < 0.35 * shipped.attention.flash_fwd_eff);
     CHECK(shipped.attention_fa2.flash_bwd_eff < 0.35 * shipped.attention.flash_bwd_eff);
-    if (!vx::sdpa_device_timed(g.name)) CHECK(shipped.attention_fa2.overhead_s == 0.0);
+    if (!vx::sdpa_table_of(g.name).device_timed) CHECK(shipped.attention_fa2.overhead_s == 0.0);
     // Only the B200 has a measured GEMM table (OpenXLA's); the GB200's and GB300's GEMMs stay on the datasheet.
     CHECK(shipped.has_gemm == (std::string(g.name) == "B200"));
   }

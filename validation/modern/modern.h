@@ -208,36 +208,18 @@ class Inputs {
       it = models_.emplace(name, config::load_model(source_path("models/" + name + ".toml"))).first;
     return it->second;
   }
-  const hardware::Calibration& h200_calibration() {
-    if (!cal_) cal_ = hardware::read_calibration(source_path(kCalibration));
-    return *cal_;
+  // A calibration file (relative to the source tree), read once.
+  const hardware::Calibration& calibration(const std::string& rel) {
+    auto it = cals_.find(rel);
+    if (it == cals_.end()) it = cals_.emplace(rel, hardware::read_calibration(source_path(rel))).first;
+    return it->second;
   }
-  const hardware::Calibration& h200_sustained_calibration() {
-    if (!cal_sustained_) cal_sustained_ = hardware::read_calibration(source_path(kSustainedCalibration));
-    return *cal_sustained_;
-  }
-  const hardware::Calibration& gb200_calibration() {
-    if (!cal_gb200_) cal_gb200_ = hardware::read_calibration(source_path(kGB200Calibration));
-    return *cal_gb200_;
-  }
-  const hardware::Calibration& gb300_calibration() {
-    if (!cal_gb300_) cal_gb300_ = hardware::read_calibration(source_path(kGB300Calibration));
-    return *cal_gb300_;
-  }
-  const hardware::Calibration& b200_calibration() {
-    if (!cal_b200_) cal_b200_ = hardware::read_calibration(source_path(kB200Calibration));
-    return *cal_b200_;
-  }
-  static constexpr const char* kCalibration = "hardware/calibration/h200.toml";
-  static constexpr const char* kB200Calibration = "hardware/calibration/b200-xla.toml";
-  static constexpr const char* kGB200Calibration = "hardware/calibration/gb200-cudnn.toml";
-  static constexpr const char* kGB300Calibration = "hardware/calibration/gb300-cudnn.toml";
   static constexpr const char* kSustainedCalibration = "hardware/calibration/h200-sustained.toml";
 
  private:
   std::map<std::string, hardware::HardwareSpec> hw_;
   std::map<std::string, models::ModelSpec> models_;
-  std::optional<hardware::Calibration> cal_, cal_sustained_, cal_b200_, cal_gb200_, cal_gb300_;
+  std::map<std::string, hardware::Calibration> cals_;
 };
 
 inline std::string layout_text(const config::Scenario& s) {
@@ -305,22 +287,17 @@ inline std::optional<config::Scenario> row_scenario(const ModernRow& r, Profile 
   s.hardware = in.hardware(r.gpu_type);
   s.hardware_ref = hw_name.at(r.gpu_type);
   // The same choice `run` makes for a scenario without a calibration line (hardware::default_calibration_file):
-  // the shipped H200 file on Hopper (its sustained variant in that profile), each Blackwell part's file below.
-  if (profile != Profile::datasheet && r.gpu_type == "H100") {
-    const bool sustained = profile == Profile::sustained;
-    s.calibration = sustained ? in.h200_sustained_calibration() : in.h200_calibration();
-    s.calibration_path = source_path(sustained ? Inputs::kSustainedCalibration : Inputs::kCalibration);
-  }
-  // The B200's GEMMs as XLA measured them (validation/xla): the one Blackwell part with a measured GEMM table;
-  // each Blackwell part's cuDNN attention as cuDNN frontend published it (validation/cudnn_sdpa).
-  if (profile != Profile::datasheet && r.gpu_type == "B200") {
-    s.calibration = in.b200_calibration();
-    s.calibration_path = source_path(Inputs::kB200Calibration);
-  }
-  if (profile != Profile::datasheet && (r.gpu_type == "GB200" || r.gpu_type == "GB300")) {
-    const bool gb200 = r.gpu_type == "GB200";
-    s.calibration = gb200 ? in.gb200_calibration() : in.gb300_calibration();
-    s.calibration_path = source_path(gb200 ? Inputs::kGB200Calibration : Inputs::kGB300Calibration);
+  // the shipped H200 file on Hopper (its sustained variant in that profile); each Blackwell part's file of
+  // published tables (the B200's GEMMs as OpenXLA measured them, validation/xla; each part's cuDNN attention as
+  // cuDNN frontend published it, validation/cudnn_sdpa).
+  if (profile != Profile::datasheet) {
+    const std::string rel = profile == Profile::sustained && r.gpu_type == "H100"
+                                ? std::string(Inputs::kSustainedCalibration)
+                                : hardware::default_calibration_file(s.hardware);
+    if (!rel.empty()) {
+      s.calibration = in.calibration(rel);
+      s.calibration_path = source_path(rel);
+    }
   }
   s.gpus = r.gpus;
   s.training.seq_len = r.seq;

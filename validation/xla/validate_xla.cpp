@@ -40,10 +40,12 @@ int main(int argc, char** argv) {
       const bool table = a == "--fit-table";
       const std::string gpu = argv[i + 1], probe = argv[i + (table ? 3 : 2)], out = argv[i + (table ? 4 : 3)];
       try {
-        const std::string sdpa_table = table ? std::string(argv[i + 2]) : sdpa_table_of(gpu);
+        // A table given on the command line is one of host-timed calls, as run 51's.
+        const SdpaTable shipped = sdpa_table_of(gpu);
+        const std::string sdpa_table = table ? std::string(argv[i + 2]) : shipped.path;
         write_probe(read_matmul(source_path("validation/xla/matmul.csv")), gpu, probe,
                     sdpa_table.empty() ? std::vector<SdpaRow>{} : read_sdpa(table ? sdpa_table : source_path(sdpa_table)),
-                    !table && sdpa_device_timed(gpu));
+                    !table && shipped.device_timed);
         std::string report;
         const hardware::Calibration cal = fit_from_probe(probe, gpu, &report);
         if (!sdpa_table.empty() && !cal.has_attention)

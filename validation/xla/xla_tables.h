@@ -146,19 +146,21 @@ inline std::vector<SdpaRow> read_sdpa(const std::string& path) {
   return out;
 }
 
-// The published table of cuDNN's SDPA for `gpu` (validation/cudnn_sdpa/<gpu>_bf16.csv), empty when none.
-inline std::string sdpa_table_of(const std::string& gpu) {
-  static const std::map<std::string, std::string> file = {
-      {"B200", "validation/cudnn_sdpa/b200_bf16.csv"}, {"GB200", "validation/cudnn_sdpa/gb200_bf16.csv"},
-      {"GB300", "validation/cudnn_sdpa/gb300_bf16.csv"}};
-  const auto it = file.find(gpu);
-  return it == file.end() ? std::string() : it->second;
+// The published table of cuDNN's SDPA for a GPU (validation/cudnn_sdpa/<gpu>_bf16.csv) and how its times were
+// taken (SOURCES.md): `device_timed` when they are the kernels' own device times (the GB200 and GB300 tables:
+// torch profiler, commit d48a60e), not when each is one call between CUDA events after a sleep, with the host's
+// dispatch in it (the B200 table, bb37575; run 51's per_call.csv).
+struct SdpaTable {
+  std::string path;   // relative to the source tree; empty: no table for the GPU
+  bool device_timed = false;
+};
+inline SdpaTable sdpa_table_of(const std::string& gpu) {
+  static const std::map<std::string, SdpaTable> table = {{"B200", {"validation/cudnn_sdpa/b200_bf16.csv", false}},
+                                                         {"GB200", {"validation/cudnn_sdpa/gb200_bf16.csv", true}},
+                                                         {"GB300", {"validation/cudnn_sdpa/gb300_bf16.csv", true}}};
+  const auto it = table.find(gpu);
+  return it == table.end() ? SdpaTable{} : it->second;
 }
-
-// How a table's times were taken (SOURCES.md): true when they are the kernels' own device times (the GB200 and
-// GB300 tables: torch profiler, commit d48a60e); false when each is one call between CUDA events after a sleep,
-// with the host's dispatch in it (the B200 table, bb37575; run 51's per_call.csv).
-inline bool sdpa_device_timed(const std::string& gpu) { return gpu == "GB200" || gpu == "GB300"; }
 
 // cuDNN's fused attention in a table: PyTorch's CUDNN_ATTENTION backend or cuDNN frontend's own call (bf16).
 inline bool is_cudnn_bf16(const std::string& backend) { return backend == "pyt_cudnn" || backend == "cudnn_fe"; }
@@ -357,11 +359,11 @@ inline void write_probe(const std::vector<GemmRow>& rows, const std::string& gpu
     f << "\n[[gemm]]\nlabel = \"xla b=" << r.b << "\"\ndtype = \"" << r.dtype << "\"\nm = " << r.b * r.m << "\nn = " << r.n
       << "\nk = " << r.k << "\nseconds = " << buf << "\n";
   }
-  // Calls under 3 x the shortest of their pass are the host's dispatch (a 512-token forward takes 102 us through
-  // PyTorch on the B200, 21 us through cuDNN frontend on the GB200): left out, as calibrate leaves out such
-  // back-to-back samples (run 22), so that the fit's intercept is not the host's time.
+  // In a table of host-timed calls, calls under 3 x the shortest of their kernel and pass are the host's dispatch
+  // (a 512-token forward takes 102 us through PyTorch on the B200, against 19-21 us of kernel on the GB200 and
+  // GB300): left out, as calibrate leaves out such back-to-back samples (run 22).
   std::map<std::pair<std::string, bool>, double> shortest;   // (impl, backward) -> shortest call
-  for (const SdpaRow& r : sdpa)
+  for (const SdpaRow& r : device_timed ? std::vector<SdpaRow>{} : sdpa)
     for (const bool bwd : {false, true})
       if (const std::string impl = probe_impl(r.backend); !impl.empty() && (bwd ? r.bwd_tflops : r.fwd_tflops) > 0) {
         auto [it, fresh] = shortest.emplace(std::make_pair(impl, bwd), r.seconds(bwd));
