@@ -3,6 +3,7 @@
 #include <algorithm>
 
 #include "config/read_context.h"
+#include "hardware/calibration.h"
 #include "schedules/schedule.h"
 
 namespace mfusim::config::detail {
@@ -258,6 +259,10 @@ void check_scenario(const Scenario& s, const Sink& err) {
   if (tr.precision == Precision::fp8 && !(s.hardware.peak_flops_fp8 > 0))
     err("training.precision", "precision \"fp8\" needs FP8 tensor cores, but hardware '" + s.hardware.name +
                                   "' has no peak_tflops_fp8");
+  if (s.features.fp8_recipe == Fp8Recipe::mxfp8 && hardware::gpu_family(s.hardware.name) != "blackwell")
+    err("features.fp8_recipe", "'features.fp8_recipe' = \"mxfp8\" needs Blackwell's block-scaled tensor cores, but hardware '" +
+                                   s.hardware.name + "' is not a Blackwell GPU (Transformer Engine refuses MXFP8 before "
+                                   "SM 10.0): use \"tensorwise\" or \"current\"");
   if (s.features.fp8_params) {
     if (tr.precision != Precision::fp8)
       err("features.fp8_params", "'features.fp8_params' keeps the weights in fp8, which needs training.precision = \"fp8\"");

@@ -68,6 +68,14 @@ const std::vector<std::string>& attention_names() {
 
 const char* to_string(Attention a) { return attention_names()[static_cast<std::size_t>(a)].c_str(); }
 const char* to_string(ModelCode c) { return c == ModelCode::torchtitan ? "torchtitan" : "megatron"; }
+const char* to_string(Fp8Recipe r) {
+  switch (r) {
+    case Fp8Recipe::current: return "current";
+    case Fp8Recipe::mxfp8: return "mxfp8";
+    case Fp8Recipe::blockwise: return "blockwise";
+    default: return "tensorwise";
+  }
+}
 const char* to_string(CrossEntropy c) {
   return c == CrossEntropy::fp32 ? "fp32" : c == CrossEntropy::compiled ? "compiled" : "fused";
 }

@@ -70,6 +70,10 @@ enum class ModelCode { megatron, torchtitan };
 // (torchtitan's build_cross_entropy_loss with training.compile: Inductor's fused kernels, the bf16
 // logits kept). Their memory: models/memory.cpp head_memory.
 enum class CrossEntropy { fused, fp32, compiled };
+// features.fp8_recipe (docs/cost-model.md, "The fp8 recipes"): Transformer Engine's per-tensor delayed
+// scaling ("tensorwise"), per-tensor current scaling ("current"), MXFP8 block scaling ("mxfp8", Blackwell),
+// or DeepSeek-V3's fine-grained tiles ("blockwise").
+enum class Fp8Recipe { tensorwise, current, mxfp8, blockwise };
 
 // "gpipe", "1f1b", "interleaved-1f1b", "zb-h1", "zb-h2", "zb-v", "dualpipe", "dualpipev", "zb-auto", "v-half", "v-min"
 const char* to_string(ScheduleKind);
@@ -83,6 +87,7 @@ const char* to_string(Offload);         // "none", "optimizer", "params"
 const char* to_string(Attention);       // "flash", "cudnn", "hf_eager", ...
 const char* to_string(ModelCode);       // "megatron", "torchtitan"
 const char* to_string(CrossEntropy);    // "fused", "fp32", "compiled"
+const char* to_string(Fp8Recipe);       // "tensorwise", "current", "mxfp8", "blockwise"
 const std::vector<std::string>& attention_names();   // in Attention order
 
 struct Training {
@@ -207,11 +212,14 @@ struct Features {
   // before their backward, through Transformer Engine's double-buffered handler (docs/cost-model.md).
   // 0 = off. Megatron's conditions: N < layers, pp = 1, no recompute, no CUDA graphs.
   int activation_offload_layers = 0;
-  // features.fp8_recipe: "tensorwise" (Transformer Engine's per-tensor scaling: one fused
-  // cast-transpose per GEMM input) or "blockwise" (DeepSeek-V3's fine-grained scaling, arXiv
-  // 2412.19437 §3.3.2: activations in 1x128 tiles, weights in 128x128 blocks, DeepGEMM's NT-only
-  // GEMMs; models/kernel_builders.cpp, linear_blockwise).
-  bool fp8_blockwise = false;
+  // features.fp8_recipe: "tensorwise" (Transformer Engine's per-tensor delayed scaling: one fused
+  // cast(-transpose) per GEMM input, the scale from the amax history), "current" (per-tensor current
+  // scaling: an amax pass over the tensor, then the cast), "mxfp8" (Blackwell's MXFP8: 1x32 blocks with
+  // an e8m0 scale each, a row-wise and a column-wise copy in one pass, block-scaled GEMMs) or
+  // "blockwise" (DeepSeek-V3's fine-grained scaling, arXiv 2412.19437 §3.3.2: activations in 1x128
+  // tiles, weights in 128x128 blocks, DeepGEMM's NT-only GEMMs; models/kernel_builders.cpp,
+  // linear_blockwise).
+  Fp8Recipe fp8_recipe = Fp8Recipe::tensorwise;
   // features.attention; absent: derived from flash_attention (attention_of below).
   std::optional<Attention> attention;
   // features.model_code: whose block code runs (ModelCode above).

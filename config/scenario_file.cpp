@@ -328,8 +328,8 @@ void read_scenario(Ctx& ctx, Scenario& s, const Value& root, const std::string& 
     ctx.read_bool(*t, "fp8_params", p, f.fp8_params);
     ctx.read_bool(*t, "optimizer_foreach", p, f.optimizer_foreach);
     ctx.read_int(*t, "activation_offload_layers", p, f.activation_offload_layers);
-    int fr = ctx.read_enum(*t, "fp8_recipe", p, {"tensorwise", "blockwise"});
-    if (fr >= 0) f.fp8_blockwise = fr == 1;
+    int fr = ctx.read_enum(*t, "fp8_recipe", p, {"tensorwise", "current", "mxfp8", "blockwise"});
+    if (fr >= 0) f.fp8_recipe = static_cast<Fp8Recipe>(fr);
     // features.attention decides flash_attention; both in one table must agree (an
     // overlay that sets one of them drops the other: config/overrides.cpp).
     const int a = ctx.read_enum(*t, "attention", p, attention_names());

@@ -201,7 +201,8 @@ double CostModel::gemm_seconds(const Kernel& kn) const {
     epilogue = extra * (f32 ? CostDefaults::wgrad_accumulate_share_fp32 : CostDefaults::wgrad_accumulate_share_bf16) /
                bandwidth_;
   }
-  return gemm_core_seconds(kn) / (kn.grouped_eff > 0 ? kn.grouped_eff : 1.0) + epilogue;
+  const double rate = kn.mxfp8 && runs_fp8(kn) ? CostDefaults::mxfp8_gemm_rate : 1.0;
+  return gemm_core_seconds(kn) / (kn.grouped_eff > 0 ? kn.grouped_eff : 1.0) / rate + epilogue;
 }
 
 double CostModel::gemm_core_seconds(const Kernel& kn) const {

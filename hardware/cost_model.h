@@ -29,6 +29,11 @@ struct CostDefaults {
   // calibrated copy bandwidth): fp32 0.44-0.72, median 0.59; bf16 0.21-0.48, median 0.34.
   static constexpr double wgrad_accumulate_share_fp32 = 0.59;
   static constexpr double wgrad_accumulate_share_bf16 = 0.34;
+  // An MXFP8 GEMM's rate as a fraction of the per-tensor fp8 GEMM's at the same shape (Kernel::mxfp8):
+  // Transformer Engine's published GEMM profile on a B300 (docs/examples/gemm_profiling/gemm_profiling.rst
+  // @d0067d0, pre-quantized operands, the twelve GEMMs of an h4096 / ffn 16384 layer at 15,872 tokens):
+  // per-tensor current scaling 6.812 ms, MXFP8 7.161 ms per layer; 6.812 / 7.161 (validation/te_gemm_profiling).
+  static constexpr double mxfp8_gemm_rate = 6.812 / 7.161;
   static constexpr double gemm_size_knee = 512;       // (mnk)^(1/3) scale of the total-work saturation
   static constexpr double gemm_k_knee = 380;          // k / (k + knee): epilogue cost in k units (fit to H200 shapes)
   static constexpr double flash_fwd_eff = 0.65;       // FA3 / cuDNN bf16 fwd, long sequences (H200 measured 0.64-0.67)

@@ -81,6 +81,9 @@ struct Kernel {
   // bf16). The cost model prices such a kernel at the bf16 peak and with the bf16 fit
   // whatever the scenario's precision.
   bool keep_bf16 = false;
+  // An fp8 GEMM on MXFP8 operands (features.fp8_recipe = "mxfp8"): Blackwell's block-scaled kernels, at
+  // CostDefaults::mxfp8_gemm_rate of the per-tensor fp8 kernel's rate.
+  bool mxfp8 = false;
   // totals used by the roofline (every kind fills them)
   double flops = 0;             // floating-point operations of one kernel
   double bytes = 0;             // minimum HBM bytes read + written by one kernel

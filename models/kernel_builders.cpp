@@ -187,28 +187,44 @@ void rope_kernels(double n, double width, int e, bool fused, const char* tag, co
   push(f, b, {"rope_add", "rope_add_bwd", 2 * e * x, e * x, x});
 }
 
-// Adds the F GEMM, its dgrad (B) and wgrad (W). Forward y[m, out] = x[m, in] W.
-Kernel fp8_cast_transpose(const char* name, double rows, double cols, int count) {
+std::vector<Kernel> fp8_cast_kernels(const char* name, const char* amax_name, double rows, double cols, int count,
+                                     const Fp8Cast& q) {
   const double x = rows * cols;
-  // bf16 in (2 B), fp8 out row-major and transposed (1 + 1 B); amax and scale: 2 op/element.
-  return memk(name, 2 * x, 2 * x, 2 * x, count);
+  std::vector<Kernel> ks;
+  if (q.recipe == config::Fp8Recipe::current) ks.push_back(memk(amax_name, 2 * x, 0, x, count));
+  if (q.recipe == config::Fp8Recipe::mxfp8) {
+    // bf16 in; fp8 row-wise and column-wise out, each with one e8m0 scale per 32; two block amaxes and scales.
+    const double copies = q.columnwise ? 2 : 1;
+    ks.push_back(memk(name, 2 * x, copies * (x + x / 32.0), (1 + copies) * x, count));
+    return ks;
+  }
+  // bf16 in; fp8 out (row-major, and transposed where the GEMMs are TN only); scale (and amax): 2 op/element.
+  ks.push_back(memk(name, 2 * x, (q.columnwise && !q.any_layout ? 2 : 1) * x, 2 * x, count));
+  return ks;
 }
 
+// Adds the F GEMM, its dgrad (B) and wgrad (W). Forward y[m, out] = x[m, in] W.
 // fp8 (Transformer Engine): the forward quantises the input x [tokens, in] before the GEMM,
 // the backward the output gradient dy [tokens, out] before the dgrad; the wgrad reads both
-// transposed copies. GEMM operands are 1-byte fp8, outputs bf16.
+// (transposed) copies. GEMM operands are 1-byte fp8, outputs bf16.
 void linear(const char* name, const char* dname, const char* wname, double tokens, double in, double out, int e,
-            LayerKernels& lk, int count, bool fp8) {
-  if (fp8) lk.f.push_back(fp8_cast_transpose("fp8_cast_x", tokens, in, count));
+            LayerKernels& lk, int count, const Fp8Cast* fp8) {
+  if (fp8)
+    for (Kernel& k : fp8_cast_kernels("fp8_cast_x", "fp8_amax_x", tokens, in, count, *fp8)) lk.f.push_back(k);
   lk.f.push_back(gemm(name, tokens, out, in, e, count));
   lk.b.push_back(gemm(dname, tokens, in, out, e, count));
-  if (fp8) lk.b.push_back(fp8_cast_transpose("fp8_cast_dy", tokens, out, count));   // runs before the dgrad (b is reversed)
+  const std::size_t dgrad = lk.b.size() - 1;
+  if (fp8) {   // run before the dgrad (b is reversed): pushed last-to-first
+    auto ks = fp8_cast_kernels("fp8_cast_dy", "fp8_amax_dy", tokens, out, count, *fp8);
+    for (auto it = ks.rbegin(); it != ks.rend(); ++it) lk.b.push_back(*it);
+  }
   lk.w.push_back(gemm(wname, in, out, tokens, e, count));
   if (fp8) {
-    auto fp8_bytes = [](Kernel& g) { g.bytes = static_cast<double>(g.m) * g.k + static_cast<double>(g.k) * g.n + 2.0 * g.m * g.n; };
-    fp8_bytes(lk.f.back());
-    fp8_bytes(lk.b[lk.b.size() - 2]);
-    fp8_bytes(lk.w.back());
+    const bool mx = fp8->recipe == config::Fp8Recipe::mxfp8;
+    for (Kernel* g : {&lk.f.back(), &lk.b[dgrad], &lk.w.back()}) {
+      g->bytes = static_cast<double>(g->m) * g->k + static_cast<double>(g->k) * g->n + 2.0 * g->m * g->n;
+      g->mxfp8 = mx;
+    }
   }
 }
 

@@ -39,14 +39,30 @@ void activation_kernels(const ModelSpec& m, double n, double f_width, int e, boo
                         std::vector<hardware::Kernel>& f, std::vector<hardware::Kernel>& b, int count = 1);
 void rope_kernels(double n, double width, int e, bool fused, const char* tag, const char* tag_bwd,
                   std::vector<hardware::Kernel>& f, std::vector<hardware::Kernel>& b);
+// How Transformer Engine quantises a linear layer's GEMM inputs (docs/cost-model.md, "The fp8 recipes").
+struct Fp8Cast {
+  config::Fp8Recipe recipe = config::Fp8Recipe::tensorwise;   // tensorwise (delayed), current or mxfp8
+  bool any_layout = false;   // the GPU's per-tensor fp8 GEMMs take any layout (Blackwell): no transposed copy
+  bool columnwise = true;    // a second GEMM reads the tensor along its other dimension (a linear's x and dy:
+                             // the weight gradient); false: row-wise only (a weight quantised for the forward)
+};
+// A linear layer: F, dgrad (B) and wgrad (W) GEMMs; with `fp8`, its inputs' quantisation kernels
+// (fp8_cast_kernels of x before F, of dy before the dgrad) and fp8 operands.
 void linear(const char* name, const char* dname, const char* wname, double tokens, double in, double out, int e,
-            LayerKernels& lk, int count = 1, bool fp8 = false);
-// The kernels an fp8 linear layer adds under Transformer Engine (docs/cost-model.md, "fp8 as
-// it is run"), per micro-batch, for `rows` x `cols` bf16 elements: one fused cast-transpose
-// that reads the bf16 tensor once (the scale's amax taken in the same pass) and writes the
-// fp8 copy twice, row-major for the GEMM that consumes it and transposed for the weight
-// gradient (Hopper's fp8 GEMMs take TN operands only).
-hardware::Kernel fp8_cast_transpose(const char* name, double rows, double cols, int count = 1);
+            LayerKernels& lk, int count = 1, const Fp8Cast* fp8 = nullptr);
+// The kernels that quantise one `rows` x `cols` bf16 GEMM input under Transformer Engine's recipe, in the
+// order they run (docs/cost-model.md, "The fp8 recipes"; Transformer Engine's recipe docs,
+// docs/features/low_precision_training):
+//   tensorwise (delayed scaling): one fused cast that reads the tensor once (its amax recorded in the same
+//     pass for the next step's scale) and writes the fp8 copy, and on Hopper (TN-only fp8 GEMMs) the
+//     transposed copy the weight gradient reads too;
+//   current: a pass that reads the tensor for its amax, then the same cast ("the tensor needs to be read
+//     twice");
+//   mxfp8: one pass writing a row-wise and a column-wise copy in 1x32 blocks (each a different
+//     quantisation, on every GPU), one e8m0 scale byte per 32 elements of each.
+// `amax_name` names the current-scaling amax pass.
+std::vector<hardware::Kernel> fp8_cast_kernels(const char* name, const char* amax_name, double rows, double cols,
+                                               int count, const Fp8Cast& q);
 
 // DeepSeek-V3's fine-grained fp8 (features.fp8_recipe = "blockwise"; arXiv 2412.19437 §3.3.2):
 // an activation in 1x128 tiles is 1 byte per element + one fp32 scale per 128 elements, a weight

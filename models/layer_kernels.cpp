@@ -32,7 +32,12 @@ void tag_wgrad_accumulation(LayerKernels& lk, const RankShape& r) {
 void fp8_linear(const RankShape& r, const char* name, const char* dname, const char* wname, double tokens, double in,
                 double out, int e, LayerKernels& lk, int count, const Fp8Operands& io) {
   if (r.fp8 && r.fp8_blockwise) linear_blockwise(name, dname, wname, tokens, in, out, e, lk, count, io);
-  else linear(name, dname, wname, tokens, in, out, e, lk, count, r.fp8);
+  else if (r.fp8) {
+    const Fp8Cast q{r.fp8_recipe, r.fp8_any_layout};
+    linear(name, dname, wname, tokens, in, out, e, lk, count, &q);
+  } else {
+    linear(name, dname, wname, tokens, in, out, e, lk, count);
+  }
 }
 
 // The operands of a linear whose input is kept for its weight gradient: the forward's fp8 copy

@@ -4,6 +4,8 @@
 
 #include <algorithm>
 
+#include "hardware/calibration.h"
+
 namespace mfusim::models {
 
 hardware::Layout layout_of(const config::Scenario& s) {
@@ -44,7 +46,9 @@ RankShape rank_shape(const config::Scenario& s) {
   sh.fp32_autocast = s.training.master_weights == config::MasterWeights::fp32_autocast;
   sh.fp8 = s.training.precision == hardware::Precision::fp8 && s.hardware.peak_flops_fp8 > 0;
   sh.fp8_attention = s.features.fp8_attention;
-  sh.fp8_blockwise = s.features.fp8_blockwise;
+  sh.fp8_recipe = s.features.fp8_recipe;
+  sh.fp8_blockwise = sh.fp8_recipe == config::Fp8Recipe::blockwise;
+  sh.fp8_any_layout = hardware::gpu_family(s.hardware.name) == "blackwell";
   sh.fp8_dispatch = s.moe.dispatcher == config::MoeDispatcher::deepep && s.moe.fp8_dispatch && s.parallel.ep > 1;
   if (s.moe.dispatcher == config::MoeDispatcher::deepep && s.parallel.ep > 1) {
     // The EP group's nodes as the dispatch places it (layer/moe_dispatch.cpp: ep.domains); only the

@@ -37,6 +37,11 @@ struct RankShape {
   // activation tiles for the forward and input-gradient GEMMs, 128x1 transposed copies for the
   // weight gradient, the fp8 weight transposed per micro-batch (DeepGEMM is NT only, §3.5.2).
   bool fp8_blockwise = false;
+  // features.fp8_recipe for Transformer Engine's linears (tensorwise: delayed scaling; current; mxfp8), and
+  // whether the GPU's fp8 GEMMs take any operand layout (Blackwell: no transposed copy of a per-tensor fp8
+  // tensor; Hopper's take TN only). Transformer Engine's fp8 recipe docs (docs/cost-model.md).
+  config::Fp8Recipe fp8_recipe = config::Fp8Recipe::tensorwise;
+  bool fp8_any_layout = false;
   // moe.dispatcher = "deepep" with moe.fp8_dispatch and ep > 1: the tokens cross the EP dispatch
   // in fp8 1x128 tiles (DeepEP's dispatch takes the fp8 tensor and its scales), quantised before it.
   bool fp8_dispatch = false;

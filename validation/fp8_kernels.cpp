@@ -90,7 +90,7 @@ int main(int argc, char** argv) {
         }
       }
     std::printf("%s: MoE layer %d, precision %s, fp8 recipe %s\n", path.c_str(), layer,
-                config::to_string(s.training.precision), s.features.fp8_blockwise ? "blockwise" : "tensorwise");
+                config::to_string(s.training.precision), config::to_string(s.features.fp8_recipe));
     std::printf("%-50s %5s %9s\n", "class", "calls", "us/layer");
     for (const auto& [c, v] : cls) std::printf("%-50s %5d %9.0f\n", c.c_str(), v.first, v.second * 1e6);
     std::printf("%-50s %5s %9.0f\n", "fp8 work around the GEMMs", "", fp8 * 1e6);

@@ -96,7 +96,7 @@ TEST_CASE("blockwise fp8: one linear's kernels, their order and their bytes from
 
 TEST_CASE("blockwise fp8 kernels appear only under fp8 with the blockwise recipe") {
   const auto s = deepseek();
-  REQUIRE(s.features.fp8_blockwise);
+  REQUIRE(s.features.fp8_recipe == config::Fp8Recipe::blockwise);
   const int moe_layer = s.model.moe->dense_layers;
   const auto bw = models::layer_kernels(s.model, moe_layer, models::rank_shape(s));
   const auto tw_s = deepseek({"features.fp8_recipe=tensorwise"});

@@ -44,8 +44,9 @@
 //    parallel.account_for_embedding_in_pipeline_split and
 //    parallel.account_for_loss_in_pipeline_split.
 //  * mbs not stated (NeMo long-sequence tables): 1.
-//  * fp8 rows: precision fp8 for every recipe (delayed, current scaling and
-//    MXFP8 alike: the simulator has one fp8 path).
+//  * fp8 rows: precision fp8, with the row's stated recipe as features.fp8_recipe (fp8_recipe_of):
+//    current scaling "current", MXFP8 "mxfp8", delayed or not stated "tensorwise" (delayed scaling,
+//    Transformer Engine's and NeMo's default).
 // Megatron-FSDP rows (fsdp > 0): ZeRO-3 over a sharding group of `fsdp` ranks (row_scenario).
 // Not expressible (listed with the reason, never dropped): the Llama 3 paper rows (Meta's own stack: micro-batch and
 // virtual stages not stated, FSDP-style data parallelism), and any layout the
@@ -192,6 +193,9 @@ class Inputs {
   // The rows' activation offloading (features.activation_offload_layers) as their recipes set it
   // (row_scenario); false: none (validate_modern --without activation_offload).
   bool activation_offload = true;
+  // The rows' fp8 recipes as their sources state them (fp8_recipe_of); false: every fp8 row under delayed
+  // scaling (validate_modern --without fp8_recipes).
+  bool fp8_recipes = true;
   const hardware::HardwareSpec& hardware(const std::string& gpu_type) {
     static const std::map<std::string, std::string> file = {
         {"H100", "h100-sxm"}, {"B200", "b200"}, {"GB200", "gb200-nvl72"}, {"GB300", "gb300-nvl72"}};
@@ -267,6 +271,17 @@ inline bool cudnn_attention_off(const ModernRow& r) {
   return r.framework.find("NeMo 24.07") != std::string::npos && r.model != "gpt3-175b";
 }
 
+
+// The Transformer Engine recipe a row's fp8_recipe column states: MXFP8 block scaling, per-tensor current
+// scaling ("FP8-CS", or "current scaling" derived from the release's table and recipes), else delayed
+// scaling (stated, or not stated: the NeMo default of those releases).
+inline config::Fp8Recipe fp8_recipe_of(const ModernRow& r) {
+  if (r.fp8_recipe.find("MXFP8") != std::string::npos) return config::Fp8Recipe::mxfp8;
+  if (r.fp8_recipe.find("FP8-CS") != std::string::npos || r.fp8_recipe.find("current scaling") != std::string::npos)
+    return config::Fp8Recipe::current;
+  return config::Fp8Recipe::tensorwise;
+}
+
 // The Scenario of a row, or nullopt with `why` set when it is not expressible.
 inline std::optional<config::Scenario> row_scenario(const ModernRow& r, Profile profile, Inputs& in, std::string& why) {
   if (r.id.rfind("LLAMA3-", 0) == 0) {
@@ -309,6 +324,7 @@ inline std::optional<config::Scenario> row_scenario(const ModernRow& r, Profile 
     why = "precision " + r.precision + " not modelled";
     return std::nullopt;
   }
+  if (in.fp8_recipes && s.training.precision == hardware::Precision::fp8) s.features.fp8_recipe = fp8_recipe_of(r);
   auto& p = s.parallel;
   p.tp = r.tp;
   p.pp = r.pp;
