@@ -259,7 +259,8 @@ void check_scenario(const Scenario& s, const Sink& err) {
   if (tr.precision == Precision::fp8 && !(s.hardware.peak_flops_fp8 > 0))
     err("training.precision", "precision \"fp8\" needs FP8 tensor cores, but hardware '" + s.hardware.name +
                                   "' has no peak_tflops_fp8");
-  if (s.features.fp8_recipe == Fp8Recipe::mxfp8 && hardware::gpu_family(s.hardware.name) != "blackwell")
+  if (tr.precision == Precision::fp8 && s.features.fp8_recipe == Fp8Recipe::mxfp8 &&
+      hardware::gpu_family(s.hardware.name) != "blackwell")
     err("features.fp8_recipe", "'features.fp8_recipe' = \"mxfp8\" needs Blackwell's block-scaled tensor cores, but hardware '" +
                                    s.hardware.name + "' is not a Blackwell GPU (Transformer Engine refuses MXFP8 before "
                                    "SM 10.0): use \"tensorwise\" or \"current\"");

@@ -168,7 +168,7 @@ void add_norm_up_proj_recompute(std::vector<hardware::Kernel>& f, std::vector<ha
       std::size_t j = i;
       while (j > 0) {
         const std::string_view p(f[j - 1].name);
-        if (p != "fp8_quant_x" && p != "fp8_scale_transpose" && p != "fp8_cast_x") break;
+        if (p != "fp8_quant_x" && p != "fp8_scale_transpose" && p != "fp8_cast_x" && p != "fp8_amax_x") break;
         --j;
       }
       again.insert(again.end(), f.begin() + static_cast<std::ptrdiff_t>(j), f.begin() + static_cast<std::ptrdiff_t>(i));

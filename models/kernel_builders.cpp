@@ -187,19 +187,26 @@ void rope_kernels(double n, double width, int e, bool fused, const char* tag, co
   push(f, b, {"rope_add", "rope_add_bwd", 2 * e * x, e * x, x});
 }
 
-std::vector<Kernel> fp8_cast_kernels(const char* name, const char* amax_name, double rows, double cols, int count,
-                                     const Fp8Cast& q) {
+std::vector<Kernel> fp8_cast_kernels(const char* name, const char* amax_name, const char* transpose_name, double rows,
+                                     double cols, int count, const Fp8Cast& q) {
   const double x = rows * cols;
   std::vector<Kernel> ks;
-  if (q.recipe == config::Fp8Recipe::current) ks.push_back(memk(amax_name, 2 * x, 0, x, count));
   if (q.recipe == config::Fp8Recipe::mxfp8) {
     // bf16 in; fp8 row-wise and column-wise out, each with one e8m0 scale per 32; two block amaxes and scales.
     const double copies = q.columnwise ? 2 : 1;
     ks.push_back(memk(name, 2 * x, copies * (x + x / 32.0), (1 + copies) * x, count));
     return ks;
   }
+  const double g = q.gather > 1 ? q.gather : 1;
+  const double local = x / g;   // quantised before the gather
+  const bool transposed = q.columnwise && !q.any_layout;
+  // a separate transpose: after a gather, or after delayed scaling's fp8-writing norm (no cast kernel to fuse it in)
+  const bool separate_t = transposed && (g > 1 || (q.norm_fused && q.recipe == config::Fp8Recipe::tensorwise));
+  if (q.recipe == config::Fp8Recipe::current && !q.norm_fused) ks.push_back(memk(amax_name, 2 * local, 0, local, count));
   // bf16 in; fp8 out (row-major, and transposed where the GEMMs are TN only); scale (and amax): 2 op/element.
-  ks.push_back(memk(name, 2 * x, (q.columnwise && !q.any_layout ? 2 : 1) * x, 2 * x, count));
+  if (!(q.norm_fused && q.recipe == config::Fp8Recipe::tensorwise))
+    ks.push_back(memk(name, 2 * local, (transposed && !separate_t ? 2 : 1) * local, 2 * local, count));
+  if (separate_t) ks.push_back(memk(transpose_name, x, x, 0, count));
   return ks;
 }
 
@@ -208,14 +215,16 @@ std::vector<Kernel> fp8_cast_kernels(const char* name, const char* amax_name, do
 // the backward the output gradient dy [tokens, out] before the dgrad; the wgrad reads both
 // (transposed) copies. GEMM operands are 1-byte fp8, outputs bf16.
 void linear(const char* name, const char* dname, const char* wname, double tokens, double in, double out, int e,
-            LayerKernels& lk, int count, const Fp8Cast* fp8) {
+            LayerKernels& lk, int count, const Fp8Cast* fp8, const Fp8Cast* fp8_dy) {
   if (fp8)
-    for (Kernel& k : fp8_cast_kernels("fp8_cast_x", "fp8_amax_x", tokens, in, count, *fp8)) lk.f.push_back(k);
+    for (Kernel& k : fp8_cast_kernels("fp8_cast_x", "fp8_amax_x", "fp8_transpose_x", tokens, in, count, *fp8))
+      lk.f.push_back(k);
   lk.f.push_back(gemm(name, tokens, out, in, e, count));
   lk.b.push_back(gemm(dname, tokens, in, out, e, count));
   const std::size_t dgrad = lk.b.size() - 1;
   if (fp8) {   // run before the dgrad (b is reversed): pushed last-to-first
-    auto ks = fp8_cast_kernels("fp8_cast_dy", "fp8_amax_dy", tokens, out, count, *fp8);
+    const Fp8Cast dy = fp8_dy ? *fp8_dy : Fp8Cast{fp8->recipe, fp8->any_layout};
+    auto ks = fp8_cast_kernels("fp8_cast_dy", "fp8_amax_dy", "fp8_transpose_dy", tokens, out, count, dy);
     for (auto it = ks.rbegin(); it != ks.rend(); ++it) lk.b.push_back(*it);
   }
   lk.w.push_back(gemm(wname, in, out, tokens, e, count));

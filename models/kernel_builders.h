@@ -45,11 +45,21 @@ struct Fp8Cast {
   bool any_layout = false;   // the GPU's per-tensor fp8 GEMMs take any layout (Blackwell): no transposed copy
   bool columnwise = true;    // a second GEMM reads the tensor along its other dimension (a linear's x and dy:
                              // the weight gradient); false: row-wise only (a weight quantised for the forward)
+  // Sequence parallelism (per-tensor recipes): a tensor all-gathered over the tensor-parallel group before its
+  // GEMM is quantised on its local rows (1 / gather of them) and gathered in fp8 (TE's quantised all-gather,
+  // the amax reduced over the group first); where the GEMMs are TN only, its transposed copy is made after
+  // the gather (TE gathers no transposed fp8 data). 1: not gathered.
+  double gather = 1;
+  // The input is the output of the norm before it in one Transformer Engine LayerNormLinear (per-tensor
+  // recipes): delayed scaling's norm writes fp8 itself (no cast kernel; the caller narrows the norm's write),
+  // current scaling's norm takes the amax in its pass (no amax kernel).
+  bool norm_fused = false;
 };
 // A linear layer: F, dgrad (B) and wgrad (W) GEMMs; with `fp8`, its inputs' quantisation kernels
-// (fp8_cast_kernels of x before F, of dy before the dgrad) and fp8 operands.
+// (fp8_cast_kernels of x before F with `fp8`, of dy before the dgrad with `fp8_dy`, or with fp8's recipe
+// and layout alone) and fp8 operands.
 void linear(const char* name, const char* dname, const char* wname, double tokens, double in, double out, int e,
-            LayerKernels& lk, int count = 1, const Fp8Cast* fp8 = nullptr);
+            LayerKernels& lk, int count = 1, const Fp8Cast* fp8 = nullptr, const Fp8Cast* fp8_dy = nullptr);
 // The kernels that quantise one `rows` x `cols` bf16 GEMM input under Transformer Engine's recipe, in the
 // order they run (docs/cost-model.md, "The fp8 recipes"; Transformer Engine's recipe docs,
 // docs/features/low_precision_training):
@@ -60,9 +70,11 @@ void linear(const char* name, const char* dname, const char* wname, double token
 //     twice");
 //   mxfp8: one pass writing a row-wise and a column-wise copy in 1x32 blocks (each a different
 //     quantisation, on every GPU), one e8m0 scale byte per 32 elements of each.
-// `amax_name` names the current-scaling amax pass.
-std::vector<hardware::Kernel> fp8_cast_kernels(const char* name, const char* amax_name, double rows, double cols,
-                                               int count, const Fp8Cast& q);
+// `amax_name` names the current-scaling amax pass; `rows` are the GEMM's (after any gather). After a gather, or
+// after delayed scaling's fp8-writing norm, the transposed copy, where needed, is its own kernel
+// (`transpose_name`: read 1, write 1).
+std::vector<hardware::Kernel> fp8_cast_kernels(const char* name, const char* amax_name, const char* transpose_name,
+                                               double rows, double cols, int count, const Fp8Cast& q);
 
 // DeepSeek-V3's fine-grained fp8 (features.fp8_recipe = "blockwise"; arXiv 2412.19437 §3.3.2):
 // an activation in 1x128 tiles is 1 byte per element + one fp32 scale per 128 elements, a weight
@@ -86,6 +98,12 @@ struct Fp8Operands {
   double dy_saved_bytes = 2;    // the same for dy
   bool weight_transpose_in_forward = false;   // the fp8 weight transposed in the forward (routed experts)
   bool scale_transpose = true;  // false: the kernel before the GEMM writes the scales in its layout (the experts' permute)
+  // Transformer Engine's per-tensor recipes: x is the output of a LayerNormLinear's norm (Fp8Cast::norm_fused)
+  // and, under sequence parallelism, all-gathered before the GEMM; dy is all-gathered before the dgrad (a
+  // row-parallel linear's output gradient).
+  bool x_from_norm = false;
+  bool x_sp_gathered = false;
+  bool dy_sp_gathered = false;
 };
 // A linear layer under the blockwise recipe, per micro-batch ( `count` GEMMs of `tokens` rows,
 // the routed experts of a rank; their memory-bound kernels one launch over all of them):

@@ -33,8 +33,22 @@ void fp8_linear(const RankShape& r, const char* name, const char* dname, const c
                 double out, int e, LayerKernels& lk, int count, const Fp8Operands& io) {
   if (r.fp8 && r.fp8_blockwise) linear_blockwise(name, dname, wname, tokens, in, out, e, lk, count, io);
   else if (r.fp8) {
-    const Fp8Cast q{r.fp8_recipe, r.fp8_any_layout};
-    linear(name, dname, wname, tokens, in, out, e, lk, count, &q);
+    // Transformer Engine's sequence-parallel gathers and LayerNormLinear fusion (Fp8Cast): Megatron's TE layers
+    // only (torchtitan's fp8 is torchao's).
+    const bool te = !r.torchtitan;
+    const double g = te && r.sequence_parallel && r.tp > 1 ? r.tp : 1;
+    Fp8Cast x{r.fp8_recipe, r.fp8_any_layout}, dy{r.fp8_recipe, r.fp8_any_layout};
+    if (io.x_sp_gathered) x.gather = g;
+    if (io.dy_sp_gathered) dy.gather = g;
+    // the norm kernel just before (a fused norm: one kernel) quantises in its pass
+    const bool per_tensor = r.fp8_recipe == config::Fp8Recipe::tensorwise || r.fp8_recipe == config::Fp8Recipe::current;
+    if (te && per_tensor && io.x_from_norm && !lk.f.empty() &&
+        (std::string_view(lk.f.back().name) == "rmsnorm" || std::string_view(lk.f.back().name) == "layernorm")) {
+      x.norm_fused = true;
+      // delayed scaling: the norm writes its output in fp8 (1 byte) instead of bf16
+      if (r.fp8_recipe == config::Fp8Recipe::tensorwise) lk.f.back().bytes -= (e - 1.0) * tokens / x.gather * in;
+    }
+    linear(name, dname, wname, tokens, in, out, e, lk, count, &x, &dy);
   } else {
     linear(name, dname, wname, tokens, in, out, e, lk, count);
   }
@@ -45,6 +59,19 @@ void fp8_linear(const RankShape& r, const char* name, const char* dname, const c
 Fp8Operands kept_input(const RankShape& r, int e) {
   Fp8Operands io;
   io.x_saved_bytes = r.fp8_activation_cache ? kFp8TileBytes : e;
+  return io;
+}
+// Megatron's TE column-parallel LayerNormLinear (TELayerNormColumnParallelLinear: the dense QKV and MLP up
+// projections): x is its norm's output, all-gathered under sequence parallelism.
+Fp8Operands layernorm_linear(Fp8Operands io) {
+  io.x_from_norm = true;
+  io.x_sp_gathered = true;
+  return io;
+}
+// A row-parallel linear (the attention output and MLP down projections): its output gradient is
+// all-gathered under sequence parallelism before the dgrad.
+Fp8Operands row_parallel(Fp8Operands io) {
+  io.dy_sp_gathered = true;
   return io;
 }
 // An input recomputed in the backward (moe.recompute_norm_up_proj) or dequantised there: bf16.
@@ -173,7 +200,7 @@ LayerKernels layer_kernels(const ModelSpec& m, int layer, const RankShape& r) {
     lk.b.push_back(memk("mla_v_copy_bwd", e * T * heads * vd, e * T * heads * vd, 0));
   } else {
     if (tt_eager) lk.b.push_back(torchtitan_input_grad_sum("qkv_dx_sum", T, h, 3));   // wq, wk, wv
-    fp8_linear(r, "qkv", "qkv_dgrad", "qkv_wgrad", T, h, (heads + 2 * kv) * dqk, e, lk, 1, norm_in);
+    fp8_linear(r, "qkv", "qkv_dgrad", "qkv_wgrad", T, h, (heads + 2 * kv) * dqk, e, lk, 1, layernorm_linear(norm_in));
     // Plain PyTorch splits the one QKV output into q, k, v views; autograd's SplitBackward
     // concatenates dq, dk, dv into one gradient before the dgrad (run 8 trace: one
     // CatArrayBatchedCopy per layer, 15-16 us at s1.3b seq 4096, fused 0 and 1).
@@ -215,7 +242,7 @@ LayerKernels layer_kernels(const ModelSpec& m, int layer, const RankShape& r) {
     lk.f.push_back(memk("fp8_cache_attn_out", e * o, kFp8TileBytes * o, 2 * o));
     lk.b.push_back(memk("fp8_cache_attn_out_dequant", kFp8TileBytes * o, e * o, o));
   }
-  fp8_linear(r, "attn_out", "attn_out_dgrad", "attn_out_wgrad", T, heads * dv, h, e, lk, 1, bf16_input(e));
+  fp8_linear(r, "attn_out", "attn_out_dgrad", "attn_out_wgrad", T, heads * dv, h, e, lk, 1, row_parallel(bf16_input(e)));
   block_residual(lk.f, lk.b);
 
   // --- MLP block ---
@@ -296,14 +323,14 @@ LayerKernels layer_kernels(const ModelSpec& m, int layer, const RankShape& r) {
     const double f = static_cast<double>(m.ffn_hidden) / tp;
     const double up = m.activation == Activation::swiglu ? 2 * f : f;
     if (tt_eager) lk.b.push_back(torchtitan_input_grad_sum("mlp_up_dx_sum", T, h, 2));   // w1, w3
-    fp8_linear(r, "mlp_up", "mlp_up_dgrad", "mlp_up_wgrad", T, h, up, e, lk, 1, norm_in);
+    fp8_linear(r, "mlp_up", "mlp_up_dgrad", "mlp_up_wgrad", T, h, up, e, lk, 1, layernorm_linear(norm_in));
     // Gate and up are chunks of one GEMM output: ChunkBackward concatenates their gradients
     // (run 8 trace: 43-45 us per layer at s1.3b seq 4096).
     if (r.fp32_autocast && m.activation == Activation::swiglu)
       lk.b.push_back(memk("mlp_up_chunk_bwd", e * T * up, e * T * up, 0));
     Fp8Operands down = bf16_input(e);
     down.x_quantised = mlp_activation(m, r, T, f, e, fused, lk);
-    fp8_linear(r, "mlp_down", "mlp_down_dgrad", "mlp_down_wgrad", T, f, h, e, lk, 1, down);
+    fp8_linear(r, "mlp_down", "mlp_down_dgrad", "mlp_down_wgrad", T, f, h, e, lk, 1, row_parallel(down));
   }
   block_residual(lk.f, lk.b);
 

@@ -13,6 +13,7 @@ using namespace mfusim::models;
 using mfusim::hardware::Kernel;
 using mfusim::hardware::KernelKind;
 namespace fx = mfusim::models::fixtures;
+namespace config = mfusim::config;
 
 namespace {
 double compute_flops(const std::vector<Kernel>& ks) {   // GEMMs and attention (what layer_flops counts)
@@ -214,22 +215,36 @@ TEST_CASE("fp8 recipe: a cast-transpose per fp8 linear (x forward, dy backward),
   const LayerKernels b16 = layer_kernels(m, 0, r);
   r.fp8 = true;
   const LayerKernels f8 = layer_kernels(m, 0, r);
-  // Four fp8 linears (qkv, attn_out, mlp_up, mlp_down): four quantise kernels each way.
-  int fx_n = 0, fdy_n = 0;
-  double fx_bytes = 0, fdy_bytes = 0;
-  for (const Kernel& k : f8.f)
+  // Four fp8 linears (qkv, attn_out, mlp_up, mlp_down). Delayed scaling on Hopper: the inputs of attn_out and
+  // mlp_down get a cast-transpose; those of qkv and mlp_up come from a LayerNormLinear's norm, which writes fp8
+  // itself (TE's fully fused norm), so only their transposed copy is a kernel. Every dy gets a cast-transpose.
+  int fx_n = 0, fdy_n = 0, tx_n = 0;
+  double fx_bytes = 0, fdy_bytes = 0, tx_bytes = 0;
+  for (const Kernel& k : f8.f) {
     if (std::string(k.name) == "fp8_cast_x") ++fx_n, fx_bytes += k.bytes;
+    if (std::string(k.name) == "fp8_transpose_x") ++tx_n, tx_bytes += k.bytes;
+  }
   for (const Kernel& k : f8.b)
     if (std::string(k.name) == "fp8_cast_dy") ++fdy_n, fdy_bytes += k.bytes;
-  CHECK(fx_n == 4);
+  CHECK(fx_n == 2);
+  CHECK(tx_n == 2);
   CHECK(fdy_n == 4);
   const double T = 8192, h = 4096, qkv = (32 + 2 * 8) * 128.0, up = 2 * 14336.0, ffn = 14336;
   // Read bf16 once (2 B), write fp8 twice (1 + 1 B): 4 B per element of the quantised input.
-  CHECK(fx_bytes == doctest::Approx(4 * T * (h + h + h + ffn)));   // inputs of qkv, attn_out, mlp_up, mlp_down
-  CHECK(fdy_bytes == doctest::Approx(4 * T * (qkv + h + up + h)));  // output gradients
-  // The quantise kernel runs right before the GEMM that consumes it.
+  CHECK(fx_bytes == doctest::Approx(4 * T * (h + ffn)).scale(0));     // inputs of attn_out, mlp_down
+  CHECK(tx_bytes == doctest::Approx(2 * T * (h + h)).scale(0));       // the norms' fp8 outputs transposed
+  CHECK(fdy_bytes == doctest::Approx(4 * T * (qkv + h + up + h)).scale(0));  // output gradients
+  // The norms before qkv and mlp_up write 1 byte per element instead of 2.
+  double norm16 = 0, norm8 = 0;
+  for (const Kernel& k : b16.f)
+    if (std::string(k.name) == "rmsnorm") norm16 += k.bytes;
+  for (const Kernel& k : f8.f)
+    if (std::string(k.name) == "rmsnorm") norm8 += k.bytes;
+  CHECK(norm16 - norm8 == doctest::Approx(2 * T * h).scale(0));
+  // The quantise kernels run right before the GEMM that consumes them.
   for (std::size_t i = 0; i + 1 < f8.f.size(); ++i)
-    if (std::string(f8.f[i].name) == "fp8_cast_x") CHECK(f8.f[i + 1].kind == KernelKind::gemm);
+    if (std::string(f8.f[i].name) == "fp8_cast_x" || std::string(f8.f[i].name) == "fp8_transpose_x")
+      CHECK(f8.f[i + 1].kind == KernelKind::gemm);
   for (std::size_t i = 0; i + 1 < f8.b.size(); ++i)
     if (std::string(f8.b[i].name) == "fp8_cast_dy") CHECK(std::string(f8.b[i + 1].name).find("_dgrad") != std::string::npos);
   // Same FLOPs; fp8 GEMM operands are 1 byte.
@@ -247,4 +262,56 @@ TEST_CASE("fp8 recipe: a cast-transpose per fp8 linear (x forward, dy backward),
   for (const Kernel& k : head.f) CHECK(std::string(k.name) != "fp8_cast_x");
   // bf16 scenario: unchanged list, nothing marked.
   for (const Kernel& k : b16.f) CHECK(std::string(k.name).rfind("fp8_", 0) != 0);
+}
+
+TEST_CASE("fp8 recipes: current scaling's amax pass, Blackwell's any-layout casts, MXFP8, sequence-parallel gathers") {
+  const ModelSpec m = fx::llama3_8b();
+  const double T = 8192, h = 4096, qkv = (32 + 2 * 8) * 128.0, up = 2 * 14336.0, ffn = 14336;
+  auto bytes = [](const std::vector<Kernel>& ks, const char* name) {
+    double b = 0;
+    for (const Kernel& k : ks)
+      if (std::string(k.name) == name) b += k.bytes;
+    return b;
+  };
+  auto layer = [&](config::Fp8Recipe recipe, bool blackwell, int tp) {
+    RankShape r = shape(tp, 1, 8192);
+    r.fp8 = true;
+    r.fp8_recipe = recipe;
+    r.fp8_any_layout = blackwell;
+    return layer_kernels(m, 0, r);
+  };
+  SUBCASE("current scaling on Hopper: an amax read of each input the norm does not take, then the cast-transpose") {
+    const LayerKernels cs = layer(config::Fp8Recipe::current, false, 1);
+    CHECK(bytes(cs.f, "fp8_amax_x") == doctest::Approx(2 * T * (h + ffn)).scale(0));   // attn_out, mlp_down
+    CHECK(bytes(cs.f, "fp8_cast_x") == doctest::Approx(4 * T * (h + h + h + ffn)).scale(0));
+    CHECK(bytes(cs.b, "fp8_amax_dy") == doctest::Approx(2 * T * (qkv + h + up + h)).scale(0));
+    CHECK(bytes(cs.f, "fp8_transpose_x") == 0);
+  }
+  SUBCASE("Blackwell: the per-tensor casts write no transposed copy") {
+    const LayerKernels dl = layer(config::Fp8Recipe::tensorwise, true, 1);
+    CHECK(bytes(dl.f, "fp8_cast_x") == doctest::Approx(3 * T * (h + ffn)).scale(0));
+    CHECK(bytes(dl.f, "fp8_transpose_x") == 0);
+    CHECK(bytes(dl.b, "fp8_cast_dy") == doctest::Approx(3 * T * (qkv + h + up + h)).scale(0));
+    const LayerKernels cs = layer(config::Fp8Recipe::current, true, 1);
+    CHECK(bytes(cs.f, "fp8_cast_x") == doctest::Approx(3 * T * (h + h + h + ffn)).scale(0));
+  }
+  SUBCASE("MXFP8: both copies in one pass from every input, its GEMMs marked") {
+    const LayerKernels mx = layer(config::Fp8Recipe::mxfp8, true, 1);
+    CHECK(bytes(mx.f, "fp8_cast_x") == doctest::Approx((4 + 2.0 / 32) * T * (h + h + h + ffn)).scale(0));
+    CHECK(bytes(mx.f, "fp8_amax_x") == 0);
+    CHECK(find(mx.f, "qkv").mxfp8);
+    CHECK(find(mx.b, "mlp_down_dgrad").mxfp8);
+    CHECK_FALSE(find(layer(config::Fp8Recipe::tensorwise, true, 1).f, "qkv").mxfp8);
+  }
+  SUBCASE("sequence parallelism: gathered inputs quantised on the local rows, transposed after the gather") {
+    const int tp = 4;
+    const LayerKernels cs = layer(config::Fp8Recipe::current, false, tp);
+    // qkv and mlp_up inputs: cast on T / tp rows (the norm took the amax), transposed on T rows after the gather;
+    // attn_out and mlp_down inputs (not gathered): amax and cast-transpose on their T rows.
+    CHECK(bytes(cs.f, "fp8_cast_x") == doctest::Approx(3 * (T / tp) * (h + h) + 4 * T * (h / tp + ffn / tp)).scale(0));
+    CHECK(bytes(cs.f, "fp8_transpose_x") == doctest::Approx(2 * T * (h + h)).scale(0));
+    // row-parallel output gradients (attn_out, mlp_down): gathered; column-parallel (qkv, mlp_up): local.
+    CHECK(bytes(cs.b, "fp8_amax_dy") == doctest::Approx(2 * (T / tp) * (h + h) + 2 * T * (qkv / tp + up / tp)).scale(0));
+    CHECK(bytes(cs.b, "fp8_transpose_dy") == doctest::Approx(2 * T * (h + h)).scale(0));
+  }
 }

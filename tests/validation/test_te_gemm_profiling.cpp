@@ -57,8 +57,8 @@ double quantisation_seconds(const hardware::CostModel& cm, Fp8Recipe recipe, boo
   const models::detail::Fp8Cast input{recipe, any_layout, true}, weight{recipe, any_layout, false};
   double s = 0;
   for (const Call& c : layer_calls()) {
-    for (const auto& k : models::detail::fp8_cast_kernels("x", "x_amax", c.m, c.k, 1, input)) s += cm.time(k);
-    for (const auto& k : models::detail::fp8_cast_kernels("w", "w_amax", c.k, c.n, 1, weight)) s += cm.time(k);
+    for (const auto& k : models::detail::fp8_cast_kernels("x", "x_amax", "x_t", c.m, c.k, 1, input)) s += cm.time(k);
+    for (const auto& k : models::detail::fp8_cast_kernels("w", "w_amax", "w_t", c.k, c.n, 1, weight)) s += cm.time(k);
   }
   return s;
 }
@@ -94,10 +94,12 @@ TEST_CASE("the fp8 recipes' quantisation kernels price Transformer Engine's publ
     // Within a quarter (modelled -22% to +19%): the published overheads also hold Transformer Engine's small per-call kernels (current
     // scaling's scale computation, delayed scaling's amax-history update) and their run-to-run spread (delayed
     // scaling "pre-quantized" is a second autocast run, 4% slower: 8.123 against 7.802 ms on the B300).
-    CHECK(modelled == doctest::Approx(measured).epsilon(0.25));
+    CHECK(modelled / measured > 0.75);
+    CHECK(modelled / measured < 1.25);
   }
-  // The recipes' order on each part, as published: delayed < MXFP8 < current on the B300, delayed < current on
-  // the H200.
+  // The recipes' order on each part, as published (delayed < MXFP8 < current on the B300, delayed < current on
+  // the H200); it follows from the bytes (3 < 4.06 < 5 per element on Blackwell), so it guards the byte
+  // counts, not the source.
   CHECK(quantisation_seconds(on_b300, Fp8Recipe::tensorwise, true) < quantisation_seconds(on_b300, Fp8Recipe::mxfp8, true));
   CHECK(quantisation_seconds(on_b300, Fp8Recipe::mxfp8, true) < quantisation_seconds(on_b300, Fp8Recipe::current, true));
   CHECK(quantisation_seconds(on_h200, Fp8Recipe::tensorwise, false) < quantisation_seconds(on_h200, Fp8Recipe::current, false));
@@ -119,8 +121,9 @@ TEST_CASE("an MXFP8 GEMM runs at the published B300 ratio of the per-tensor fp8 
   CHECK_FALSE(tensorwise.f.back().mxfp8);
   CHECK(mx.f.back().mxfp8);
   CHECK(mx.w.back().mxfp8);
-  CHECK(fp8.time(mx.f.back()) - fp8.launch_time(mx.f.back()) ==
-        doctest::Approx((fp8.time(tensorwise.f.back()) - fp8.launch_time(tensorwise.f.back())) /
-                        hardware::CostDefaults::mxfp8_gemm_rate));
-  CHECK(bf16.time(mx.f.back()) == doctest::Approx(bf16.time(tensorwise.f.back())));
+  const double tw_s = fp8.time(tensorwise.f.back()) - fp8.launch_time(tensorwise.f.back());
+  const double mx_s = fp8.time(mx.f.back()) - fp8.launch_time(mx.f.back());
+  REQUIRE(tw_s > 0);
+  CHECK(tw_s / mx_s == doctest::Approx(hardware::CostDefaults::mxfp8_gemm_rate).scale(0));
+  CHECK(bf16.time(mx.f.back()) / bf16.time(tensorwise.f.back()) == doctest::Approx(1.0).scale(0));
 }
