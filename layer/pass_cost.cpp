@@ -235,10 +235,11 @@ PassCost LayerCosts::pass_cost(const std::vector<Kernel>& ks, bool backward, boo
   };
   const bool sp = s_.parallel.sequence_parallel;
   // One TP collective point per block: all-reduce, or reduce-scatter + all-gather with SP
-  // (Korthikanti et al. 2022 §4.2.2: the same bandwidth as the all-reduce).
+  // (Korthikanti et al. 2022 §4.2.2: the same bandwidth as the all-reduce); the all-gather in fp8 where the
+  // fp8 recipe gathers the quantised tensor (LayerComm::tp_gather_bytes).
   double tp_s = 0;
   if (s_.parallel.tp > 1 && lc.tp_collectives > 0) {
-    tp_s = sp ? coll(Collective::reduce_scatter, lc.tp_bytes, place_.tp) + coll(Collective::all_gather, lc.tp_bytes, place_.tp)
+    tp_s = sp ? coll(Collective::reduce_scatter, lc.tp_bytes, place_.tp) + coll(Collective::all_gather, lc.tp_gather_bytes, place_.tp)
               : coll(Collective::all_reduce, lc.tp_bytes, place_.tp);
   }
   // EP dispatch (after the router segment) and combine (after the experts), layer/moe_dispatch.h.

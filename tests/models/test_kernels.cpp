@@ -195,7 +195,16 @@ TEST_CASE("layer_comm: TP, EP, CP, PP bytes") {
   LayerComm c = layer_comm(m, 0, r);
   CHECK(c.tp_collectives == 4);   // SP: 2 all-gathers + 2 reduce-scatters per pass
   CHECK(c.tp_bytes == 2.0 * 4096 * 8192 * 2);
+  CHECK(c.tp_gather_bytes == c.tp_bytes);   // bf16
   CHECK(c.pp_bytes == 2.0 * 4096 * 8192 * 2 / 8);
+  {  // Transformer Engine's per-tensor fp8 recipes gather the quantised tensor: 1 byte per element; MXFP8 bf16
+    RankShape f = r;
+    f.fp8 = true;
+    CHECK(layer_comm(m, 0, f).tp_gather_bytes == 2.0 * 4096 * 8192);
+    CHECK(layer_comm(m, 0, f).tp_bytes == 2.0 * 4096 * 8192 * 2);   // the reduce-scatters stay bf16
+    f.fp8_recipe = mfusim::config::Fp8Recipe::mxfp8;
+    CHECK(layer_comm(m, 0, f).tp_gather_bytes == 2.0 * 4096 * 8192 * 2);
+  }
   CHECK(c.ep_all_to_all_bytes == 0);
   r.sequence_parallel = false;
   r.cp = 2;
