@@ -195,11 +195,11 @@ TEST_CASE("memory families: a calibrated family bandwidth sets its kernels' time
   const hardware::CostModel cm(hw, hardware::Precision::bf16, &cal, true);
   hardware::Kernel k;
   k.bytes = 4e9;
-  CHECK(cm.time(k) == doctest::Approx(1e-3));              // generic: 4 GB at 4 TB/s
+  CHECK(cm.time(k) == doctest::Approx(1e-3).scale(0));              // generic: 4 GB at 4 TB/s
   k.family = hardware::MemFamily::cast_up;
-  CHECK(cm.time(k) == doctest::Approx(2e-3));              // cast_up: at its measured 2 TB/s
+  CHECK(cm.time(k) == doctest::Approx(2e-3).scale(0));              // cast_up: at its measured 2 TB/s
   k.family = hardware::MemFamily::cast_down;               // not measured: the copy fit
-  CHECK(cm.time(k) == doctest::Approx(1e-3));
+  CHECK(cm.time(k) == doctest::Approx(1e-3).scale(0));
 }
 
 TEST_CASE("fp32-autocast: static memory holds fp32 params, fp32 grads and Adam m, v (16 B/param)") {
@@ -292,9 +292,9 @@ TEST_CASE("validation host cost: modelled ops per layer used by the host fit (va
   CHECK(count(fused.b, false) + count(fused.w, false) == 23);
   for (const auto& k : fused.b) CHECK(k.autograd);
   for (const auto& k : fused.f) CHECK(!k.autograd);
-  CHECK(validation::kEagerHostOverheadS == doctest::Approx(31.02e-6).epsilon(1e-3));
-  CHECK(validation::kBackwardHostOverheadS == doctest::Approx(26.24e-6).epsilon(1e-3));
-  CHECK(validation::kCompiledHostOverheadS == doctest::Approx(384.3e-6).epsilon(1e-3));
+  CHECK(validation::kEagerHostOverheadS == doctest::Approx(31.02e-6).epsilon(1e-3).scale(0));
+  CHECK(validation::kBackwardHostOverheadS == doctest::Approx(26.24e-6).epsilon(1e-3).scale(0));
+  CHECK(validation::kCompiledHostOverheadS == doctest::Approx(384.3e-6).epsilon(1e-3).scale(0));
 }
 
 TEST_CASE("host issue: a torch.compile'd call costs host_compiled_overhead once") {
@@ -306,9 +306,9 @@ TEST_CASE("host issue: a torch.compile'd call costs host_compiled_overhead once"
   k.bytes = 1e6;
   k.count = 2;
   const hardware::CostModel cm(hw, hardware::Precision::bf16);
-  CHECK(cm.host_time(k) == doctest::Approx(100e-6));
+  CHECK(cm.host_time(k) == doctest::Approx(100e-6).scale(0));
   k.compiled = true;
-  CHECK(cm.host_time(k) == doctest::Approx(1000e-6));
+  CHECK(cm.host_time(k) == doctest::Approx(1000e-6).scale(0));
   const hardware::CostModel graphs(hw, hardware::Precision::bf16, nullptr, true);
   CHECK(graphs.host_time(k) == 0);
 }
@@ -334,17 +334,17 @@ TEST_CASE("host_backward_overhead_us: loader, describe, cost model") {
   const std::string rest = "[cluster]\ngpus = 8\n[training]\nglobal_batch = 16\n";
   const auto with = config::load_scenario_string("model = \"llama2-7b\"\n" + hw + "host_backward_overhead_us = 34.4\n" + rest,
                                                  kRoot + "/scenarios/inline.toml");
-  CHECK(with.base.hardware.host_backward_overhead == doctest::Approx(34.4e-6));
+  CHECK(with.base.hardware.host_backward_overhead == doctest::Approx(34.4e-6).scale(0));
   CHECK(config::describe(with.base).find("34.4 us per backward op") != std::string::npos);
   hardware::Kernel k;
   k.count = 3;
   k.autograd = true;
   const hardware::CostModel cm(with.base.hardware, hardware::Precision::bf16);
-  CHECK(cm.host_time(k) == doctest::Approx(3 * 34.4e-6));
+  CHECK(cm.host_time(k) == doctest::Approx(3 * 34.4e-6).scale(0));
   const auto without = config::load_scenario_string("model = \"llama2-7b\"\n" + hw + rest, kRoot + "/scenarios/inline.toml");
   CHECK(without.base.hardware.host_backward_overhead == 0);
   const hardware::CostModel fallback(without.base.hardware, hardware::Precision::bf16);
-  CHECK(fallback.host_time(k) == doctest::Approx(3 * 31e-6));
+  CHECK(fallback.host_time(k) == doctest::Approx(3 * 31e-6).scale(0));
 }
 
 // hardware.host_checkpoint_overhead_us / host_recompute_overhead_us (docs/scenario.md,
@@ -359,8 +359,8 @@ TEST_CASE("host_checkpoint_overhead_us / host_recompute_overhead_us: loader, des
   const auto with = config::load_scenario_string("model = \"llama2-7b\"\n" + hw +
                                                      "host_checkpoint_overhead_us = 728\nhost_recompute_overhead_us = 951\n" + rest,
                                                  kRoot + "/scenarios/inline.toml");
-  CHECK(with.base.hardware.host_checkpoint_overhead == doctest::Approx(728e-6));
-  CHECK(with.base.hardware.host_recompute_overhead == doctest::Approx(951e-6));
+  CHECK(with.base.hardware.host_checkpoint_overhead == doctest::Approx(728e-6).scale(0));
+  CHECK(with.base.hardware.host_recompute_overhead == doctest::Approx(951e-6).scale(0));
   CHECK(config::describe(with.base).find("checkpoint 728 us per region forward, 951 us per recomputation") !=
         std::string::npos);
   report::JsonWriter w(0);
@@ -369,8 +369,8 @@ TEST_CASE("host_checkpoint_overhead_us / host_recompute_overhead_us: loader, des
   CHECK(w.str().find("\"host_recompute_overhead_us\":951") != std::string::npos);
   const hardware::CostModel eager(with.base.hardware, hardware::Precision::bf16);
   const hardware::CostModel graphs(with.base.hardware, hardware::Precision::bf16, nullptr, true);
-  CHECK(eager.checkpoint_host() == doctest::Approx(728e-6));
-  CHECK(eager.recompute_host() == doctest::Approx(951e-6));
+  CHECK(eager.checkpoint_host() == doctest::Approx(728e-6).scale(0));
+  CHECK(eager.recompute_host() == doctest::Approx(951e-6).scale(0));
   CHECK(graphs.checkpoint_host() == 0);
   CHECK(graphs.recompute_host() == 0);
   // stream_time: the extra host seconds join the kernels' issue time (max(GPU, host)).
@@ -379,7 +379,7 @@ TEST_CASE("host_checkpoint_overhead_us / host_recompute_overhead_us: loader, des
   k.bytes = 1e3;
   k.count = 10;
   const std::vector<const hardware::Kernel*> ks{&k};
-  CHECK(eager.stream_time(ks, 728e-6).seconds == doctest::Approx(10 * 31e-6 + 728e-6));
+  CHECK(eager.stream_time(ks, 728e-6).seconds == doctest::Approx(10 * 31e-6 + 728e-6).scale(0));
   const auto without = config::load_scenario_string("model = \"llama2-7b\"\n" + hw + rest, kRoot + "/scenarios/inline.toml");
   CHECK(without.base.hardware.host_checkpoint_overhead == 0);
   CHECK(config::describe(without.base).find("per region forward") == std::string::npos);
@@ -416,14 +416,14 @@ TEST_CASE("checkpoint host cost: in the simulated step only where layers are che
   CHECK(step(config::Recompute::none, false) == doctest::Approx(no_ckpt_cost(config::Recompute::none)));
   // full recompute, host bound: + L x (c_f + c_r) exactly
   CHECK(step(config::Recompute::full, false) - no_ckpt_cost(config::Recompute::full) ==
-        doctest::Approx(L * (5e-3 + 7e-3)).epsilon(1e-3));
+        doctest::Approx(L * (5e-3 + 7e-3)).epsilon(1e-3).scale(0));
   // CUDA graphs: no host work at all
   config::Scenario g = s;
   g.features.recompute = config::Recompute::full;
   g.features.cuda_graphs = true;
   config::Scenario g0 = g;
   g0.hardware.host_checkpoint_overhead = g0.hardware.host_recompute_overhead = 0;
-  CHECK(step::simulate(g).step_time_s == doctest::Approx(step::simulate(g0).step_time_s));
+  CHECK(step::simulate(g).step_time_s == doctest::Approx(step::simulate(g0).step_time_s).scale(0));
 }
 
 TEST_CASE("fp32-autocast: the gradients are allocated by the backward and freed by the optimizer step (set_to_none)") {

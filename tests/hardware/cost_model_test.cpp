@@ -60,7 +60,7 @@ TEST_CASE("large bf16 GEMM reaches ~80% of peak, as measured") {
   const double e = cm.gemm_efficiency(8192, 8192, 8192);
   CHECK(e == doctest::Approx(0.80).epsilon(0.03));
   const Kernel g = gemm(8192, 8192, 8192);
-  CHECK(cm.time(g) == doctest::Approx(g.flops / (989e12 * e)));
+  CHECK(cm.time(g) == doctest::Approx(g.flops / (989e12 * e)).scale(0));
 }
 
 TEST_CASE("wave quantisation: one tile more than the SMs costs a partial wave") {
@@ -78,10 +78,10 @@ TEST_CASE("roofline: memory-bound kernel time is bytes / achieved bandwidth") {
   const CostModel cm(h100(), Precision::bf16, nullptr, /*cuda_graphs=*/true);
   CHECK(cm.memory_bandwidth() == doctest::Approx(0.89 * 3.35e12));
   const Kernel k = memory_kernel(1e9);
-  CHECK(cm.time(k) == doctest::Approx(1e9 / (0.89 * 3.35e12)));
+  CHECK(cm.time(k) == doctest::Approx(1e9 / (0.89 * 3.35e12)).scale(0));
   // A GEMM with m = 1 (matrix-vector) is memory-bound too (H200 here: 3.8 TB/s achieved).
   const Kernel gemv = gemm(1, 8192, 8192);
-  CHECK(cm.time(gemv) == doctest::Approx(gemv.bytes / cm.memory_bandwidth()));
+  CHECK(cm.time(gemv) == doctest::Approx(gemv.bytes / cm.memory_bandwidth()).scale(0));
   // No kernel beats the bandwidth roofline.
   for (std::int64_t depth : {16, 128, 1024, 8192}) {
     const Kernel g = gemm(8192, 8192, depth);
@@ -95,12 +95,12 @@ TEST_CASE("launch overhead is per kernel and disappears under CUDA graphs") {
   const CostModel eager(h100(), Precision::bf16, nullptr, false);
   const CostModel graphs(h100(), Precision::bf16, nullptr, true);
   const Kernel k = memory_kernel(1e6, 10);
-  CHECK(eager.launch_overhead() == doctest::Approx(4e-6));
+  CHECK(eager.launch_overhead() == doctest::Approx(4e-6).scale(0));
   CHECK(graphs.launch_overhead() == 0.0);
-  CHECK(eager.launch_time(k) == doctest::Approx(10 * 4e-6));
+  CHECK(eager.launch_time(k) == doctest::Approx(10 * 4e-6).scale(0));
   CHECK(graphs.launch_time(k) == 0.0);
-  CHECK(eager.time(k) - graphs.time(k) == doctest::Approx(10 * 4e-6));
-  CHECK(graphs.time(k) == doctest::Approx(10 * 1e6 / graphs.memory_bandwidth()));
+  CHECK(eager.time(k) - graphs.time(k) == doctest::Approx(10 * 4e-6).scale(0));
+  CHECK(graphs.time(k) == doctest::Approx(10 * 1e6 / graphs.memory_bandwidth()).scale(0));
 }
 
 TEST_CASE("flash attention runs at the documented fraction of peak; backward is 2.5x the forward FLOPs") {
@@ -110,18 +110,18 @@ TEST_CASE("flash attention runs at the documented fraction of peak; backward is 
   const std::int64_t s = 4096;
   const double fwd_flops = 4.0 * 1 * 64 * s * s * 128 * 0.5;
   const double sat = s / (s + 256.0);
-  CHECK(cm.time(attention(KernelKind::attention_fwd, s, true)) == doctest::Approx(fwd_flops / (989e12 * 0.65 * sat)));
+  CHECK(cm.time(attention(KernelKind::attention_fwd, s, true)) == doctest::Approx(fwd_flops / (989e12 * 0.65 * sat)).scale(0));
   CHECK(cm.time(attention(KernelKind::attention_bwd, s, true)) ==
-        doctest::Approx(2.5 * fwd_flops / (989e12 * 0.52 * sat)));
+        doctest::Approx(2.5 * fwd_flops / (989e12 * 0.52 * sat)).scale(0));
   // The shape wins over given (model) FLOPs; without a shape the given FLOPs are used.
   Kernel given = attention(KernelKind::attention_fwd, s, true);
   given.flops = 1e12;
-  CHECK(cm.time(given) == doctest::Approx(fwd_flops / (989e12 * 0.65 * sat)));
+  CHECK(cm.time(given) == doctest::Approx(fwd_flops / (989e12 * 0.65 * sat)).scale(0));
   Kernel shapeless;
   shapeless.kind = KernelKind::attention_fwd;
   shapeless.flash = true;
   shapeless.flops = 1e12;
-  CHECK(cm.time(shapeless) == doctest::Approx(1e12 / (989e12 * 0.65)));
+  CHECK(cm.time(shapeless) == doctest::Approx(1e12 / (989e12 * 0.65)).scale(0));
 }
 
 TEST_CASE("materialised attention is memory-bound on the s x s scores and slower than flash") {
@@ -138,8 +138,8 @@ TEST_CASE("materialised attention is memory-bound on the s x s scores and slower
   CHECK(t2 > score_bytes / cm.memory_bandwidth());
   // More kernels are launched when unfused.
   const CostModel eager(h100(), Precision::bf16);
-  CHECK(eager.launch_time(attention(KernelKind::attention_fwd, 4096, false)) == doctest::Approx(4 * 4e-6));
-  CHECK(eager.launch_time(attention(KernelKind::attention_fwd, 4096, true)) == doctest::Approx(4e-6));
+  CHECK(eager.launch_time(attention(KernelKind::attention_fwd, 4096, false)) == doctest::Approx(4 * 4e-6).scale(0));
+  CHECK(eager.launch_time(attention(KernelKind::attention_fwd, 4096, true)) == doctest::Approx(4e-6).scale(0));
 }
 
 TEST_CASE("one piece of the materialised path (FLOPs and bytes given) is a batched GEMM, one launch") {
@@ -155,9 +155,9 @@ TEST_CASE("one piece of the materialised path (FLOPs and bytes given) is a batch
   // write and is not charged again (H200 here: QK^T + attn*V for 32 heads at s = 4096 in
   // 0.69 ms, ~3.1 TB/s, i.e. memory-bound, not ~200 TFLOP/s compute-bound).
   CHECK(qk.flops / (989e12 * 0.84) < qk.bytes / cm.memory_bandwidth());
-  CHECK(cm.time(qk) == doctest::Approx(qk.bytes / cm.memory_bandwidth()));
+  CHECK(cm.time(qk) == doctest::Approx(qk.bytes / cm.memory_bandwidth()).scale(0));
   const CostModel eager(h100(), Precision::bf16);
-  CHECK(eager.launch_time(qk) == doctest::Approx(4e-6));
+  CHECK(eager.launch_time(qk) == doctest::Approx(4e-6).scale(0));
 }
 
 TEST_CASE("a calibration's fits replace the defaults") {
@@ -181,14 +181,14 @@ TEST_CASE("a calibration's fits replace the defaults") {
   const double eff = 0.6 * (1 - std::exp(-std::cbrt(2048.0 * 8192 * 1024) / 300));
   CHECK(cm.gemm_efficiency(2048, 8192, 1024) == doctest::Approx(eff));
   const Kernel g = gemm(2048, 8192, 1024);
-  CHECK(cm.time(g) == doctest::Approx(5e-6 + g.flops / (989e12 * eff) + 2e-6));
-  CHECK(cm.time(gemm(4096, 4096, 4096)) == doctest::Approx(1.234e-3 + 2e-6));
-  CHECK(cm.time(gemm(1024, 1024, 1024)) == doctest::Approx(7e-6 + 2e-6));
+  CHECK(cm.time(g) == doctest::Approx(5e-6 + g.flops / (989e12 * eff) + 2e-6).scale(0));
+  CHECK(cm.time(gemm(4096, 4096, 4096)) == doctest::Approx(1.234e-3 + 2e-6).scale(0));
+  CHECK(cm.time(gemm(1024, 1024, 1024)) == doctest::Approx(7e-6 + 2e-6).scale(0));
   CHECK(cm.memory_bandwidth() == 3.0e12);
   CHECK(cm.launch_overhead() == 2e-6);
   const Kernel a = attention(KernelKind::attention_fwd, 4096, true);
   const double flops = 4.0 * 64 * 4096.0 * 4096 * 128 * 0.5;
-  CHECK(cm.time(a) == doctest::Approx(1e-5 + flops / (989e12 * 0.4) + 2e-6));
+  CHECK(cm.time(a) == doctest::Approx(1e-5 + flops / (989e12 * 0.4) + 2e-6).scale(0));
 }
 
 TEST_CASE("fp8 uses the fp8 peak, and bf16 when the GPU has none") {
@@ -205,11 +205,11 @@ TEST_CASE("fp8: attention marked keep_bf16 runs at the bf16 peak, the rest at th
   Kernel a = attention(KernelKind::attention_fwd, 8192, true);
   const double fast = fp8.time(a);
   a.keep_bf16 = true;
-  CHECK(fp8.time(a) == doctest::Approx(bf16.time(a)));
-  CHECK(fp8.time(a) == doctest::Approx(2 * fast).epsilon(0.02));   // 1979 vs 989 TFLOP/s, compute-bound
+  CHECK(fp8.time(a) == doctest::Approx(bf16.time(a)).scale(0));
+  CHECK(fp8.time(a) == doctest::Approx(2 * fast).epsilon(0.02).scale(0));   // 1979 vs 989 TFLOP/s, compute-bound
   Kernel g = gemm(8192, 8192, 8192);
   g.keep_bf16 = true;   // the LM head
-  CHECK(fp8.time(g) == doctest::Approx(bf16.time(g)));
+  CHECK(fp8.time(g) == doctest::Approx(bf16.time(g)).scale(0));
   g.keep_bf16 = false;
   CHECK(fp8.time(g) < 0.65 * bf16.time(g));   // 0.70 x 1979 vs 0.84 x 989 TFLOP/s
 }
@@ -226,7 +226,7 @@ TEST_CASE("calibrated fp8 GEMMs read [gemm_fp8] and its table, never the bf16 fi
   // The bf16 table's shape is not an fp8 time: an fp8 GEMM with no fp8 measurement takes the
   // datasheet fp8 curve.
   const CostModel ds8(h100(), Precision::fp8, nullptr, true);
-  CHECK(no_fp8_fit.time(gemm(4096, 4096, 4096)) == doctest::Approx(ds8.time(gemm(4096, 4096, 4096))));
+  CHECK(no_fp8_fit.time(gemm(4096, 4096, 4096)) == doctest::Approx(ds8.time(gemm(4096, 4096, 4096))).scale(0));
   CHECK(no_fp8_fit.gemm_efficiency(8192, 8192, 8192) == doctest::Approx(ds8.gemm_efficiency(8192, 8192, 8192)));
 
   cal.has_gemm_fp8 = true;
@@ -236,19 +236,19 @@ TEST_CASE("calibrated fp8 GEMMs read [gemm_fp8] and its table, never the bf16 fi
   cal.gemm_fp8.overhead_s = 9e-6;
   cal.gemm_fp8_table = {{4096, 4096, 4096, 0.25e-3}};
   const CostModel cm(h100(), Precision::fp8, &cal, true);
-  CHECK(cm.time(gemm(4096, 4096, 4096)) == doctest::Approx(0.25e-3));
+  CHECK(cm.time(gemm(4096, 4096, 4096)) == doctest::Approx(0.25e-3).scale(0));
   const double eff = 0.656 * (1 - std::exp(-std::cbrt(2048.0 * 8192 * 1024) / 297));
   CHECK(cm.gemm_efficiency(2048, 8192, 1024) == doctest::Approx(eff));
   const Kernel g = gemm(2048, 8192, 1024);
-  CHECK(cm.time(g) == doctest::Approx(9e-6 + g.flops / (1979e12 * eff)));
+  CHECK(cm.time(g) == doctest::Approx(9e-6 + g.flops / (1979e12 * eff)).scale(0));
   // A bf16-kept GEMM in the same fp8 model reads the bf16 table and fit.
   Kernel h = gemm(4096, 4096, 4096);
   h.keep_bf16 = true;
-  CHECK(cm.time(h) == doctest::Approx(1.0e-3));
+  CHECK(cm.time(h) == doctest::Approx(1.0e-3).scale(0));
   Kernel h2 = gemm(2048, 8192, 1024);
   h2.keep_bf16 = true;
   const double eff16 = 0.73 * (1 - std::exp(-std::cbrt(2048.0 * 8192 * 1024) / 225));
-  CHECK(cm.time(h2) == doctest::Approx(7e-6 + h2.flops / (989e12 * eff16)));
+  CHECK(cm.time(h2) == doctest::Approx(7e-6 + h2.flops / (989e12 * eff16)).scale(0));
 }
 
 TEST_CASE("a measured GEMM table transfers to a GPU of another peak as efficiency, not seconds") {
@@ -263,8 +263,8 @@ TEST_CASE("a measured GEMM table transfers to a GPU of another peak as efficienc
   slow.peak_flops_bf16 = 148e12;   // H20
   const CostModel same(h100(), Precision::bf16, &cal, true);
   const CostModel other(slow, Precision::bf16, &cal, true);
-  CHECK(same.time(gemm(4096, 4096, 4096)) == doctest::Approx(207e-6));
-  CHECK(other.time(gemm(4096, 4096, 4096)) == doctest::Approx(7e-6 + 200e-6 * 989.0 / 148.0));
+  CHECK(same.time(gemm(4096, 4096, 4096)) == doctest::Approx(207e-6).scale(0));
+  CHECK(other.time(gemm(4096, 4096, 4096)) == doctest::Approx(7e-6 + 200e-6 * 989.0 / 148.0).scale(0));
   // Never faster than the peak allows.
   CHECK(gemm(4096, 4096, 4096).flops / other.time(gemm(4096, 4096, 4096)) < 148e12);
 }

@@ -101,18 +101,18 @@ TEST_CASE("fit_probe: [[attention_dropout]] pairs give back the per-score times 
   const Calibration c = fit_probe(tmp("probe.toml"), &report);
   REQUIRE(c.has_attention);
   REQUIRE(c.has_attention_fa2);
-  CHECK(c.attention.dropout_fwd_s_per_score == doctest::Approx(1.1e-12).epsilon(1e-6));
-  CHECK(c.attention.dropout_bwd_s_per_score == doctest::Approx(0.5e-12).epsilon(1e-6));
-  CHECK(c.attention_fa2.dropout_fwd_s_per_score == doctest::Approx(0.4e-12).epsilon(1e-6));
-  CHECK(c.attention_fa2.dropout_bwd_s_per_score == doctest::Approx(0.7e-12).epsilon(1e-6));
+  CHECK(c.attention.dropout_fwd_s_per_score == doctest::Approx(1.1e-12).epsilon(1e-6).scale(0));
+  CHECK(c.attention.dropout_bwd_s_per_score == doctest::Approx(0.5e-12).epsilon(1e-6).scale(0));
+  CHECK(c.attention_fa2.dropout_fwd_s_per_score == doctest::Approx(0.4e-12).epsilon(1e-6).scale(0));
+  CHECK(c.attention_fa2.dropout_bwd_s_per_score == doctest::Approx(0.7e-12).epsilon(1e-6).scale(0));
   CHECK(c.attention.dropout_sms == 132);
   CHECK(c.attention.dropout_rms_rel_error < 1e-6);
   CHECK(report.find("attention dropout: 2 + 2 pairs, forward 1.100 ps / backward 0.500 ps per score") != std::string::npos);
   // The file round trip keeps them; a calibration without rows has none.
   write_calibration(c, tmp("cal.toml"));
   const Calibration r = read_calibration(tmp("cal.toml"));
-  CHECK(r.attention.dropout_fwd_s_per_score == doctest::Approx(1.1e-12).epsilon(1e-6));
-  CHECK(r.attention_fa2.dropout_bwd_s_per_score == doctest::Approx(0.7e-12).epsilon(1e-6));
+  CHECK(r.attention.dropout_fwd_s_per_score == doctest::Approx(1.1e-12).epsilon(1e-6).scale(0));
+  CHECK(r.attention_fa2.dropout_bwd_s_per_score == doctest::Approx(0.7e-12).epsilon(1e-6).scale(0));
   CHECK(r.attention_fa2.dropout_sms == 132);
   write(tmp("plain.toml"), probe_with_attention(""));
   const Calibration plain = fit_probe(tmp("plain.toml"));
@@ -248,7 +248,7 @@ TEST_CASE("kernels: the fused calls carry dropout where the model trains with it
   CHECK(marked(llama, config::Attention::flash));
 }
 
-TEST_CASE("run 48: the shipped fit gives each measured call with dropout from the same call without, within 10%") {
+TEST_CASE("run 48: the shipped fit gives each measured call with dropout from the same call without, within 13%") {
   // validation/runs/run48-attn-dropout/results/attn_dropout.csv: backend,case,b,H,S,dropout,pass,ms (causal,
   // head_dim 128, H200). The fit's own samples: this checks the fit reads them as measured (rms 5.6% / 2.1%),
   // and that the kernel-level price of the dropout (cost model) is the fit's.
@@ -267,7 +267,9 @@ TEST_CASE("run 48: the shipped fit gives each measured call with dropout from th
     const double with = t[r.be + "0.1" + pass], without = t[r.be + "0.0" + pass];
     const double priced = cm.time(fused(r.bwd, r.b, r.h, r.s, true, fa2)) - cm.time(fused(r.bwd, r.b, r.h, r.s, false, fa2));
     INFO(r.be << " " << pass);
-    CHECK(without + priced == doctest::Approx(with).epsilon(0.10));
+    // 13%, relative (scale 0): a tightening. Written as 10% with Approx's default scale 1 on seconds (~1e-4..6e-3 s)
+    // it could not fail; worst row cuDNN gpt3-175b tp4 mbs1 fwd, 0.1267 ms priced vs 0.1449 ms measured (-12.5%).
+    CHECK(without + priced == doctest::Approx(with).epsilon(0.13).scale(0));
   }
 }
 
@@ -299,7 +301,7 @@ TEST_CASE("run 49 (held out of the fit): head dims 64-128 within 13%, head dim 2
       continue;
     }
     if (r.s < 2048) continue;   // the 1k call is host-bound: its extra is timing noise
-    CHECK(t[r.key + "0"] + priced == doctest::Approx(t[r.key + "p"]).epsilon(0.13));
+    CHECK(t[r.key + "0"] + priced == doctest::Approx(t[r.key + "p"]).epsilon(0.13).scale(0));
     ++checked;
   }
   CHECK(checked == 20);

@@ -153,7 +153,7 @@ TEST_CASE("cp ring: per-step times, the last step without a transfer") {
   CHECK(layer::cp_step_times(cm, flash(false, 1, 32, 8, 2048, 8192, true), 4, 2.0).size() == 4);
   const auto bi = layer::cp_step_times(cm, flash(true, 1, 32, 8, 2048, 8192, false), 4, 2.0);
   REQUIRE(bi.size() == 4);
-  CHECK(bi[2] == doctest::Approx(bi[3]));
+  CHECK(bi[2] == doctest::Approx(bi[3]).scale(0));
   CHECK(bi[0] < bi[1]);   // the first step has no gradient accumulation
 }
 
@@ -275,7 +275,10 @@ TEST_CASE("triton_flash: llm-foundry's Triton attention takes the shipped fit's 
     kernels(config::Attention::triton_flash, b, h);
     const Kernel k = bwd ? bw.front() : fw.front();
     CHECK(k.triton_fa);
-    CHECK(ms(k) == doctest::Approx(measured).epsilon(0.10));
+    // 11%, relative (scale 0): a tightening. Written as 10% with Approx's default scale 1 on milliseconds
+    // (0.35-20 ms) it allowed 0.1 ms more (29% at the smallest row); worst row b 4, h 8 backward, 1.254 ms
+    // priced vs 1.398 ms measured (-10.3%).
+    CHECK(ms(k) == doctest::Approx(measured).epsilon(0.11).scale(0));
     // Slower than FlashAttention-2 at the same call in the same process (forward 2.28-2.40x, backward 2.15-2.98x
     // measured), where the rows' shapes have it.
     for (const toml::node& fa : *t["attention_same_run"].as_array()) {
@@ -370,7 +373,7 @@ TEST_CASE("triton_flash backward: launched in waves of (batch, head) programs or
   const Kernel k = bw.front();
   const double sm_speed = (a100.peak_flops_bf16 / 108) / (a.peak_flops / 132);
   const double want = t(1, 120, 2048, 2048, true, 1.0 / sm_speed, 108);
-  CHECK(on_a100.time(k) - on_a100.launch_time(k) == doctest::Approx(std::max(want, k.bytes / a100.hbm_bandwidth)).epsilon(0.02));
+  CHECK(on_a100.time(k) - on_a100.launch_time(k) == doctest::Approx(std::max(want, k.bytes / a100.hbm_bandwidth)).epsilon(0.02).scale(0));
   CHECK(want > 1.5 * t(1, 120, 2048, 2048, true, 1.0 / sm_speed, 132));
   // fp8 scenarios: the kernel has no fp8 path (keep_bf16), so an fp8 cost model prices it as the bf16 one.
   CHECK(k.keep_bf16);
@@ -383,7 +386,7 @@ TEST_CASE("triton_flash backward: launched in waves of (batch, head) programs or
   const Calibration back = read_calibration("/tmp/mfusim_test_triton_cal.toml");
   CHECK(back.attention_triton.bwd_program_overhead_s == doctest::Approx(a.bwd_program_overhead_s).epsilon(1e-8));
   CHECK(back.attention_triton.bwd_program_tile_s == doctest::Approx(a.bwd_program_tile_s).epsilon(1e-8));
-  CHECK(back.attention_triton.bwd_program_tile_busy_s == doctest::Approx(a.bwd_program_tile_busy_s).epsilon(1e-8));
+  CHECK(back.attention_triton.bwd_program_tile_busy_s == doctest::Approx(a.bwd_program_tile_busy_s).epsilon(1e-8).scale(0));
   CHECK(back.attention_triton.bwd_split_overhead_s == doctest::Approx(a.bwd_split_overhead_s).epsilon(1e-8));
   CHECK(back.attention_triton.bwd_split_tile_s == doctest::Approx(a.bwd_split_tile_s).epsilon(1e-8));
   CHECK(back.attention_triton.program_sms == 132);

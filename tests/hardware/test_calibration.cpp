@@ -57,8 +57,8 @@ TEST_CASE("fit_probe recovers a GEMM model it was generated from") {
   CHECK(c.gemm_table.size() == 24);
   REQUIRE(c.has_memory);
   CHECK(c.memory.achieved_bandwidth == doctest::Approx(3e12).epsilon(0.01));
-  CHECK(c.memory.launch_overhead_s == doctest::Approx(2.5e-6));
-  CHECK(c.memory.graph_launch_overhead_s == doctest::Approx(1.0e-6));
+  CHECK(c.memory.launch_overhead_s == doctest::Approx(2.5e-6).scale(0));
+  CHECK(c.memory.graph_launch_overhead_s == doctest::Approx(1.0e-6).scale(0));
   REQUIRE(c.has_attention);
   CHECK(c.attention.flash_fwd_eff == doctest::Approx(0.5).epsilon(0.02));
   CHECK(c.attention.materialized_bw_eff == doctest::Approx(0.6).epsilon(0.02));
@@ -93,21 +93,21 @@ TEST_CASE("write_calibration then read_calibration gives the same calibration") 
   CHECK(r.gemm.peak_flops == doctest::Approx(c.gemm.peak_flops));
   CHECK(r.gemm.eff_max == doctest::Approx(c.gemm.eff_max));
   CHECK(r.gemm.knee == doctest::Approx(c.gemm.knee));
-  CHECK(r.gemm.overhead_s == doctest::Approx(c.gemm.overhead_s));
+  CHECK(r.gemm.overhead_s == doctest::Approx(c.gemm.overhead_s).scale(0));
   CHECK(r.gemm.rms_rel_error == doctest::Approx(c.gemm.rms_rel_error));
   REQUIRE(r.gemm_table.size() == 2);
   CHECK(r.gemm_table[1].n == 28672);
-  CHECK(r.gemm_table[1].seconds == doctest::Approx(2.1e-3));
+  CHECK(r.gemm_table[1].seconds == doctest::Approx(2.1e-3).scale(0));
   CHECK(r.has_gemm_fp8);
   CHECK(r.gemm_fp8.eff_max == doctest::Approx(0.55));
   CHECK(r.gemm_fp8_table.size() == 1);
   CHECK(r.attention.flash_bwd_eff == doctest::Approx(0.41));
   CHECK(r.attention.hbm_bandwidth == doctest::Approx(4.8e12));
-  CHECK(r.attention.overhead_s == doctest::Approx(1.5e-5));
+  CHECK(r.attention.overhead_s == doctest::Approx(1.5e-5).scale(0));
   CHECK(r.memory.achieved_bandwidth == doctest::Approx(4.1e12));
-  CHECK(r.memory.graph_launch_overhead_s == doctest::Approx(0.9e-6));
+  CHECK(r.memory.graph_launch_overhead_s == doctest::Approx(0.9e-6).scale(0));
   CHECK(r.collectives.nvlink_bus_bandwidth == doctest::Approx(360e9));
-  CHECK(r.collectives.nvlink_latency_s == doctest::Approx(12e-6));
+  CHECK(r.collectives.nvlink_latency_s == doctest::Approx(12e-6).scale(0));
   // and a second round trip writes the same text
   write_calibration(r, tmp("cal2.toml"));
   std::ifstream a(tmp("cal.toml")), b(tmp("cal2.toml"));
@@ -149,11 +149,11 @@ TEST_CASE("fit_probe: the fused attention is the implementation asked for; backw
   }
   write(tmp("probe_attn.toml"), probe);
   const Calibration fa2 = fit_probe(tmp("probe_attn.toml"), nullptr, "flash");
-  CHECK(fa2.attention.flash_fwd_eff == doctest::Approx(0.30).epsilon(0.01));
-  CHECK(fa2.attention.flash_bwd_eff == doctest::Approx(0.20).epsilon(0.01));
+  CHECK(fa2.attention.flash_fwd_eff == doctest::Approx(0.30).epsilon(0.01).scale(0));
+  CHECK(fa2.attention.flash_bwd_eff == doctest::Approx(0.20).epsilon(0.01).scale(0));
   const Calibration dflt = fit_probe(tmp("probe_attn.toml"));   // default: cuDNN when measured
   CHECK(dflt.attention.flash_fwd_eff == doctest::Approx(0.60).epsilon(0.01));
-  CHECK(dflt.attention.flash_bwd_eff == doctest::Approx(0.45).epsilon(0.01));
+  CHECK(dflt.attention.flash_bwd_eff == doctest::Approx(0.45).epsilon(0.01).scale(0));
   bool threw = false;
   try {
     fit_probe(tmp("probe_attn.toml"), nullptr, "triton");
@@ -184,8 +184,8 @@ TEST_CASE("fit_probe: a flash efficiency that rises with the sequence is fitted 
   const Calibration c = fit_probe(tmp("probe_knee.toml"), nullptr, "flash");
   CHECK(c.attention.flash_bwd_seq_knee == doctest::Approx(2048));
   CHECK(c.attention.flash_fwd_seq_knee == 0);
-  CHECK(c.attention.flash_bwd_eff == doctest::Approx(0.35).epsilon(0.01));
-  CHECK(c.attention.flash_fwd_eff == doctest::Approx(0.30).epsilon(0.01));
+  CHECK(c.attention.flash_bwd_eff == doctest::Approx(0.35).epsilon(0.01).scale(0));
+  CHECK(c.attention.flash_fwd_eff == doctest::Approx(0.30).epsilon(0.01).scale(0));
   CHECK(c.attention.rms_rel_error < 0.01);
   write_calibration(c, tmp("cal_knee.toml"));
   const Calibration r = read_calibration(tmp("cal_knee.toml"));
@@ -213,5 +213,5 @@ TEST_CASE("the 2 x H200 NCCL run (probe/results/run9-x2) fits an NVLink bus band
   const Calibration committed = read_calibration(root + "/hardware/calibration/h200x2-nccl.toml");
   REQUIRE(committed.has_collectives);
   CHECK(committed.collectives.nvlink_bus_bandwidth == doctest::Approx(c.collectives.nvlink_bus_bandwidth).epsilon(1e-6));
-  CHECK(committed.collectives.nvlink_latency_s == doctest::Approx(c.collectives.nvlink_latency_s).epsilon(1e-6));
+  CHECK(committed.collectives.nvlink_latency_s == doctest::Approx(c.collectives.nvlink_latency_s).epsilon(1e-6).scale(0));
 }

@@ -37,7 +37,7 @@ TEST_CASE("per-op collective fits: write then read gives the same fits and the s
   REQUIRE(r.has_collectives);
   CHECK(r.collectives.nvlink_bus_bandwidth == doctest::Approx(290e9));
   CHECK(r.collectives.op[0].nvlink_bus_bandwidth == doctest::Approx(308.4e9));
-  CHECK(r.collectives.op[0].nvlink_latency_s == doctest::Approx(8.5e-6));
+  CHECK(r.collectives.op[0].nvlink_latency_s == doctest::Approx(8.5e-6).scale(0));
   CHECK(r.collectives.op[0].rms_rel_error == doctest::Approx(0.108));
   CHECK(r.collectives.op[0].samples == 10);
   CHECK(r.collectives.op[4].nvlink_bus_bandwidth == doctest::Approx(323.5e9));
@@ -80,23 +80,23 @@ TEST_CASE("collective_time uses an operation's own line when calibrated, the ove
   const Group node8{8, 1, 8};
   const double S = 1e8;
   auto t = [&](Collective c, const Group& g) { return collective_time(c, S, g, hw, AlgoChoice::ring, &cal).seconds; };
-  CHECK(t(Collective::all_reduce, node8) == doctest::Approx(2.0 * 7 / 8 * S / 340e9 + 2.0 * 7 * 1e-6));
-  CHECK(t(Collective::reduce_scatter, node8) == doctest::Approx(7.0 / 8 * S / 250e9 + 7 * 3e-6));
+  CHECK(t(Collective::all_reduce, node8) == doctest::Approx(2.0 * 7 / 8 * S / 340e9 + 2.0 * 7 * 1e-6).scale(0));
+  CHECK(t(Collective::reduce_scatter, node8) == doctest::Approx(7.0 / 8 * S / 250e9 + 7 * 3e-6).scale(0));
   // fallback: no fit of their own
-  CHECK(t(Collective::all_gather, node8) == doctest::Approx(7.0 / 8 * S / 300e9 + 7 * 2e-6));
-  CHECK(t(Collective::send_recv, node8) == doctest::Approx(S / 300e9 + 2e-6));
-  CHECK(t(Collective::broadcast, node8) == doctest::Approx(S / 300e9 + 7 * 2e-6));
+  CHECK(t(Collective::all_gather, node8) == doctest::Approx(7.0 / 8 * S / 300e9 + 7 * 2e-6).scale(0));
+  CHECK(t(Collective::send_recv, node8) == doctest::Approx(S / 300e9 + 2e-6).scale(0));
+  CHECK(t(Collective::broadcast, node8) == doctest::Approx(S / 300e9 + 7 * 2e-6).scale(0));
   // Across domains, one rank per domain: NIC line, the NVLink per-op fit plays no part
   // (crossing link: B = min(B_nv, 1 x B_nic), a = max(a_nv, a_nic)).
-  CHECK(t(Collective::all_gather, Group{4, 4, 1}) == doctest::Approx(3.0 / 4 * S / 40e9 + 3 * 8e-6));
-  CHECK(t(Collective::reduce_scatter, Group{4, 4, 1}) == doctest::Approx(3.0 / 4 * S / 40e9 + 3 * 8e-6));
+  CHECK(t(Collective::all_gather, Group{4, 4, 1}) == doctest::Approx(3.0 / 4 * S / 40e9 + 3 * 8e-6).scale(0));
+  CHECK(t(Collective::reduce_scatter, Group{4, 4, 1}) == doctest::Approx(3.0 / 4 * S / 40e9 + 3 * 8e-6).scale(0));
   // Hierarchical all-reduce (docs/cost-model.md §3), p = 8 per domain, d = 2 domains: the
   // reduce-scatter on its own line, the all-gather on the overall one, then the NIC
   // all-reduce of S/p (ring, 2(d-1)/d S/p / B_nic + 2(d-1) a_nic; the tree at d = 2 is slower).
   const Group two_nodes{16, 2, 8};
   const double intra = 7.0 / 8 * S / 250e9 + 7 * 3e-6 + 7.0 / 8 * S / 300e9 + 7 * 2e-6;
   const double inter = 2.0 * 1 / 2 * (S / 8) / 40e9 + 2.0 * 1 * 8e-6;
-  CHECK(hierarchical_all_reduce(S, two_nodes, hw, &cal).seconds == doctest::Approx(intra + inter));
+  CHECK(hierarchical_all_reduce(S, two_nodes, hw, &cal).seconds == doctest::Approx(intra + inter).scale(0));
 }
 
 TEST_CASE("fit_probe fits each operation's own line when it has enough samples") {
@@ -119,11 +119,11 @@ TEST_CASE("fit_probe fits each operation's own line when it has enough samples")
   const CollectiveOpFit& ar = c.collectives.op[static_cast<int>(Collective::all_reduce)];
   const CollectiveOpFit& ag = c.collectives.op[static_cast<int>(Collective::all_gather)];
   CHECK(ar.nvlink_bus_bandwidth == doctest::Approx(340e9).epsilon(1e-6));
-  CHECK(ar.nvlink_latency_s == doctest::Approx(8e-6).epsilon(1e-6));
+  CHECK(ar.nvlink_latency_s == doctest::Approx(8e-6).epsilon(1e-6).scale(0));
   CHECK(ar.rms_rel_error < 1e-9);
   CHECK(ar.samples == 5);
   CHECK(ag.nvlink_bus_bandwidth == doctest::Approx(260e9).epsilon(1e-6));
-  CHECK(ag.nvlink_latency_s == doctest::Approx(15e-6).epsilon(1e-6));
+  CHECK(ag.nvlink_latency_s == doctest::Approx(15e-6).epsilon(1e-6).scale(0));
   CHECK(c.collectives.op[static_cast<int>(Collective::send_recv)].nvlink_bus_bandwidth == 0.0);
   CHECK(c.collectives.op[static_cast<int>(Collective::reduce_scatter)].nvlink_bus_bandwidth == 0.0);
   // The overall line is still fitted over all 13 samples and misses both operations.
@@ -178,7 +178,7 @@ TEST_CASE("the committed h200x2-nccl calibration is calibrate's fit of run 9, pe
     CHECK(committed.collectives.op[i].nvlink_bus_bandwidth ==
           doctest::Approx(fit.collectives.op[i].nvlink_bus_bandwidth).epsilon(1e-6));
     CHECK(committed.collectives.op[i].nvlink_latency_s ==
-          doctest::Approx(fit.collectives.op[i].nvlink_latency_s).epsilon(1e-6));
+          doctest::Approx(fit.collectives.op[i].nvlink_latency_s).epsilon(1e-6).scale(0));
     CHECK(committed.collectives.op[i].samples == 10);
     // Under the pair's NVLink ceiling (NV18: 18 x 26.562 GB/s = 478 GB/s per direction, run 9 env.txt).
     CHECK(fit.collectives.op[i].nvlink_bus_bandwidth < 478.2e9);

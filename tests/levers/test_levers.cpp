@@ -255,7 +255,7 @@ TEST_CASE("CUDA graphs shrink launch overhead only") {
   // With the bare launch cost (the profile's 4 us) the host keeps ahead: graphs gain nothing here.
   const auto eager4 = run(base, 16, 16);
   const auto g4 = run(graphs, 16, 16);
-  CHECK(g4.step_time_s == doctest::Approx(eager4.step_time_s).epsilon(0.01));
+  CHECK(g4.step_time_s == doctest::Approx(eager4.step_time_s).epsilon(0.01).scale(0));
 }
 
 TEST_CASE("a larger micro-batch: more bubble (fewer micro-batches), faster GEMMs, more activations") {

@@ -206,7 +206,7 @@ TEST_CASE("blockwise fp8: a step without overlap is slower by the time of the ad
   CAPTURE(dk);
   CAPTURE(ds);
   CHECK(dk > 0.005);   // the weight transposes and the second quantisation of x and dy cost milliseconds
-  CHECK(ds == doctest::Approx(dk).epsilon(0.02));
+  CHECK(ds == doctest::Approx(dk).epsilon(0.02).scale(0));
 }
 
 TEST_CASE("moe.imbalance scales the experts' token kernels, not the transposed copy of their weights") {
