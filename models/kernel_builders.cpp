@@ -191,14 +191,15 @@ std::vector<Kernel> fp8_cast_kernels(const char* name, const char* amax_name, co
                                      double cols, int count, const Fp8Cast& q) {
   const double x = rows * cols;
   std::vector<Kernel> ks;
-  if (q.recipe == config::Fp8Recipe::mxfp8) {
-    // bf16 in; fp8 row-wise and column-wise out, each with one e8m0 scale per 32; two block amaxes and scales.
-    const double copies = q.columnwise ? 2 : 1;
-    ks.push_back(memk(name, 2 * x, copies * (x + x / 32.0), (1 + copies) * x, count));
-    return ks;
-  }
   const double g = q.gather > 1 ? q.gather : 1;
   const double local = x / g;   // quantised before the gather
+  if (q.recipe == config::Fp8Recipe::mxfp8) {
+    // bf16 in; fp8 row-wise and column-wise out, each with one e8m0 scale per 32; two block amaxes and scales.
+    // Gathered, both copies travel (TE's _all_gather_mxfp8): nothing is made after the gather.
+    const double copies = q.columnwise ? 2 : 1;
+    ks.push_back(memk(name, 2 * local, copies * (local + local / 32.0), (1 + copies) * local, count));
+    return ks;
+  }
   const bool transposed = q.columnwise && !q.any_layout;
   // a separate transpose: after a gather, or after delayed scaling's fp8-writing norm (no cast kernel to fuse it in)
   const bool separate_t = transposed && (g > 1 || (q.norm_fused && q.recipe == config::Fp8Recipe::tensorwise));

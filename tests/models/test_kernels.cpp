@@ -311,6 +311,11 @@ TEST_CASE("fp8 recipes: current scaling's amax pass, Blackwell's any-layout cast
     CHECK(find(mx.f, "qkv").mxfp8);
     CHECK(find(mx.b, "mlp_down_dgrad").mxfp8);
     CHECK_FALSE(find(layer(config::Fp8Recipe::tensorwise, true, 1).f, "qkv").mxfp8);
+    // under sequence parallelism the gathered tensors are quantised on their local rows, both copies gathered
+    const LayerKernels sp = layer(config::Fp8Recipe::mxfp8, true, 4);
+    CHECK(bytes(sp.f, "fp8_cast_x") ==
+          doctest::Approx((4 + 2.0 / 32) * (T / 4 * (h + h) + T * (h / 4 + ffn / 4))).scale(0));
+    CHECK(bytes(sp.f, "fp8_transpose_x") == 0);
   }
   SUBCASE("sequence parallelism: gathered inputs quantised on the local rows, transposed after the gather") {
     const int tp = 4;

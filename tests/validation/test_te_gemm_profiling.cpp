@@ -9,7 +9,6 @@
 #include <cstdio>
 #include <fstream>
 #include <map>
-#include <sstream>
 #include <string>
 #include <vector>
 
@@ -33,9 +32,7 @@ std::map<std::string, double> published() {
   std::string line;
   std::getline(in, line);
   while (std::getline(in, line)) {
-    std::vector<std::string> f;
-    std::stringstream ss(line);
-    for (std::string c; std::getline(ss, c, ',');) f.push_back(c);
+    const std::vector<std::string> f = vx::split(line);
     REQUIRE(f.size() == 7);
     t[f[0] + "|" + f[1] + "|" + f[2]] = std::stod(f[6]);
   }
