@@ -90,6 +90,16 @@ std::string power_text(const config::Scenario& s) {
 }
 }  // namespace
 
+// The fp8 recipe in words, for the cluster line (docs/cost-model.md 2b).
+static const char* fp8_recipe_text(config::Fp8Recipe r) {
+  switch (r) {
+    case config::Fp8Recipe::current: return "recipe current (per-tensor current scaling)";
+    case config::Fp8Recipe::mxfp8: return "recipe mxfp8 (MXFP8 1x32 block scaling)";
+    case config::Fp8Recipe::blockwise: return "recipe blockwise (DeepSeek-V3 1x128 / 128x128 tiles)";
+    default: return "recipe tensorwise (per-tensor delayed scaling)";
+  }
+}
+
 double mfu_bf16_peak(const step::StepResult& r) {
   const auto& h = r.scenario.hardware;
   const double bf16 = h.peak_flops_bf16;
@@ -117,7 +127,9 @@ std::string text_report(const step::StepResult& r, const std::vector<step::WhatI
   const int nodes = (s.gpus + s.hardware.gpus_per_node - 1) / std::max(1, s.hardware.gpus_per_node);
   o << "  cluster   " << s.gpus << " x " << s.hardware.name << " (" << nodes << " NVLink domain" << (nodes > 1 ? "s" : "")
     << " of " << s.hardware.gpus_per_node << "), " << config::to_string(s.training.precision) << " peak "
-    << fmt("%.0f", s.hardware.peak_flops(s.training.precision) / 1e12) << " TFLOP/s\n";
+    << fmt("%.0f", s.hardware.peak_flops(s.training.precision) / 1e12) << " TFLOP/s";
+  if (s.training.precision == hardware::Precision::fp8) o << ", " << fp8_recipe_text(s.features.fp8_recipe);
+  o << "\n";
   o << "  layout    tp " << p.tp << "  pp " << p.pp << "  dp " << p.dp << "  cp " << p.cp << "  ep " << p.ep << "  vpp "
     << p.vpp << "  |  " << config::to_string(s.schedule.name) << ", " << r.microbatches << " micro-batches of "
     << s.training.micro_batch << " x " << s.training.seq_len << " tokens\n";
