@@ -15,9 +15,7 @@ LayerComm layer_comm(const ModelSpec& m, int layer, const RankShape& r) {
   if (r.tp > 1) {
     c.tp_collectives = r.sequence_parallel ? 4 : 2;
     c.tp_bytes = T * h * e;
-    const bool fp8_gather = r.fp8 && !r.torchtitan && r.sequence_parallel &&
-                            (r.fp8_recipe == config::Fp8Recipe::tensorwise || r.fp8_recipe == config::Fp8Recipe::current);
-    c.tp_gather_bytes = fp8_gather ? T * h : c.tp_bytes;
+    c.tp_gather_bytes = r.sequence_parallel && r.te_per_tensor_fp8() ? T * h : c.tp_bytes;
   }
   if (m.is_moe_layer(layer) && r.ep > 1) {
     const double local = r.sequence_parallel ? T / r.tp : T;

@@ -31,7 +31,7 @@ void tag_wgrad_accumulation(LayerKernels& lk, const RankShape& r) {
 // operands' sources `io`; bf16 without fp8.
 void fp8_linear(const RankShape& r, const char* name, const char* dname, const char* wname, double tokens, double in,
                 double out, int e, LayerKernels& lk, int count, const Fp8Operands& io) {
-  if (r.fp8 && r.fp8_blockwise) linear_blockwise(name, dname, wname, tokens, in, out, e, lk, count, io);
+  if (r.fp8 && r.fp8_blockwise()) linear_blockwise(name, dname, wname, tokens, in, out, e, lk, count, io);
   else if (r.fp8) {
     // Transformer Engine's sequence-parallel gathers and LayerNormLinear fusion (Fp8Cast): Megatron's TE layers
     // only (torchtitan's fp8 is torchao's).
@@ -41,8 +41,7 @@ void fp8_linear(const RankShape& r, const char* name, const char* dname, const c
     if (io.x_sp_gathered) x.gather = g;
     if (io.dy_sp_gathered) dy.gather = g;
     // the norm kernel just before (a fused norm: one kernel) quantises in its pass
-    const bool per_tensor = r.fp8_recipe == config::Fp8Recipe::tensorwise || r.fp8_recipe == config::Fp8Recipe::current;
-    if (te && per_tensor && io.x_from_norm && !lk.f.empty() &&
+    if (r.te_per_tensor_fp8() && io.x_from_norm && !lk.f.empty() &&
         (std::string_view(lk.f.back().name) == "rmsnorm" || std::string_view(lk.f.back().name) == "layernorm")) {
       x.norm_fused = true;
       // delayed scaling: the norm writes its output in fp8 (1 byte) instead of bf16
@@ -103,7 +102,7 @@ void swiglu_fp8_cache(const ModelSpec& m, const RankShape& r, double rows, doubl
 // that projection quantises nothing in the forward.
 bool fused_swiglu_quant(const ModelSpec& m, const RankShape& r, double rows, double width, int e,
                         std::vector<Kernel>& f) {
-  if (!(r.fp8 && r.fp8_blockwise) || m.activation != Activation::swiglu) return false;
+  if (!(r.fp8 && r.fp8_blockwise()) || m.activation != Activation::swiglu) return false;
   f.back().bytes -= (e - kFp8TileBytes) * rows * width;
   return true;
 }
@@ -276,7 +275,7 @@ LayerKernels layer_kernels(const ModelSpec& m, int layer, const RankShape& r) {
     // MoE up-projections quantised to fp8 for the dispatch): the rank's tokens quantised once in
     // 1x128 tiles before the dispatch; the shared expert's first GEMM reads the same copy
     // (profile-data train.json: one per_token_cast_to_fp8 of [4096, 7168] at the end of attn(F)).
-    const bool fp8_moe_in = r.fp8 && r.fp8_blockwise && r.fp8_dispatch;
+    const bool fp8_moe_in = r.fp8 && r.fp8_blockwise() && r.fp8_dispatch;
     if (fp8_moe_in) lk.f.push_back(fp8_quantise("fp8_quant_dispatch", Tn, h, e));
     push(lk.f, lk.b, {"moe_permute", "moe_unpermute_grad", e * Tn * h, e * Tn * k * h, 0});
     // Tokens one expert sees on this rank: the tp group's T tokens of each of

@@ -181,7 +181,7 @@ double activation_bytes(const ModelSpec& m, int layer, const RankShape& r) {
   // saves it (transformer_engine/pytorch/module/linear.py @d0067d0, "Discard unneeded data in input
   // tensor"; TE 1.x kept the fp8 transpose, the same bytes). DeepSeek-V3's own cache (el) is its recipe.
   const bool te8 = r.fp8 && !r.torchtitan && !r.fp32_autocast && !r.fp8_activation_cache;
-  const double eq = te8 ? 1.0 + (r.fp8_blockwise ? 4.0 / 128.0 : 0.0) : el;   // a linear's saved input
+  const double eq = te8 ? 1.0 + (r.fp8_blockwise() ? 4.0 / 128.0 : 0.0) : el;   // a linear's saved input
   per_token += e * h * rep;                                   // norm input
   if (!rn) per_token += eq * h * rep;                         // QKV GEMM input (norm output)
   if (m.mla) {

@@ -47,7 +47,6 @@ RankShape rank_shape(const config::Scenario& s) {
   sh.fp8 = s.training.precision == hardware::Precision::fp8 && s.hardware.peak_flops_fp8 > 0;
   sh.fp8_attention = s.features.fp8_attention;
   sh.fp8_recipe = s.features.fp8_recipe;
-  sh.fp8_blockwise = sh.fp8_recipe == config::Fp8Recipe::blockwise;
   sh.fp8_any_layout = hardware::gpu_family(s.hardware.name) == "blackwell";
   sh.fp8_dispatch = s.moe.dispatcher == config::MoeDispatcher::deepep && s.moe.fp8_dispatch && s.parallel.ep > 1;
   if (s.moe.dispatcher == config::MoeDispatcher::deepep && s.parallel.ep > 1) {

@@ -32,16 +32,22 @@ struct RankShape {
   // fp8 with their quantise kernels; attention in fp8 only with fp8_attention; the LM head bf16.
   bool fp8 = false;
   bool fp8_attention = false;
-  // features.fp8_recipe = "blockwise" (with fp8): DeepSeek-V3's fine-grained quantisation
-  // (arXiv 2412.19437 §3.3.2) instead of Transformer Engine's per-tensor cast-transpose: 1x128
-  // activation tiles for the forward and input-gradient GEMMs, 128x1 transposed copies for the
-  // weight gradient, the fp8 weight transposed per micro-batch (DeepGEMM is NT only, §3.5.2).
-  bool fp8_blockwise = false;
   // features.fp8_recipe for Transformer Engine's linears (tensorwise: delayed scaling; current; mxfp8), and
   // whether the GPU's fp8 GEMMs take any operand layout (Blackwell: no transposed copy of a per-tensor fp8
   // tensor; Hopper's take TN only). Transformer Engine's fp8 recipe docs (docs/cost-model.md).
   config::Fp8Recipe fp8_recipe = config::Fp8Recipe::tensorwise;
   bool fp8_any_layout = false;
+  // features.fp8_recipe = "blockwise" (with fp8): DeepSeek-V3's fine-grained quantisation
+  // (arXiv 2412.19437 §3.3.2) instead of Transformer Engine's per-tensor cast-transpose: 1x128
+  // activation tiles for the forward and input-gradient GEMMs, 128x1 transposed copies for the
+  // weight gradient, the fp8 weight transposed per micro-batch (DeepGEMM is NT only, §3.5.2).
+  bool fp8_blockwise() const { return fp8_recipe == config::Fp8Recipe::blockwise; }
+  // Transformer Engine's per-tensor scaling (delayed or current) on Megatron's TE layers, where TE fuses the
+  // quantisation into the norm before a LayerNormLinear and gathers the quantised tensor under sequence
+  // parallelism (torchtitan's fp8 is torchao's; docs/cost-model.md 2b).
+  bool te_per_tensor_fp8() const {
+    return fp8 && !torchtitan && (fp8_recipe == config::Fp8Recipe::tensorwise || fp8_recipe == config::Fp8Recipe::current);
+  }
   // moe.dispatcher = "deepep" with moe.fp8_dispatch and ep > 1: the tokens cross the EP dispatch
   // in fp8 1x128 tiles (DeepEP's dispatch takes the fp8 tensor and its scales), quantised before it.
   bool fp8_dispatch = false;

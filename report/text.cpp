@@ -88,17 +88,16 @@ std::string power_text(const config::Scenario& s) {
          " MHz against " + fmt("%.0f", ref) + " at the calibration's " + fmt("%.0f", w.limit_w) +
          " W (GEMM and attention time x" + fmt("%.3f", scale) + ")\n";
 }
-}  // namespace
 
-// The fp8 recipe in words, for the cluster line (docs/cost-model.md 2b).
-static const char* fp8_recipe_text(config::Fp8Recipe r) {
-  switch (r) {
-    case config::Fp8Recipe::current: return "recipe current (per-tensor current scaling)";
-    case config::Fp8Recipe::mxfp8: return "recipe mxfp8 (MXFP8 1x32 block scaling)";
-    case config::Fp8Recipe::blockwise: return "recipe blockwise (DeepSeek-V3 1x128 / 128x128 tiles)";
-    default: return "recipe tensorwise (per-tensor delayed scaling)";
-  }
+// The fp8 recipe, named and in words, for the cluster line (docs/cost-model.md 2b).
+std::string fp8_recipe_text(config::Fp8Recipe r) {
+  const char* words = r == config::Fp8Recipe::current     ? "per-tensor current scaling"
+                      : r == config::Fp8Recipe::mxfp8     ? "MXFP8 1x32 block scaling"
+                      : r == config::Fp8Recipe::blockwise ? "DeepSeek-V3 1x128 / 128x128 tiles"
+                                                          : "per-tensor delayed scaling";
+  return std::string("recipe ") + config::to_string(r) + " (" + words + ")";
 }
+}  // namespace
 
 double mfu_bf16_peak(const step::StepResult& r) {
   const auto& h = r.scenario.hardware;

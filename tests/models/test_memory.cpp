@@ -175,7 +175,7 @@ TEST_CASE("fp8 with Transformer Engine: each linear keeps its input quantised, 1
   CHECK(activation_bytes(l, 0, r) - activation_bytes(l, 0, f) == doctest::Approx(s * (h + h - h + ffn)).epsilon(1e-12));
   // blockwise (1x128 tiles): one fp32 scale per 128 elements on each saved fp8 input
   RankShape fb = f;
-  fb.fp8_blockwise = true;
+  fb.fp8_recipe = mfusim::config::Fp8Recipe::blockwise;
   CHECK(activation_bytes(l, 0, fb) - activation_bytes(l, 0, f) ==
         doctest::Approx(s * 4.0 / 128 * (h + h + h + ffn)).epsilon(1e-12));
   // Full recompute keeps the layer input only: unchanged by the recipe.

@@ -271,7 +271,6 @@ inline bool cudnn_attention_off(const ModernRow& r) {
   return r.framework.find("NeMo 24.07") != std::string::npos && r.model != "gpt3-175b";
 }
 
-
 // The Transformer Engine recipe a row's fp8_recipe column states: MXFP8 block scaling, per-tensor current
 // scaling ("FP8-CS", or "current scaling" derived from the release's table and recipes), else delayed
 // scaling (stated, or not stated: the NeMo default of those releases).
