@@ -213,6 +213,11 @@ double CostModel::gemm_core_seconds(const Kernel& kn) const {
                                                         static_cast<double>(kn.m) * kn.n);
   const double memory = bytes / bandwidth_;
   const double peak = peak_of(kn);
+  // The profile's ceiling at a training step's clock (hardware.gemm_sustained_eff_*, §2h): no GEMM, measured
+  // alone at the unloaded clock or on the datasheet curve, runs faster than that fraction of the peak.
+  const double ceiling = hw_.gemm_sustained_eff(fp8 ? Precision::fp8 : Precision::bf16);
+  const double sustained = ceiling > 0 ? flops / (peak * ceiling) : 0.0;
+  const double floor = std::max(memory, sustained);
   const bool measured = cal_ && (fp8 ? cal_->has_gemm_fp8 : cal_->has_gemm);
   if (measured) {
     const GemmFit& fit = fp8 ? cal_->gemm_fp8 : cal_->gemm;
@@ -223,12 +228,12 @@ double CostModel::gemm_core_seconds(const Kernel& kn) const {
         return std::tie(a.m, a.n, a.k) < std::tie(b.m, b.n, b.k);
       });
       if (it != table.end() && it->m == kn.m && it->n == kn.n && it->k == kn.k)
-        return std::max(table_seconds(it->seconds, fit, peak) * clock_scale_ * power_scale_, memory);
+        return std::max(table_seconds(it->seconds, fit, peak) * clock_scale_ * power_scale_, floor);
     }
     const double compute = fit.overhead_s + flops / (peak * gemm_eff(fp8, kn.m, kn.n, kn.k));
-    return std::max(compute * clock_scale_ * power_scale_, memory);
+    return std::max(compute * clock_scale_ * power_scale_, floor);
   }
-  return std::max(flops / (peak * gemm_eff(fp8, kn.m, kn.n, kn.k)) * power_scale_, memory);
+  return std::max(flops / (peak * gemm_eff(fp8, kn.m, kn.n, kn.k)) * power_scale_, floor);
 }
 
 double CostModel::attention_seconds(const Kernel& kn) const {

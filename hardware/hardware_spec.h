@@ -56,8 +56,17 @@ struct HardwareSpec {
   // a lower one); 0 = not given. With a calibration's [power] fit, a limit other than the one the
   // calibration was measured at scales the compute kernels by the clock it leaves (docs/cost-model.md §2e).
   double power_limit_w = 0;
+  // The largest fraction of the dense peak a GEMM reaches at a training step's clock, bf16 and fp8
+  // (gemm_sustained_eff_bf16, gemm_sustained_eff_fp8); 0 = not given. A ceiling on every GEMM's rate
+  // for parts whose measured GEMMs (or datasheet curve) are of isolated calls at the unloaded clock:
+  // the Blackwell profiles take Transformer Engine's warmed B300 profile (docs/cost-model.md §2h).
+  double gemm_sustained_eff_bf16 = 0;
+  double gemm_sustained_eff_fp8 = 0;
 
   double peak_flops(Precision p) const { return p == Precision::fp8 ? peak_flops_fp8 : peak_flops_bf16; }
+  double gemm_sustained_eff(Precision p) const {
+    return p == Precision::fp8 ? gemm_sustained_eff_fp8 : gemm_sustained_eff_bf16;
+  }
 };
 
 }  // namespace mfusim::hardware

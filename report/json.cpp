@@ -172,6 +172,8 @@ void write_resolved(JsonWriter& w, const config::Scenario& s) {
   w.key("host_recompute_overhead_us").value(h.host_recompute_overhead * 1e6);
   w.key("price_per_gpu_hour").value(h.price_per_gpu_hour);   // the profile's list price, USD; 0 = none
   w.key("power_limit_w").value(h.power_limit_w);             // the board power limit; 0 = not given
+  w.key("gemm_sustained_eff_bf16").value(h.gemm_sustained_eff_bf16);   // GEMM ceilings at a training step's clock;
+  w.key("gemm_sustained_eff_fp8").value(h.gemm_sustained_eff_fp8);     // 0 = none (docs/cost-model.md 2h)
   w.end_object();
   // The calibration file as resolved (relative to the scenario, or --calibration); "" when none.
   w.key("calibration").value(!s.calibration_path.empty() ? s.calibration_path

@@ -89,6 +89,17 @@ std::string power_text(const config::Scenario& s) {
          " W (GEMM and attention time x" + fmt("%.3f", scale) + ")\n";
 }
 
+// The hardware profile's GEMM ceiling at a training step's clock (hardware.gemm_sustained_eff_*, docs/cost-model.md
+// §2h) for the run's precision; "" when the profile gives none.
+std::string sustained_gemm_text(const config::Scenario& s) {
+  const hardware::Precision p = s.hardware.peak_flops_fp8 > 0 ? s.training.precision : hardware::Precision::bf16;
+  const double e = s.hardware.gemm_sustained_eff(p);
+  if (!(e > 0)) return "";
+  return "  gemms     at most " + fmt("%.1f", e * 100) + "% of the " + config::to_string(p) + " peak (" +
+         fmt("%.0f", e * s.hardware.peak_flops(p) / 1e12) +
+         " TFLOP/s): the profile's rate at a training step's clock (gemm_sustained_eff_" + config::to_string(p) + ")\n";
+}
+
 // The fp8 recipe, named and in words, for the cluster line (docs/cost-model.md 2b).
 std::string fp8_recipe_text(config::Fp8Recipe r) {
   const char* words = r == config::Fp8Recipe::current     ? "per-tensor current scaling"
@@ -138,6 +149,7 @@ std::string text_report(const step::StepResult& r, const std::vector<step::WhatI
   if (!lab) {
     const std::string pw = power_text(s);
     if (!pw.empty()) o << pw;
+    o << sustained_gemm_text(s);
     o << accuracy_text(s);   // the validated family's error, where the modern set has one (report/accuracy.h)
   }
   for (const auto& w : r.warnings) o << "  warning   " << w << "\n";

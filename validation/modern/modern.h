@@ -196,14 +196,20 @@ class Inputs {
   // The rows' fp8 recipes as their sources state them (fp8_recipe_of); false: every fp8 row under delayed
   // scaling (validate_modern --without fp8_recipes).
   bool fp8_recipes = true;
+  // The Blackwell profiles' GEMM ceilings at a training step's clock (hardware.gemm_sustained_eff_*); false:
+  // none, every GEMM on its unloaded-clock curve (validate_modern --without sustained_gemm).
+  bool sustained_gemm = true;
   const hardware::HardwareSpec& hardware(const std::string& gpu_type) {
     static const std::map<std::string, std::string> file = {
         {"H100", "h100-sxm"}, {"B200", "b200"}, {"GB200", "gb200-nvl72"}, {"GB300", "gb300-nvl72"}};
     const auto f = file.find(gpu_type);
     if (f == file.end()) throw std::runtime_error("no hardware profile for gpu_type " + gpu_type);
     auto it = hw_.find(f->second);
-    if (it == hw_.end())
-      it = hw_.emplace(f->second, config::load_hardware(source_path("hardware/" + f->second + ".toml"))).first;
+    if (it == hw_.end()) {
+      hardware::HardwareSpec hw = config::load_hardware(source_path("hardware/" + f->second + ".toml"));
+      if (!sustained_gemm) hw.gemm_sustained_eff_bf16 = hw.gemm_sustained_eff_fp8 = 0;
+      it = hw_.emplace(f->second, hw).first;
+    }
     return it->second;
   }
   const models::ModelSpec& model(const std::string& name) {

@@ -3,11 +3,13 @@
 // summary per half (tuning / heldout) and per family.
 //   build/validation/modern/validate_modern [--profile datasheet|calibrated|sustained|both|all] [--markdown]
 //                                           [--coarse] [--csv FILE] [--half tuning|heldout]
-//                                           [--without fp8_params|activation_offload|fp8_recipes] [--since-release YY.MM]
+//                                           [--without fp8_params|activation_offload|fp8_recipes|sustained_gemm]
+//                                           [--since-release YY.MM]
 // --since-release YY.MM: only the rows that ran NeMo YY.MM or a later release (modern.h container_family).
 // --without fp8_params: every fp8 row with bf16 weights (the rows' fp8 weights off; modern.h).
 // --without activation_offload: no row offloads activations (modern.h).
 // --without fp8_recipes: every fp8 row under delayed scaling (its stated current-scaling or MXFP8 recipe off; modern.h).
+// --without sustained_gemm: the Blackwell rows' GEMMs without their ceiling at a training step's clock (modern.h).
 // --coarse: the planner's per-op lowering (LowerOptions per_layer = false).
 // --csv: one line per row and profile with the breakdown (for the diagnosis).
 // --accuracy FILE: the per-family table `run` prints beside a step (report/accuracy.h), written as
@@ -83,7 +85,8 @@ std::string accuracy_entries(const std::vector<vm::ModernComparison>& all, vm::P
 }  // namespace
 
 int main(int argc, char** argv) {
-  bool markdown = false, coarse = false, without_fp8_params = false, without_offload = false, without_recipes = false;
+  bool markdown = false, coarse = false, without_fp8_params = false, without_offload = false, without_recipes = false,
+       without_sustained = false;
   std::string profile_arg = "both", csv_out, only_half, accuracy_out, since_release;
   for (int i = 1; i < argc; ++i) {
     const std::string a = argv[i];
@@ -109,8 +112,11 @@ int main(int argc, char** argv) {
         without_offload = true;
       } else if (m == "fp8_recipes") {
         without_recipes = true;
+      } else if (m == "sustained_gemm") {
+        without_sustained = true;
       } else {
-        std::fprintf(stderr, "validate_modern: error: --without takes fp8_params, activation_offload or fp8_recipes, not '%s'\n",
+        std::fprintf(stderr, "validate_modern: error: --without takes fp8_params, activation_offload, fp8_recipes or "
+                             "sustained_gemm, not '%s'\n",
                      m.c_str());
         return 2;
       }
@@ -138,7 +144,8 @@ int main(int argc, char** argv) {
     return 2;
   }
   if (!accuracy_out.empty() &&
-      (profile_arg != "both" || !only_half.empty() || !since_release.empty() || coarse || without_fp8_params || without_offload || without_recipes)) {
+      (profile_arg != "both" || !only_half.empty() || !since_release.empty() || coarse || without_fp8_params || without_offload || without_recipes ||
+       without_sustained)) {
     std::fprintf(stderr, "validate_modern: error: --accuracy is the rows as run: --profile both, both halves, "
                          "per-layer, nothing --without\n");
     return 2;
@@ -151,6 +158,7 @@ int main(int argc, char** argv) {
     in.fp8_params = !without_fp8_params;
     in.activation_offload = !without_offload;
     in.fp8_recipes = !without_recipes;
+    in.sustained_gemm = !without_sustained;
     const auto rows = vm::read_modern(vm::rows_path(), vm::split_path());
     std::FILE* csv = nullptr;
     if (!csv_out.empty()) {
