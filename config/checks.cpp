@@ -74,9 +74,16 @@ void check_hardware(const hardware::HardwareSpec& h, const Sink& err) {
   nonneg("hardware.peak_tflops_fp32", h.peak_flops_fp32, 1e12);
   nonneg("hardware.price_per_gpu_hour", h.price_per_gpu_hour, 1);
   nonneg("hardware.power_limit_w", h.power_limit_w, 1, 1e5);
-  // A fraction of the dense peak: above 1 no GEMM reaches it; 0 = not given.
-  nonneg("hardware.gemm_sustained_eff_bf16", h.gemm_sustained_eff_bf16, 1, 1);
-  nonneg("hardware.gemm_sustained_eff_fp8", h.gemm_sustained_eff_fp8, 1, 1);
+  // Fractions of a rate: 0 = not given; otherwise 0.05 .. 1 (above 1 no kernel reaches it; below 0.05 no
+  // measured part runs, and a mistyped 1e-6 would make a step last days).
+  auto fraction = [&](const std::string& key, double v) {
+    if (v == 0) return;
+    if (!(v >= 0)) err(key, "'" + key + "' must be >= 0 (got " + fmt(v) + ")");
+    else bounded(key, v, 1, 0.05, 1);
+  };
+  fraction("hardware.gemm_sustained_eff_bf16", h.gemm_sustained_eff_bf16);
+  fraction("hardware.gemm_sustained_eff_fp8", h.gemm_sustained_eff_fp8);
+  fraction("hardware.attention_sustained_ratio", h.attention_sustained_ratio);
   if (h.peak_flops_fp8 > 0 && h.peak_flops_fp8 < 1e9) bounded("hardware.peak_tflops_fp8", h.peak_flops_fp8, 1e12, 1e-3, 1e6);
   positive("hardware.hbm_gib", h.hbm_bytes, 1024.0 * 1024.0 * 1024.0, 1e-3, 1e6);
   positive("hardware.hbm_bandwidth_gbs", h.hbm_bandwidth, 1e9, 1, 1e6);

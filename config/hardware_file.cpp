@@ -14,7 +14,8 @@ const std::vector<std::string> kHardwareKeys = {
     "nic_bandwidth_gbs", "nic_latency_us",  "launch_overhead_us", "host_overhead_us",
     "host_compiled_overhead_us", "host_backward_overhead_us", "host_checkpoint_overhead_us",
     "host_recompute_overhead_us", "pcie_bandwidth_gbs", "host_memory_bandwidth_gbs", "sms", "peak_tflops_fp32",
-    "price_per_gpu_hour", "power_limit_w", "gemm_sustained_eff_bf16", "gemm_sustained_eff_fp8"};
+    "price_per_gpu_hour", "power_limit_w", "gemm_sustained_eff_bf16", "gemm_sustained_eff_fp8",
+    "attention_sustained_ratio"};
 
 }  // namespace
 
@@ -55,6 +56,7 @@ hardware::HardwareSpec read_hardware_table(Ctx& ctx, const Value& t, const std::
   num("power_limit_w", 1, h.power_limit_w, false);
   num("gemm_sustained_eff_bf16", 1, h.gemm_sustained_eff_bf16, false);
   num("gemm_sustained_eff_fp8", 1, h.gemm_sustained_eff_fp8, false);
+  num("attention_sustained_ratio", 1, h.attention_sustained_ratio, false);
   ctx.read_int(t, "gpus_per_node", p, h.gpus_per_node);
   ctx.read_int(t, "sms", p, h.sms);
   return h;

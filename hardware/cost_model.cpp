@@ -110,6 +110,7 @@ CostModel::CostModel(const HardwareSpec& hw, Precision precision, const Calibrat
   if (cuda_graphs_) launch_ = host_ = host_compiled_ = host_backward_ = host_checkpoint_ = host_recompute_ = 0;
   sms_ = sm_count_for(hw);
   power_scale_ = hardware::power_time_scale(cal_, hw);
+  if (hw.attention_sustained_ratio > 0) attn_clock_ = 1.0 / hw.attention_sustained_ratio;
   auto load = [](const std::vector<GemmSample>& src, std::vector<TableEntry>& dst) {
     dst.reserve(src.size());
     for (const GemmSample& s : src)
@@ -216,7 +217,7 @@ double CostModel::gemm_core_seconds(const Kernel& kn) const {
   // The profile's ceiling at a training step's clock (hardware.gemm_sustained_eff_*, §2h): no GEMM, measured
   // alone at the unloaded clock or on the datasheet curve, runs faster than that fraction of the peak.
   const double ceiling = hw_.gemm_sustained_eff(fp8 ? Precision::fp8 : Precision::bf16);
-  const double sustained = ceiling > 0 ? flops / (peak * ceiling) : 0.0;
+  const double sustained = ceiling > 0 ? flops / (peak * ceiling) * power_scale_ : 0.0;   // at the datasheet limit
   const double floor = std::max(memory, sustained);
   const bool measured = cal_ && (fp8 ? cal_->has_gemm_fp8 : cal_->has_gemm);
   if (measured) {
@@ -264,7 +265,7 @@ double CostModel::attention_seconds(const Kernel& kn) const {
     if (cal && kn.dropout && has_shape && dfit->dropout_sms > 0)
       dropout = (bwd ? dfit->dropout_bwd_s_per_score : dfit->dropout_fwd_s_per_score) * static_cast<double>(kn.batch) *
                 kn.heads * kn.seq_q * kn.seq_kv * (kn.causal ? 0.5 : 1.0) * dfit->dropout_sms / std::max(1, sms_) *
-                power_scale_;
+                power_scale_ * attn_clock_;
     // Executed FLOPs follow from the shape: causal halves the score and
     // context matmuls, and the backward recomputes the scores (2.5x the
     // forward). Megatron's model-FLOP count in kn.flops (full s^2, 2x) is used
@@ -278,7 +279,7 @@ double CostModel::attention_seconds(const Kernel& kn) const {
       // on this GPU's SMs, each SM's rate the measured GPU's scaled by this GPU's peak per SM (the kernel runs
       // bf16: models/ marks it keep_bf16); its launches' own intercepts stand for the overhead.
       const double sm_speed = (peak / sms_) / (fit->peak_flops / fit->program_sms);
-      const double scale = (static_cast<double>(kn.head_dim) + kn.v_dim()) / 256.0 * power_scale_ / sm_speed;
+      const double scale = (static_cast<double>(kn.head_dim) + kn.v_dim()) / 256.0 * power_scale_ * attn_clock_ / sm_speed;
       const double t = triton_bwd_program_seconds(*fit, static_cast<double>(kn.batch), static_cast<double>(kn.heads),
                                                   static_cast<double>(kn.seq_q), static_cast<double>(kn.seq_kv), kn.causal,
                                                   scale, sms_);
@@ -304,7 +305,8 @@ double CostModel::attention_seconds(const Kernel& kn) const {
       const double s = kn.seq_kv > 0 ? static_cast<double>(kn.seq_kv) : 1e9;
       eff = (bwd ? CostDefaults::flash_bwd_eff : CostDefaults::flash_fwd_eff) * s / (s + CostDefaults::flash_seq_knee);
     }
-    return overhead + std::max(flops / (peak * std::min(eff, 1.0)) * power_scale_, kn.bytes / bandwidth_) + dropout;
+    return overhead + std::max(flops / (peak * std::min(eff, 1.0)) * power_scale_ * attn_clock_, kn.bytes / bandwidth_) +
+           dropout;
   }
 
   // One piece of the materialised path (models/ emits QK^T, attn*V and their

@@ -142,6 +142,9 @@ class CostModel {
   // Compute-bound kernels' time under the hardware's power limit against the calibration's
   // (power_time_scale; 1 at the calibration's own limit).
   double power_scale_ = 1.0;
+  // Flash attention's time at a training step's clock against an isolated call's (1 / the hardware's
+  // attention_sustained_ratio; 1 when not given; docs/cost-model.md §2h).
+  double attn_clock_ = 1.0;
   double pace_ = 1.0;   // set_sync_group
   int sms_ = 132;
   // Calibration exact shapes, sorted by (m, n, k): bf16 and fp8 (the fp8 one only from the

@@ -62,6 +62,10 @@ struct HardwareSpec {
   // the Blackwell profiles take Transformer Engine's warmed B300 profile (docs/cost-model.md §2h).
   double gemm_sustained_eff_bf16 = 0;
   double gemm_sustained_eff_fp8 = 0;
+  // The fraction of an isolated call's rate a flash attention kernel keeps at a training step's clock
+  // (attention_sustained_ratio, 0 .. 1); 0 = not given (1). For parts whose attention measurements are isolated
+  // calls at the unloaded clock: the B200 takes flashinfer's back-to-back measurement (docs/cost-model.md §2h).
+  double attention_sustained_ratio = 0;
 
   double peak_flops(Precision p) const { return p == Precision::fp8 ? peak_flops_fp8 : peak_flops_bf16; }
   double gemm_sustained_eff(Precision p) const {

@@ -174,6 +174,7 @@ void write_resolved(JsonWriter& w, const config::Scenario& s) {
   w.key("power_limit_w").value(h.power_limit_w);             // the board power limit; 0 = not given
   w.key("gemm_sustained_eff_bf16").value(h.gemm_sustained_eff_bf16);   // GEMM ceilings at a training step's clock;
   w.key("gemm_sustained_eff_fp8").value(h.gemm_sustained_eff_fp8);     // 0 = none (docs/cost-model.md 2h)
+  w.key("attention_sustained_ratio").value(h.attention_sustained_ratio);   // 0 = none (1)
   w.end_object();
   // The calibration file as resolved (relative to the scenario, or --calibration); "" when none.
   w.key("calibration").value(!s.calibration_path.empty() ? s.calibration_path

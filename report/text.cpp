@@ -89,15 +89,25 @@ std::string power_text(const config::Scenario& s) {
          " W (GEMM and attention time x" + fmt("%.3f", scale) + ")\n";
 }
 
-// The hardware profile's GEMM ceiling at a training step's clock (hardware.gemm_sustained_eff_*, docs/cost-model.md
-// §2h) for the run's precision; "" when the profile gives none.
-std::string sustained_gemm_text(const config::Scenario& s) {
-  const hardware::Precision p = s.hardware.peak_flops_fp8 > 0 ? s.training.precision : hardware::Precision::bf16;
-  const double e = s.hardware.gemm_sustained_eff(p);
-  if (!(e > 0)) return "";
-  return "  gemms     at most " + fmt("%.1f", e * 100) + "% of the " + config::to_string(p) + " peak (" +
-         fmt("%.0f", e * s.hardware.peak_flops(p) / 1e12) +
-         " TFLOP/s): the profile's rate at a training step's clock (gemm_sustained_eff_" + config::to_string(p) + ")\n";
+// The hardware profile's rates at a training step's clock (hardware.gemm_sustained_eff_* for the run's precision,
+// hardware.attention_sustained_ratio; docs/cost-model.md §2h); "" when the profile gives neither.
+std::string sustained_text(const config::Scenario& s) {
+  const auto& h = s.hardware;
+  const bool fp8 = s.training.precision == hardware::Precision::fp8 && h.peak_flops_fp8 > 0;
+  const double a = h.attention_sustained_ratio;
+  std::string gemms;
+  auto ceiling = [&](hardware::Precision p) {
+    const double e = h.gemm_sustained_eff(p);
+    if (!(e > 0)) return;
+    gemms += std::string(gemms.empty() ? "GEMMs at most " : " and ") + fmt("%.1f", e * 100) + "% of the " +
+             config::to_string(p) + " peak (" + fmt("%.0f", e * h.peak_flops(p) / 1e12) + " TFLOP/s)";
+  };
+  if (fp8) ceiling(hardware::Precision::fp8);   // an fp8 run's kept-bf16 GEMMs (head, router) take the bf16 one
+  ceiling(hardware::Precision::bf16);
+  if (gemms.empty() && !(a > 0)) return "";
+  std::string t = "  clock     at a training step's clock (the profile's, docs/cost-model.md 2h): " + gemms;
+  if (a > 0) t += std::string(gemms.empty() ? "" : ", ") + "attention at " + fmt("%.1f", a * 100) + "% of an isolated call's rate";
+  return t + "\n";
 }
 
 // The fp8 recipe, named and in words, for the cluster line (docs/cost-model.md 2b).
@@ -149,7 +159,7 @@ std::string text_report(const step::StepResult& r, const std::vector<step::WhatI
   if (!lab) {
     const std::string pw = power_text(s);
     if (!pw.empty()) o << pw;
-    o << sustained_gemm_text(s);
+    o << sustained_text(s);
     o << accuracy_text(s);   // the validated family's error, where the modern set has one (report/accuracy.h)
   }
   for (const auto& w : r.warnings) o << "  warning   " << w << "\n";

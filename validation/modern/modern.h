@@ -199,6 +199,9 @@ class Inputs {
   // The Blackwell profiles' GEMM ceilings at a training step's clock (hardware.gemm_sustained_eff_*); false:
   // none, every GEMM on its unloaded-clock curve (validate_modern --without sustained_gemm).
   bool sustained_gemm = true;
+  // The profiles' attention rate at a training step's clock (hardware.attention_sustained_ratio); false: none
+  // (validate_modern --without sustained_attention).
+  bool sustained_attention = true;
   const hardware::HardwareSpec& hardware(const std::string& gpu_type) {
     static const std::map<std::string, std::string> file = {
         {"H100", "h100-sxm"}, {"B200", "b200"}, {"GB200", "gb200-nvl72"}, {"GB300", "gb300-nvl72"}};
@@ -208,6 +211,7 @@ class Inputs {
     if (it == hw_.end()) {
       hardware::HardwareSpec hw = config::load_hardware(source_path("hardware/" + f->second + ".toml"));
       if (!sustained_gemm) hw.gemm_sustained_eff_bf16 = hw.gemm_sustained_eff_fp8 = 0;
+      if (!sustained_attention) hw.attention_sustained_ratio = 0;
       it = hw_.emplace(f->second, hw).first;
     }
     return it->second;

@@ -3,13 +3,15 @@
 // summary per half (tuning / heldout) and per family.
 //   build/validation/modern/validate_modern [--profile datasheet|calibrated|sustained|both|all] [--markdown]
 //                                           [--coarse] [--csv FILE] [--half tuning|heldout]
-//                                           [--without fp8_params|activation_offload|fp8_recipes|sustained_gemm]
+//                                           [--without fp8_params|activation_offload|fp8_recipes|sustained_gemm|
+//                                                      sustained_attention]
 //                                           [--since-release YY.MM]
 // --since-release YY.MM: only the rows that ran NeMo YY.MM or a later release (modern.h container_family).
 // --without fp8_params: every fp8 row with bf16 weights (the rows' fp8 weights off; modern.h).
 // --without activation_offload: no row offloads activations (modern.h).
 // --without fp8_recipes: every fp8 row under delayed scaling (its stated current-scaling or MXFP8 recipe off; modern.h).
 // --without sustained_gemm: the Blackwell rows' GEMMs without their ceiling at a training step's clock (modern.h).
+// --without sustained_attention: the B200 rows' attention at an isolated call's rate (modern.h).
 // --coarse: the planner's per-op lowering (LowerOptions per_layer = false).
 // --csv: one line per row and profile with the breakdown (for the diagnosis).
 // --accuracy FILE: the per-family table `run` prints beside a step (report/accuracy.h), written as
@@ -86,7 +88,7 @@ std::string accuracy_entries(const std::vector<vm::ModernComparison>& all, vm::P
 
 int main(int argc, char** argv) {
   bool markdown = false, coarse = false, without_fp8_params = false, without_offload = false, without_recipes = false,
-       without_sustained = false;
+       without_sustained = false, without_sustained_attention = false;
   std::string profile_arg = "both", csv_out, only_half, accuracy_out, since_release;
   for (int i = 1; i < argc; ++i) {
     const std::string a = argv[i];
@@ -114,9 +116,11 @@ int main(int argc, char** argv) {
         without_recipes = true;
       } else if (m == "sustained_gemm") {
         without_sustained = true;
+      } else if (m == "sustained_attention") {
+        without_sustained_attention = true;
       } else {
-        std::fprintf(stderr, "validate_modern: error: --without takes fp8_params, activation_offload, fp8_recipes or "
-                             "sustained_gemm, not '%s'\n",
+        std::fprintf(stderr, "validate_modern: error: --without takes fp8_params, activation_offload, fp8_recipes, "
+                             "sustained_gemm or sustained_attention, not '%s'\n",
                      m.c_str());
         return 2;
       }
@@ -145,7 +149,7 @@ int main(int argc, char** argv) {
   }
   if (!accuracy_out.empty() &&
       (profile_arg != "both" || !only_half.empty() || !since_release.empty() || coarse || without_fp8_params || without_offload || without_recipes ||
-       without_sustained)) {
+       without_sustained || without_sustained_attention)) {
     std::fprintf(stderr, "validate_modern: error: --accuracy is the rows as run: --profile both, both halves, "
                          "per-layer, nothing --without\n");
     return 2;
@@ -159,6 +163,7 @@ int main(int argc, char** argv) {
     in.activation_offload = !without_offload;
     in.fp8_recipes = !without_recipes;
     in.sustained_gemm = !without_sustained;
+    in.sustained_attention = !without_sustained_attention;
     const auto rows = vm::read_modern(vm::rows_path(), vm::split_path());
     std::FILE* csv = nullptr;
     if (!csv_out.empty()) {

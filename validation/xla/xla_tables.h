@@ -219,8 +219,8 @@ inline hardware::HardwareSpec hardware_of(const std::string& gpu) {
   if (it == file.end()) throw std::runtime_error("no hardware profile for " + gpu);
   hardware::HardwareSpec hw = config::load_hardware(source_path("hardware/" + it->second + ".toml"));
   // XLA's and cuDNN frontend's tables time isolated calls at the unloaded clock: they are compared with (and
-  // fitted as) the part's curve without its ceiling at a training step's clock (docs/cost-model.md §2h).
-  hw.gemm_sustained_eff_bf16 = hw.gemm_sustained_eff_fp8 = 0;
+  // fitted as) the part's curves without its rates at a training step's clock (docs/cost-model.md §2h).
+  hw.gemm_sustained_eff_bf16 = hw.gemm_sustained_eff_fp8 = hw.attention_sustained_ratio = 0;
   return hw;
 }
 
