@@ -19,17 +19,11 @@ using namespace mfusim;
 namespace vx = mfusim::validation::xla;
 
 TEST_CASE("run 52: the cost model prices DeepSeek-V3's blockwise fp8 quantisation as a fused kernel runs it on the H200") {
-  std::ifstream in(vx::source_path("validation/runs/run52-fp8-blockwise/results/quant.csv"));
-  REQUIRE(in.good());
   const auto hw = config::load_hardware(vx::source_path("hardware/h200.toml"));
   const auto cal = hardware::read_calibration(vx::source_path("hardware/calibration/h200.toml"));
   const hardware::CostModel cm(hw, hardware::Precision::fp8, &cal);
-  std::string line;
-  std::getline(in, line);
   int fused = 0, eager = 0;
-  while (std::getline(in, line)) {
-    const std::vector<std::string> f = vx::split(line);
-    REQUIRE(f.size() == 8);
+  for (const auto& f : vx::csv_rows("validation/runs/run52-fp8-blockwise/results/quant.csv", 8)) {
     const double M = std::stod(f[2]), K = std::stod(f[3]), bytes = std::stod(f[4]), measured = std::stod(f[5]) * 1e-6;
     CHECK(std::stod(f[7]) < 0.07);   // the kernels quantised correctly (e4m3's 3 mantissa bits)
     if (bytes < 80e6) continue;

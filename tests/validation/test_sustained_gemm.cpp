@@ -25,16 +25,9 @@ namespace {
 struct Row { std::string gpu; double m, n, k, tflops; };
 
 std::vector<Row> azure() {
-  std::ifstream in(vx::source_path("validation/azure_gemm/gemm_fp8.csv"));
-  REQUIRE(in.good());
   std::vector<Row> rows;
-  std::string line;
-  std::getline(in, line);
-  while (std::getline(in, line)) {
-    const std::vector<std::string> f = vx::split(line);
-    REQUIRE(f.size() == 5);
+  for (const auto& f : vx::csv_rows("validation/azure_gemm/gemm_fp8.csv", 5))
     rows.push_back({f[0], std::stod(f[1]), std::stod(f[2]), std::stod(f[3]), std::stod(f[4])});
-  }
   return rows;
 }
 
@@ -123,16 +116,9 @@ TEST_CASE("the GB200 profile's fp8 GEMMs run at Azure's warmed GB200 rate at the
 }
 
 TEST_CASE("the B300 profile reproduces Transformer Engine's warmed per-layer GEMMs it was derived from") {
-  std::ifstream in(vx::source_path("validation/te_gemm_profiling/per_layer.csv"));
-  REQUIRE(in.good());
   std::map<std::string, double> ms;
-  std::string line;
-  std::getline(in, line);
-  while (std::getline(in, line)) {
-    const std::vector<std::string> f = vx::split(line);
-    REQUIRE(f.size() == 7);
+  for (const auto& f : vx::csv_rows("validation/te_gemm_profiling/per_layer.csv", 7))
     ms[f[0] + "|" + f[1] + "|" + f[2]] = std::stod(f[6]);
-  }
   const auto b300 = profile("b300");
   const hardware::CostModel bf16(b300, hardware::Precision::bf16), fp8(b300, hardware::Precision::fp8);
   const struct { const char* recipe; const hardware::CostModel* cm; bool mxfp8; } cases[] = {
@@ -268,16 +254,9 @@ TEST_CASE("the H100 at a training step's clock: Azure's warmed tables put it at 
   // against Azure's copy kernel on each part. The H100's HBM3 reaches a larger fraction of its datasheet than
   // the H200's HBM3e (2.90 of 3.35 against 4.01 of 4.8): the transfer makes the H100's memory-bound kernels
   // slower than measured, not faster.
-  std::ifstream in(vx::source_path("validation/azure_gemm/hbm.csv"));
-  REQUIRE(in.good());
   std::map<std::string, double> copy;
-  std::string line;
-  std::getline(in, line);
-  while (std::getline(in, line)) {
-    const std::vector<std::string> f = vx::split(line);
-    REQUIRE(f.size() == 3);
+  for (const auto& f : vx::csv_rows("validation/azure_gemm/hbm.csv", 3))
     if (f[1] == "copy") copy[f[0]] = std::stod(f[2]) * 1e12;
-  }
   const hardware::CostModel on_h200(profile("h200"), hardware::Precision::bf16, &cal);
   const hardware::CostModel on_h100(h100_hw, hardware::Precision::bf16, &cal);
   const double r200 = on_h200.memory_bandwidth() / copy.at("H200"), r100 = on_h100.memory_bandwidth() / copy.at("H100");

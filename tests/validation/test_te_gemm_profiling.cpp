@@ -26,16 +26,9 @@ namespace {
 
 // per_layer.csv: {gpu, mode, recipe} -> milliseconds per layer.
 std::map<std::string, double> published() {
-  std::ifstream in(vx::source_path("validation/te_gemm_profiling/per_layer.csv"));
-  REQUIRE(in.good());
   std::map<std::string, double> t;
-  std::string line;
-  std::getline(in, line);
-  while (std::getline(in, line)) {
-    const std::vector<std::string> f = vx::split(line);
-    REQUIRE(f.size() == 7);
+  for (const auto& f : vx::csv_rows("validation/te_gemm_profiling/per_layer.csv", 7))
     t[f[0] + "|" + f[1] + "|" + f[2]] = std::stod(f[6]);
-  }
   return t;
 }
 

@@ -55,6 +55,10 @@ inline std::vector<std::string> split(const std::string& line) {
   return out;
 }
 
+// The data rows of a CSV file under the source tree (its header line skipped), each split at commas (no quoted
+// fields); a row with another number of fields than `fields` is an error naming the file and line.
+inline std::vector<std::vector<std::string>> csv_rows(const std::string& rel, std::size_t fields);
+
 inline double number(const std::string& path, int line, const std::string& s) {
   std::size_t used = 0;
   double v = 0;
@@ -211,6 +215,23 @@ struct Profile {
 };
 
 inline std::string source_path(const std::string& rel) { return std::string(MFUSIM_SOURCE_DIR) + "/" + rel; }
+
+inline std::vector<std::vector<std::string>> csv_rows(const std::string& rel, std::size_t fields) {
+  const std::string path = source_path(rel);
+  std::ifstream in(path);
+  if (!in) throw std::runtime_error(path + ":1:1: error: cannot read the file");
+  std::vector<std::vector<std::string>> rows;
+  std::string line;
+  std::getline(in, line);
+  for (int n = 2; std::getline(in, line); ++n) {
+    if (line.empty()) continue;
+    rows.push_back(split(line));
+    if (rows.back().size() != fields)
+      throw std::runtime_error(path + ":" + std::to_string(n) + ":1: error: " + std::to_string(rows.back().size()) +
+                               " fields, expected " + std::to_string(fields));
+  }
+  return rows;
+}
 
 inline hardware::HardwareSpec hardware_of(const std::string& gpu) {
   static const std::map<std::string, std::string> file = {
