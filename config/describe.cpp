@@ -47,10 +47,14 @@ std::string describe(const Scenario& s) {
     os << "; checkpoint " << h.host_checkpoint_overhead * 1e6 << " us per region forward, "
        << h.host_recompute_overhead * 1e6 << " us per recomputation";
   os << ")\n";
-  if (h.gemm_sustained_eff_bf16 > 0 || h.gemm_sustained_eff_fp8 > 0 || h.attention_sustained_ratio > 0)
-    os << "  at a training step's clock: GEMMs at most " << h.gemm_sustained_eff_bf16 << " of the bf16 peak, "
-       << h.gemm_sustained_eff_fp8 << " of the fp8 peak; attention x" << (h.attention_sustained_ratio > 0 ? h.attention_sustained_ratio : 1.0)
-       << " (docs/cost-model.md 2h)\n";
+  if (h.gemm_sustained_eff_bf16 > 0 || h.gemm_sustained_eff_fp8 > 0 || h.attention_sustained_ratio > 0) {
+    os << "  at a training step's clock (docs/cost-model.md 2h):";
+    if (h.gemm_sustained_eff_bf16 > 0) os << " GEMMs at most " << h.gemm_sustained_eff_bf16 << " of the bf16 peak;";
+    if (h.gemm_sustained_eff_fp8 > 0) os << " GEMMs at most " << h.gemm_sustained_eff_fp8 << " of the fp8 peak;";
+    if (h.attention_sustained_ratio > 0)
+      os << " attention at " << h.attention_sustained_ratio << " of an isolated call's rate (fits of isolated calls);";
+    os << "\n";
+  }
   if (!s.calibration_path.empty()) os << "calibration: " << s.calibration_path << "\n";
   os << "cluster: " << s.gpus << " GPUs";
   if (h.gpus_per_node > 0) os << " (" << (s.gpus + h.gpus_per_node - 1) / h.gpus_per_node << " nodes)";

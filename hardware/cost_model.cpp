@@ -256,6 +256,11 @@ double CostModel::attention_seconds(const Kernel& kn) const {
   const double overhead = cal ? fit->overhead_s : 0.0;
 
   if (kn.flash) {
+    // At a training step's clock (hardware.attention_sustained_ratio, docs/cost-model.md §2h): only a fit of
+    // calls timed one at a time (the sequence-knee form, as cuDNN frontend's tables are fitted) is at the
+    // unloaded clock; a back-to-back fit (the tile and program forms, as the probe measures) already holds the
+    // step's clock, and the datasheet defaults are fractions measured that way on the H200.
+    const double clock = cal && !fit->tile_form && !(fit->bwd_program_tile_s > 0) ? attn_clock_ : 1.0;
     // Dropout on the probabilities inside the call (calibration.h AttentionFit, run 48): the measured time per
     // counted score, on this GPU's SMs against the measured GPU's; not priced without a measurement.
     // FlashAttention in Triton has no measurement of its own: FlashAttention-2's, as its fit falls back (a lower bound).
@@ -265,7 +270,7 @@ double CostModel::attention_seconds(const Kernel& kn) const {
     if (cal && kn.dropout && has_shape && dfit->dropout_sms > 0)
       dropout = (bwd ? dfit->dropout_bwd_s_per_score : dfit->dropout_fwd_s_per_score) * static_cast<double>(kn.batch) *
                 kn.heads * kn.seq_q * kn.seq_kv * (kn.causal ? 0.5 : 1.0) * dfit->dropout_sms / std::max(1, sms_) *
-                power_scale_ * attn_clock_;
+                power_scale_ * clock;
     // Executed FLOPs follow from the shape: causal halves the score and
     // context matmuls, and the backward recomputes the scores (2.5x the
     // forward). Megatron's model-FLOP count in kn.flops (full s^2, 2x) is used
@@ -279,7 +284,7 @@ double CostModel::attention_seconds(const Kernel& kn) const {
       // on this GPU's SMs, each SM's rate the measured GPU's scaled by this GPU's peak per SM (the kernel runs
       // bf16: models/ marks it keep_bf16); its launches' own intercepts stand for the overhead.
       const double sm_speed = (peak / sms_) / (fit->peak_flops / fit->program_sms);
-      const double scale = (static_cast<double>(kn.head_dim) + kn.v_dim()) / 256.0 * power_scale_ * attn_clock_ / sm_speed;
+      const double scale = (static_cast<double>(kn.head_dim) + kn.v_dim()) / 256.0 * power_scale_ / sm_speed;
       const double t = triton_bwd_program_seconds(*fit, static_cast<double>(kn.batch), static_cast<double>(kn.heads),
                                                   static_cast<double>(kn.seq_q), static_cast<double>(kn.seq_kv), kn.causal,
                                                   scale, sms_);
@@ -305,7 +310,7 @@ double CostModel::attention_seconds(const Kernel& kn) const {
       const double s = kn.seq_kv > 0 ? static_cast<double>(kn.seq_kv) : 1e9;
       eff = (bwd ? CostDefaults::flash_bwd_eff : CostDefaults::flash_fwd_eff) * s / (s + CostDefaults::flash_seq_knee);
     }
-    return overhead + std::max(flops / (peak * std::min(eff, 1.0)) * power_scale_ * attn_clock_, kn.bytes / bandwidth_) +
+    return overhead + std::max(flops / (peak * std::min(eff, 1.0)) * power_scale_ * clock, kn.bytes / bandwidth_) +
            dropout;
   }
 

@@ -143,7 +143,7 @@ class CostModel {
   // (power_time_scale; 1 at the calibration's own limit).
   double power_scale_ = 1.0;
   // Flash attention's time at a training step's clock against an isolated call's (1 / the hardware's
-  // attention_sustained_ratio; 1 when not given; docs/cost-model.md §2h).
+  // attention_sustained_ratio; 1 when not given), for fits of isolated calls only (docs/cost-model.md §2h).
   double attn_clock_ = 1.0;
   double pace_ = 1.0;   // set_sync_group
   int sms_ = 132;

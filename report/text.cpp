@@ -106,7 +106,9 @@ std::string sustained_text(const config::Scenario& s) {
   ceiling(hardware::Precision::bf16);
   if (gemms.empty() && !(a > 0)) return "";
   std::string t = "  clock     at a training step's clock (the profile's, docs/cost-model.md 2h): " + gemms;
-  if (a > 0) t += std::string(gemms.empty() ? "" : ", ") + "attention at " + fmt("%.1f", a * 100) + "% of an isolated call's rate";
+  if (a > 0)
+    t += std::string(gemms.empty() ? "" : ", ") + "attention at " + fmt("%.1f", a * 100) +
+         "% of an isolated call's rate where its fit is of isolated calls";
   return t + "\n";
 }
 

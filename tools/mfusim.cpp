@@ -88,7 +88,8 @@ int cmd_list(const std::string& what, const config::LoadOptions& lo) {
           line += ", at a step's clock:";
           if (hw.gemm_sustained_eff_bf16 > 0) line += " GEMM bf16 <= " + fmt("%.3f", hw.gemm_sustained_eff_bf16);
           if (hw.gemm_sustained_eff_fp8 > 0) line += " GEMM fp8 <= " + fmt("%.3f", hw.gemm_sustained_eff_fp8);
-          if (hw.attention_sustained_ratio > 0) line += " attention x" + fmt("%.3f", hw.attention_sustained_ratio);
+          if (hw.attention_sustained_ratio > 0)
+            line += " attention at " + fmt("%.1f", hw.attention_sustained_ratio * 100) + "% of an isolated call's rate";
         }
       } catch (const std::exception&) {
         line += "  (unreadable: mfusim check a scenario that uses it for the error)";

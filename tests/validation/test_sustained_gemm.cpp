@@ -267,7 +267,7 @@ TEST_CASE("the H100 at a training step's clock: Azure's warmed tables put it at 
   CHECK(r100 > 0.90);
 }
 
-TEST_CASE("the B200's attention at a training step's clock: flashinfer's back-to-back table, applied to flash attention only") {
+TEST_CASE("the B200's attention at a training step's clock: flashinfer's back-to-back table, applied to fits of isolated calls only") {
   std::ifstream in(vx::source_path("validation/flashinfer_throttle/iterations.csv"));
   REQUIRE(in.good());
   std::map<std::string, double> tflops;
@@ -283,9 +283,10 @@ TEST_CASE("the B200's attention at a training step's clock: flashinfer's back-to
   for (const char* name : {"b300", "gb200-nvl72", "gb300-nvl72", "h100-sxm", "h200", "h800-sxm"})
     CHECK(profile(name).attention_sustained_ratio == 0.0);   // no such measurement of those parts
 
-  // On the B200 with its shipped calibration (cuDNN frontend's attention, isolated calls): flash attention's
-  // time grows by exactly 1 / ratio where it is compute-bound; GEMMs and memory kernels do not move.
+  // On the B200 with its shipped calibration (cuDNN frontend's attention, isolated calls: the sequence-knee form):
+  // flash attention's compute-bound time grows by exactly 1 / ratio.
   const auto cal = hardware::read_calibration(vx::source_path("hardware/calibration/b200-xla.toml"));
+  REQUIRE_FALSE(cal.attention.tile_form);
   hardware::HardwareSpec isolated = b200;
   isolated.attention_sustained_ratio = 0;
   const hardware::CostModel step(b200, hardware::Precision::bf16, &cal), alone(isolated, hardware::Precision::bf16, &cal);
@@ -304,6 +305,37 @@ TEST_CASE("the B200's attention at a training step's clock: flashinfer's back-to
                                     << " ms in a step");
     CHECK(ratio == doctest::Approx(1.0 / b200.attention_sustained_ratio).epsilon(1e-9).scale(0));
   }
+
+  // A synthetic fit with an overhead: in the sequence-knee form (isolated calls) the overhead stays, the compute
+  // term grows; in the tile form (back to back, as the probe measures) nothing moves, nor without a calibration,
+  // nor for materialised attention or a memory-bound flash call.
+  hardware::Calibration seq;
+  seq.has_attention = true;
+  seq.attention.peak_flops = b200.peak_flops_bf16;
+  seq.attention.hbm_bandwidth = b200.hbm_bandwidth;
+  seq.attention.flash_fwd_eff = 0.6, seq.attention.flash_bwd_eff = 0.5;
+  seq.attention.flash_fwd_seq_knee = 512, seq.attention.flash_bwd_seq_knee = 1024;
+  seq.attention.materialized_bw_eff = 0.5;
+  seq.attention.overhead_s = 20e-6;
+  hardware::Calibration tile = seq;
+  tile.attention.tile_form = true;
+  tile.attention.flash_fwd_tile_knee = 100, tile.attention.flash_bwd_tile_knee = 100;
+  const hardware::CostModel seq_step(b200, hardware::Precision::bf16, &seq), seq_alone(isolated, hardware::Precision::bf16, &seq);
+  const double launch = seq_step.launch_time(fwd);
+  CHECK((seq_step.time(fwd) - launch - 20e-6) / (seq_alone.time(fwd) - launch - 20e-6) ==
+        doctest::Approx(1.0 / b200.attention_sustained_ratio).epsilon(1e-9).scale(0));
+  const hardware::CostModel tile_step(b200, hardware::Precision::bf16, &tile), tile_alone(isolated, hardware::Precision::bf16, &tile);
+  CHECK(tile_step.time(fwd) == tile_alone.time(fwd));
+  CHECK(tile_step.time(bwd) == tile_alone.time(bwd));
+  const hardware::CostModel none_step(b200, hardware::Precision::bf16), none_alone(isolated, hardware::Precision::bf16);
+  CHECK(none_step.time(fwd) == none_alone.time(fwd));
+  hardware::Kernel materialised = fwd;
+  materialised.flash = false;
+  CHECK(seq_step.time(materialised) == seq_alone.time(materialised));
+  hardware::Kernel streaming = fwd;   // a call whose bytes, not its FLOPs, bound it
+  streaming.bytes = 1e12;
+  CHECK(seq_step.time(streaming) == seq_alone.time(streaming));
+
   const hardware::Kernel g = models::detail::gemm("g", 8192, 8192, 8192, 1);
   CHECK(step.time(g) == alone.time(g));
   const hardware::Kernel mem = models::detail::memk("m", 1e9, 1e9, 0);
