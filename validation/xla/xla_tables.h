@@ -55,10 +55,6 @@ inline std::vector<std::string> split(const std::string& line) {
   return out;
 }
 
-// The data rows of a CSV file under the source tree (its header line skipped), each split at commas (no quoted
-// fields); a row with another number of fields than `fields` is an error naming the file and line.
-inline std::vector<std::vector<std::string>> csv_rows(const std::string& rel, std::size_t fields);
-
 inline double number(const std::string& path, int line, const std::string& s) {
   std::size_t used = 0;
   double v = 0;
@@ -216,6 +212,8 @@ struct Profile {
 
 inline std::string source_path(const std::string& rel) { return std::string(MFUSIM_SOURCE_DIR) + "/" + rel; }
 
+// The data rows of a CSV file under the source tree (its header line skipped), each split at commas (no quoted
+// fields); a row with another number of fields than `fields` is an error naming the file and line.
 inline std::vector<std::vector<std::string>> csv_rows(const std::string& rel, std::size_t fields) {
   const std::string path = source_path(rel);
   std::ifstream in(path);
