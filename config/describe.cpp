@@ -47,7 +47,7 @@ std::string describe(const Scenario& s) {
     os << "; checkpoint " << h.host_checkpoint_overhead * 1e6 << " us per region forward, "
        << h.host_recompute_overhead * 1e6 << " us per recomputation";
   os << ")\n";
-  if (h.gemm_sustained_eff_bf16 > 0 || h.gemm_sustained_eff_fp8 > 0 || h.attention_sustained_ratio > 0) {
+  if (h.has_sustained_rates()) {
     os << "  at a training step's clock (docs/cost-model.md 2h):";
     if (h.gemm_sustained_eff_bf16 > 0) os << " GEMMs at most " << h.gemm_sustained_eff_bf16 << " of the bf16 peak;";
     if (h.gemm_sustained_eff_fp8 > 0) os << " GEMMs at most " << h.gemm_sustained_eff_fp8 << " of the fp8 peak;";

@@ -71,6 +71,9 @@ struct HardwareSpec {
   double gemm_sustained_eff(Precision p) const {
     return p == Precision::fp8 ? gemm_sustained_eff_fp8 : gemm_sustained_eff_bf16;
   }
+  bool has_sustained_rates() const {
+    return gemm_sustained_eff_bf16 > 0 || gemm_sustained_eff_fp8 > 0 || attention_sustained_ratio > 0;
+  }
 };
 
 }  // namespace mfusim::hardware

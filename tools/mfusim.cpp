@@ -83,7 +83,7 @@ int cmd_list(const std::string& what, const config::LoadOptions& lo) {
                 " GB/s x " + std::to_string(hw.gpus_per_node) + " GPUs, NIC " + fmt("%.0f", hw.nic_bandwidth / 1e9) +
                 " GB/s per GPU";
         if (hw.price_per_gpu_hour > 0) line += ", list price " + fmt("%g", hw.price_per_gpu_hour) + " USD/GPU-h";
-        if (hw.gemm_sustained_eff_bf16 > 0 || hw.gemm_sustained_eff_fp8 > 0 || hw.attention_sustained_ratio > 0) {
+        if (hw.has_sustained_rates()) {
           // The rates at a training step's clock (docs/cost-model.md 2h).
           line += ", at a step's clock:";
           if (hw.gemm_sustained_eff_bf16 > 0) line += " GEMM bf16 <= " + fmt("%.3f", hw.gemm_sustained_eff_bf16);

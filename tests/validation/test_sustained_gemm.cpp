@@ -15,6 +15,7 @@
 #include "hardware/calibration.h"
 #include "hardware/cost_model.h"
 #include "models/kernel_builders.h"
+#include "tests/validation/te_gemm_profile.h"
 #include "validation/xla/xla_tables.h"
 
 using namespace mfusim;
@@ -47,12 +48,9 @@ hardware::HardwareSpec profile(const char* name) {
 // Transformer Engine's benchmark layer (hidden 4096, intermediate 16384, 15,872 tokens): the twelve GEMMs'
 // seconds.
 double te_layer_seconds(const hardware::CostModel& cm, bool mxfp8) {
-  const double M = 31 * 512, h = 4096, f = 16384;
-  const double calls[12][3] = {{M, h, 3 * h}, {M, h, h}, {M, h, f}, {M, f, h}, {M, 3 * h, h}, {M, h, h},
-                               {M, f, h},     {M, h, f}, {h, M, 3 * h}, {h, M, h}, {h, M, f}, {f, M, h}};
   double s = 0;
-  for (const auto& c : calls) {
-    hardware::Kernel g = models::detail::gemm("g", c[0], c[2], c[1], 1);
+  for (const test::te_profile::Call& c : test::te_profile::layer_calls()) {
+    hardware::Kernel g = models::detail::gemm("g", c.m, c.n, c.k, 1);
     g.mxfp8 = mxfp8;
     s += cm.time(g) - cm.launch_time(g);
   }
@@ -116,9 +114,7 @@ TEST_CASE("the GB200 profile's fp8 GEMMs run at Azure's warmed GB200 rate at the
 }
 
 TEST_CASE("the B300 profile reproduces Transformer Engine's warmed per-layer GEMMs it was derived from") {
-  std::map<std::string, double> ms;
-  for (const auto& f : vx::csv_rows("validation/te_gemm_profiling/per_layer.csv", 7))
-    ms[f[0] + "|" + f[1] + "|" + f[2]] = std::stod(f[6]);
+  const std::map<std::string, double> ms = test::te_profile::per_layer_ms();
   const auto b300 = profile("b300");
   const hardware::CostModel bf16(b300, hardware::Precision::bf16), fp8(b300, hardware::Precision::fp8);
   const struct { const char* recipe; const hardware::CostModel* cm; bool mxfp8; } cases[] = {

@@ -16,6 +16,7 @@
 #include "hardware/calibration.h"
 #include "hardware/cost_model.h"
 #include "models/kernel_builders.h"
+#include "tests/validation/te_gemm_profile.h"
 #include "validation/xla/xla_tables.h"
 
 using namespace mfusim;
@@ -24,23 +25,8 @@ using config::Fp8Recipe;
 
 namespace {
 
-// per_layer.csv: {gpu, mode, recipe} -> milliseconds per layer.
-std::map<std::string, double> published() {
-  std::map<std::string, double> t;
-  for (const auto& f : vx::csv_rows("validation/te_gemm_profiling/per_layer.csv", 7))
-    t[f[0] + "|" + f[1] + "|" + f[2]] = std::stod(f[6]);
-  return t;
-}
-
-// The benchmark's twelve calls of one layer (hidden 4096, intermediate 16384, 15,872 tokens): each a te.Linear
-// forward of M x K by K x N (fprop, dgrad and wgrad shapes alike).
-struct Call { double m, k, n; };
-std::vector<Call> layer_calls() {
-  const double M = 31 * 512, h = 4096, f = 16384;
-  return {{M, h, 3 * h}, {M, h, h}, {M, h, f}, {M, f, h},      // fprop
-          {M, 3 * h, h}, {M, h, h}, {M, f, h}, {M, h, f},      // dgrad
-          {h, M, 3 * h}, {h, M, h}, {h, M, f}, {f, M, h}};     // wgrad
-}
+using test::te_profile::Call;
+using test::te_profile::layer_calls;
 
 // Seconds per layer of the quantisation kernels the model builds for the benchmark's calls.
 double quantisation_seconds(const hardware::CostModel& cm, Fp8Recipe recipe, bool any_layout) {
@@ -56,7 +42,7 @@ double quantisation_seconds(const hardware::CostModel& cm, Fp8Recipe recipe, boo
 }  // namespace
 
 TEST_CASE("the fp8 recipes' quantisation kernels price Transformer Engine's published overheads on a B300 and an H200") {
-  const auto t = published();
+  const auto t = test::te_profile::per_layer_ms();
   const auto b300 = config::load_hardware(vx::source_path("hardware/b300.toml"));
   const auto h200 = config::load_hardware(vx::source_path("hardware/h200.toml"));
   const auto h200_cal = hardware::read_calibration(vx::source_path("hardware/calibration/h200.toml"));
@@ -96,7 +82,7 @@ TEST_CASE("the fp8 recipes' quantisation kernels price Transformer Engine's publ
 }
 
 TEST_CASE("an MXFP8 GEMM runs at the published B300 ratio of the per-tensor fp8 GEMM's rate") {
-  const auto t = published();
+  const auto t = test::te_profile::per_layer_ms();
   CHECK(hardware::CostDefaults::mxfp8_gemm_rate ==
         doctest::Approx(t.at("B300 SXM6 AC|prequantized|current") / t.at("B300 SXM6 AC|prequantized|mxfp8")));
   const auto b300 = config::load_hardware(vx::source_path("hardware/b300.toml"));
