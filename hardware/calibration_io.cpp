@@ -174,9 +174,12 @@ void write_calibration(const Calibration& c, const std::string& path) {
     if (any) {
       f << "\n[memory_families]  # eager PyTorch kernel families: GB/s on mfusim's byte count (validation/kernel_bw.py)\n";
       for (int i = 1; i < kMemFamilies; ++i)
-        if (m.family_bandwidth[i] > 0)
-          f << kMemFamilyNames[i] << "_gbs = " << g(m.family_bandwidth[i] * 1e-9) << "  # " << m.family_samples[i]
-            << " samples, rms rel error " << fmt("%.3f", m.family_rms_rel_error[i]) << "\n";
+        if (m.family_bandwidth[i] > 0) {
+          f << kMemFamilyNames[i] << "_gbs = " << g(m.family_bandwidth[i] * 1e-9);
+          if (m.family_samples[i] > 0)   // fitted here (a rate carried from another GPU's fit has no samples)
+            f << "  # " << m.family_samples[i] << " samples, rms rel error " << fmt("%.3f", m.family_rms_rel_error[i]);
+          f << "\n";
+        }
     }
   }
   if (c.has_collectives) {

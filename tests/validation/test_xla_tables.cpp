@@ -153,8 +153,11 @@ TEST_CASE("xla tables: hardware/calibration/b200-xla.toml is calibrate's fit of 
   const auto shipped = hardware::read_calibration(vx::source_path("hardware/calibration/b200-xla.toml"));
   REQUIRE(shipped.has_gemm);
   REQUIRE(shipped.has_gemm_fp8);
-  // Its [attention] is cuDNN frontend's published B200 table (tests/validation/test_cudnn_sdpa.cpp).
-  CHECK_FALSE(shipped.has_memory);
+  // Its [attention] is cuDNN frontend's published B200 table (tests/validation/test_cudnn_sdpa.cpp); its [memory]
+  // the H200's fits carried by the GB200's published norm kernels (tests/validation/test_cudnn_norms.cpp).
+  REQUIRE(shipped.has_memory);
+  REQUIRE(fit.has_memory);
+  CHECK(shipped.memory.achieved_bandwidth == doctest::Approx(fit.memory.achieved_bandwidth).epsilon(1e-6));
   CHECK(shipped.gemm.peak_flops == doctest::Approx(2250e12));
   CHECK(shipped.gemm_fp8.peak_flops == doctest::Approx(4500e12));
   CHECK(shipped.gemm.eff_max == doctest::Approx(fit.gemm.eff_max).epsilon(1e-6));

@@ -408,6 +408,86 @@ inline void write_probe(const std::vector<GemmRow>& rows, const std::string& gpu
   if (!f) throw std::runtime_error(path + ": error: write failed");
 }
 
+// cuDNN frontend's published normalisation benchmark (validation/cudnn_norms, SOURCES.md there): the same
+// RMSNorm / LayerNorm calls (cuDNN, PyTorch eager and torch.compile kernels, bf16) timed on an H200, a GB200 and a
+// GB300 with one software stack (cuDNN 9.19.1), each call's kernels from HBM (the L2 flushed before each).
+struct NormRow {
+  std::string name, backend;
+  double tensor_bytes = 0;          // N x C bf16 elements: the size of the input, the output and each gradient
+  double fwd_gbps = 0, bwd_gbps = 0;
+};
+
+inline std::vector<NormRow> read_norms(const std::string& table) {   // "h200", "gb200", "gb300"
+  std::vector<NormRow> out;
+  const std::string rel = "validation/cudnn_norms/" + table + ".csv";
+  for (const auto& f : csv_rows(rel, 13)) {
+    if (f[4] != "bfloat16") continue;
+    NormRow r;
+    r.name = f[1];
+    r.backend = f[3];
+    r.tensor_bytes = 2.0 * std::stod(f[5]) * std::stod(f[6]);
+    r.fwd_gbps = std::stod(f[10]);
+    r.bwd_gbps = std::stod(f[11]);
+    out.push_back(r);
+  }
+  return out;
+}
+
+// The published table a GPU's memory-bound rate is carried by: its own; the B200 the GB200's (the same die,
+// 148 SMs and 8 TB/s of HBM3e; no B200 table is published); "" for any other GPU (its own measurement or the
+// datasheet's bandwidth applies).
+inline std::string norm_table_of(const std::string& gpu) {
+  if (gpu == "GB200" || gpu == "B200") return "gb200";
+  if (gpu == "GB300") return "gb300";
+  return "";
+}
+
+// Calls whose tensors are at least this large give the ratio: the tables' largest (134 MB), where the call's
+// fixed time is under a tenth of it on every GPU, so that the ratio is of the bandwidths.
+constexpr double kNormRatioMinBytes = 100e6;
+
+// The GPU's achieved HBM bandwidth over the H200's for the same kernels: the geometric mean, over the calls of
+// both tables at kNormRatioMinBytes or more (every backend), of the forward and backward rate ratios. 0: no table.
+inline double norm_bandwidth_ratio(const std::string& gpu, int* pairs = nullptr) {
+  const std::string table = norm_table_of(gpu);
+  if (table.empty()) return 0;
+  const auto h200 = read_norms("h200"), other = read_norms(table);
+  double logs = 0;
+  int n = 0;
+  for (const NormRow& a : h200) {
+    if (a.tensor_bytes < kNormRatioMinBytes) continue;
+    for (const NormRow& b : other) {
+      if (b.name != a.name || b.backend != a.backend) continue;
+      if (!(a.fwd_gbps > 0 && b.fwd_gbps > 0 && a.bwd_gbps > 0 && b.bwd_gbps > 0)) continue;
+      logs += std::log(b.fwd_gbps / a.fwd_gbps) + std::log(b.bwd_gbps / a.bwd_gbps);
+      n += 2;
+    }
+  }
+  if (pairs) *pairs = n;
+  if (n == 0) throw std::runtime_error(source_path("validation/cudnn_norms/" + table + ".csv") + ":1:1: error: no call shared with the H200's table");
+  return std::exp(logs / n);
+}
+
+// The shipped H200 calibration's memory-bound fits (the copy fit and the eager kernel families, measured by the
+// probe) carried to the GPU by norm_bandwidth_ratio: its memory section where it has no measurement of its own.
+// The per-launch host costs stay the GPU profile's (left 0: a property of the host, not of HBM), and the top-k's
+// rate, bound by the SMs, stays the H200's (the cost model carries it by the SM count).
+inline std::optional<hardware::MemoryFit> carried_memory(const std::string& gpu) {
+  const double r = norm_bandwidth_ratio(gpu);
+  if (!(r > 0)) return std::nullopt;
+  const auto h200 = hardware::read_calibration(source_path("hardware/calibration/h200.toml"));
+  if (!h200.has_memory) throw std::runtime_error(source_path("hardware/calibration/h200.toml") + ":1:1: error: no [memory] section");
+  hardware::MemoryFit m = h200.memory;
+  m.achieved_bandwidth *= r;
+  m.launch_overhead_s = m.graph_launch_overhead_s = 0;
+  for (int i = 1; i < hardware::kMemFamilies; ++i) {
+    if (i != static_cast<int>(hardware::MemFamily::topk)) m.family_bandwidth[i] *= r;
+    m.family_samples[i] = 0;   // carried, not fitted here
+    m.family_rms_rel_error[i] = 0;
+  }
+  return m;
+}
+
 // `mfusim calibrate`'s fit (hardware::fit_probe) of such a probe, with each fit re-expressed against the GPU's
 // datasheet dense peak: fit_probe knows the Hopper and Blackwell peaks and uses the best measured rate for any
 // other GPU, while the cost model multiplies the efficiencies by the hardware profile's own peak.
@@ -433,6 +513,13 @@ inline hardware::Calibration fit_from_probe(const std::string& probe, const std:
   };
   if (cal.has_attention) rebase_attention(cal.attention);
   if (cal.has_attention_fa2) rebase_attention(cal.attention_fa2);
+  // Memory-bound kernels: the H200's fits carried by the published same-kernel ratio (norm_bandwidth_ratio),
+  // where the probe output has no memory samples of its own (the Blackwell tables have none).
+  if (!cal.has_memory)
+    if (const auto m = carried_memory(gpu)) {
+      cal.memory = *m;
+      cal.has_memory = true;
+    }
   return cal;
 }
 

@@ -1,0 +1,89 @@
+// cuDNN frontend's published normalisation benchmark on the H200, GB200 and GB300 (validation/cudnn_norms,
+// SOURCES.md): the same kernels' achieved bandwidth on each GPU carries the shipped H200 calibration's
+// memory-bound fits to the Blackwell calibrations (validation::xla::carried_memory, docs/cost-model.md §3).
+#include <doctest/doctest.h>
+
+#include <algorithm>
+#include <cmath>
+#include <string>
+
+#include "hardware/calibration.h"
+#include "hardware/cost_model.h"
+#include "validation/xla/xla_tables.h"
+
+using namespace mfusim;
+namespace vx = mfusim::validation::xla;
+
+TEST_CASE("cudnn norms: the three tables read as published (one software stack, the same calls on each GPU)") {
+  for (const char* t : {"h200", "gb200", "gb300"}) {
+    CAPTURE(t);
+    const auto rows = vx::read_norms(t);
+    CHECK(rows.size() == 43);   // 45 published, two of PyTorch's without a result (out of memory)
+    int large = 0;
+    for (const auto& r : rows) {
+      CHECK(r.fwd_gbps > 0);
+      CHECK(r.bwd_gbps > 0);
+      large += r.tensor_bytes >= vx::kNormRatioMinBytes;
+    }
+    CHECK(large == 9);   // Llama 3 8B, Llama 3 70B, Llama 3.1 405B (134 MB) x cuDNN, PyTorch, torch.compile
+  }
+}
+
+TEST_CASE("cudnn norms: the same kernels gain 1.50x (GB200) and 1.53x (GB300) over the H200, below the datasheets' 1.67x") {
+  int n200 = 0, n300 = 0;
+  const double gb200 = vx::norm_bandwidth_ratio("GB200", &n200), gb300 = vx::norm_bandwidth_ratio("GB300", &n300);
+  CHECK(n200 == 18);
+  CHECK(n300 == 18);
+  CHECK(gb200 == doctest::Approx(1.5044).epsilon(1e-3));
+  CHECK(gb300 == doctest::Approx(1.5298).epsilon(1e-3));
+  const double datasheet = vx::hardware_of("GB200").hbm_bandwidth / vx::hardware_of("H200").hbm_bandwidth;
+  CHECK(datasheet == doctest::Approx(8.0 / 4.8));
+  CHECK(gb200 < datasheet);
+  CHECK(gb300 < datasheet);
+  // The B200 takes the GB200's table (the same die and HBM3e); the H200 and others none.
+  CHECK(vx::norm_bandwidth_ratio("B200") == doctest::Approx(gb200));
+  CHECK(vx::norm_bandwidth_ratio("H200") == 0);
+  CHECK(vx::norm_bandwidth_ratio("H100") == 0);
+}
+
+TEST_CASE("cudnn norms: each shipped Blackwell calibration's [memory] is the H200's fits times its ratio") {
+  const auto h200 = hardware::read_calibration(vx::source_path("hardware/calibration/h200.toml"));
+  REQUIRE(h200.has_memory);
+  const struct { const char* gpu; const char* file; } files[] = {
+      {"B200", "hardware/calibration/b200-xla.toml"},
+      {"GB200", "hardware/calibration/gb200-cudnn.toml"},
+      {"GB300", "hardware/calibration/gb300-cudnn.toml"}};
+  for (const auto& f : files) {
+    CAPTURE(f.gpu);
+    const auto cal = hardware::read_calibration(vx::source_path(f.file));
+    REQUIRE(cal.has_memory);
+    const double r = vx::norm_bandwidth_ratio(f.gpu);
+    CHECK(cal.memory.achieved_bandwidth == doctest::Approx(h200.memory.achieved_bandwidth * r).epsilon(1e-6));
+    // Host launch costs are the GPU profile's, not carried.
+    CHECK(cal.memory.launch_overhead_s == 0);
+    CHECK(cal.memory.graph_launch_overhead_s == 0);
+    for (int i = 1; i < hardware::kMemFamilies; ++i) {
+      CAPTURE(hardware::kMemFamilyNames[i]);
+      const double scale = i == static_cast<int>(hardware::MemFamily::topk) ? 1.0 : r;   // top-k: by SMs, in the cost model
+      CHECK(cal.memory.family_bandwidth[i] == doctest::Approx(h200.memory.family_bandwidth[i] * scale).epsilon(1e-6));
+    }
+    // The cost model uses it as it stands on the GPU's own profile (the calibration's reference is that GPU).
+    const hardware::CostModel cm(vx::hardware_of(f.gpu), hardware::Precision::bf16, &cal, false);
+    CHECK(cm.memory_bandwidth() == doctest::Approx(cal.memory.achieved_bandwidth).epsilon(1e-9));
+  }
+}
+
+TEST_CASE("cudnn norms: the datasheet default sat above every large published GB200 norm kernel; the carried rate within them") {
+  double lo = 1e18, hi = 0;
+  for (const auto& r : vx::read_norms("gb200")) {
+    if (r.tensor_bytes < vx::kNormRatioMinBytes) continue;
+    lo = std::min({lo, r.fwd_gbps, r.bwd_gbps});
+    hi = std::max({hi, r.fwd_gbps, r.bwd_gbps});
+  }
+  const hardware::CostModel datasheet(vx::hardware_of("GB200"), hardware::Precision::bf16, nullptr, false);
+  MESSAGE("GB200 norm kernels >= 100 MB: " << lo << " .. " << hi << " GB/s; datasheet default " << datasheet.memory_bandwidth() * 1e-9);
+  CHECK(datasheet.memory_bandwidth() * 1e-9 > hi);   // 0.89 x 8,000 = 7,120 GB/s
+  const auto cal = hardware::read_calibration(vx::source_path("hardware/calibration/gb200-cudnn.toml"));
+  CHECK(cal.memory.achieved_bandwidth * 1e-9 > lo);
+  CHECK(cal.memory.achieved_bandwidth * 1e-9 < hi);
+}
