@@ -183,7 +183,7 @@ void check_fit(const Calibration& c, const std::string& file) {
     check("memory fixed_overhead_us", m.fixed_overhead_s * 1e6, kOverheadUsBound);
     check("memory rms_rel_error", m.rms_rel_error, kRmsBound);
     for (int i = 1; i < kMemFamilies; ++i)
-      if (m.family_samples[i] > 0)
+      if (m.family_bandwidth[i] > 0)
         check(std::string("memory family ") + kMemFamilyNames[i] + " bandwidth (GB/s)", m.family_bandwidth[i] * 1e-9,
               kBandwidthGbsBound);
   }

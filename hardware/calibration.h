@@ -106,6 +106,7 @@ struct MemoryFit {
   double family_bandwidth[kMemFamilies] = {};
   double family_rms_rel_error[kMemFamilies] = {};
   int family_samples[kMemFamilies] = {};
+  std::string note;                // where the section comes from when not fitted here (written as a comment)
 };
 
 // The collectives the probe measures, in hardware::Collective order

@@ -165,7 +165,7 @@ void write_calibration(const Calibration& c, const std::string& path) {
   if (c.has_attention_triton) attention("attention_triton", c.attention_triton);
   if (c.has_memory) {
     const auto& m = c.memory;
-    f << "\n[memory]\nachieved_bandwidth_gbs = " << g(m.achieved_bandwidth * 1e-9)
+    f << "\n[memory]" << (m.note.empty() ? "" : "  # " + m.note) << "\nachieved_bandwidth_gbs = " << g(m.achieved_bandwidth * 1e-9)
       << "\nlaunch_overhead_us = " << g(m.launch_overhead_s * 1e6)
       << "\ngraph_launch_overhead_us = " << g(m.graph_launch_overhead_s * 1e6)
       << "\nfixed_overhead_us = " << g(m.fixed_overhead_s * 1e6) << "\nrms_rel_error = " << g(m.rms_rel_error) << "\n";
@@ -529,7 +529,8 @@ std::string gpu_family(const std::string& gpu_name) {
 std::string default_calibration_file(const HardwareSpec& hw) {
   if (gpu_family(hw.name) == "hopper") return "hardware/calibration/h200.toml";
   // Blackwell: the published measured tables of each part (validation/xla, validation/cudnn_sdpa), where one
-  // exists: the B200's GEMMs and attention, the GB200's and GB300's attention.
+  // exists: the B200's GEMMs and attention, the GB200's and GB300's attention; each with the H200's memory fits
+  // carried by the same kernels' published rates (validation/cudnn_norms).
   const std::string m = gpu_model(hw.name);
   if (m == "b200") return "hardware/calibration/b200-xla.toml";
   if (m == "gb200") return "hardware/calibration/gb200-cudnn.toml";

@@ -1,6 +1,6 @@
 // cuDNN frontend's published normalisation benchmark on the H200, GB200 and GB300 (validation/cudnn_norms,
 // SOURCES.md): the same kernels' achieved bandwidth on each GPU carries the shipped H200 calibration's
-// memory-bound fits to the Blackwell calibrations (validation::xla::carried_memory, docs/cost-model.md §3).
+// memory-bound fits to the Blackwell calibrations (validation::xla::carried_memory, docs/cost-model.md §1).
 #include <doctest/doctest.h>
 
 #include <algorithm>
@@ -57,8 +57,15 @@ TEST_CASE("cudnn norms: each shipped Blackwell calibration's [memory] is the H20
     CAPTURE(f.gpu);
     const auto cal = hardware::read_calibration(vx::source_path(f.file));
     REQUIRE(cal.has_memory);
-    const double r = vx::norm_bandwidth_ratio(f.gpu);
+    // The ratio as a fraction of each part's datasheet bandwidth: 1 but for the B200 (7.7 TB/s against the
+    // GB200's 8 TB/s, whose table it takes).
+    const double datasheet = vx::hardware_of(f.gpu).hbm_bandwidth /
+                             vx::hardware_of(std::string(f.gpu) == "GB300" ? "GB300" : "GB200").hbm_bandwidth;
+    CHECK(datasheet == doctest::Approx(std::string(f.gpu) == "B200" ? 7.7 / 8.0 : 1.0));
+    const double r = vx::norm_bandwidth_ratio(f.gpu) * datasheet;
     CHECK(cal.memory.achieved_bandwidth == doctest::Approx(h200.memory.achieved_bandwidth * r).epsilon(1e-6));
+    CHECK(cal.memory.rms_rel_error == 0);   // no fit made for it
+    CHECK(cal.memory.fixed_overhead_s == 0);
     // Host launch costs are the GPU profile's, not carried.
     CHECK(cal.memory.launch_overhead_s == 0);
     CHECK(cal.memory.graph_launch_overhead_s == 0);
@@ -67,9 +74,23 @@ TEST_CASE("cudnn norms: each shipped Blackwell calibration's [memory] is the H20
       const double scale = i == static_cast<int>(hardware::MemFamily::topk) ? 1.0 : r;   // top-k: by SMs, in the cost model
       CHECK(cal.memory.family_bandwidth[i] == doctest::Approx(h200.memory.family_bandwidth[i] * scale).epsilon(1e-6));
     }
-    // The cost model uses it as it stands on the GPU's own profile (the calibration's reference is that GPU).
-    const hardware::CostModel cm(vx::hardware_of(f.gpu), hardware::Precision::bf16, &cal, false);
+    // The cost model uses it as it stands on the GPU's own profile (the calibration's reference is that GPU);
+    // the launch cost stays the profile's; the top-k keeps the H200's rate (the Blackwell profiles give no
+    // `sms` to scale it by).
+    const hardware::HardwareSpec hw = vx::hardware_of(f.gpu);
+    const hardware::CostModel cm(hw, hardware::Precision::bf16, &cal, false);
     CHECK(cm.memory_bandwidth() == doctest::Approx(cal.memory.achieved_bandwidth).epsilon(1e-9));
+    CHECK(cm.launch_overhead() == doctest::Approx(hw.launch_overhead));
+    CHECK(hw.sms == 0);
+    hardware::Kernel topk;
+    topk.kind = hardware::KernelKind::memory;
+    topk.family = hardware::MemFamily::topk;
+    topk.bytes = 1e9;
+    CHECK(cm.time(topk) - cm.launch_time(topk) ==
+          doctest::Approx(1e9 / h200.memory.family_bandwidth[static_cast<int>(hardware::MemFamily::topk)]).epsilon(1e-6));
+    hardware::Kernel copy = topk;
+    copy.family = hardware::MemFamily::generic;
+    CHECK(cm.time(copy) - cm.launch_time(copy) == doctest::Approx(1e9 / cal.memory.achieved_bandwidth).epsilon(1e-6));
   }
 }
 
@@ -86,4 +107,18 @@ TEST_CASE("cudnn norms: the datasheet default sat above every large published GB
   const auto cal = hardware::read_calibration(vx::source_path("hardware/calibration/gb200-cudnn.toml"));
   CHECK(cal.memory.achieved_bandwidth * 1e-9 > lo);
   CHECK(cal.memory.achieved_bandwidth * 1e-9 < hi);
+}
+
+TEST_CASE("cudnn norms: a call pairs only with the same norm, backend and shape; a table without shared calls is an error") {
+  // Every large H200 call has its GB200 twin at the same N and C (the 18 pairs above); a threshold on the H200's
+  // size is a threshold on both.
+  const auto h200 = vx::read_norms("h200"), gb200 = vx::read_norms("gb200");
+  int twins = 0;
+  for (const auto& a : h200) {
+    if (a.tensor_bytes < vx::kNormRatioMinBytes) continue;
+    for (const auto& b : gb200) twins += a.name == b.name && a.backend == b.backend && a.n == b.n && a.c == b.c;
+  }
+  CHECK(twins == 9);
+  CHECK_THROWS_AS(vx::read_norms("b200"), std::exception);   // no B200 table is published: an error, not an empty one
+  CHECK(vx::norm_bandwidth_ratio("MI300X") == 0);
 }

@@ -183,11 +183,12 @@ int main(int argc, char** argv) {
                   profile == vm::Profile::calibrated
                       ? " (H100 rows: hardware/calibration/h200.toml, HBM-scaled; B200 rows' GEMMs and attention: "
                         "hardware/calibration/b200-xla.toml; GB200/GB300 rows' attention: gb200-cudnn.toml / gb300-cudnn.toml, "
-                        "their GEMMs the datasheet)"
+                        "their GEMMs the datasheet; Blackwell memory-bound kernels: the H200's fits carried by published norm kernels)"
                   : profile == vm::Profile::sustained
                       ? " (H100 rows: hardware/calibration/h200-sustained.toml, GEMMs at the power-capped clock; "
                         "B200 rows' GEMMs and attention: hardware/calibration/b200-xla.toml; GB200/GB300 rows' attention: "
-                        "gb200-cudnn.toml / gb300-cudnn.toml, their GEMMs the datasheet)"
+                        "gb200-cudnn.toml / gb300-cudnn.toml, their GEMMs the datasheet; Blackwell memory-bound kernels: the H200's fits "
+                        "carried by published norm kernels)"
                       : " (no calibration)");
       if (markdown) {
         std::printf("| row | half | published step s | predicted step s | error | configuration simulated |\n");

@@ -413,6 +413,7 @@ inline void write_probe(const std::vector<GemmRow>& rows, const std::string& gpu
 // GB300 with one software stack (cuDNN 9.19.1), each call's kernels from HBM (the L2 flushed before each).
 struct NormRow {
   std::string name, backend;
+  double n = 0, c = 0;              // rows (batch x tokens) and hidden size
   double tensor_bytes = 0;          // N x C bf16 elements: the size of the input, the output and each gradient
   double fwd_gbps = 0, bwd_gbps = 0;
 };
@@ -425,7 +426,9 @@ inline std::vector<NormRow> read_norms(const std::string& table) {   // "h200", 
     NormRow r;
     r.name = f[1];
     r.backend = f[3];
-    r.tensor_bytes = 2.0 * std::stod(f[5]) * std::stod(f[6]);
+    r.n = std::stod(f[5]);
+    r.c = std::stod(f[6]);
+    r.tensor_bytes = 2.0 * r.n * r.c;
     r.fwd_gbps = std::stod(f[10]);
     r.bwd_gbps = std::stod(f[11]);
     out.push_back(r);
@@ -433,17 +436,22 @@ inline std::vector<NormRow> read_norms(const std::string& table) {   // "h200", 
   return out;
 }
 
-// The published table a GPU's memory-bound rate is carried by: its own; the B200 the GB200's (the same die,
-// 148 SMs and 8 TB/s of HBM3e; no B200 table is published); "" for any other GPU (its own measurement or the
-// datasheet's bandwidth applies).
+// The published table a GPU's memory-bound rate is carried by: its own; the B200 the GB200's (the same die and
+// HBM3e stacks; no B200 table is published: an assumption, carried as the fraction of each part's datasheet
+// bandwidth, the B200 profile's 7.7 TB/s against the GB200's 8; the air-cooled B200 runs at 1,000 W against
+// 1,200 W, which a memory-bound kernel's rate depends on little); "" for any other GPU (its own measurement or
+// the datasheet's bandwidth applies).
 inline std::string norm_table_of(const std::string& gpu) {
   if (gpu == "GB200" || gpu == "B200") return "gb200";
   if (gpu == "GB300") return "gb300";
   return "";
 }
+inline std::string norm_table_gpu(const std::string& table) { return table == "gb300" ? "GB300" : "GB200"; }
 
 // Calls whose tensors are at least this large give the ratio: the tables' largest (134 MB), where the call's
-// fixed time is under a tenth of it on every GPU, so that the ratio is of the bandwidths.
+// fixed time is about a tenth of it or less on every GPU (cuDNN's and torch.compile's a few percent, PyTorch's
+// eager backward ~12%), so that the ratio is nearly of the bandwidths. A fit of time = fixed + bytes / bandwidth
+// per GPU, backend and pass over every size instead gives ratios 4% higher (docs/cost-model.md §1).
 constexpr double kNormRatioMinBytes = 100e6;
 
 // The GPU's achieved HBM bandwidth over the H200's for the same kernels: the geometric mean, over the calls of
@@ -457,7 +465,7 @@ inline double norm_bandwidth_ratio(const std::string& gpu, int* pairs = nullptr)
   for (const NormRow& a : h200) {
     if (a.tensor_bytes < kNormRatioMinBytes) continue;
     for (const NormRow& b : other) {
-      if (b.name != a.name || b.backend != a.backend) continue;
+      if (b.name != a.name || b.backend != a.backend || b.n != a.n || b.c != a.c) continue;
       if (!(a.fwd_gbps > 0 && b.fwd_gbps > 0 && a.bwd_gbps > 0 && b.bwd_gbps > 0)) continue;
       logs += std::log(b.fwd_gbps / a.fwd_gbps) + std::log(b.bwd_gbps / a.bwd_gbps);
       n += 2;
@@ -469,17 +477,33 @@ inline double norm_bandwidth_ratio(const std::string& gpu, int* pairs = nullptr)
 }
 
 // The shipped H200 calibration's memory-bound fits (the copy fit and the eager kernel families, measured by the
-// probe) carried to the GPU by norm_bandwidth_ratio: its memory section where it has no measurement of its own.
-// The per-launch host costs stay the GPU profile's (left 0: a property of the host, not of HBM), and the top-k's
-// rate, bound by the SMs, stays the H200's (the cost model carries it by the SM count).
+// probe) carried to the GPU by norm_bandwidth_ratio (times the GPU's datasheet bandwidth over its table GPU's,
+// 1 but for the B200): its memory section where it has no measurement of its own. The per-launch host costs stay
+// the GPU profile's (left 0: a property of the host, not of HBM); the top-k's rate, bound by the SMs, stays the
+// H200's (the cost model scales it by the profile's `sms` where one is given; the Blackwell profiles give none).
+// No fit is made here: the fixed time and the rms error are left 0.
 inline std::optional<hardware::MemoryFit> carried_memory(const std::string& gpu) {
-  const double r = norm_bandwidth_ratio(gpu);
-  if (!(r > 0)) return std::nullopt;
+  const double ratio = norm_bandwidth_ratio(gpu);
+  if (!(ratio > 0)) return std::nullopt;
+  const double r = ratio * hardware_of(gpu).hbm_bandwidth / hardware_of(norm_table_gpu(norm_table_of(gpu))).hbm_bandwidth;
   const auto h200 = hardware::read_calibration(source_path("hardware/calibration/h200.toml"));
   if (!h200.has_memory) throw std::runtime_error(source_path("hardware/calibration/h200.toml") + ":1:1: error: no [memory] section");
   hardware::MemoryFit m = h200.memory;
   m.achieved_bandwidth *= r;
   m.launch_overhead_s = m.graph_launch_overhead_s = 0;
+  m.fixed_overhead_s = m.rms_rel_error = 0;
+  const std::string from = norm_table_gpu(norm_table_of(gpu));
+  char note[320];
+  std::snprintf(note, sizeof note,
+                "carried: hardware/calibration/h200.toml's fits x %.4f, the same kernels' rate on the %s over the "
+                "H200's in cuDNN frontend's norm benchmark (validation/cudnn_norms)",
+                ratio, from.c_str());
+  m.note = note;
+  if (r != ratio) {
+    std::snprintf(note, sizeof note, ", x %.0f / %.0f GB/s (this GPU's datasheet bandwidth over the %s's)",
+                  hardware_of(gpu).hbm_bandwidth * 1e-9, hardware_of(from).hbm_bandwidth * 1e-9, from.c_str());
+    m.note += note;
+  }
   for (int i = 1; i < hardware::kMemFamilies; ++i) {
     if (i != static_cast<int>(hardware::MemFamily::topk)) m.family_bandwidth[i] *= r;
     m.family_samples[i] = 0;   // carried, not fitted here
