@@ -103,3 +103,50 @@ TEST_CASE("cudnn gh100 2024: the shipped H200 calibration prices 2024's cuDNN an
     CHECK(mean < 1.05);
   }
 }
+
+// cuDNN frontend's H200 table of 2026 (validation/cudnn_sdpa/h200_919.csv, SOURCES.md): cuDNN 9.19.1, the
+// probe's own library, each call's kernels from the torch profiler after an L2 flush (isolated calls: the
+// unloaded clock). Llama 3.1's GQA attention (64 query, 8 key/value heads) and DeepSeek-V3's MLA (128 heads,
+// head dims 192 / 128; its backward deterministic, the only one the table ran).
+TEST_CASE("cudnn h200 2026: the shipped fit prices cuDNN 9.19's own published H200 calls 0-15% slow (GQA), MLA's "
+          "forward 0-15% slow and its deterministic backward 5-15% fast") {
+  const auto cal = hardware::read_calibration(vx::source_path("hardware/calibration/h200.toml"));
+  const hardware::CostModel cm(vx::hardware_of("H200"), hardware::Precision::bf16, &cal, false);
+  double logs = 0;
+  int n = 0, mla = 0;
+  for (const auto& f : vx::csv_rows("validation/cudnn_sdpa/h200_919.csv", 18)) {
+    const double b = std::stod(f[4]), sq = std::stod(f[5]), h = std::stod(f[7]), kv = std::stod(f[8]),
+                 dqk = std::stod(f[9]), dv = std::stod(f[10]);
+    const bool causal = f[3] == "top_left";
+    REQUIRE((causal || f[3] == "no_mask"));
+    REQUIRE(std::stod(f[6]) == sq);
+    std::vector<hardware::Kernel> fk, bk;
+    models::detail::attention_kernels(models::ModelSpec{}, {b, h, kv, sq, sq, dqk, dv}, 2, config::Attention::flash, fk, bk);
+    fk.front().causal = bk.front().causal = causal;
+    const double fwd = (cm.time(fk.front()) - cm.launch_time(fk.front())) / (std::stod(f[12]) * 1e-3);
+    const double bwd = (cm.time(bk.front()) - cm.launch_time(bk.front())) / (std::stod(f[13]) * 1e-3);
+    CAPTURE(f[0]);
+    CAPTURE(sq);
+    CAPTURE(causal);
+    CHECK(fwd > 1.0);
+    CHECK(fwd < 1.15);
+    if (f[0] == "dsv3") {
+      ++mla;
+      CHECK(f[11] == "True");
+      CHECK(bwd > 0.85);
+      CHECK(bwd < 0.95);
+      continue;
+    }
+    CHECK(f[11] == "False");
+    CHECK(bwd > 1.0);
+    CHECK(bwd < 1.15);
+    logs += std::log(fwd) + std::log(bwd);
+    n += 2;
+  }
+  CHECK(mla == 3);
+  REQUIRE(n == 20);
+  const double mean = std::exp(logs / n);
+  MESSAGE("Llama 3.1 GQA calls: model / published time, geometric mean " << mean);
+  CHECK(mean > 1.05);
+  CHECK(mean < 1.10);
+}
