@@ -1,0 +1,6 @@
+#!/usr/bin/env bash
+# Run 53 (one H200): PyTorch's norm kernels by cuDNN frontend's published method. OUT=$OUT bash run.sh
+set -euo pipefail
+cd "$(dirname "$0")"
+mkdir -p "$OUT"
+python3 norms.py 2>&1 | tee "$OUT/log.txt"
