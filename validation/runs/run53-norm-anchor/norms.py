@@ -43,6 +43,12 @@ def nbytes(kind, N, C, bias, e, mode):
     return (N * C + N * C + C) * e + N * 4 + N * 4 + (N * C + C + C) * e
 
 
+# RUN53_STATIC=1 (the second call, 53b): torch.compile'd calls only, each shape compiled afresh with static shapes
+# (torch._dynamo.reset(), dynamic=False), as the published runner's one process per shape compiles them. The first
+# call compiled every shape in one process, so from the second shape on Dynamo recompiled with dynamic shapes.
+STATIC = os.environ.get("RUN53_STATIC") == "1"
+
+
 def make_fn(kind, C, compiled):
     if kind == "rms_norm":
         def fn(x, scale, bias):
@@ -51,6 +57,9 @@ def make_fn(kind, C, compiled):
         def fn(x, scale, bias):
             return torch.nn.functional.layer_norm(x, [C, 1, 1], weight=scale.squeeze(0),
                                                   bias=bias.squeeze(0) if bias is not None else None, eps=EPS)
+    if compiled and STATIC:
+        torch._dynamo.reset()
+        return torch.compile(fn, dynamic=False)
     return torch.compile(fn) if compiled else fn
 
 
@@ -92,14 +101,14 @@ def bench(name, kind, N, C, bias, backend):
 
 def main():
     clocks = subprocess.Popen(["nvidia-smi", "--query-gpu=timestamp,clocks.sm,clocks.mem,power.draw,temperature.gpu",
-                               "--format=csv", "-lms", "200"], stdout=open(os.path.join(OUT, "clocks.csv"), "w"))
-    with open(os.path.join(OUT, "env.txt"), "w") as f:
+                               "--format=csv", "-lms", "200"], stdout=open(os.path.join(OUT, "clocks_static.csv" if STATIC else "clocks.csv"), "w"))
+    with open(os.path.join(OUT, "env_static.txt" if STATIC else "env.txt"), "w") as f:
         f.write(f"torch {torch.__version__} cuda {torch.version.cuda} device {torch.cuda.get_device_name(0)}\n")
         f.write(subprocess.run(["nvidia-smi"], capture_output=True, text=True).stdout)
     rows = []
     try:
         for name, kind, N, C, bias in SHAPES:
-            for backend in ("pytorch", "torch_compile"):
+            for backend in (("torch_compile",) if STATIC else ("pytorch", "torch_compile")):
                 t0 = time.time()
                 fm, bm, fg, bg = bench(name, kind, N, C, bias, backend)
                 rows.append([name, kind, backend, N, C, int(bias), f"{fm:.4f}", f"{bm:.4f}", f"{fg:.1f}", f"{bg:.1f}"])
@@ -107,7 +116,7 @@ def main():
                       flush=True)
     finally:
         clocks.terminate()
-        with open(os.path.join(OUT, "norms.csv"), "w", newline="") as f:
+        with open(os.path.join(OUT, "norms_static.csv" if STATIC else "norms.csv"), "w", newline="") as f:
             w = csv.writer(f)
             w.writerow(["norm_name", "norm_type", "backend", "N", "C", "has_bias", "fwd_time_ms", "bwd_time_ms", "fwd_gbps", "bwd_gbps"])
             w.writerows(rows)
