@@ -122,3 +122,36 @@ TEST_CASE("cudnn norms: a call pairs only with the same norm, backend and shape;
   CHECK_THROWS_AS(vx::read_norms("b200"), std::exception);   // no B200 table is published: an error, not an empty one
   CHECK(vx::norm_bandwidth_ratio("MI300X") == 0);
 }
+
+TEST_CASE("cudnn norms: run 53, the probe's H200 runs the published benchmark's PyTorch kernels as NVIDIA's H200 does") {
+  // validation/runs/run53-norm-anchor: eager rows from the first call, compiled rows from 53b (static shapes).
+  const auto published = vx::read_norms("h200");
+  auto find = [&](const std::string& name, const std::string& backend) -> const vx::NormRow* {
+    for (const auto& r : published)
+      if (r.name == name && r.backend == backend) return &r;
+    return nullptr;
+  };
+  int compared = 0, within = 0;
+  std::string outlier;
+  for (const char* file : {"validation/runs/run53-norm-anchor/results/norms.csv",
+                           "validation/runs/run53-norm-anchor/results/norms_static.csv"}) {
+    const bool static_call = std::string(file).find("static") != std::string::npos;
+    for (const auto& f : vx::csv_rows(file, 10)) {
+      if (!static_call && f[2] == "torch_compile") continue;   // the first call's compiled rows: dynamic shapes
+      const vx::NormRow* p = find(f[0], f[2]);
+      REQUIRE(p != nullptr);
+      CHECK(p->n == std::stod(f[3]));
+      CHECK(p->c == std::stod(f[4]));
+      for (const bool bwd : {false, true}) {
+        const double ratio = std::stod(f[bwd ? 9 : 8]) / (bwd ? p->bwd_gbps : p->fwd_gbps);
+        ++compared;
+        if (std::fabs(ratio - 1) < 0.05) ++within;
+        else outlier += f[0] + " " + f[2] + (bwd ? " bwd " : " fwd ") + std::to_string(ratio) + "; ";
+      }
+    }
+  }
+  MESSAGE("outside 5%: " << outlier);
+  CHECK(compared == 28);
+  CHECK(within == 27);
+  CHECK(outlier.rfind("llama3-8b torch_compile bwd", 0) == 0);   // Inductor's backward, 1.73x the published
+}
