@@ -159,17 +159,26 @@ SearchSpace search_space(const config::Scenario& base, int gpus, const SearchCon
 std::string describe(const SearchSpace& sp) {
   auto ints = [](const char* name, const std::vector<int>& v) {
     std::string s = name;
-    for (std::size_t i = 0; i < v.size(); ++i) s += (i ? "," : " ") + std::to_string(v[i]);
+    for (std::size_t i = 0; i < v.size(); ++i) {
+      s += i ? "," : " ";   // two appends: GCC 12's -Wrestrict misfires on "literal" + std::string&& here
+      s += std::to_string(v[i]);
+    }
     return s;
   };
   std::string s = ints("tp", sp.tp) + " | " + ints("cp", sp.cp) + " | " + ints("pp", sp.pp) + " | " +
                   (sp.dp > 0 ? "dp " + std::to_string(sp.dp) : std::string("dp = gpus / (tp cp pp)")) + " | " +
                   ints("ep", sp.ep) + " | " + ints("mb", sp.micro_batch) + " | schedules";
-  for (std::size_t i = 0; i < sp.schedules.size(); ++i) s += (i ? "," : " ") + std::string(config::to_string(sp.schedules[i]));
+  for (std::size_t i = 0; i < sp.schedules.size(); ++i) {
+    s += i ? "," : " ";
+    s += config::to_string(sp.schedules[i]);
+  }
   if (has(sp.schedules, config::ScheduleKind::interleaved_1f1b)) s += " (" + ints("vpp", sp.vpp) + ")";
   if (!sp.fb_rearrange.empty()) {   // MoE with EP under dualpipe / dualpipev
     s += " (moe.fb_rearrange";
-    for (std::size_t i = 0; i < sp.fb_rearrange.size(); ++i) s += (i ? "," : " ") + std::string(sp.fb_rearrange[i] ? "true" : "false");
+    for (std::size_t i = 0; i < sp.fb_rearrange.size(); ++i) {
+      s += i ? "," : " ";
+      s += sp.fb_rearrange[i] ? "true" : "false";
+    }
     s += ")";
   }
   if (sp.overlap_ep_comm) s += " (moe.overlap_ep_comm true,false)";
