@@ -42,15 +42,19 @@ std::vector<Row> rows() {
   return out;
 }
 
-// The model's device time of the call (its flash kernel as models/ builds it), fwd or bwd.
-double model_seconds(const hardware::CostModel& cm, const Row& r, bool bwd) {
+// The model's device time of a square call (its flash kernel as models/ builds it), fwd or bwd; fa2: priced as
+// PyTorch's FlashAttention-2 ([attention_fa2]), else cuDNN's ([attention]).
+double model_seconds(const hardware::CostModel& cm, const models::detail::AttnShape& shape, bool causal, bool fa2, bool bwd) {
   std::vector<hardware::Kernel> f, b;
-  models::detail::attention_kernels(models::ModelSpec{}, {r.batch, r.heads, r.heads, r.seq, r.seq, r.head_dim, r.head_dim},
-                                    2, config::Attention::flash, f, b);
+  models::detail::attention_kernels(models::ModelSpec{}, shape, 2, config::Attention::flash, f, b);
   hardware::Kernel k = bwd ? b.front() : f.front();
-  k.causal = r.causal;
-  k.fa2 = r.backend == "pytorch_sdpa";
+  k.causal = causal;
+  k.fa2 = fa2;
   return cm.time(k) - cm.launch_time(k);
+}
+double model_seconds(const hardware::CostModel& cm, const Row& r, bool bwd) {
+  return model_seconds(cm, {r.batch, r.heads, r.heads, r.seq, r.seq, r.head_dim, r.head_dim}, r.causal,
+                       r.backend == "pytorch_sdpa", bwd);
 }
 
 }  // namespace
@@ -120,11 +124,9 @@ TEST_CASE("cudnn h200 2026: the shipped fit prices cuDNN 9.19's own published H2
     const bool causal = f[3] == "top_left";
     REQUIRE((causal || f[3] == "no_mask"));
     REQUIRE(std::stod(f[6]) == sq);
-    std::vector<hardware::Kernel> fk, bk;
-    models::detail::attention_kernels(models::ModelSpec{}, {b, h, kv, sq, sq, dqk, dv}, 2, config::Attention::flash, fk, bk);
-    fk.front().causal = bk.front().causal = causal;
-    const double fwd = (cm.time(fk.front()) - cm.launch_time(fk.front())) / (std::stod(f[12]) * 1e-3);
-    const double bwd = (cm.time(bk.front()) - cm.launch_time(bk.front())) / (std::stod(f[13]) * 1e-3);
+    const models::detail::AttnShape shape{b, h, kv, sq, sq, dqk, dv};
+    const double fwd = model_seconds(cm, shape, causal, false, false) / (std::stod(f[12]) * 1e-3);
+    const double bwd = model_seconds(cm, shape, causal, false, true) / (std::stod(f[13]) * 1e-3);
     CAPTURE(f[0]);
     CAPTURE(sq);
     CAPTURE(causal);

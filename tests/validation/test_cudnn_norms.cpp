@@ -60,7 +60,7 @@ TEST_CASE("cudnn norms: each shipped Blackwell calibration's [memory] is the H20
     // The ratio as a fraction of each part's datasheet bandwidth: 1 but for the B200 (7.7 TB/s against the
     // GB200's 8 TB/s, whose table it takes).
     const double datasheet = vx::hardware_of(f.gpu).hbm_bandwidth /
-                             vx::hardware_of(std::string(f.gpu) == "GB300" ? "GB300" : "GB200").hbm_bandwidth;
+                             vx::hardware_of(vx::norm_table_gpu(vx::norm_table_of(f.gpu))).hbm_bandwidth;
     CHECK(datasheet == doctest::Approx(std::string(f.gpu) == "B200" ? 7.7 / 8.0 : 1.0));
     const double r = vx::norm_bandwidth_ratio(f.gpu) * datasheet;
     CHECK(cal.memory.achieved_bandwidth == doctest::Approx(h200.memory.achieved_bandwidth * r).epsilon(1e-6));

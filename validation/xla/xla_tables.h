@@ -485,14 +485,15 @@ inline double norm_bandwidth_ratio(const std::string& gpu, int* pairs = nullptr)
 inline std::optional<hardware::MemoryFit> carried_memory(const std::string& gpu) {
   const double ratio = norm_bandwidth_ratio(gpu);
   if (!(ratio > 0)) return std::nullopt;
-  const double r = ratio * hardware_of(gpu).hbm_bandwidth / hardware_of(norm_table_gpu(norm_table_of(gpu))).hbm_bandwidth;
+  const std::string from = norm_table_gpu(norm_table_of(gpu));
+  const double own_hbm = hardware_of(gpu).hbm_bandwidth, from_hbm = hardware_of(from).hbm_bandwidth;
+  const double r = ratio * own_hbm / from_hbm;
   const auto h200 = hardware::read_calibration(source_path("hardware/calibration/h200.toml"));
   if (!h200.has_memory) throw std::runtime_error(source_path("hardware/calibration/h200.toml") + ":1:1: error: no [memory] section");
   hardware::MemoryFit m = h200.memory;
   m.achieved_bandwidth *= r;
   m.launch_overhead_s = m.graph_launch_overhead_s = 0;
   m.fixed_overhead_s = m.rms_rel_error = 0;
-  const std::string from = norm_table_gpu(norm_table_of(gpu));
   char note[320];
   std::snprintf(note, sizeof note,
                 "carried: hardware/calibration/h200.toml's fits x %.4f, the same kernels' rate on the %s over the "
@@ -501,7 +502,7 @@ inline std::optional<hardware::MemoryFit> carried_memory(const std::string& gpu)
   m.note = note;
   if (r != ratio) {
     std::snprintf(note, sizeof note, ", x %.0f / %.0f GB/s (this GPU's datasheet bandwidth over the %s's)",
-                  hardware_of(gpu).hbm_bandwidth * 1e-9, hardware_of(from).hbm_bandwidth * 1e-9, from.c_str());
+                  own_hbm * 1e-9, from_hbm * 1e-9, from.c_str());
     m.note += note;
   }
   for (int i = 1; i < hardware::kMemFamilies; ++i) {
