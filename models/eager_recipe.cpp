@@ -189,11 +189,4 @@ void torchtitan_repeat_kv(double n, double kv_width, double rep, const char* tag
   b.push_back(memk(k ? "k_repeat_bwd" : "v_repeat_bwd", 2 * x * rep, 2 * x, x * rep));
 }
 
-// Linears that read one tensor (wq, wk, wv of the normed x; w1, w3 of the MLP's) are separate
-// nn.Linear modules: autograd sums their input gradients, paths - 1 bf16 adds over [n, h].
-Kernel torchtitan_input_grad_sum(const char* name, double n, double h, int paths) {
-  const double x = n * h;
-  return memk(name, 4 * x, 2 * x, x, paths - 1);
-}
-
 }  // namespace mfusim::models::detail

@@ -36,6 +36,11 @@ Kernel memk(const char* name, double read, double write, double flops, int count
   return k;
 }
 
+Kernel input_grad_sum(const char* name, double n, double h, int e, int paths) {
+  const double x = n * h;
+  return memk(name, 2.0 * e * x, 1.0 * e * x, x, paths - 1);
+}
+
 void push(std::vector<Kernel>& f, std::vector<Kernel>& b, const Elementwise& op) {
   f.push_back(memk(op.f_name, op.read, op.write, op.flops, op.count));
   // backward: dy (size of the output) + saved input in, dx (size of the input) out

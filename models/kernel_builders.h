@@ -21,6 +21,9 @@ namespace mfusim::models::detail {
 // ---- kernel_builders.cpp ----
 hardware::Kernel gemm(const char* name, double m, double n, double k, int e, int count = 1);
 hardware::Kernel memk(const char* name, double read, double write, double flops, int count = 1);
+// A tensor read by `paths` separate autograd functions (linears, the MoE dispatch) gets its gradient as
+// their sum: paths - 1 adds over [n, h] of e-byte elements (read two, write one each).
+hardware::Kernel input_grad_sum(const char* name, double n, double h, int e, int paths);
 struct Elementwise {        // one memory-bound op in F with its B counterpart
   const char* f_name;
   const char* b_name;
@@ -143,6 +146,5 @@ void torchtitan_rope_kernels(double n, double width, double head_dim, const char
                              std::vector<hardware::Kernel>& f, std::vector<hardware::Kernel>& b);
 void torchtitan_repeat_kv(double n, double kv_width, double rep, const char* tag, std::vector<hardware::Kernel>& f,
                           std::vector<hardware::Kernel>& b);
-hardware::Kernel torchtitan_input_grad_sum(const char* name, double n, double h, int paths);
 
 }  // namespace mfusim::models::detail

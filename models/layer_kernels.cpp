@@ -150,6 +150,9 @@ LayerKernels layer_kernels(const ModelSpec& m, int layer, const RankShape& r) {
   // write their output in that layout, so output.transpose(1, 2).contiguous() is a no-op (run 23's
   // trace: no copy between SDPA and wo).
   const bool tt_eager = r.torchtitan && !fused;
+  // Autograd sums the gradient of a tensor that several modules read (input_grad_sum) unless
+  // torch.compile fuses the sum into the norm backward's loads (torchtitan compiled, above).
+  const bool autograd_sums = !(r.torchtitan && fused);
   auto block_norm = [&](std::vector<Kernel>& f, std::vector<Kernel>& b) {
     const char* tag = has_layernorm(m) ? "layernorm" : "rmsnorm";
     const char* tag_bwd = has_layernorm(m) ? "layernorm_bwd" : "rmsnorm_bwd";
@@ -171,6 +174,10 @@ LayerKernels layer_kernels(const ModelSpec& m, int layer, const RankShape& r) {
   if (m.mla) {
     const auto& l = *m.mla;
     const double rope = static_cast<double>(l.qk_rope_head_dim);
+    // The norm's output feeds two linears (the query's down or whole projection, and kv_down):
+    // their input gradients are summed before the norm's backward (profile-data train.json: one
+    // bf16 add over [4096, 7168] after the two down projections' dgrad GEMMs, before ln_bwd).
+    if (autograd_sums) lk.b.push_back(input_grad_sum("mla_norm_dx_sum", T, h, e, 2));
     if (l.q_lora_rank > 0) {
       const double ql = static_cast<double>(l.q_lora_rank);
       fp8_linear(r, "q_down", "q_down_dgrad", "q_down_wgrad", T, h, ql, e, lk, 1, norm_in);   // duplicated over tp
@@ -198,7 +205,7 @@ LayerKernels layer_kernels(const ModelSpec& m, int layer, const RankShape& r) {
     lk.b.push_back(memk("mla_k_concat_bwd", e * T * heads * (nope + rope), e * T * (heads * nope + rope), T * heads * rope));
     lk.b.push_back(memk("mla_v_copy_bwd", e * T * heads * vd, e * T * heads * vd, 0));
   } else {
-    if (tt_eager) lk.b.push_back(torchtitan_input_grad_sum("qkv_dx_sum", T, h, 3));   // wq, wk, wv
+    if (tt_eager) lk.b.push_back(input_grad_sum("qkv_dx_sum", T, h, e, 3));   // wq, wk, wv
     fp8_linear(r, "qkv", "qkv_dgrad", "qkv_wgrad", T, h, (heads + 2 * kv) * dqk, e, lk, 1, layernorm_linear(norm_in));
     // Plain PyTorch splits the one QKV output into q, k, v views; autograd's SplitBackward
     // concatenates dq, dk, dv into one gradient before the dgrad (run 8 trace: one
@@ -255,6 +262,17 @@ LayerKernels layer_kernels(const ModelSpec& m, int layer, const RankShape& r) {
     const auto& mo = *m.moe;
     const double E = mo.experts, k = mo.top_k, fe = static_cast<double>(mo.expert_ffn_hidden);
     const double per_rank = E / r.ep;
+    // DeepSeek-V3's own MoE code: the blockwise recipe with DeepEP's fp8 dispatch (§3.3.3).
+    const bool fp8_moe_in = r.fp8 && r.fp8_blockwise() && r.fp8_dispatch;
+    // The norm's output is read by the router, the dispatch and the shared experts: autograd sums
+    // their input gradients before the norm's backward (Megatron's MoELayer, whichever dispatcher).
+    // DeepSeek's code sums one pair fewer and adds no shared output in the forward (profile-data
+    // train.json: one bf16 add over [4096, 7168], after the router's dgrad GEMM, before ln_bwd; none in
+    // the forward), as DeepEP's combine can take the shared experts' term into its reduce (its
+    // Buffer.combine's `bias`; the dispatch's backward is a combine).
+    const bool shared = mo.shared_experts > 0, shared_in_combine = shared && fp8_moe_in;
+    const int moe_paths = 2 + (shared && !shared_in_combine ? 1 : 0);
+    if (autograd_sums) lk.b.push_back(input_grad_sum("moe_norm_dx_sum", Tn, h, e, moe_paths));
     // Router on the rank's own tokens; top-k; permutation into expert order.
     linear("router", "router_dgrad", "router_wgrad", Tn, h, E, e, lk);
     lk.f.back().keep_bf16 = lk.b.back().keep_bf16 = lk.w.back().keep_bf16 = true;   // a torch linear, not TE fp8
@@ -275,7 +293,6 @@ LayerKernels layer_kernels(const ModelSpec& m, int layer, const RankShape& r) {
     // MoE up-projections quantised to fp8 for the dispatch): the rank's tokens quantised once in
     // 1x128 tiles before the dispatch; the shared expert's first GEMM reads the same copy
     // (profile-data train.json: one per_token_cast_to_fp8 of [4096, 7168] at the end of attn(F)).
-    const bool fp8_moe_in = r.fp8 && r.fp8_blockwise() && r.fp8_dispatch;
     if (fp8_moe_in) lk.f.push_back(fp8_quantise("fp8_quant_dispatch", Tn, h, e));
     push(lk.f, lk.b, {"moe_permute", "moe_unpermute_grad", e * Tn * h, e * Tn * k * h, 0});
     // Tokens one expert sees on this rank: the tp group's T tokens of each of
@@ -317,11 +334,14 @@ LayerKernels layer_kernels(const ModelSpec& m, int layer, const RankShape& r) {
       fp8_linear(r, "shared_fc2", "shared_fc2_dgrad", "shared_fc2_wgrad", T, fs, h, e, lk, 1, s2);
       lk.f_shared_end = lk.f.size();
       bs1 = lk.b.size();
+      // Megatron's MoELayer adds the shared experts' output to the combined routed output
+      // (output = output + shared_experts(hidden)); DeepSeek's code in DeepEP's combine (above).
+      if (autograd_sums && !shared_in_combine) lk.f.push_back(memk("moe_shared_add", 2.0 * e * Tn * h, e * Tn * h, Tn * h));
     }
   } else {
     const double f = static_cast<double>(m.ffn_hidden) / tp;
     const double up = m.activation == Activation::swiglu ? 2 * f : f;
-    if (tt_eager) lk.b.push_back(torchtitan_input_grad_sum("mlp_up_dx_sum", T, h, 2));   // w1, w3
+    if (tt_eager) lk.b.push_back(input_grad_sum("mlp_up_dx_sum", T, h, e, 2));   // w1, w3
     fp8_linear(r, "mlp_up", "mlp_up_dgrad", "mlp_up_wgrad", T, h, up, e, lk, 1, layernorm_linear(norm_in));
     // Gate and up are chunks of one GEMM output: ChunkBackward concatenates their gradients
     // (run 8 trace: 43-45 us per layer at s1.3b seq 4096).

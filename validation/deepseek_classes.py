@@ -52,6 +52,19 @@ MEASURED = [
 ]
 
 
+# Kernels a name alone does not place: MLA's rotary key broadcast into the dense K (torch's strided
+# direct copy over [4096 tokens, 128 heads, 64 rope dims]: 65,536 blocks of 128 threads x 4 elements)
+# and its gradient summed back over the heads (torch's bf16 sum reduction, one per layer); the
+# simulated layer prices both in mla_k_concat(_bwd).
+def measured_special(e):
+    name, grid = e["name"], (e.get("args", {}).get("grid") or [0])[0]
+    if "direct_copy_kernel_cuda" in name and "elementwise_kernel<128, 4" in name and grid == 4096 * 128 * 64 // 512:
+        return "MLA K and V copies"
+    if "ReduceOp<c10::BFloat16" in name and "sum_functor" in name:
+        return "MLA K and V copies"
+    return None
+
+
 def simulated_class(name):
     if name.startswith(("fp8_quant_x", "fp8_quant_dy", "fp8_quant_dispatch", "fp8_quant_combine_grad")):
         return "1x128 quantisation"
@@ -89,7 +102,8 @@ def measured(path):
     compute = max(by_tid.values(), key=len)
     out = collections.defaultdict(float)
     for e in compute:
-        cls = next((c for frag, c in MEASURED if frag in e["name"]), "other (elementwise, reductions, copies)")
+        cls = measured_special(e) or next((c for frag, c in MEASURED if frag in e["name"]),
+                                          "other (elementwise, reductions, copies)")
         out[cls] += e["dur"] / LAYERS
     return out
 
