@@ -36,7 +36,23 @@ const FamilyAccuracy* family_accuracy(const config::Scenario&);
 // The family's mean signed error over both halves' rows.
 double mean_error(const FamilyAccuracy&);
 
-// "  accuracy  ..." (one line, with its newline) for the text report; "" without a family.
+// A published MoE training run that a shipped scenario writes down (docs/moe-dualpipe.md): its published
+// tokens/s per GPU and the scenario's simulated one as shipped (tests/report/test_accuracy.cpp simulates
+// each again and checks it).
+struct MoeRun {
+  const char* scenario;   // scenarios/<file>
+  double published;       // tokens/s per GPU
+  double simulated;       // the shipped scenario's tokens/s per GPU
+};
+const std::vector<MoeRun>& moe_runs();
+// A run's step-time error: published / simulated tokens/s - 1 (negative: the simulated step is shorter).
+double step_error(const MoeRun&);
+// Whether the MoE runs speak for a scenario: an MoE model on more than one GPU under ZeRO 0/1, not a
+// schedule lab, on a shipped hardware profile with its GPU's shipped calibration (as the runs were simulated).
+bool moe_accuracy_applies(const config::Scenario&);
+
+// "  accuracy  ..." (one line, with its newline) for the text report: the dense family's, or the MoE runs'; ""
+// without either.
 std::string accuracy_text(const config::Scenario&);
 
 }  // namespace mfusim::report
