@@ -267,7 +267,8 @@ Kernel fp8_scale_transpose(const char* name, double rows, double cols) {
 // The kernels and their order as DeepSeek's training code runs them for one linear
 // (github.com/deepseek-ai/profile-data, train.json: one DualPipe F&B pair of 4 MoE layers on an
 // H800, EP 64; LinearWithGradAccumulationFP8 and its backward): forward per_token_cast_to_fp8
-// (1x128), utils::transpose of the scales, the fp8 GEMM; backward per_token_cast_to_fp8 of dy,
+// (1x128), utils::transpose of the scales (before the routed experts' grouped GEMMs a torch copy of them
+// into the GEMM's layout), the fp8 GEMM; backward per_token_cast_to_fp8 of dy,
 // batched_transpose of the fp8 weight, the scales, the dgrad GEMM, per_channel_cast_and_transpose
 // of x and of dy (128x1); the wgrad GEMM (fp8_dptp128c_acc) on those.
 // DeepGEMM's README (github.com/deepseek-ai/DeepGEMM, README.md "Notices", commit
@@ -278,7 +279,7 @@ void linear_blockwise(const char* name, const char* dname, const char* wname, do
                       int e, LayerKernels& lk, int count, const Fp8Operands& io) {
   const double rows = tokens * count;   // all of the group's tokens (one kernel over the experts)
   if (!io.x_quantised) lk.f.push_back(fp8_quantise("fp8_quant_x", rows, in, 2));
-  if (io.scale_transpose) lk.f.push_back(fp8_scale_transpose("fp8_scale_transpose", rows, in));
+  lk.f.push_back(fp8_scale_transpose("fp8_scale_transpose", rows, in));
   if (io.weight_transpose_in_forward) lk.f.push_back(fp8_weight_transpose("fp8_weight_transpose", out * count, in));
   lk.f.push_back(gemm(name, tokens, out, in, e, count));
   set_fp8_gemm_bytes(lk.f.back());
@@ -287,7 +288,7 @@ void linear_blockwise(const char* name, const char* dname, const char* wname, do
   lk.b.push_back(fp8_quantise("fp8_quant_t_x", rows, in, io.x_saved_bytes));
   lk.b.push_back(gemm(dname, tokens, in, out, e, count));
   set_fp8_gemm_bytes(lk.b.back());
-  if (io.scale_transpose) lk.b.push_back(fp8_scale_transpose("fp8_scale_transpose", rows, out));
+  lk.b.push_back(fp8_scale_transpose("fp8_scale_transpose", rows, out));
   if (!io.weight_transpose_in_forward) lk.b.push_back(fp8_weight_transpose("fp8_weight_transpose", out * count, in));
   if (!io.dy_quantised) lk.b.push_back(fp8_quantise("fp8_quant_dy", rows, out, 2));
   lk.w.push_back(gemm(wname, in, out, tokens, e, count));

@@ -100,7 +100,6 @@ struct Fp8Operands {
   bool dy_quantised = false;    // dy arrives in fp8 1x128 tiles (quantised before the combine's backward)
   double dy_saved_bytes = 2;    // the same for dy
   bool weight_transpose_in_forward = false;   // the fp8 weight transposed in the forward (routed experts)
-  bool scale_transpose = true;  // false: the kernel before the GEMM writes the scales in its layout (the experts' permute)
   // Transformer Engine's per-tensor recipes: x is the output of a LayerNormLinear's norm (Fp8Cast::norm_fused)
   // and, under sequence parallelism, all-gathered before the GEMM; dy is all-gathered before the dgrad (a
   // row-parallel linear's output gradient).

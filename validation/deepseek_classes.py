@@ -54,14 +54,19 @@ MEASURED = [
 
 # Kernels a name alone does not place: MLA's rotary key broadcast into the dense K (torch's strided
 # direct copy over [4096 tokens, 128 heads, 64 rope dims]: 65,536 blocks of 128 threads x 4 elements)
-# and its gradient summed back over the heads (torch's bf16 sum reduction, one per layer); the
-# simulated layer prices both in mla_k_concat(_bwd).
-def measured_special(e):
+# and its gradient summed back over the heads (torch's bf16 sum reduction, one per layer), which the
+# simulated layer prices in mla_k_concat(_bwd); and the fp32 scales copied into DeepGEMM's layout just
+# before each routed experts' grouped GEMM (torch's direct copy, 128 threads x 2 elements per block),
+# which it prices as fp8_scale_transpose.
+def measured_special(e, following):
     name, grid = e["name"], (e.get("args", {}).get("grid") or [0])[0]
     if "direct_copy_kernel_cuda" in name and "elementwise_kernel<128, 4" in name and grid == 4096 * 128 * 64 // 512:
         return "MLA K and V copies"
     if "ReduceOp<c10::BFloat16" in name and "sum_functor" in name:
         return "MLA K and V copies"
+    if ("direct_copy_kernel_cuda" in name and "elementwise_kernel<128, 2" in name and following is not None
+            and ("m_grouped" in following["name"] or "fill_tensormaps" in following["name"])):
+        return "fp8 scale transpose"
     return None
 
 
@@ -99,11 +104,12 @@ def measured(path):
     for e in ev:
         if e.get("ph") == "X" and e.get("cat") in ("kernel", "gpu_memcpy", "gpu_memset"):
             by_tid[e.get("tid")].append(e)
-    compute = max(by_tid.values(), key=len)
+    compute = sorted(max(by_tid.values(), key=len), key=lambda e: e["ts"])
     out = collections.defaultdict(float)
-    for e in compute:
-        cls = measured_special(e) or next((c for frag, c in MEASURED if frag in e["name"]),
-                                          "other (elementwise, reductions, copies)")
+    for i, e in enumerate(compute):
+        following = compute[i + 1] if i + 1 < len(compute) else None
+        cls = measured_special(e, following) or next((c for frag, c in MEASURED if frag in e["name"]),
+                                                     "other (elementwise, reductions, copies)")
         out[cls] += e["dur"] / LAYERS
     return out
 

@@ -84,14 +84,16 @@ TEST_CASE("blockwise fp8: one linear's kernels, their order and their bytes from
   models::LayerKernels ex;
   Fp8Operands eio;
   eio.x_quantised = eio.dy_quantised = eio.weight_transpose_in_forward = true;
-  eio.scale_transpose = false;
   linear_blockwise("expert_fc1", "expert_fc1_dgrad", "expert_fc1_wgrad", 8192, 7168, 4096, 2, ex, 4, eio);
   std::reverse(ex.b.begin(), ex.b.end());
-  CHECK(names(ex.f) == std::vector<std::string>{"fp8_weight_transpose", "expert_fc1"});
-  CHECK(names(ex.b) == std::vector<std::string>{"expert_fc1_dgrad", "fp8_quant_t_x", "fp8_quant_t_dy"});
-  CHECK(ex.f[0].count == 1);
-  CHECK(ex.f[0].bytes == doctest::Approx(2 * (4 * 4096.0 * 7168 + 4 * 4 * 32 * 56)));
-  CHECK(ex.b[1].bytes == doctest::Approx(4 * 8192.0 * 7168 * 3 + 4 * 4 * 8192.0 * 56));   // from bf16 x (default)
+  // The scales still copied into the grouped GEMM's layout (profile-data: a direct_copy before each m_grouped GEMM).
+  CHECK(names(ex.f) == std::vector<std::string>{"fp8_scale_transpose", "fp8_weight_transpose", "expert_fc1"});
+  CHECK(names(ex.b) == std::vector<std::string>{"fp8_scale_transpose", "expert_fc1_dgrad", "fp8_quant_t_x", "fp8_quant_t_dy"});
+  CHECK(ex.f[0].bytes == doctest::Approx(2 * 4 * 4 * 8192.0 * 56));   // [rows, 7168 / 128] fp32, read and written
+  CHECK(ex.b[0].bytes == doctest::Approx(2 * 4 * 4 * 8192.0 * 32));   // dy [rows, 4096 / 128]
+  CHECK(ex.f[1].count == 1);
+  CHECK(ex.f[1].bytes == doctest::Approx(2 * (4 * 4096.0 * 7168 + 4 * 4 * 32 * 56)));
+  CHECK(ex.b[2].bytes == doctest::Approx(4 * 8192.0 * 7168 * 3 + 4 * 4 * 8192.0 * 56));   // from bf16 x (default)
 }
 
 TEST_CASE("blockwise fp8 kernels appear only under fp8 with the blockwise recipe") {
