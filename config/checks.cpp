@@ -226,6 +226,10 @@ void check_scenario(const Scenario& s, const Sink& err) {
     else if (s.features.recompute == Recompute::full)
       err("moe.overlap_ep_comm", "'moe.overlap_ep_comm' cannot be used with features.recompute = \"full\" (as in Megatron-LM)");
   }
+  // Like moe.fp8_dispatch it acts with DeepEP's dispatcher over ep > 1 only (the planner varies both);
+  // on a model without shared experts it could never act.
+  if (s.moe.shared_in_combine && !(s.model.moe && s.model.moe->shared_experts > 0))
+    err("moe.shared_in_combine", "'moe.shared_in_combine': the model has no shared experts");
   if (!(s.features.gc_interval_s > 0 && s.features.gc_interval_s <= 1e9))
     err("features.gc_interval_s", "'features.gc_interval_s' must be in (0, 1e9] s (got " + fmt(s.features.gc_interval_s) + ")");
   if (!(tr.tokens_to_train >= 0))

@@ -256,6 +256,11 @@ struct Moe {
   // backward run as one F&B pair, each layer's dispatch and combine beside the other's compute
   // (schedules::PipelineShape::combined_1f1b; the pair is arranged as fb_rearrange says).
   bool overlap_ep_comm = false;
+  // DeepSeek's code: DeepEP's combine takes the shared experts' output into its reduce (Buffer.combine's
+  // `bias`) and, the dispatch's backward being a combine, their input gradient too: one gradient sum and
+  // no add of the shared output fewer than Megatron's MoELayer (models/layer_kernels.cpp). Acts with the
+  // deepep dispatcher over ep > 1 only, as fp8_dispatch.
+  bool shared_in_combine = false;
 };
 
 struct Cost {

@@ -48,7 +48,7 @@ const std::vector<std::string> kCostKeys = {"price_per_gpu_hour"};
 const std::vector<std::string> kMoeKeys = {"dispatcher", "max_nodes_per_token", "comm_sms", "fp8_dispatch",
                                            "imbalance", "nvlink_gbs", "rdma_gbs", "recompute_norm_up_proj",
                                            "fp8_activation_cache", "ema", "ema_on_cpu", "fb_rearrange",
-                                           "overlap_ep_comm"};
+                                           "overlap_ep_comm", "shared_in_combine"};
 
 struct Resolved {
   Scenario scenario;
@@ -373,6 +373,7 @@ void read_scenario(Ctx& ctx, Scenario& s, const Value& root, const std::string& 
     ctx.read_bool(*t, "ema_on_cpu", p, mo.ema_on_cpu);
     ctx.read_bool(*t, "fb_rearrange", p, mo.fb_rearrange);
     ctx.read_bool(*t, "overlap_ep_comm", p, mo.overlap_ep_comm);
+    ctx.read_bool(*t, "shared_in_combine", p, mo.shared_in_combine);
   }
 
   // dp: derived unless given (the check phase compares a given one).

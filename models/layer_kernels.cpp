@@ -174,21 +174,26 @@ LayerKernels layer_kernels(const ModelSpec& m, int layer, const RankShape& r) {
   if (m.mla) {
     const auto& l = *m.mla;
     const double rope = static_cast<double>(l.qk_rope_head_dim);
+    // The down projections are duplicated over tp (Megatron-Core's MLA: TELinear with parallel_mode
+    // "duplicated", every rank the whole weight) and read the rank's own tokens: under sequence
+    // parallelism the shard (q_compressed: [s / TP, b, q_lora_rank], multi_latent_attention.py), so
+    // they, their norms and the sum below run over Tn tokens; the up projections (column-parallel)
+    // gather their inputs and run over T.
     // The norm's output feeds two linears (the query's down or whole projection, and kv_down):
     // their input gradients are summed before the norm's backward (profile-data train.json: one
     // bf16 add over [4096, 7168] after the two down projections' dgrad GEMMs, before ln_bwd).
-    if (autograd_sums) lk.b.push_back(input_grad_sum("mla_norm_dx_sum", T, h, e, 2));
+    if (autograd_sums) lk.b.push_back(input_grad_sum("mla_norm_dx_sum", Tn, h, e, 2));
     if (l.q_lora_rank > 0) {
       const double ql = static_cast<double>(l.q_lora_rank);
-      fp8_linear(r, "q_down", "q_down_dgrad", "q_down_wgrad", T, h, ql, e, lk, 1, norm_in);   // duplicated over tp
-      norm_kernels(m, T, ql, e, fused, "q_norm", "q_norm_bwd", lk.f, lk.b);
+      fp8_linear(r, "q_down", "q_down_dgrad", "q_down_wgrad", Tn, h, ql, e, lk, 1, norm_in);
+      norm_kernels(m, Tn, ql, e, fused, "q_norm", "q_norm_bwd", lk.f, lk.b);
       fp8_linear(r, "q_up", "q_up_dgrad", "q_up_wgrad", T, ql, heads * dqk, e, lk, 1, norm_in);
     } else {
       fp8_linear(r, "q_proj", "q_proj_dgrad", "q_proj_wgrad", T, h, heads * dqk, e, lk, 1, norm_in);
     }
     const double kvl = static_cast<double>(l.kv_lora_rank);
-    fp8_linear(r, "kv_down", "kv_down_dgrad", "kv_down_wgrad", T, h, kvl + rope, e, lk, 1, norm_in);   // duplicated over tp
-    norm_kernels(m, T, kvl, e, fused, "kv_norm", "kv_norm_bwd", lk.f, lk.b);
+    fp8_linear(r, "kv_down", "kv_down_dgrad", "kv_down_wgrad", Tn, h, kvl + rope, e, lk, 1, norm_in);
+    norm_kernels(m, Tn, kvl, e, fused, "kv_norm", "kv_norm_bwd", lk.f, lk.b);
     fp8_linear(r, "kv_up", "kv_up_dgrad", "kv_up_wgrad", T, kvl, heads * (l.qk_nope_head_dim + l.v_head_dim), e, lk, 1,
                norm_in);
     rope_kernels(T, heads * rope, e, fused, "rope_q", "rope_q_bwd", lk.f, lk.b);
@@ -262,15 +267,14 @@ LayerKernels layer_kernels(const ModelSpec& m, int layer, const RankShape& r) {
     const auto& mo = *m.moe;
     const double E = mo.experts, k = mo.top_k, fe = static_cast<double>(mo.expert_ffn_hidden);
     const double per_rank = E / r.ep;
-    // DeepSeek-V3's own MoE code: the blockwise recipe with DeepEP's fp8 dispatch (§3.3.3).
-    const bool fp8_moe_in = r.fp8 && r.fp8_blockwise() && r.fp8_dispatch;
     // The norm's output is read by the router, the dispatch and the shared experts: autograd sums
     // their input gradients before the norm's backward (Megatron's MoELayer, whichever dispatcher).
-    // DeepSeek's code sums one pair fewer and adds no shared output in the forward (profile-data
-    // train.json: one bf16 add over [4096, 7168], after the router's dgrad GEMM, before ln_bwd; none in
-    // the forward), as DeepEP's combine can take the shared experts' term into its reduce (its
-    // Buffer.combine's `bias`; the dispatch's backward is a combine).
-    const bool shared = mo.shared_experts > 0, shared_in_combine = shared && fp8_moe_in;
+    // With moe.shared_in_combine (DeepSeek's code) one pair fewer and no shared output added in the
+    // forward: DeepSeek's profile (profile-data train.json) has one bf16 add over [4096, 7168], after
+    // the router's dgrad GEMM, before ln_bwd, and none in the forward; DeepEP's combine takes bias
+    // tensors into its reduce (Buffer.combine's `bias`; the dispatch's backward is a combine), where
+    // the shared term can join, a reading the profile is consistent with, not one it shows.
+    const bool shared = mo.shared_experts > 0, shared_in_combine = shared && r.shared_in_combine;
     const int moe_paths = 2 + (shared && !shared_in_combine ? 1 : 0);
     if (autograd_sums) lk.b.push_back(input_grad_sum("moe_norm_dx_sum", Tn, h, e, moe_paths));
     // Router on the rank's own tokens; top-k; permutation into expert order.
@@ -293,6 +297,7 @@ LayerKernels layer_kernels(const ModelSpec& m, int layer, const RankShape& r) {
     // MoE up-projections quantised to fp8 for the dispatch): the rank's tokens quantised once in
     // 1x128 tiles before the dispatch; the shared expert's first GEMM reads the same copy
     // (profile-data train.json: one per_token_cast_to_fp8 of [4096, 7168] at the end of attn(F)).
+    const bool fp8_moe_in = r.fp8 && r.fp8_blockwise() && r.fp8_dispatch;
     if (fp8_moe_in) lk.f.push_back(fp8_quantise("fp8_quant_dispatch", Tn, h, e));
     push(lk.f, lk.b, {"moe_permute", "moe_unpermute_grad", e * Tn * h, e * Tn * k * h, 0});
     // Tokens one expert sees on this rank: the tp group's T tokens of each of
@@ -303,9 +308,9 @@ LayerKernels layer_kernels(const ModelSpec& m, int layer, const RankShape& r) {
     bx0 = lk.b.size();
     // Blockwise: the routed experts' fp8 weights transposed in the forward (profile-data train.json:
     // batched_transpose before each m_grouped GEMM), their scales copied into the GEMM's layout before
-    // each of the four grouped GEMMs, after the permute too (a torch direct_copy of [rows, in / 128]
-    // fp32: 1.7-2.1 M elements before fc1 and the fc2 dgrad, 0.5 M before fc2, 1.0-1.1 M before the
-    // fc1 dgrad); with the fp8 dispatch the first GEMM's input arrives quantised and the second's
+    // each of the four grouped GEMMs, the permute's output too (a torch direct_copy of rows x in / 128
+    // elements, fp32 by their count: 1.6-2.1 M before fc1 and the fc2 dgrad, 0.5-0.6 M before fc2,
+    // 0.9-1.1 M before the fc1 dgrad); with the fp8 dispatch the first GEMM's input arrives quantised and the second's
     // output gradient too (§3.3.3: the gradient before the down projections is sent in fp8).
     Fp8Operands fc1_io = kept_input(r, e), fc2_io = bf16_input(e);
     fc1_io.weight_transpose_in_forward = fc2_io.weight_transpose_in_forward = true;
@@ -336,7 +341,7 @@ LayerKernels layer_kernels(const ModelSpec& m, int layer, const RankShape& r) {
       lk.f_shared_end = lk.f.size();
       bs1 = lk.b.size();
       // Megatron's MoELayer adds the shared experts' output to the combined routed output
-      // (output = output + shared_experts(hidden)); DeepSeek's code in DeepEP's combine (above).
+      // (output = output + shared_experts(hidden)); with moe.shared_in_combine DeepEP's combine does (above).
       if (autograd_sums && !shared_in_combine) lk.f.push_back(memk("moe_shared_add", 2.0 * e * Tn * h, e * Tn * h, Tn * h));
     }
   } else {

@@ -186,8 +186,10 @@ double activation_bytes(const ModelSpec& m, int layer, const RankShape& r) {
   if (!rn) per_token += eq * h * rep;                         // QKV GEMM input (norm output)
   if (m.mla) {
     const auto& l = *m.mla;
-    // latents are duplicated over tp: q down output (norm input) and q norm output, same for kv
-    per_token += (rn ? 1 : 2) * e * (l.q_lora_rank + l.kv_lora_rank) + e * l.qk_rope_head_dim;
+    // the latents: q down output (norm input) and q norm output, same for kv, over the rank's own tokens
+    // (the down projections are duplicated over tp and read the sequence-parallel shard; the up
+    // projections keep their local input, as column-parallel linears); the rope key gathered
+    per_token += (rn ? 1 : 2) * e * (l.q_lora_rank + l.kv_lora_rank) * rep + e * l.qk_rope_head_dim;
   }
   if (!(rn && m.mla)) {
     per_token += e * (heads * dqk + kvh * dqk) * shard;       // Q and K for QK^T
@@ -260,20 +262,21 @@ double w_stash_bytes(const ModelSpec& m, int layer, const RankShape& r) {
   const double rep = r.sequence_parallel ? 1.0 / t : 1.0;
   const double heads = m.heads;
   double per_token = 0;
-  auto column = [&](double in, double out) { per_token += e * (in * rep + out / t); };   // in: full hidden
+  auto column = [&](double in, double out) { per_token += e * (in * rep + out / t); };   // in: the full width
   auto row = [&](double in, double out) { per_token += e * (in / t + out * rep); };
-  auto dup = [&](double in, double out) { per_token += e * (in + out); };               // duplicated over tp
+  // duplicated over tp, on the rank's own (sequence-parallel) tokens: MLA's down projections
+  auto dup = [&](double in, double out) { per_token += e * (in + out) * rep; };
   if (m.mla) {
     const auto& l = *m.mla;
     const double qk = qk_head_dim(m);
     if (l.q_lora_rank > 0) {
       dup(h, static_cast<double>(l.q_lora_rank));
-      per_token += e * (l.q_lora_rank + heads * qk / t);
+      column(static_cast<double>(l.q_lora_rank), heads * qk);
     } else {
       column(h, heads * qk);
     }
     dup(h, static_cast<double>(l.kv_lora_rank + l.qk_rope_head_dim));
-    per_token += e * (l.kv_lora_rank + heads * (l.qk_nope_head_dim + l.v_head_dim) / t);
+    column(static_cast<double>(l.kv_lora_rank), heads * (l.qk_nope_head_dim + l.v_head_dim));
   } else {
     column(h, (heads + 2.0 * m.kv_heads) * head_dim(m));
   }

@@ -54,6 +54,7 @@ RankShape rank_shape(const config::Scenario& s) {
     // node-limited gate reads them.
     sh.ep_nodes = std::max(1, hardware::place(layout_of(s), s.hardware).ep.domains);
     sh.node_limited_routing = sh.ep_nodes > s.moe.max_nodes_per_token;
+    sh.shared_in_combine = s.moe.shared_in_combine;
   }
   sh.recompute_norm_up_proj = s.moe.recompute_norm_up_proj;
   sh.fp8_activation_cache = s.moe.fp8_activation_cache;

@@ -51,6 +51,9 @@ struct RankShape {
   // moe.dispatcher = "deepep" with moe.fp8_dispatch and ep > 1: the tokens cross the EP dispatch
   // in fp8 1x128 tiles (DeepEP's dispatch takes the fp8 tensor and its scales), quantised before it.
   bool fp8_dispatch = false;
+  // moe.shared_in_combine (with DeepEP's dispatcher and ep > 1): the shared experts' term joins the routed
+  // one in DeepEP's combine, forward and backward (layer_kernels.cpp's MoE block).
+  bool shared_in_combine = false;
   // moe.dispatcher = "deepep" over an EP group spanning more nodes than moe.max_nodes_per_token:
   // DeepSeek-V3's node-limited gate (§2.1.2; its group-limited top-k: the experts in as many groups
   // as the EP group has nodes, a token's top-k taken within the M best groups, each group scored by

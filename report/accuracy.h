@@ -36,20 +36,25 @@ const FamilyAccuracy* family_accuracy(const config::Scenario&);
 // The family's mean signed error over both halves' rows.
 double mean_error(const FamilyAccuracy&);
 
-// A published MoE training run that a shipped scenario writes down (docs/moe-dualpipe.md): its published
-// tokens/s per GPU and the scenario's simulated one as shipped (tests/report/test_accuracy.cpp simulates
-// each again and checks it).
+// A published fp8 MoE training run that a shipped scenario writes down (docs/moe-dualpipe.md): its
+// published tokens/s per GPU (or one derived from published figures: `label` says how) and the
+// scenario's simulated one as shipped (tests/report/test_accuracy.cpp simulates each again and checks it).
 struct MoeRun {
   const char* scenario;   // scenarios/<file>
+  const char* hardware;   // its hardware profile (hardware/<name>.toml)
+  const char* label;      // what ran and where the figure comes from, for the accuracy line
   double published;       // tokens/s per GPU
   double simulated;       // the shipped scenario's tokens/s per GPU
 };
 const std::vector<MoeRun>& moe_runs();
 // A run's step-time error: published / simulated tokens/s - 1 (negative: the simulated step is shorter).
 double step_error(const MoeRun&);
-// Whether the MoE runs speak for a scenario: an MoE model on more than one GPU under ZeRO 0/1, not a
-// schedule lab, on a shipped hardware profile with its GPU's shipped calibration (as the runs were simulated).
+// Whether the MoE runs speak for a scenario: an MoE model in fp8 on more than one GPU under ZeRO 0/1, not a
+// schedule lab, on the shipped hardware profile of one of the runs' GPUs with its shipped calibration (as
+// the runs were simulated). Not for bf16 (no run), other GPUs or a datasheet run.
 bool moe_accuracy_applies(const config::Scenario&);
+// The runs' mean step-time error.
+double moe_mean_error();
 
 // "  accuracy  ..." (one line, with its newline) for the text report: the dense family's, or the MoE runs'; ""
 // without either.

@@ -1,14 +1,18 @@
 // The gradient sums of a tensor that several modules read (models/layer_kernels.cpp,
 // models::detail::input_grad_sum): MLA's norm output (two down projections), the MoE block's norm
 // output (router, dispatch, shared experts), and Megatron's forward add of the shared experts'
-// output; DeepSeek's code takes the shared experts' term into DeepEP's combine (its profile shows one
-// add per block backward and none in the forward).
+// output; with moe.shared_in_combine (DeepSeek's code) DeepEP's combine takes the shared experts' term
+// (its profile shows one add per block backward and none in the forward). MLA's down projections and
+// their sum run over the rank's own sequence-parallel tokens.
 #include <doctest/doctest.h>
 
+#include <cstdint>
+#include <filesystem>
 #include <string>
 #include <string_view>
 #include <vector>
 
+#include "config/loader.h"
 #include "hardware/cost_model.h"
 #include "models/layer_kernels.h"
 #include "models/rank_shape.h"
@@ -47,6 +51,7 @@ Layer moe_layer(const std::string& file, const std::vector<std::string>& sets = 
 
 TEST_CASE("DeepSeek's code: one gradient sum per block's norm output, none in the forward, placed as its profile shows") {
   const Layer l = moe_layer("2048xh800_deepseek_v3.toml");
+  REQUIRE(l.s.moe.shared_in_combine);
   const auto& b = l.lk.b;
   const double h = static_cast<double>(l.s.model.hidden);
   CHECK(calls(b, "mla_norm_dx_sum") == 1);
@@ -84,11 +89,43 @@ TEST_CASE("DeepSeek's code: one gradient sum per block's norm output, none in th
   CHECK(t < 60e-6 * 1.25);
 }
 
+TEST_CASE("moe.shared_in_combine, not the precision, decides where the shared experts' term joins") {
+  // The same scenario in bf16 keeps DeepEP's combine taking the shared term.
+  const Layer bf16 = moe_layer("2048xh800_deepseek_v3.toml", {"training.precision=bf16"});
+  CHECK(calls(bf16.lk.b, "moe_norm_dx_sum") == 1);
+  CHECK(index_of(bf16.lk.f, "moe_shared_add") < 0);
+  // Without the key: Megatron's MoELayer (two sums, the forward add), at the same fp8 recipe.
+  const Layer off = moe_layer("2048xh800_deepseek_v3.toml", {"moe.shared_in_combine=false"});
+  CHECK(calls(off.lk.b, "moe_norm_dx_sum") == 2);
+  CHECK(index_of(off.lk.f, "moe_shared_add") >= 0);
+  // It acts with DeepEP over ep > 1 only (as moe.fp8_dispatch): Megatron's all-to-all adds the shared output.
+  const Layer a2a = moe_layer("2048xh800_deepseek_v3.toml", {"moe.dispatcher=alltoall"});
+  CHECK(calls(a2a.lk.b, "moe_norm_dx_sum") == 2);
+  CHECK(index_of(a2a.lk.f, "moe_shared_add") >= 0);
+  // A model without shared experts: an error at its key.
+  config::LoadOptions o;
+  o.overrides = {"moe.dispatcher=deepep", "moe.shared_in_combine=true"};
+  const std::string root = std::filesystem::path(MFUSIM_TEST_DIR).parent_path().string();
+  CHECK_THROWS_WITH_AS(config::load_scenario(root + "/scenarios/64xgb200_mixtral_8x7b.toml", o),
+                       doctest::Contains("'moe.shared_in_combine': the model has no shared experts"), config::ConfigError);
+}
+
 TEST_CASE("Megatron's MoELayer: the shared experts' output added in the forward, three gradient paths summed") {
   // The Megatron-Bridge H100 scenario: DeepEP through Megatron's flex dispatcher, bf16 tokens.
   const Layer meg = moe_layer("1024xh100_deepseek_v3_megatron.toml");
+  CHECK_FALSE(meg.s.moe.shared_in_combine);
   CHECK(calls(meg.lk.b, "moe_norm_dx_sum") == 2);
   CHECK(calls(meg.lk.b, "mla_norm_dx_sum") == 1);
+  // tp 2 with sequence parallelism: MLA's duplicated down projections read the rank's shard (Megatron-Core's
+  // q_compressed: [s / TP, b, q_lora_rank]), so they and their sum run over T / tp tokens, the
+  // column-parallel up projections over the gathered T.
+  REQUIRE(meg.sh.tp == 2);
+  REQUIRE(meg.sh.sequence_parallel);
+  const double h = static_cast<double>(meg.s.model.hidden), T = meg.tokens * meg.sh.tp;
+  const double ql = static_cast<double>(meg.s.model.mla->q_lora_rank);
+  CHECK(meg.lk.b[static_cast<std::size_t>(index_of(meg.lk.b, "mla_norm_dx_sum"))].bytes == doctest::Approx(3 * 2 * meg.tokens * h));
+  CHECK(meg.lk.f[static_cast<std::size_t>(index_of(meg.lk.f, "q_down"))].flops == doctest::Approx(2 * meg.tokens * h * ql));
+  CHECK(meg.lk.f[static_cast<std::size_t>(index_of(meg.lk.f, "q_up"))].m == static_cast<std::int64_t>(T));
   const int add = index_of(meg.lk.f, "moe_shared_add");
   REQUIRE(add >= 0);
   CHECK(index_of(meg.lk.f, "shared_fc2") < add);
