@@ -225,12 +225,18 @@ std::vector<config::Scenario> enumerate_layouts(const config::Scenario& base, in
                   s.parallel.first_stage_layers = 0;
                   s.parallel.last_stage_layers = 0;
                   s.parallel.stage_layers.clear();
-                  // Layers that do not split evenly: one layer fewer on the first and the
-                  // last stage when that makes the rest even (the Llama 3 paper, §3.3.2,
-                  // balances embedding and LM head this way: 126 = 3 + 30 x 4 + 3).
                   const int vstages = pp * schedules::chunks_for(config::to_string(kind), v);
-                  if (pp > 1 && m.layers % vstages != 0 && (m.layers + 2) % vstages == 0 &&
-                      (m.layers + 2) / vstages >= 2) {
+                  if (pp > 1 && pp == base.parallel.pp && kind == base.schedule.name && v == base.parallel.vpp) {
+                    // The scenario's own pipeline: its own split too (the user's, e.g. the DeepSeek-V3
+                    // report's 15 stages of 4 layers and a last stage of 1).
+                    s.parallel.first_stage_layers = base.parallel.first_stage_layers;
+                    s.parallel.last_stage_layers = base.parallel.last_stage_layers;
+                    s.parallel.stage_layers = base.parallel.stage_layers;
+                  } else if (pp > 1 && m.layers % vstages != 0 && (m.layers + 2) % vstages == 0 &&
+                             (m.layers + 2) / vstages >= 2) {
+                    // Layers that do not split evenly: one layer fewer on the first and the
+                    // last stage when that makes the rest even (the Llama 3 paper, §3.3.2,
+                    // balances embedding and LM head this way: 126 = 3 + 30 x 4 + 3).
                     s.parallel.first_stage_layers = (m.layers + 2) / vstages - 1;
                     s.parallel.last_stage_layers = s.parallel.first_stage_layers;
                   }

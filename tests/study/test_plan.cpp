@@ -323,3 +323,25 @@ TEST_CASE("plan: moe.overlap_ep_comm is searched where Megatron's combined 1F1B 
   CHECK(study::describe(study::search_space(held, base.gpus, c)).find("overlap_ep_comm true,false") == std::string::npos);
   for (const auto& s : study::enumerate_layouts(held, base.gpus, c)) CHECK_FALSE(s.moe.overlap_ep_comm);
 }
+
+TEST_CASE("plan: the scenario's own pipeline keeps its own uneven split, so the DeepSeek-V3 report's layout is searched") {
+  // 61 layers on 16 DualPipe stages: 15 of 4 and a last of 1 (parallel.last_stage_layers = 1), a split no
+  // even or Llama-3-style rule gives; before, every pp 16 point broke a shape rule.
+  const auto base = config::load_scenario(kRoot + "/scenarios/2048xh800_deepseek_v3.toml", config::LoadOptions{}).base;
+  REQUIRE(base.parallel.last_stage_layers == 1);
+  REQUIRE(base.parallel.pp == 16);
+  study::SearchConstraints c;
+  c.fixed = {"parallel.tp", "parallel.cp", "parallel.dp", "training.micro_batch", "features.recompute",
+             "parallel.sequence_parallel"};
+  int report_layout = 0, other_pipelines_split = 0;
+  for (const auto& s : study::enumerate_layouts(base, base.gpus, c)) {
+    if (!config::validate(s).empty()) continue;
+    const bool own = s.parallel.pp == base.parallel.pp && s.schedule.name == base.schedule.name;
+    if (own) CHECK(s.parallel.last_stage_layers == 1);
+    else if (s.parallel.first_stage_layers || s.parallel.last_stage_layers) ++other_pipelines_split;
+    if (own && s.parallel.ep == 64 && s.moe.dispatcher == config::MoeDispatcher::deepep) ++report_layout;
+  }
+  CHECK(report_layout > 0);
+  // Other pipelines keep the even or Llama-3-style rules (63 = 61 + 2 divides no pp here).
+  CHECK(other_pipelines_split == 0);
+}
