@@ -78,14 +78,18 @@ PipelineSchedule v_min(const PipelineShape&);
 struct StageCosts {
   std::vector<double> f, b, w;   // one entry per pipeline rank
   double comm = 0;               // stage-to-stage transfer, as a latency
-  int max_inflight = 0;          // memory limit per rank in micro-batch activations M_B; 0 = pp (1F1B's)
+  int max_inflight = 0;          // memory limit in micro-batch activations M_B; 0 = pp (1F1B's peak)
   // Share of a micro-batch's activations held from its B to its W (F adds 1, B frees 1 - this, W frees
   // this). 1: the limit counts micro-batches between F start and W end.
   double w_memory_fraction = 1.0;
-  // Per rank: one micro-batch's activations relative to rank 0's (empty: all equal). The limit is
-  // max_inflight of rank 0's micro-batches on every rank, so a rank with heavier activations (the LM
-  // head's logits) holds fewer micro-batches.
+  // Per rank: one micro-batch's activations relative to rank 0's (empty: all equal), and what the rank
+  // holds whatever the schedule (weights, gradients, optimizer state) in the same unit (empty: none).
+  // The limit is one memory for every rank (one GPU's): 1F1B's peak, where rank r holds p - r of its own
+  // micro-batches, its activations scaled by max_inflight / p (2 p: ZB-2p); each rank holds as many of
+  // its own micro-batches as fit beside its fixed memory, so a rank with heavier activations (the LM
+  // head's logits) holds fewer, one lighter than 1F1B's peak rank more.
   std::vector<double> activation;
+  std::vector<double> fixed;
 };
 StageCosts uniform_costs(int ranks, double f, double b, double w, double comm, int max_inflight = 0,
                          double w_memory_fraction = 1.0);

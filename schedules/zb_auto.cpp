@@ -206,7 +206,8 @@ StageCosts uniform_costs(int ranks, double f, double b, double w, double comm, i
                          double w_memory_fraction) {
   const auto n = static_cast<std::size_t>(std::max(ranks, 0));
   return StageCosts{.f = std::vector<double>(n, f), .b = std::vector<double>(n, b), .w = std::vector<double>(n, w),
-                    .comm = comm, .max_inflight = max_inflight, .w_memory_fraction = w_memory_fraction, .activation = {}};
+                    .comm = comm, .max_inflight = max_inflight, .w_memory_fraction = w_memory_fraction, .activation = {},
+                    .fixed = {}};
 }
 
 PipelineSchedule zb_auto(const PipelineShape& shape, const StageCosts& given) {
@@ -232,18 +233,34 @@ PipelineSchedule zb_auto(const PipelineShape& shape, const StageCosts& given) {
     throw std::invalid_argument("zb-auto: schedule.max_inflight must be >= 0, 0 meaning pp (got " +
                                 std::to_string(costs.max_inflight) + ")");
   Planner plan(p, m, costs);
-  plan.limit.assign(P, static_cast<double>(costs.max_inflight == 0 ? p : costs.max_inflight));
+  const double n_inflight = static_cast<double>(costs.max_inflight == 0 ? p : costs.max_inflight);
+  plan.limit.assign(P, n_inflight);
   if (!costs.activation.empty()) {
     if (costs.activation.size() != P)
       throw std::invalid_argument("zb-auto: activations for " + std::to_string(costs.activation.size()) + " ranks, pp=" +
                                   std::to_string(p));
+    if (!costs.fixed.empty() && costs.fixed.size() != P)
+      throw std::invalid_argument("zb-auto: fixed memory for " + std::to_string(costs.fixed.size()) + " ranks, pp=" +
+                                  std::to_string(p));
+    // One memory for every rank (rank 0's micro-batches): 1F1B's peak, where its rank r holds p - r of its
+    // own micro-batches beside its fixed memory, the activations scaled by max_inflight / pp (pp, the
+    // default: 1F1B's; 2 pp: ZB-2p). The peak rank is rank 0 unless a later rank's micro-batches or
+    // weights are heavier enough (DeepSeek-V3's first stage holds three dense layers, the MoE stages
+    // after it more).
+    auto fixed = [&](std::size_t r) { return costs.fixed.empty() ? 0.0 : costs.fixed[r]; };
+    double budget = 0;
     for (std::size_t r = 0; r < P; ++r) {
       const double a = costs.activation[r];
       if (!(a > 0) || !(a < std::numeric_limits<double>::infinity()))
         throw std::invalid_argument("zb-auto: relative activations must be finite and > 0 (got " + std::to_string(a) + ")");
-      // At least one micro-batch, as 1F1B's last rank holds.
-      plan.limit[r] = std::max(1.0, std::floor(plan.limit[r] / a + 1e-9));
+      if (!(fixed(r) >= 0) || !(fixed(r) < std::numeric_limits<double>::infinity()))
+        throw std::invalid_argument("zb-auto: fixed memory must be finite and >= 0 (got " + std::to_string(fixed(r)) + ")");
+      budget = std::max(budget, fixed(r) + n_inflight / p * static_cast<double>(p - static_cast<int>(r)) * a);
     }
+    // Each rank as many of its own micro-batches as fit beside its fixed memory, at least one (as
+    // 1F1B's last rank).
+    for (std::size_t r = 0; r < P; ++r)
+      plan.limit[r] = std::max(1.0, std::floor((budget - fixed(r)) / costs.activation[r] + 1e-9));
   }
 
   PipelineSchedule best;

@@ -103,8 +103,16 @@ schedules::StageCosts Builder::zb_auto_costs() {
     c.w.push_back(w);
     c.activation.push_back(act - act_before);
   }
-  // Relative to rank 0's (see StageCosts::activation); all equal when rank 0 holds none.
+  // Relative to rank 0's (see StageCosts::activation); all equal when rank 0 holds none. What each rank
+  // holds whatever the schedule (its weights, gradients and optimizer state) in the same unit.
   const double act0 = c.activation.empty() ? 0.0 : c.activation.front();
+  if (act0 > 0)
+    for (int r = 0; r < p_; ++r) {
+      const auto& layers = stages[static_cast<std::size_t>(r)];
+      const models::StaticMemory sm = models::rank_static_memory(s_, layers, r == 0, r == p_ - 1, layers_.shape().fp32_autocast);
+      const double grads = models::grads_only_in_backward(s_) ? 0.0 : sm.grads;   // as the lowering holds them
+      c.fixed.push_back((sm.params + grads + sm.optimizer) / act0);
+    }
   for (double& a : c.activation) a = act0 > 0 && a > 0 ? a / act0 : 1.0;
   c.w_memory_fraction = act > 0 ? std::clamp(stash / act, 0.0, 1.0) : 1.0;
   if (p_ > 1) {
