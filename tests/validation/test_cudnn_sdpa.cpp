@@ -9,6 +9,7 @@
 #include <cstdio>
 #include <filesystem>
 #include <fstream>
+#include <map>
 #include <string>
 #include <vector>
 
@@ -204,4 +205,36 @@ TEST_CASE("run 51: the Blackwell tables' method, on the H200, prices back-to-bac
   CHECK(median(cudnn_small) == doctest::Approx(0.89).epsilon(0.03));
   CHECK(median(cudnn_long128) == doctest::Approx(0.89).epsilon(0.03));
   CHECK(*std::max_element(cudnn_long128.begin(), cudnn_long128.end()) < 0.95);
+}
+
+TEST_CASE("cudnn sdpa: one GB300 at cuDNN 9.13 per call and at 9.17 device-timed is as far apart as the B200 and GB200 tables") {
+  // The B200 table (cuDNN 9.13, one call at a time) and the GB200 table (cuDNN 9.17, the profiler's device
+  // times) price the same die's attention 1.35x / 1.28x (forward / backward) apart at 8k tokens. The GB300's
+  // two tables, one of each kind, show how much of that the cuDNN version and the method make on one GPU.
+  auto times = [](const std::vector<vx::SdpaRow>& rows, const std::string& backend) {
+    std::map<long long, std::pair<double, double>> out;   // seq -> (fwd s, bwd s)
+    for (const auto& r : rows)
+      if (r.backend == backend && r.fwd_tflops > 0 && r.bwd_tflops > 0) out[r.seq_q] = {r.seconds(false), r.seconds(true)};
+    return out;
+  };
+  const auto b200 = times(table("B200"), "pyt_cudnn"), gb200 = times(table("GB200"), "cudnn_fe");
+  const auto gb300_913 = times(vx::read_sdpa(vx::source_path("validation/cudnn_sdpa/gb300_bf16_913.csv")), "pyt_cudnn");
+  const auto gb300_917 = times(table("GB300"), "cudnn_fe");
+  for (long long seq : {8192LL, 16384LL, 32768LL}) {
+    CAPTURE(seq);
+    REQUIRE(b200.count(seq));
+    REQUIRE(gb200.count(seq));
+    REQUIRE(gb300_913.count(seq));
+    REQUIRE(gb300_917.count(seq));
+    const double vm_f = gb300_913.at(seq).first / gb300_917.at(seq).first;     // version and method, forward
+    const double vm_b = gb300_913.at(seq).second / gb300_917.at(seq).second;
+    const double bg_f = b200.at(seq).first / gb200.at(seq).first, bg_b = b200.at(seq).second / gb200.at(seq).second;
+    MESSAGE("GB300 9.13/9.17 " << vm_f << " / " << vm_b << ", B200/GB200 " << bg_f << " / " << bg_b << ", left "
+                               << bg_f / vm_f << " / " << bg_b / vm_b);
+    CHECK(vm_f > 1.1);   // the version and the method alone make the 9.13 calls at least 10% slower
+    CHECK(vm_b > 1.05);
+    // What is left between the B200 and the GB200 is their datasheet peaks' ratio (2,500 / 2,250 = 1.11) within 6%.
+    CHECK(bg_f / vm_f == doctest::Approx(2500.0 / 2250.0).epsilon(0.06));
+    CHECK(bg_b / vm_b == doctest::Approx(2500.0 / 2250.0).epsilon(0.06));
+  }
 }
