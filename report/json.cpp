@@ -2,7 +2,6 @@
 #include "report/accuracy.h"
 #include "hardware/calibration.h"
 
-#include <algorithm>
 #include <cmath>
 #include <cstdio>
 #include <stdexcept>

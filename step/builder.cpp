@@ -16,6 +16,14 @@ namespace mfusim::step {
 
 using schedules::PipelineShape;
 
+namespace {
+// What a rank's static memory keeps on the GPU through the step: its parameters and optimizer state, and its
+// gradient buffer unless the backward allocates the gradients (no DDP buckets: Lowered::lazy_grads).
+double resident_static_bytes(const config::Scenario& s, const models::StaticMemory& sm) {
+  return sm.params + (models::grads_only_in_backward(s) ? 0.0 : sm.grads) + sm.optimizer;
+}
+}  // namespace
+
 Lowered Builder::run() {
   plan();
   add_streams();
@@ -110,8 +118,7 @@ schedules::StageCosts Builder::zb_auto_costs() {
     for (int r = 0; r < p_; ++r) {
       const auto& layers = stages[static_cast<std::size_t>(r)];
       const models::StaticMemory sm = models::rank_static_memory(s_, layers, r == 0, r == p_ - 1, layers_.shape().fp32_autocast);
-      const double grads = models::grads_only_in_backward(s_) ? 0.0 : sm.grads;   // as the lowering holds them
-      c.fixed.push_back((sm.params + grads + sm.optimizer) / act0);
+      c.fixed.push_back(resident_static_bytes(s_, sm) / act0);
     }
   for (double& a : c.activation) a = act0 > 0 && a > 0 ? a / act0 : 1.0;
   c.w_memory_fraction = act > 0 ? std::clamp(stash / act, 0.0, 1.0) : 1.0;
@@ -276,9 +283,8 @@ void Builder::add_static_memory() {
     out_.params_bytes[r] = sm.params;
     out_.grads_bytes[r] = sm.grads;
     out_.optimizer_bytes[r] = sm.optimizer;
-    out_.static_bytes[r] = sm.params + sm.grads + sm.optimizer;
+    out_.static_bytes[r] = resident_static_bytes(s_, sm);
     if (models::grads_only_in_backward(s_)) {   // no DDP buckets: allocated in the backward (Lowered::lazy_grads)
-      out_.static_bytes[r] -= sm.grads;
       out_.grads_bytes[r] = 0;
     }
     // An EMA of the weights (moe.ema): an fp32 copy in HBM, or none with moe.ema_on_cpu

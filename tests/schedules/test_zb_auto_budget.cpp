@@ -7,6 +7,7 @@
 #include <vector>
 
 #include "config/loader.h"
+#include "schedules/lab.h"
 #include "schedules/schedule.h"
 #include "step/simulate.h"
 #include "tests/shipped_scenario.h"
@@ -14,18 +15,12 @@
 using namespace mfusim;
 
 namespace {
-// Per rank, the most micro-batches between a forward and its weight-gradient pass (w_memory_fraction 1).
-std::vector<int> peak_inflight(const schedules::PipelineSchedule& s) {
-  std::vector<int> out;
-  for (const auto& ops : s.order) {
-    int now = 0, peak = 0;
-    for (const auto& op : ops) {
-      if (op.kind == schedules::OpKind::F) peak = std::max(peak, ++now);
-      if (op.kind == schedules::OpKind::W) --now;
-    }
-    out.push_back(peak);
-  }
-  return out;
+// Per rank, the most micro-batches between a forward and its weight-gradient pass: the lab's memory
+// timeline with M_W = M_B (an activation freed only at its W), on unit costs.
+std::vector<double> peak_inflight(const schedules::PipelineSchedule& s) {
+  return schedules::run_lab(s, config::ScheduleCosts{.f = 1, .b = 1, .w = 1.0, .comm = 0, .fb = {}},
+                            schedules::LabOptions{.w_memory_fraction = 1.0})
+      .peak_activations;
 }
 }  // namespace
 
@@ -52,7 +47,7 @@ TEST_CASE("zb-auto: the limit is 1F1B's peak memory on every rank, each rank in 
   // Equal stages: max_inflight micro-batches on every rank, as before (pp = 4).
   costs.activation.clear();
   costs.fixed.clear();
-  for (int n : peak_inflight(schedules::zb_auto(shape, costs))) CHECK(n <= 4);
+  for (double n : peak_inflight(schedules::zb_auto(shape, costs))) CHECK(n <= 4);
   // A wrong-sized fixed vector is refused.
   costs.activation = {1, 3, 3, 3};
   costs.fixed = {0, 1};
