@@ -44,7 +44,7 @@ TEST_CASE("deepep: node-limited routing never puts more than M nodes' worth of b
   // DeepSeek-V3 §3.2.2: each token goes to at most M nodes, once per node over IB.
   for (int M : {1, 2, 3, 4, 8}) {
     for (int ep : {16, 32, 64}) {
-      auto s = load("2048xh800_deepseek_v3.toml", {"moe.max_nodes_per_token=" + std::to_string(M),
+      auto s = load("2048xh800_deepseek_v3.toml", {"moe.imbalance=1.0", "moe.max_nodes_per_token=" + std::to_string(M),
                                                    "parallel.ep=" + std::to_string(ep)});
       hardware::Group g{ep, ep / 8, 8};
       const double T = 4096;
@@ -67,14 +67,15 @@ TEST_CASE("deepep: node-limited routing never puts more than M nodes' worth of b
 }
 
 TEST_CASE("moe.imbalance = 1.0 reproduces the balanced numbers exactly") {
+  // A skewed routing is slower: the slowest rank gates the all-to-all and the expert GEMMs. The H800
+  // scenario ships the profile's 1.19 (tests/moe/test_profile_imbalance.cpp), between balanced and 1.3.
   for (const char* d : {"alltoall", "deepep"}) {
-    const auto a = run(load("2048xh800_deepseek_v3.toml", {std::string("moe.dispatcher=") + d}));
-    const auto b = run(load("2048xh800_deepseek_v3.toml", {std::string("moe.dispatcher=") + d, "moe.imbalance=1.0"}));
-    CHECK(a.step_time_s == b.step_time_s);
-    CHECK(a.breakdown.ep_comm_exposed == b.breakdown.ep_comm_exposed);
-    // and a skewed routing is slower: the slowest rank gates the all-to-all and the expert GEMMs.
+    const auto a = run(load("2048xh800_deepseek_v3.toml", {std::string("moe.dispatcher=") + d, "moe.imbalance=1.0"}));
+    const auto b = run(load("2048xh800_deepseek_v3.toml", {std::string("moe.dispatcher=") + d}));
     const auto c = run(load("2048xh800_deepseek_v3.toml", {std::string("moe.dispatcher=") + d, "moe.imbalance=1.3"}));
-    CHECK(c.step_time_s > a.step_time_s);
+    CHECK(b.step_time_s > a.step_time_s);
+    CHECK(c.step_time_s > b.step_time_s);
+    CHECK(b.breakdown.ep_comm_exposed >= a.breakdown.ep_comm_exposed);
   }
   // The H100 scenario (Megatron's dispatcher, no [moe] table) with the key given explicitly.
   const auto h = run(load("2048xh100_deepseek_v3.toml"));
@@ -133,8 +134,10 @@ TEST_CASE("DeepEP's transfers beside compute last as long as DeepSeek's profile 
   // pair on H800, EP 64) has DeepEP's internode fp8 dispatch at 3.113-3.613 ms (mean 3.405 of 4)
   // and its bf16 combine at 5.847-6.549 ms (mean 6.181 of 8), against the 2.4 and 4.7 ms that
   // DeepEP's published alone bandwidths give. The steady pairs' transfers of the H800 scenario on
-  // a middle pipeline rank must land within 10% of the measured means.
-  auto s = load("2048xh800_deepseek_v3.toml");
+  // a middle pipeline rank must land within 10% of the measured means. The profiled rank carried its own
+  // load, 0.99 of the mean (validation/deepseek_load/: 32,320 routed rows per pass against 32,768), so the
+  // transfers compare at balanced routing, not at the scenario's slowest of 64 ranks (moe.imbalance 1.19).
+  auto s = load("2048xh800_deepseek_v3.toml", {"moe.imbalance=1.0"});
   CHECK(hardware::sm_paced_comm_slowdown() == doctest::Approx(1 / 0.719));
   step::SimulateOptions so;
   so.keep_timeline = true;

@@ -1,0 +1,64 @@
+// The H800 DeepSeek-V3 scenario's expert load imbalance (moe.imbalance) is what DeepSeek's published training
+// profile gives (validation/deepseek_load/): the profiled rank's routed rows over its 8 (layer, micro-batch)
+// passes, their coefficient of variation, and the slowest of the 64 EP ranks if each spreads so:
+// 1 + CV x E[max of 64 standard normals]. Recomputed here from the committed rows, with its own integration.
+#include <doctest/doctest.h>
+
+#include <cmath>
+#include <fstream>
+#include <sstream>
+#include <string>
+#include <vector>
+
+#include "tests/shipped_scenario.h"
+
+using namespace mfusim;
+
+namespace {
+std::vector<double> profile_rows() {
+  std::ifstream in(std::string(MFUSIM_SOURCE_DIR) + "/validation/deepseek_load/expert_rows.csv");
+  std::vector<double> rows;
+  std::string line;
+  std::getline(in, line);   // header
+  while (std::getline(in, line)) {
+    std::stringstream ss(line);
+    std::string t, r;
+    std::getline(ss, t, ',');
+    std::getline(ss, r, ',');
+    rows.push_back(std::stod(r));
+  }
+  return rows;
+}
+
+// E[max of n standard normals] = int_0^inf (1 - Phi^n) - int_-inf^0 Phi^n (trapezoids of 1e-4).
+double expected_max(int n) {
+  auto Phi = [](double x) { return 0.5 * std::erfc(-x / std::sqrt(2.0)); };
+  double e = 0;
+  const double h = 1e-4;
+  for (double x = h / 2; x < 10; x += h) e += (1 - std::pow(Phi(x), n)) * h - std::pow(Phi(-x), n) * h;
+  return e;
+}
+}  // namespace
+
+TEST_CASE("the H800 DeepSeek-V3 scenario's imbalance is the slowest of 64 ranks loaded as the profile's rank") {
+  const auto rows = profile_rows();
+  REQUIRE(rows.size() == 8);
+  double mean = 0;
+  for (double r : rows) {
+    CHECK(std::fmod(r, 128.0) == 0.0);   // DeepGEMM's per-expert padding: these are the GEMMs' rows
+    mean += r / 8;
+  }
+  double ss = 0;
+  for (double r : rows) ss += (r - mean) * (r - mean);
+  const double cv = std::sqrt(ss / 7) / mean;
+  CHECK(cv == doctest::Approx(0.0799).epsilon(0.01));
+  // Balanced in expectation: 4,096 tokens x 8 experts x 64 ranks over 256 experts, 4 per rank.
+  CHECK(mean == doctest::Approx(32768).epsilon(0.03));
+  const double e64 = expected_max(64);
+  CHECK(e64 == doctest::Approx(2.3437).epsilon(0.001));
+  const double figure = 1 + cv * e64;
+  const auto s = testing::shipped_scenario("2048xh800_deepseek_v3.toml");
+  CHECK(std::fabs(s.moe.imbalance - figure) <= 0.005);   // the scenario carries it to two decimals
+  // The Megatron-Bridge H100 run forced its routing balanced (moe_router_force_load_balancing): 1.
+  CHECK(testing::shipped_scenario("1024xh100_deepseek_v3_megatron.toml").moe.imbalance == 1.0);
+}
