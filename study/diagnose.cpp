@@ -51,6 +51,7 @@ std::vector<std::string> targets(const std::string& lever) {
   if (lever == "fp8 weights (--fp8-param-gather)") return {"dp_comm_exposed"};
   if (lever == "DeepEP dispatcher" || lever == "EP degree" || lever == "F&B pair as DeepSeek-V3 Figure 4")
     return {"ep_comm_exposed"};
+  if (lever == "balanced expert load") return {"forward", "backward", "ep_comm_exposed"};
   if (lever.rfind("NCCL", 0) == 0) return {"tp_comm_exposed", "dp_comm_exposed", "pp_comm_exposed", "ep_comm_exposed"};
   if (lever.rfind("power limit", 0) == 0) return {"forward", "backward", "recompute"};
   if (lever == "fused AdamW") return {"optimizer"};
@@ -128,6 +129,10 @@ std::string why_it_helps(const std::string& lever, const std::string& part) {
   if (lever == "fused AdamW")
     return "torch's fused AdamW reads and writes the optimizer states once (28-30 bytes per parameter) where the "
            "foreach implementation makes eight passes (80-82; run 37)";
+  if (lever == "balanced expert load")
+    return "every EP rank at the mean load instead of the slowest rank's (moe.imbalance): its experts' kernels and "
+           "transfers shrink; Megatron buys it by dropping tokens at capacity factor 1 with padding "
+           "(--moe-expert-capacity-factor 1 --moe-pad-expert-input-to-capacity), at a cost to quality";
   if (lever.rfind("fp8 weights", 0) == 0 && part != "dp_comm_exposed")
     return "no bf16 copy of the linear weights in HBM (a memory lever)";
   if (part == "bubble") return "fewer or shorter pipeline bubbles: more micro-batches per stage chunk, or a schedule that fills the idle slots";
@@ -242,6 +247,8 @@ std::vector<std::pair<std::string, std::vector<std::string>>> lever_candidates(c
     for (int ep : {p.ep / 2, p.ep * 2})
       if (ep >= 1 && s.model.moe->experts % ep == 0 && (p.dp * p.cp * p.tp) % ep == 0)
         c.push_back({"EP degree", {"parallel.ep=" + std::to_string(ep)}});
+    // What the slowest EP rank's load costs (moe.imbalance above 1): every rank at the mean load.
+    if (s.moe.imbalance > 1.0) c.push_back({"balanced expert load", {"moe.imbalance=1.0"}});
     flag("recompute norm + MLA up-proj", "moe.recompute_norm_up_proj", s.moe.recompute_norm_up_proj, true);
     flag("fp8 activation cache", "moe.fp8_activation_cache", s.moe.fp8_activation_cache, true);
     // DualPipe's F&B pair arranged as the report's Figure 4: each transfer of one chain beside a

@@ -426,3 +426,17 @@ TEST_CASE("diagnose: the power limit is a lever where the board runs below the c
   CHECK(it->step_time_s < d.base.step_time_s / 1.1);
   CHECK(it->why.find("the clock the higher board limit leaves") != std::string::npos);
 }
+
+TEST_CASE("diagnose: balanced expert load is a lever of an MoE scenario whose slowest EP rank carries more") {
+  // moe.imbalance above 1 (the H800 DeepSeek-V3 scenario's 1.19, from DeepSeek's profile): the lever sets it to 1.
+  CHECK(lever_sets("2048xh800_deepseek_v3.toml", {}, "balanced expert load") == std::vector<std::string>{"moe.imbalance=1.0"});
+  CHECK(lever_sets("2048xh800_deepseek_v3.toml", {"moe.imbalance=1.0"}, "balanced expert load").empty());
+  // The Megatron-Bridge run forced its routing balanced (1.0); a dense model has no experts.
+  CHECK(lever_sets("1024xh100_deepseek_v3_megatron.toml", {}, "balanced expert load").empty());
+  CHECK(lever_sets("128xh100_70b.toml", {}, "balanced expert load").empty());
+  CHECK(lever_sets("1024xh100_deepseek_v3_megatron.toml", {"moe.imbalance=1.3"}, "balanced expert load") ==
+        std::vector<std::string>{"moe.imbalance=1.0"});
+  const std::string why = study::why_it_helps("balanced expert load", "backward");
+  CHECK(why.find("moe.imbalance") != std::string::npos);
+  CHECK(why.find("capacity factor") != std::string::npos);
+}
