@@ -129,6 +129,16 @@ void scale_expert_wgrads(const config::Scenario& s, std::vector<hardware::Kernel
     if (std::string_view(k.name).rfind("expert_", 0) == 0) scale_expert_kernel(k, im, true);
 }
 
+void scale_expert_permutes(const config::Scenario& s, std::vector<hardware::Kernel>& ks) {
+  const double im = s.moe.imbalance;
+  if (im == 1.0 || s.moe.dispatcher != config::MoeDispatcher::deepep || s.parallel.ep <= 1) return;
+  for (hardware::Kernel& k : ks) {
+    const std::string_view n(k.name);
+    if (n == "moe_permute" || n == "moe_unpermute" || n == "moe_permute_grad" || n == "moe_unpermute_grad")
+      scale_expert_kernel(k, im, false);
+  }
+}
+
 void group_expert_gemms(const config::Scenario& s, std::vector<hardware::Kernel>& ks, std::size_t from, std::size_t to,
                         bool wgrad) {
   if (!s.calibration || !(s.calibration->has_gemm_grouped || s.calibration->has_gemm_grouped_fp8)) return;

@@ -62,6 +62,13 @@ void scale_expert_kernels(const config::Scenario&, std::vector<hardware::Kernel>
 // The same for the weight-gradient pass: the kernels named expert_*.
 void scale_expert_wgrads(const config::Scenario&, std::vector<hardware::Kernel>& ks);
 
+// Under DeepEP the token permutation is the receiver's: it expands the tokens the rank received into its
+// experts' rows and reduces the rows back before the combine (DeepSeek's profile: expand_to_fused and
+// reduce_fused, their grids following the rows), so the slowest rank's are scaled too (moe_permute,
+// moe_unpermute and their gradients). Megatron's all-to-all dispatcher permutes the rank's own tokens before
+// the transfer: unchanged.
+void scale_expert_permutes(const config::Scenario&, std::vector<hardware::Kernel>& ks);
+
 // Grouped expert GEMMs: with a calibration that has [gemm_grouped], each expert GEMM of the
 // rank's `count` experts becomes one grouped call, priced as one dense GEMM of the group's total
 // size (tokens of all experts for the forward and input gradient, the reduction over them for

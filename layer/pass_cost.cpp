@@ -449,6 +449,8 @@ LayerCost LayerCosts::cost_of(int layer, models::LayerKernels ks, const models::
     scale_expert_kernels(s_, ks.f, ks.f_experts, ks.f_experts_end);
     scale_expert_kernels(s_, ks.b, ks.b_experts, ks.b_experts_end);
     scale_expert_wgrads(s_, ks.w);
+    scale_expert_permutes(s_, ks.f);
+    scale_expert_permutes(s_, ks.b);
     group_expert_gemms(s_, ks.f, ks.f_experts, ks.f_experts_end, false);   // one grouped call ([gemm_grouped])
     group_expert_gemms(s_, ks.b, ks.b_experts, ks.b_experts_end, false);
     group_expert_gemms(s_, ks.w, 0, ks.w.size(), true);

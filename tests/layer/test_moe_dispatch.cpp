@@ -66,7 +66,7 @@ TEST_CASE("deepep: node-limited routing never puts more than M nodes' worth of b
   CHECK(layer::deepep_traffic(s, g, 1, true).token_bytes == doctest::Approx(2 * 7168));
 }
 
-TEST_CASE("moe.imbalance = 1.0 reproduces the balanced numbers exactly") {
+TEST_CASE("moe.imbalance: 1.0 reproduces the balanced numbers exactly, and the slowest rank's load slows the step") {
   // A skewed routing is slower: the slowest rank gates the all-to-all and the expert GEMMs. The H800
   // scenario ships the profile's 1.19 (tests/moe/test_profile_imbalance.cpp), between balanced and 1.3.
   for (const char* d : {"alltoall", "deepep"}) {
@@ -76,6 +76,31 @@ TEST_CASE("moe.imbalance = 1.0 reproduces the balanced numbers exactly") {
     CHECK(b.step_time_s > a.step_time_s);
     CHECK(c.step_time_s > b.step_time_s);
     CHECK(b.breakdown.ep_comm_exposed >= a.breakdown.ep_comm_exposed);
+  }
+  // What the imbalance scales (layer::scale_expert_kernels, scale_expert_permutes): the slowest rank's forward
+  // carries imbalance x the FLOPs of its experts' kernels and, under DeepEP, of the receiver's token permutation,
+  // and nothing else of the layer.
+  {
+    const auto s1 = load("2048xh800_deepseek_v3.toml", {"moe.imbalance=1.0"});
+    const auto s2 = load("2048xh800_deepseek_v3.toml", {"moe.imbalance=1.25"});
+    const int l = s1.model.moe->dense_layers;
+    layer::LayerCosts c1(s1), c2(s2);
+    c1.place();
+    c2.place();
+    auto flops = [](const layer::PassCost& pc) {
+      double f = 0;
+      for (const auto& sg : pc.segs) f += sg.flops;
+      return f;
+    };
+    double routed = 0;
+    const auto ks = models::layer_kernels(s1.model, l, c1.shape());
+    for (std::size_t i = 0; i < ks.f.size(); ++i) {
+      const std::string n = ks.f[i].name;
+      const bool experts = i >= ks.f_experts && i < ks.f_experts_end && n != "fp8_weight_transpose";
+      if (experts || n == "moe_permute" || n == "moe_unpermute") routed += ks.f[i].flops * ks.f[i].count;
+    }
+    REQUIRE(routed > 0);
+    CHECK(flops(c2.layer_cost(l).f) - flops(c1.layer_cost(l).f) == doctest::Approx(0.25 * routed).epsilon(1e-6));
   }
   // The H100 scenario (Megatron's dispatcher, no [moe] table) with the key given explicitly.
   const auto h = run(load("2048xh100_deepseek_v3.toml"));

@@ -15,19 +15,22 @@
 using namespace mfusim;
 
 namespace {
-std::vector<double> profile_rows() {
+struct Pass { double rows, expand_grid; };
+std::vector<Pass> profile_passes() {
   std::ifstream in(std::string(MFUSIM_SOURCE_DIR) + "/validation/deepseek_load/expert_rows.csv");
-  std::vector<double> rows;
+  std::vector<Pass> out;
   std::string line;
-  std::getline(in, line);   // header
+  std::getline(in, line);   // header: ms_from_trace_start,rows,kernel_us,expand_grid
   while (std::getline(in, line)) {
     std::stringstream ss(line);
-    std::string t, r;
+    std::string t, r, us, x;
     std::getline(ss, t, ',');
     std::getline(ss, r, ',');
-    rows.push_back(std::stod(r));
+    std::getline(ss, us, ',');
+    std::getline(ss, x, ',');
+    out.push_back({std::stod(r), std::stod(x)});
   }
-  return rows;
+  return out;
 }
 
 // E[max of n standard normals] = int_0^inf (1 - Phi^n) - int_-inf^0 Phi^n (trapezoids of 1e-4).
@@ -41,12 +44,16 @@ double expected_max(int n) {
 }  // namespace
 
 TEST_CASE("the H800 DeepSeek-V3 scenario's imbalance is the slowest of 64 ranks loaded as the profile's rank") {
-  const auto rows = profile_rows();
-  REQUIRE(rows.size() == 8);
+  const auto passes = profile_passes();
+  REQUIRE(passes.size() == 8);
+  std::vector<double> rows;
   double mean = 0;
-  for (double r : rows) {
-    CHECK(std::fmod(r, 128.0) == 0.0);   // DeepGEMM's per-expert padding: these are the GEMMs' rows
-    mean += r / 8;
+  for (const Pass& p : passes) {
+    CHECK(std::fmod(p.rows, 128.0) == 0.0);   // DeepGEMM's per-expert padding: these are the GEMMs' rows
+    // The same pass's expansion of the received tokens into the experts' rows, 16 rows per block.
+    CHECK(p.rows == 16 * p.expand_grid);
+    rows.push_back(p.rows);
+    mean += p.rows / 8;
   }
   double ss = 0;
   for (double r : rows) ss += (r - mean) * (r - mean);
