@@ -239,6 +239,10 @@ std::string text_report(const step::StepResult& r, const std::vector<step::WhatI
     if (boards) o << "each board holds its own, run 46";
     o << ")\n";
   }
+  const auto& sc = r.scenario;
+  if (!lab && sc.model.is_moe() && sc.parallel.ep > 1 && sc.moe.imbalance > 1.0)
+    o << "  (the experts' kernels and EP transfers above run at the slowest of the " << sc.parallel.ep
+      << " EP ranks' load, x" << fmt("%.2f", sc.moe.imbalance) << " the mean: moe.imbalance; memory at the mean)\n";
   const auto& m = r.memory;
   if (lab) {
     // No bytes in the lab: activations are counted in micro-batches.

@@ -10,6 +10,8 @@
 #include <string>
 #include <vector>
 
+#include "report/text.h"
+#include "step/simulate.h"
 #include "tests/shipped_scenario.h"
 
 using namespace mfusim;
@@ -68,4 +70,13 @@ TEST_CASE("the H800 DeepSeek-V3 scenario's imbalance is the slowest of 64 ranks 
   CHECK(std::fabs(s.moe.imbalance - figure) <= 0.005);   // the scenario carries it to two decimals
   // The Megatron-Bridge H100 run forced its routing balanced (moe_router_force_load_balancing): 1.
   CHECK(testing::shipped_scenario("1024xh100_deepseek_v3_megatron.toml").moe.imbalance == 1.0);
+}
+
+TEST_CASE("run says when the experts run at the slowest EP rank's load") {
+  const auto shipped = step::simulate(testing::shipped_scenario("2048xh800_deepseek_v3.toml"));
+  const std::string line = "run at the slowest of the 64 EP ranks' load, x1.19 the mean: moe.imbalance";
+  CHECK(report::text_report(shipped, {}, false).find(line) != std::string::npos);
+  const auto balanced = step::simulate(testing::shipped_scenario("2048xh800_deepseek_v3.toml", {"moe.imbalance=1.0"}));
+  CHECK(report::text_report(balanced, {}, false).find("moe.imbalance") == std::string::npos);
+  CHECK(balanced.step_time_s < shipped.step_time_s);
 }
