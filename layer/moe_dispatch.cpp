@@ -118,13 +118,13 @@ void scale_expert_kernel(hardware::Kernel& k, double im, bool wgrad) {
 void scale_expert_kernels(const config::Scenario& s, std::vector<hardware::Kernel>& ks, std::size_t from,
                           std::size_t to) {
   const double im = s.moe.imbalance;
-  if (im == 1.0) return;
+  if (im == 1.0 || s.parallel.ep <= 1) return;   // one EP rank holds every expert: T x top_k rows, however routed
   for (std::size_t i = std::min(from, ks.size()); i < std::min(to, ks.size()); ++i) scale_expert_kernel(ks[i], im, false);
 }
 
 void scale_expert_wgrads(const config::Scenario& s, std::vector<hardware::Kernel>& ks) {
   const double im = s.moe.imbalance;
-  if (im == 1.0) return;
+  if (im == 1.0 || s.parallel.ep <= 1) return;
   for (hardware::Kernel& k : ks)
     if (std::string_view(k.name).rfind("expert_", 0) == 0) scale_expert_kernel(k, im, true);
 }

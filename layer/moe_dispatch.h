@@ -56,7 +56,7 @@ EpTimes ep_times(const config::Scenario& s, const models::LayerComm& lc, const m
 int deepep_sms(const config::Scenario&);
 
 // Expert GEMMs of the slowest EP rank: the kernels' tokens scaled by moe.imbalance
-// (unchanged at 1.0).
+// (unchanged at 1.0, and at ep = 1, where the one rank holds every expert and T x top_k rows however they route).
 void scale_expert_kernels(const config::Scenario&, std::vector<hardware::Kernel>& ks, std::size_t from, std::size_t to);
 
 // The same for the weight-gradient pass: the kernels named expert_*.

@@ -102,6 +102,13 @@ TEST_CASE("moe.imbalance: 1.0 reproduces the balanced numbers exactly, and the s
     REQUIRE(routed > 0);
     CHECK(flops(c2.layer_cost(l).f) - flops(c1.layer_cost(l).f) == doctest::Approx(0.25 * routed).epsilon(1e-6));
   }
+  // Without expert parallelism one rank holds every expert and all T x top_k rows, however they route: no
+  // slowest rank, no change.
+  const auto m1 = run(load("64xgb200_mixtral_8x7b.toml", {"parallel.ep=1"}));
+  const auto m2 = run(load("64xgb200_mixtral_8x7b.toml", {"parallel.ep=1", "moe.imbalance=1.5"}));
+  CHECK(m1.step_time_s == m2.step_time_s);
+  CHECK(run(load("64xgb200_mixtral_8x7b.toml", {"moe.imbalance=1.5"})).step_time_s >
+        run(load("64xgb200_mixtral_8x7b.toml")).step_time_s);
   // The H100 scenario (Megatron's dispatcher, no [moe] table) with the key given explicitly.
   const auto h = run(load("2048xh100_deepseek_v3.toml"));
   const auto h1 = run(load("2048xh100_deepseek_v3.toml", {"moe.imbalance=1.0", "moe.dispatcher=alltoall"}));
