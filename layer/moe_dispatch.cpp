@@ -65,7 +65,7 @@ EpTraffic deepep_traffic(const config::Scenario& s, const hardware::Group& ep, d
   const auto& mo = *s.model.moe;
   const double h = static_cast<double>(s.model.hidden);
   t.token_bytes = !combine && s.moe.fp8_dispatch ? h + 4.0 * std::ceil(h / 128.0) : 2.0 * h;
-  const double im = s.moe.imbalance;
+  const double im = expert_load_imbalance(s);
   const double E = mo.experts, k = mo.top_k;
   const double p = std::max(1, ep.per_domain);   // EP ranks in one node
   const double N = std::max(1, ep.domains);      // nodes of the EP group
@@ -115,23 +115,27 @@ void scale_expert_kernel(hardware::Kernel& k, double im, bool wgrad) {
 }
 }  // namespace
 
+double expert_load_imbalance(const config::Scenario& s) {
+  return s.model.is_moe() && s.parallel.ep > 1 ? s.moe.imbalance : 1.0;
+}
+
 void scale_expert_kernels(const config::Scenario& s, std::vector<hardware::Kernel>& ks, std::size_t from,
                           std::size_t to) {
-  const double im = s.moe.imbalance;
-  if (im == 1.0 || s.parallel.ep <= 1) return;   // one EP rank holds every expert: T x top_k rows, however routed
+  const double im = expert_load_imbalance(s);
+  if (im == 1.0) return;
   for (std::size_t i = std::min(from, ks.size()); i < std::min(to, ks.size()); ++i) scale_expert_kernel(ks[i], im, false);
 }
 
 void scale_expert_wgrads(const config::Scenario& s, std::vector<hardware::Kernel>& ks) {
-  const double im = s.moe.imbalance;
-  if (im == 1.0 || s.parallel.ep <= 1) return;
+  const double im = expert_load_imbalance(s);
+  if (im == 1.0) return;
   for (hardware::Kernel& k : ks)
     if (std::string_view(k.name).rfind("expert_", 0) == 0) scale_expert_kernel(k, im, true);
 }
 
 void scale_expert_permutes(const config::Scenario& s, std::vector<hardware::Kernel>& ks) {
-  const double im = s.moe.imbalance;
-  if (im == 1.0 || s.moe.dispatcher != config::MoeDispatcher::deepep || s.parallel.ep <= 1) return;
+  const double im = expert_load_imbalance(s);
+  if (im == 1.0 || s.moe.dispatcher != config::MoeDispatcher::deepep) return;
   for (hardware::Kernel& k : ks) {
     const std::string_view n(k.name);
     if (n == "moe_permute" || n == "moe_unpermute" || n == "moe_permute_grad" || n == "moe_unpermute_grad")

@@ -55,8 +55,12 @@ EpTimes ep_times(const config::Scenario& s, const models::LayerComm& lc, const m
 // them slows by the measured held-SM curves (hardware::contention, runs 14 and 29).
 int deepep_sms(const config::Scenario&);
 
-// Expert GEMMs of the slowest EP rank: the kernels' tokens scaled by moe.imbalance
-// (unchanged at 1.0, and at ep = 1, where the one rank holds every expert and T x top_k rows however they route).
+// The slowest EP rank's load over the mean that the step runs at: moe.imbalance for an MoE model with
+// expert parallelism, 1 otherwise (at ep = 1 the one rank holds every expert and T x top_k rows however they
+// route: nothing waits for a slowest rank).
+double expert_load_imbalance(const config::Scenario&);
+
+// Expert GEMMs of the slowest EP rank: the kernels' tokens scaled by expert_load_imbalance (unchanged at 1).
 void scale_expert_kernels(const config::Scenario&, std::vector<hardware::Kernel>& ks, std::size_t from, std::size_t to);
 
 // The same for the weight-gradient pass: the kernels named expert_*.
@@ -99,7 +103,8 @@ EpTimes ep_times(const config::Scenario& s, const models::LayerComm& lc, const m
   t.nic = ep.crosses_domains();
   if (s.moe.dispatcher == config::MoeDispatcher::alltoall) {
     // The slowest rank receives imbalance x the mean; at 1.0 the bytes are unchanged.
-    const double bytes = s.moe.imbalance == 1.0 ? lc.ep_all_to_all_bytes : lc.ep_all_to_all_bytes * s.moe.imbalance;
+    const double im = expert_load_imbalance(s);
+    const double bytes = im == 1.0 ? lc.ep_all_to_all_bytes : lc.ep_all_to_all_bytes * im;
     t.dispatch_s = t.combine_s = all_to_all(bytes);
     return t;
   }

@@ -8,6 +8,7 @@
 #include "report/accuracy.h"
 #include "report/timeline_ascii.h"
 #include "hardware/calibration.h"
+#include "layer/moe_dispatch.h"
 
 namespace mfusim::report {
 
@@ -239,10 +240,10 @@ std::string text_report(const step::StepResult& r, const std::vector<step::WhatI
     if (boards) o << "each board holds its own, run 46";
     o << ")\n";
   }
-  const auto& sc = r.scenario;
-  if (!lab && sc.model.is_moe() && sc.parallel.ep > 1 && sc.moe.imbalance > 1.0)
-    o << "  (the experts' kernels and EP transfers above run at the slowest of the " << sc.parallel.ep
-      << " EP ranks' load, x" << fmt("%.2f", sc.moe.imbalance) << " the mean: moe.imbalance; memory at the mean)\n";
+  const double imbalance = layer::expert_load_imbalance(r.scenario);
+  if (!lab && imbalance > 1.0)
+    o << "  (the experts' kernels and EP transfers above run at the slowest of the " << r.scenario.parallel.ep
+      << " EP ranks' load, x" << fmt("%.2f", imbalance) << " the mean: moe.imbalance; memory at the mean)\n";
   const auto& m = r.memory;
   if (lab) {
     // No bytes in the lab: activations are counted in micro-batches.

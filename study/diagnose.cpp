@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <cmath>
 
+#include "layer/moe_dispatch.h"
 #include "step/lower.h"
 #include "step/simulate.h"
 #include "study/parallel_map.h"
@@ -248,7 +249,7 @@ std::vector<std::pair<std::string, std::vector<std::string>>> lever_candidates(c
       if (ep >= 1 && s.model.moe->experts % ep == 0 && (p.dp * p.cp * p.tp) % ep == 0)
         c.push_back({"EP degree", {"parallel.ep=" + std::to_string(ep)}});
     // What the slowest EP rank's load costs (moe.imbalance above 1): every rank at the mean load.
-    if (s.moe.imbalance > 1.0) c.push_back({"balanced expert load", {"moe.imbalance=1.0"}});
+    if (layer::expert_load_imbalance(s) > 1.0) c.push_back({"balanced expert load", {"moe.imbalance=1.0"}});
     flag("recompute norm + MLA up-proj", "moe.recompute_norm_up_proj", s.moe.recompute_norm_up_proj, true);
     flag("fp8 activation cache", "moe.fp8_activation_cache", s.moe.fp8_activation_cache, true);
     // DualPipe's F&B pair arranged as the report's Figure 4: each transfer of one chain beside a
