@@ -243,6 +243,18 @@ void check_scenario(const Scenario& s, const Sink& err) {
   else if (s.cost.price_per_gpu_hour > 1e6)
     err("cost.price_per_gpu_hour", "'cost.price_per_gpu_hour' = " + fmt(s.cost.price_per_gpu_hour) +
                                        " is outside the plausible range [0, 1e+06] USD");
+  {
+    const auto& rl = s.reliability;
+    auto reliability_range = [&](const char* key, double v, double hi, const char* unit) {
+      const std::string k = std::string("reliability.") + key;
+      if (!(v >= 0 && v <= hi))
+        err(k, "'" + k + "' = " + fmt(v) + " is outside the plausible range [0, " + fmt(hi) + "] " + unit);
+    };
+    reliability_range("interruptions_per_1k_gpu_days", rl.interruptions_per_1k_gpu_days, 1e6, "interruptions per 1,000 GPU-days");
+    reliability_range("restart_minutes", rl.restart_minutes, 1e6, "minutes");
+    reliability_range("checkpoint_interval_minutes", rl.checkpoint_interval_minutes, 1e7, "minutes");
+    if (rl.checkpoint_save_s) reliability_range("checkpoint_save_s", *rl.checkpoint_save_s, 1e7, "s");
+  }
   if (s.features.dataloader_ms_per_sample > 1e6)
     err("features.dataloader_ms_per_sample", "'features.dataloader_ms_per_sample' = " +
                                                  fmt(s.features.dataloader_ms_per_sample) +

@@ -117,6 +117,17 @@ std::string describe(const Scenario& s) {
   if (s.cost.price_per_gpu_hour > 0)
     os << "cost: " << s.cost.price_per_gpu_hour << " USD per GPU-hour"
        << (s.cost.price_from_hardware ? " (the hardware profile's on-demand list price)" : "") << "\n";
+  {
+    const auto& rl = s.reliability;
+    os << "run: " << rl.interruptions_per_1k_gpu_days << " interruptions per 1,000 GPU-days"
+       << (rl.interruptions_per_1k_gpu_days == Reliability{}.interruptions_per_1k_gpu_days ? " (Llama 3's)" : "")
+       << ", restart " << rl.restart_minutes << " min, checkpoints ";
+    if (rl.checkpoint_interval_minutes > 0) os << "every " << rl.checkpoint_interval_minutes << " min";
+    else os << "at Young's interval";
+    if (rl.checkpoint_save_s) os << ", a save blocks " << *rl.checkpoint_save_s << " s";
+    else os << ", a save blocks the host-link copy of the rank's state";
+    os << (s.training.tokens_to_train > 0 ? "\n" : " (used with training.tokens_to_train)\n");
+  }
   os << "seed: " << s.seed << "\n";
   return os.str();
 }

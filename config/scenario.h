@@ -270,6 +270,22 @@ struct Cost {
   bool price_from_hardware = false;
 };
 
+// The run around the steps (used with training.tokens_to_train; docs/training-run.md): interruptions
+// stop the job, which restarts and resumes from its last checkpoint (step/training_run.h).
+struct Reliability {
+  // Job-stopping interruptions per 1,000 GPU-days. Default: the Llama 3 paper's pre-training snapshot
+  // (arXiv 2407.21783 §3.3.4: 419 unexpected interruptions in 54 days on 16,384 H100).
+  double interruptions_per_1k_gpu_days = 419.0 / (16384.0 * 54.0) * 1000.0;
+  // From an interruption to training again (detection, diagnosis, rescheduling, initialisation, loading
+  // the checkpoint). Default 10: MegaScale (arXiv 2402.15627 §6.3), over 10,000 GPUs: detection and
+  // diagnostic tests under 10 minutes on average, initialisation under 30 s.
+  double restart_minutes = 10;
+  double checkpoint_interval_minutes = 0;   // 0 = Young's optimum for the save time and the interruption rate
+  // Training time one save blocks; absent: the rank's parameters and optimizer state copied to host
+  // memory over the hardware's host link (an asynchronous save's blocking part).
+  std::optional<double> checkpoint_save_s;
+};
+
 struct Scenario {
   std::string name;
   std::string source;               // scenario file path ("" when built in code)
@@ -300,6 +316,7 @@ struct Scenario {
   Features features;
   Cost cost;
   Moe moe;
+  Reliability reliability;
   std::uint64_t seed = 1;           // for seeded stochastic effects (GC pauses)
 
   int microbatches() const {        // per pipeline per step

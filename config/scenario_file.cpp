@@ -25,7 +25,7 @@ namespace {
 
 const std::vector<std::string> kRootKeys = {"name",     "model",    "hardware", "calibration", "seed",   "cluster",
                                             "training", "parallel", "schedule", "features",    "cost",   "whatif",
-                                            "moe"};
+                                            "moe",      "reliability"};
 const std::vector<std::string> kClusterKeys = {"gpus", "board_spread"};
 const std::vector<std::string> kTrainingKeys = {"seq_len", "global_batch", "micro_batch", "precision",
                                                 "master_weights", "tokens_to_train"};
@@ -45,6 +45,8 @@ const std::vector<std::string> kFeatureKeys = {"flash_attention", "fused_kernels
                                                "optimizer_post_validation", "recompute_every",
                                                "fsdp_version", "megatron_fsdp", "cross_entropy", "model_code", "fp8_recipe"};
 const std::vector<std::string> kCostKeys = {"price_per_gpu_hour"};
+const std::vector<std::string> kReliabilityKeys = {"interruptions_per_1k_gpu_days", "restart_minutes",
+                                                   "checkpoint_interval_minutes", "checkpoint_save_s"};
 const std::vector<std::string> kMoeKeys = {"dispatcher", "max_nodes_per_token", "comm_sms", "fp8_dispatch",
                                            "imbalance", "nvlink_gbs", "rdma_gbs", "recompute_norm_up_proj",
                                            "fp8_activation_cache", "ema", "ema_on_cpu", "fb_rearrange",
@@ -348,6 +350,16 @@ void read_scenario(Ctx& ctx, Scenario& s, const Value& root, const std::string& 
   if (const Value* t = ctx.read_table(root, "cost", "")) {
     ctx.check_keys(*t, kCostKeys, "cost.");
     ctx.read_number(*t, "price_per_gpu_hour", "cost.", s.cost.price_per_gpu_hour);
+  }
+  if (const Value* t = ctx.read_table(root, "reliability", "")) {
+    const std::string p = "reliability.";
+    auto& rl = s.reliability;
+    ctx.check_keys(*t, kReliabilityKeys, p);
+    ctx.read_number(*t, "interruptions_per_1k_gpu_days", p, rl.interruptions_per_1k_gpu_days);
+    ctx.read_number(*t, "restart_minutes", p, rl.restart_minutes);
+    ctx.read_number(*t, "checkpoint_interval_minutes", p, rl.checkpoint_interval_minutes);
+    double save = 0;
+    if (ctx.read_number(*t, "checkpoint_save_s", p, save)) rl.checkpoint_save_s = save;
   }
   // No price (or 0): the hardware profile's published list price, where it has one.
   if (s.cost.price_per_gpu_hour == 0 && s.hardware.price_per_gpu_hour > 0) {

@@ -260,6 +260,13 @@ void write_resolved(JsonWriter& w, const config::Scenario& s) {
   w.key("cost").begin_object().key("price_per_gpu_hour").value(s.cost.price_per_gpu_hour);
   w.key("price_source").value(s.cost.price_from_hardware ? "hardware" : s.cost.price_per_gpu_hour > 0 ? "scenario" : "none");
   w.end_object();
+  const auto& rl = s.reliability;
+  w.key("reliability").begin_object();
+  w.key("interruptions_per_1k_gpu_days").value(rl.interruptions_per_1k_gpu_days);
+  w.key("restart_minutes").value(rl.restart_minutes);
+  w.key("checkpoint_interval_minutes").value(rl.checkpoint_interval_minutes);   // 0 = Young's optimum
+  if (rl.checkpoint_save_s) w.key("checkpoint_save_s").value(*rl.checkpoint_save_s);   // absent: from the host link
+  w.end_object();
   w.key("seed").value(static_cast<long long>(s.seed));
   w.end_object();
 }
@@ -342,6 +349,28 @@ void write_step(JsonWriter& w, const step::StepResult& r, const std::vector<step
   if (s.training.tokens_to_train > 0) {
     w.key("days_to_train").value(r.days_to_train);
     w.key("cost_usd").value(r.cost_usd);
+    // The run around the steps (step/training_run.h; docs/training-run.md; additive).
+    const auto& run = r.run;
+    const auto& sim = run.sim;
+    w.key("training_run").begin_object();
+    w.key("finishes").value(sim.finishes);
+    w.key("days_of_steps").value(run.days_of_steps);
+    w.key("gpu_hours").value(r.days_to_train * 24.0 * s.gpus);
+    w.key("days_p10").value(sim.wall_p10_s / 86400.0);
+    w.key("days_p90").value(sim.wall_p90_s / 86400.0);
+    w.key("goodput").value(sim.finishes ? sim.goodput() : 0.0);
+    w.key("interruptions").value(sim.interruptions_mean);
+    w.key("checkpoints").value(sim.checkpoints);
+    w.key("checkpoint_interval_s").value(sim.interval_s);
+    w.key("checkpoint_save_s").value(run.checkpoint_save_s);
+    w.key("checkpoint_save_source").value(run.save_unpriced ? "none" : run.save_from_host_link ? "host_link" : "scenario");
+    w.key("checkpoint_state_gib").value(run.checkpoint_state_gib);
+    w.key("lost_days").begin_object();
+    w.key("rework").value(sim.rework_s / 86400.0);
+    w.key("restarts").value(sim.restart_total_s / 86400.0);
+    w.key("checkpoint_saves").value(sim.checkpoint_total_s / 86400.0);
+    w.end_object();
+    w.end_object();
   }
   w.key("warnings").begin_array();
   for (const auto& x : r.warnings) w.value(x);

@@ -19,6 +19,7 @@ std::string fmt(const char* f, double v) {
   return buf;
 }
 std::string pct(double x) { return fmt("%.1f %%", 100.0 * x); }
+
 std::string bar(double frac, int width) {
   const int n = static_cast<int>(std::lround(std::clamp(frac, 0.0, 1.0) * width));
   std::string s;
@@ -45,6 +46,35 @@ std::string thousands(double v) {
     o += s[i];
   }
   return (n < 0 ? "-" : "") + o;
+}
+
+// The run around the steps (step/training_run.h): its days, and what the days beyond the steps are.
+void write_training_run(std::ostream& o, const step::StepResult& r) {
+  const auto& run = r.run;
+  const auto& sim = run.sim;
+  const auto& rl = r.scenario.reliability;
+  o << "  time to train    " << fmt("%.1f", r.days_to_train) << " days, "
+    << thousands(r.days_to_train * 24.0 * r.scenario.gpus) << " GPU-hours";
+  if (r.cost_usd > 0) o << ", $" << thousands(r.cost_usd);
+  if (sim.wall_p90_s > sim.wall_p10_s)
+    o << "  (9 runs in 10 within " << fmt("%.1f", sim.wall_p10_s / 86400.0) << "-" << fmt("%.1f", sim.wall_p90_s / 86400.0)
+      << " days)";
+  o << "\n";
+  const double extra = run.days_of_steps > 0 ? r.days_to_train / run.days_of_steps - 1.0 : 0.0;
+  o << "                   " << fmt("%.1f", run.days_of_steps) << " days of steps";
+  if (sim.interruptions_mean > 0 || sim.checkpoint_total_s > 0) o << " + " << fmt("%.1f", 100.0 * extra) << " %:";
+  if (sim.interruptions_mean > 0) {
+    const bool llama3 = rl.interruptions_per_1k_gpu_days == config::Reliability{}.interruptions_per_1k_gpu_days;
+    o << " " << fmt("%.0f", sim.interruptions_mean) << " interruptions (" << fmt("%.3g", rl.interruptions_per_1k_gpu_days)
+      << " per 1,000 GPU-days" << (llama3 ? ", Llama 3's" : "") << "), each a " << fmt("%.3g", rl.restart_minutes)
+      << "-min restart and the work since the last save";
+  }
+  if (sim.checkpoints > 1 && run.checkpoint_save_s > 0)
+    o << (sim.interruptions_mean > 0 ? ";" : "") << " a save every " << fmt("%.3g", sim.interval_s / 60.0) << " min blocking "
+      << fmt("%.2g", run.checkpoint_save_s) << " s"
+      << (run.save_from_host_link ? " (" + fmt("%.1f", run.checkpoint_state_gib) + " GiB of state over the host link)" : "");
+  if (run.save_unpriced) o << "; saves not priced (no host link bandwidth in the profile: set reliability.checkpoint_save_s)";
+  o << "\n";
 }
 }  // namespace
 
@@ -193,11 +223,7 @@ std::string text_report(const step::StepResult& r, const std::vector<step::WhatI
               ? "; reserved by the caching allocator " + fmt("%.1f", r.memory.peak_reserved_gib) + " GiB"
               : std::string())
       << "\n";
-  if (r.days_to_train > 0) {
-    o << "  time to train    " << fmt("%.1f", r.days_to_train) << " days";
-    if (r.cost_usd > 0) o << ", $" << thousands(r.cost_usd);
-    o << "\n";
-  }
+  if (r.days_to_train > 0) write_training_run(o, r);
   const auto& b = r.breakdown;
   if (s.parallel.pp > 1)
     o << "\nWhere the time goes (pipeline rank " << r.breakdown_rank

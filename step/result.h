@@ -10,6 +10,7 @@
 #include "config/scenario.h"
 #include "sim/engine.h"
 #include "step/lower.h"
+#include "step/training_run.h"
 
 namespace mfusim::step {
 
@@ -74,6 +75,16 @@ struct StepResult {
   std::vector<RankView> ranks;
   std::vector<std::string> warnings;          // e.g. TP spans NVLink domains
   double days_to_train = 0, cost_usd = 0;     // when tokens_to_train (and price) are given
+  // The run around the steps (step/training_run.h), when tokens_to_train is given: days_to_train is its
+  // mean wall clock, interruptions, restarts and checkpoint saves included; cost_usd prices those days.
+  struct Run {
+    double days_of_steps = 0;          // tokens_to_train at the simulated step, back to back
+    double checkpoint_save_s = 0;      // the blocking time of one save used
+    bool save_from_host_link = false;  // derived from the rank's state and the host link (else given or 0)
+    bool save_unpriced = false;        // no host link bandwidth in the profile and no save time given
+    double checkpoint_state_gib = 0;   // the largest rank's parameters and optimizer state
+    TrainingRunResult sim;
+  } run;
   std::int64_t tasks = 0, events = 0;
   // The simulated graph and timeline (kept for --trace / --svg / ASCII).
   std::shared_ptr<const sim::TaskGraph> graph;

@@ -8,6 +8,7 @@
 #include <map>
 #include <memory>
 #include <stdexcept>
+#include <string>
 
 #include "models/accounting.h"
 #include "schedules/lab.h"
@@ -21,6 +22,46 @@ namespace mfusim::step {
 namespace {
 
 constexpr double kGiB = 1024.0 * 1024.0 * 1024.0;
+
+// tokens_to_train at the simulated step, and the run around it (step/training_run.h): interruptions at
+// the scenario's rate over all its GPUs, restarts, and checkpoint saves whose blocking part is, unless
+// the scenario gives it, the largest rank's parameters and optimizer state copied to host memory over
+// the hardware's host link (an asynchronous save: MegaScale's first stage, Megatron's async save).
+void training_run(StepResult& r, const Lowered& low, int P) {
+  const config::Scenario& s = r.scenario;
+  const auto& rl = s.reliability;
+  auto& run = r.run;
+  double state = 0;
+  for (int rk = 0; rk < P; ++rk)
+    state = std::max(state, low.params_bytes[static_cast<std::size_t>(rk)] + low.optimizer_bytes[static_cast<std::size_t>(rk)]);
+  run.checkpoint_state_gib = state / kGiB;
+  if (rl.checkpoint_save_s) {
+    run.checkpoint_save_s = *rl.checkpoint_save_s;
+  } else if (s.hardware.pcie_bandwidth > 0) {
+    run.checkpoint_save_s = state / s.hardware.pcie_bandwidth;
+    run.save_from_host_link = true;
+  } else {
+    run.save_unpriced = true;
+  }
+  TrainingRunInput in;
+  in.work_s = s.training.tokens_to_train / r.tokens_per_s;
+  in.step_s = r.step_time_s;
+  in.interruption_rate = rl.interruptions_per_1k_gpu_days / 1000.0 * s.gpus / 86400.0;
+  in.restart_s = rl.restart_minutes * 60.0;
+  in.checkpoint_save_s = run.checkpoint_save_s;
+  in.checkpoint_interval_s = rl.checkpoint_interval_minutes * 60.0;
+  in.seed = s.seed;
+  run.days_of_steps = in.work_s / 86400.0;
+  run.sim = simulate_training_run(in);
+  if (!run.sim.finishes) {   // no days: the report and the JSON say why
+    r.warnings.push_back("the run does not finish: interruptions (" + std::to_string(rl.interruptions_per_1k_gpu_days) +
+                         " per 1,000 GPU-days over " + std::to_string(s.gpus) +
+                         " GPUs) come faster than a checkpoint interval and a restart complete; see reliability.*");
+    return;
+  }
+  r.days_to_train = run.sim.wall_mean_s / 86400.0;
+  r.cost_usd = s.cost.price_per_gpu_hour * s.gpus * run.sim.wall_mean_s / 3600.0;
+}
 
 }  // namespace
 
@@ -109,11 +150,6 @@ StepResult simulate(const config::Scenario& s, const SimulateOptions& opt) {
                           r.tokens_per_s / denom
                     : 0;
   r.tflops_per_gpu = r.mfu_attn * peak / 1e12;
-  if (s.training.tokens_to_train > 0 && r.tokens_per_s > 0) {
-    const double seconds = s.training.tokens_to_train / r.tokens_per_s;
-    r.days_to_train = seconds / 86400.0;
-    r.cost_usd = s.cost.price_per_gpu_hour * s.gpus * seconds / 3600.0;
-  }
 
   // ---- memory, from the timeline's allocations ----
   r.memory.capacity_gib = s.hardware.hbm_bytes / kGiB;
@@ -135,6 +171,7 @@ StepResult simulate(const config::Scenario& s, const SimulateOptions& opt) {
       low->lazy_grads.empty() ? 0.0 : static_cast<double>(held_at_peak(g, *tl, peak_rank, low->lazy_grads));
   r.memory.activations_gib = (peak_bytes - low->static_bytes[peak_rank] - lazy_grads - kRuntimeReserveBytes) / kGiB;
   r.memory.grads_gib += lazy_grads / kGiB;
+  if (s.training.tokens_to_train > 0 && r.tokens_per_s > 0) training_run(r, *low, P);
   if (opt.reserved_memory) {
     const auto reserved = reserved_peaks(g, *tl, P, low.get());
     double top = 0;

@@ -224,10 +224,13 @@ TEST_CASE("plan: rank keys; days and cost follow step time within one choice") {
     CHECK(study::rank_key(a, study::RankBy::days) <= study::rank_key(b, study::RankBy::days));
     CHECK(study::rank_key(a, study::RankBy::cost) <= study::rank_key(b, study::RankBy::cost));
   }
-  // days = tokens / (tokens/s) / 86400; cost = price x gpus x hours.
+  // days of steps = tokens / (tokens/s) / 86400; days = the run's mean wall clock (interruptions,
+  // restarts and saves included, step/training_run.h); cost = price x gpus x the run's hours.
   const auto& x = r.ranked.front().result;
-  CHECK(x.days_to_train == doctest::Approx(1e12 / x.tokens_per_s / 86400.0));
-  CHECK(x.cost_usd == doctest::Approx(2.0 * 16 * 1e12 / x.tokens_per_s / 3600.0));
+  CHECK(x.run.days_of_steps == doctest::Approx(1e12 / x.tokens_per_s / 86400.0));
+  CHECK(x.days_to_train == doctest::Approx(x.run.sim.wall_mean_s / 86400.0));
+  CHECK(x.days_to_train > x.run.days_of_steps);
+  CHECK(x.cost_usd == doctest::Approx(2.0 * 16 * x.days_to_train * 24));
   CHECK(study::rank_key(x, study::RankBy::cost) == doctest::Approx(x.cost_usd));
   CHECK(study::parse_rank_by("days") == study::RankBy::days);
   CHECK_THROWS_AS(study::parse_rank_by("mfu"), std::invalid_argument);
