@@ -494,7 +494,11 @@ Objectives objectives(const step::StepResult& r) {
   Objectives o;
   o.gpus = r.scenario.gpus;
   const double tokens = r.scenario.training.tokens_to_train;
-  o.time_s = r.tokens_per_s > 0 ? (tokens > 0 ? tokens : 1.0) / r.tokens_per_s : 0;
+  // With a token budget, the run's wall clock (interruptions, restarts and saves included:
+  // step/training_run.h), which grows with the GPU count at the same step; else seconds per token.
+  o.time_s = tokens > 0 && r.days_to_train > 0 ? r.days_to_train * 86400.0
+             : r.tokens_per_s > 0             ? (tokens > 0 ? tokens : 1.0) / r.tokens_per_s
+                                              : 0;
   o.cost = r.cost_usd > 0 ? r.cost_usd : o.gpus * o.time_s;
   return o;
 }
