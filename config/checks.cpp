@@ -251,7 +251,7 @@ void check_scenario(const Scenario& s, const Sink& err) {
         err(k, "'" + k + "' = " + fmt(v) + " is outside the plausible range [0, " + fmt(hi) + "] " + unit);
     };
     reliability_range("interruptions_per_1k_gpu_days", rl.interruptions_per_1k_gpu_days, 1e6, "interruptions per 1,000 GPU-days");
-    reliability_range("restart_minutes", rl.restart_minutes, 1e6, "minutes");
+    reliability_range("restart_minutes", rl.restart_minutes, 1e4, "minutes");
     reliability_range("checkpoint_interval_minutes", rl.checkpoint_interval_minutes, 1e7, "minutes");
     if (rl.checkpoint_save_s) reliability_range("checkpoint_save_s", *rl.checkpoint_save_s, 1e7, "s");
   }

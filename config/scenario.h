@@ -317,7 +317,7 @@ struct Scenario {
   Cost cost;
   Moe moe;
   Reliability reliability;
-  std::uint64_t seed = 1;           // for seeded stochastic effects (GC pauses)
+  std::uint64_t seed = 1;           // for seeded stochastic effects (the training run's interruptions)
 
   int microbatches() const {        // per pipeline per step
     return training.global_batch / (training.micro_batch * parallel.dp);

@@ -347,28 +347,35 @@ void write_step(JsonWriter& w, const step::StepResult& r, const std::vector<step
   if (m.peak_reserved_gib > 0) w.key("peak_reserved_gib").value(m.peak_reserved_gib);
   w.end_object();
   if (s.training.tokens_to_train > 0) {
-    w.key("days_to_train").value(r.days_to_train);
-    w.key("cost_usd").value(r.cost_usd);
-    // The run around the steps (step/training_run.h; docs/training-run.md; additive).
+    // A run that does not finish has no days and no cost: null, with training_run.finishes false.
     const auto& run = r.run;
     const auto& sim = run.sim;
+    const bool done = sim.finishes;
+    auto num = [&](const char* k, double v) {
+      if (done) w.key(k).value(v);
+      else w.key(k).raw("null");
+    };
+    num("days_to_train", r.days_to_train);
+    num("cost_usd", r.cost_usd);
+    // The run around the steps (step/training_run.h; docs/training-run.md; additive).
     w.key("training_run").begin_object();
-    w.key("finishes").value(sim.finishes);
+    w.key("finishes").value(done);
     w.key("days_of_steps").value(run.days_of_steps);
-    w.key("gpu_hours").value(r.days_to_train * 24.0 * s.gpus);
-    w.key("days_p10").value(sim.wall_p10_s / 86400.0);
-    w.key("days_p90").value(sim.wall_p90_s / 86400.0);
-    w.key("goodput").value(sim.finishes ? sim.goodput() : 0.0);
-    w.key("interruptions").value(sim.interruptions_mean);
+    num("gpu_hours", r.days_to_train * 24.0 * s.gpus);
+    num("days_p5", sim.wall_p5_s / 86400.0);
+    num("days_p95", sim.wall_p95_s / 86400.0);
+    w.key("spread_drawn").value(done && sim.drawn);
+    num("goodput", sim.goodput());
+    num("interruptions", sim.interruptions_mean);
     w.key("checkpoints").value(sim.checkpoints);
     w.key("checkpoint_interval_s").value(sim.interval_s);
     w.key("checkpoint_save_s").value(run.checkpoint_save_s);
     w.key("checkpoint_save_source").value(run.save_unpriced ? "none" : run.save_from_host_link ? "host_link" : "scenario");
     w.key("checkpoint_state_gib").value(run.checkpoint_state_gib);
     w.key("lost_days").begin_object();
-    w.key("rework").value(sim.rework_s / 86400.0);
-    w.key("restarts").value(sim.restart_total_s / 86400.0);
-    w.key("checkpoint_saves").value(sim.checkpoint_total_s / 86400.0);
+    num("rework", sim.rework_s / 86400.0);
+    num("restarts", sim.restart_total_s / 86400.0);
+    num("checkpoint_saves", sim.checkpoint_total_s / 86400.0);
     w.end_object();
     w.end_object();
   }

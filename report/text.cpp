@@ -53,27 +53,47 @@ void write_training_run(std::ostream& o, const step::StepResult& r) {
   const auto& run = r.run;
   const auto& sim = run.sim;
   const auto& rl = r.scenario.reliability;
-  o << "  time to train    " << fmt("%.1f", r.days_to_train) << " days, "
-    << thousands(r.days_to_train * 24.0 * r.scenario.gpus) << " GPU-hours";
-  if (r.cost_usd > 0) o << ", $" << thousands(r.cost_usd);
-  if (sim.wall_p90_s > sim.wall_p10_s)
-    o << "  (9 runs in 10 within " << fmt("%.1f", sim.wall_p10_s / 86400.0) << "-" << fmt("%.1f", sim.wall_p90_s / 86400.0)
-      << " days)";
+  const bool llama3 = rl.interruptions_per_1k_gpu_days == config::Reliability{}.interruptions_per_1k_gpu_days;
+  if (!sim.finishes) {
+    o << "  time to train    does not finish: " << fmt("%.1f", run.days_of_steps) << " days of steps, but an interruption every "
+      << fmt("%.3g", 1440.0 / (rl.interruptions_per_1k_gpu_days / 1000.0 * r.scenario.gpus)) << " min against "
+      << fmt("%.3g", (sim.interval_s + run.checkpoint_save_s) / 60.0) << "-min checkpoint segments and "
+      << fmt("%.3g", rl.restart_minutes) << "-min restarts (reliability.*)\n";
+    return;
+  }
+  // Under a day (a short fine-tune, a smoke test): hours or seconds, not "0.0 days".
+  auto span = [](double days) {
+    return days >= 1 ? fmt("%.1f", days) + " days" : days * 24 >= 1 ? fmt("%.1f", days * 24) + " h" : format_seconds(days * 86400);
+  };
+  const double gpu_hours = r.days_to_train * 24.0 * r.scenario.gpus;
+  o << "  time to train    " << span(r.days_to_train) << ", "
+    << (gpu_hours >= 100 ? thousands(gpu_hours) : fmt("%.3g", gpu_hours)) << " GPU-hours";
+  if (r.cost_usd > 0) o << ", $" << (r.cost_usd >= 1000 ? thousands(r.cost_usd) : fmt("%.2f", r.cost_usd));
+  if (sim.drawn && sim.wall_p95_s > sim.wall_p5_s)
+    o << "  (9 runs in 10 within "
+      << (sim.wall_p5_s >= 86400 ? fmt("%.1f", sim.wall_p5_s / 86400.0) + "-" + fmt("%.1f", sim.wall_p95_s / 86400.0) + " days"
+                                 : span(sim.wall_p5_s / 86400.0) + " - " + span(sim.wall_p95_s / 86400.0))
+      << ")";
   o << "\n";
   const double extra = run.days_of_steps > 0 ? r.days_to_train / run.days_of_steps - 1.0 : 0.0;
-  o << "                   " << fmt("%.1f", run.days_of_steps) << " days of steps";
-  if (sim.interruptions_mean > 0 || sim.checkpoint_total_s > 0) o << " + " << fmt("%.1f", 100.0 * extra) << " %:";
+  o << "                   " << span(run.days_of_steps) << " of steps";
+  const bool saves = sim.checkpoint_total_s > 0;
+  if (sim.interruptions_mean > 0 || saves) o << " + " << fmt("%.1f", 100.0 * extra) << " %:";
   if (sim.interruptions_mean > 0) {
-    const bool llama3 = rl.interruptions_per_1k_gpu_days == config::Reliability{}.interruptions_per_1k_gpu_days;
-    o << " " << fmt("%.0f", sim.interruptions_mean) << " interruptions (" << fmt("%.3g", rl.interruptions_per_1k_gpu_days)
-      << " per 1,000 GPU-days" << (llama3 ? ", Llama 3's" : "") << "), each a " << fmt("%.3g", rl.restart_minutes)
-      << "-min restart and the work since the last save";
+    o << " " << fmt(sim.interruptions_mean < 10 ? "%.1f" : "%.0f", sim.interruptions_mean) << " interruptions ("
+      << fmt("%.3g", rl.interruptions_per_1k_gpu_days) << " per 1,000 GPU-days" << (llama3 ? ", Llama 3's" : "")
+      << "), each a " << fmt("%.3g", rl.restart_minutes) << "-min restart and the work since the last save";
   }
-  if (sim.checkpoints > 1 && run.checkpoint_save_s > 0)
-    o << (sim.interruptions_mean > 0 ? ";" : "") << " a save every " << fmt("%.3g", sim.interval_s / 60.0) << " min blocking "
-      << fmt("%.2g", run.checkpoint_save_s) << " s"
+  if (saves) {
+    o << (sim.interruptions_mean > 0 ? ";" : "");
+    if (sim.checkpoints > 1) o << " a save every " << fmt("%.3g", sim.interval_s / 60.0) << " min";
+    else o << " one save, at the end,";
+    o << " blocking " << fmt("%.2g", run.checkpoint_save_s) << " s"
       << (run.save_from_host_link ? " (" + fmt("%.1f", run.checkpoint_state_gib) + " GiB of state over the host link)" : "");
-  if (run.save_unpriced) o << "; saves not priced (no host link bandwidth in the profile: set reliability.checkpoint_save_s)";
+  }
+  if (run.save_unpriced)
+    o << "; saves not priced (no host link bandwidth in the profile: set reliability.checkpoint_save_s)"
+      << (rl.checkpoint_interval_minutes > 0 ? "" : ", so one is taken every step");
   o << "\n";
 }
 }  // namespace
@@ -223,7 +243,7 @@ std::string text_report(const step::StepResult& r, const std::vector<step::WhatI
               ? "; reserved by the caching allocator " + fmt("%.1f", r.memory.peak_reserved_gib) + " GiB"
               : std::string())
       << "\n";
-  if (r.days_to_train > 0) write_training_run(o, r);
+  if (s.training.tokens_to_train > 0 && (r.days_to_train > 0 || !r.run.sim.finishes)) write_training_run(o, r);
   const auto& b = r.breakdown;
   if (s.parallel.pp > 1)
     o << "\nWhere the time goes (pipeline rank " << r.breakdown_rank

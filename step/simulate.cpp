@@ -44,7 +44,9 @@ void training_run(StepResult& r, const Lowered& low, int P) {
     run.save_unpriced = true;
   }
   TrainingRunInput in;
-  in.work_s = s.training.tokens_to_train / r.tokens_per_s;
+  // Whole steps: the last one runs whole even where the tokens end inside it.
+  const double tokens_per_step = static_cast<double>(s.training.global_batch) * s.training.seq_len;
+  in.work_s = std::ceil(s.training.tokens_to_train / tokens_per_step - 1e-9) * r.step_time_s;
   in.step_s = r.step_time_s;
   in.interruption_rate = rl.interruptions_per_1k_gpu_days / 1000.0 * s.gpus / 86400.0;
   in.restart_s = rl.restart_minutes * 60.0;
@@ -54,9 +56,14 @@ void training_run(StepResult& r, const Lowered& low, int P) {
   run.days_of_steps = in.work_s / 86400.0;
   run.sim = simulate_training_run(in);
   if (!run.sim.finishes) {   // no days: the report and the JSON say why
-    r.warnings.push_back("the run does not finish: interruptions (" + std::to_string(rl.interruptions_per_1k_gpu_days) +
-                         " per 1,000 GPU-days over " + std::to_string(s.gpus) +
-                         " GPUs) come faster than a checkpoint interval and a restart complete; see reliability.*");
+    char buf[400];
+    std::snprintf(buf, sizeof buf,
+                  "the run does not finish: an interruption every %.3g min on average (%.3g per 1,000 GPU-days over %d "
+                  "GPUs) against %.3g-min checkpoint segments and %.3g-min restarts: a segment would need over a "
+                  "million attempts (reliability.*)",
+                  1.0 / in.interruption_rate / 60.0, rl.interruptions_per_1k_gpu_days, s.gpus,
+                  (run.sim.interval_s + run.checkpoint_save_s) / 60.0, rl.restart_minutes);
+    r.warnings.push_back(buf);
     return;
   }
   r.days_to_train = run.sim.wall_mean_s / 86400.0;

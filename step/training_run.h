@@ -16,7 +16,7 @@
 namespace mfusim::step {
 
 struct TrainingRunInput {
-  double work_s = 0;                 // the run's steps back to back: tokens / tokens per second
+  double work_s = 0;                 // the run's steps back to back (a whole number of steps)
   double step_s = 0;                 // one step (checkpoints are saved at step boundaries)
   double interruption_rate = 0;      // job interruptions per second of wall clock (all GPUs together)
   double restart_s = 0;              // from an interruption to training again
@@ -27,10 +27,17 @@ struct TrainingRunInput {
 };
 
 struct TrainingRunResult {
-  bool finishes = true;             // false: interruptions come faster than a segment can complete
+  // false: a segment and a restart are so long against the interruptions that a segment would need more
+  // than a million attempts on average (lambda (L + R) > ln 1e6): the run does not finish in any useful sense.
+  bool finishes = true;
+  // false: the runs would draw more interruptions than the simulation takes on (kMaxInterruptions per run);
+  // the mean is then the model's exact expectation and the spread, of relative size under 1 / sqrt of
+  // that count, is not drawn (p5 = p95 = the mean).
+  bool drawn = true;
   double interval_s = 0;            // the checkpoint interval used (a whole number of steps)
   double wall_mean_s = 0;           // mean over the runs
-  double wall_p10_s = 0, wall_p90_s = 0;
+  double wall_sd_s = 0;             // their sample standard deviation
+  double wall_p5_s = 0, wall_p95_s = 0;   // 9 runs in 10 lie between them
   double interruptions_mean = 0;    // interruptions per run (those during restarts included)
   double checkpoints = 0;           // saves per run
   // Where the time beyond work_s goes, mean over the runs (sums to wall_mean_s - work_s):

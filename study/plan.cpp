@@ -1,6 +1,7 @@
 #include "study/plan.h"
 
 #include <algorithm>
+#include <limits>
 #include <cstdio>
 #include <chrono>
 #include <cstdint>
@@ -496,6 +497,11 @@ Objectives objectives(const step::StepResult& r) {
   const double tokens = r.scenario.training.tokens_to_train;
   // With a token budget, the run's wall clock (interruptions, restarts and saves included:
   // step/training_run.h), which grows with the GPU count at the same step; else seconds per token.
+  // A run that does not finish ranks last on both.
+  if (tokens > 0 && !r.run.sim.finishes) {
+    o.time_s = o.cost = std::numeric_limits<double>::infinity();
+    return o;
+  }
   o.time_s = tokens > 0 && r.days_to_train > 0 ? r.days_to_train * 86400.0
              : r.tokens_per_s > 0             ? (tokens > 0 ? tokens : 1.0) / r.tokens_per_s
                                               : 0;

@@ -385,8 +385,13 @@ int cmd_plan(const std::string& path, const config::LoadOptions& lo, const std::
   bool priced = false;
   for (const auto& b : bases) priced = priced || b.cost.price_per_gpu_hour > 0;
   const bool cost = days && priced;
+  // A run that does not finish (step/training_run.h) has neither days nor cost: "never".
   auto cost_cell = [&](const step::StepResult& x) {
+    if (!x.run.sim.finishes) return std::string("never");
     return x.scenario.cost.price_per_gpu_hour > 0 ? f("%.2f", x.cost_usd / 1e6) : std::string("-");
+  };
+  auto days_cell = [&](const step::StepResult& x) {
+    return x.run.sim.finishes ? f("%.1f", x.days_to_train) : std::string("never");
   };
   out << "mfusim plan: " << loaded.base.name << "\n";
   out << "  ranked by " << (rank_by == study::RankBy::step ? "step time"
@@ -434,7 +439,7 @@ int cmd_plan(const std::string& path, const config::LoadOptions& lo, const std::
                       report::format_seconds(comm), f("%.1f", x.memory.peak_gib),
                       f("%.1f", x.memory.capacity_gib - x.memory.peak_gib)});
       if (fp8) rows.back().push_back(f("%.1f%%", 100 * report::mfu_bf16_peak(x)));
-      if (days) rows.back().push_back(f("%.1f", x.days_to_train));
+      if (days) rows.back().push_back(days_cell(x));
       if (cost) rows.back().push_back(cost_cell(x));
     }
     out << table(rows);
@@ -465,7 +470,7 @@ int cmd_plan(const std::string& path, const config::LoadOptions& lo, const std::
                       study::layout_label(best.scenario) + " " + config::to_string(best.scenario.schedule.name) + " " +
                           config::to_string(best.scenario.features.recompute),
                       report::format_seconds(x.step_time_s), f("%.0f", x.tokens_per_s), f("%.1f%%", 100 * x.mfu),
-                      days ? f("%.1f", x.days_to_train) : f("%.3g", o.time_s * 1e6),
+                      days ? days_cell(x) : f("%.3g", o.time_s * 1e6),
                       cost ? cost_cell(x) : f("%.3g", o.cost * 1e6 / 3600.0),
                       on_front[i] ? "yes" : ""});
     }

@@ -214,8 +214,9 @@ int cmd_sweep(const std::string& path, const config::LoadOptions& lo, const Swee
       row.push_back(report::format_seconds(comm));
       row.push_back(lab ? "n/a" : f("%.1f", r.memory.peak_gib));
       row.push_back(lab ? "n/a" : r.memory.fits ? "yes" : "NO");
-      if (days) row.push_back(has_days && !lab ? f("%.1f", r.days_to_train) : "-");
-      if (cost) row.push_back(has_cost && !lab ? f("%.2f", r.cost_usd / 1e6) : "-");
+      const bool never = has_days && !lab && !r.run.sim.finishes;   // the run does not finish: no days, no cost
+      if (days) row.push_back(never ? "never" : has_days && !lab ? f("%.1f", r.days_to_train) : "-");
+      if (cost) row.push_back(never ? "never" : has_cost && !lab ? f("%.2f", r.cost_usd / 1e6) : "-");
       for (const auto& kv : p.point) csvs << kv.second << ",";
       csvs << r.step_time_s << ",";
       if (!lab) csvs << r.mfu;
@@ -224,9 +225,9 @@ int cmd_sweep(const std::string& path, const config::LoadOptions& lo, const Swee
       csvs << "," << r.bubble_fraction << "," << comm << ",";
       if (!lab) csvs << r.memory.peak_gib;
       csvs << "," << (lab ? "" : r.memory.fits ? "yes" : "no") << "," << r.tokens_per_s << ",";
-      if (has_days) csvs << r.days_to_train;
+      if (has_days && !never) csvs << r.days_to_train;   // empty where the run does not finish
       csvs << ",";
-      if (has_cost) csvs << r.cost_usd;
+      if (has_cost && !never) csvs << r.cost_usd;
       csvs << ",\n";
     } else {
       row.push_back("infeasible: " + p.error);

@@ -356,3 +356,33 @@ TEST_CASE("cli: plan says what the validation set says of the best layout's fami
   REQUIRE(q.code == 0);
   CHECK(q.out.find("  accuracy  ") == std::string::npos);
 }
+
+TEST_CASE("cli: a training run that does not finish: run says so, --json has null days and cost, sweep and plan show 'never' last") {
+  // 5e4 interruptions per 1,000 GPU-days: on 8 GPUs one every 3.6 min, the run finishes slowly; on 64 GPUs
+  // one every 27 s against minutes-long segments and 10-minute restarts: it does not.
+  const std::vector<std::string> sets = {"--set", "training.tokens_to_train=1e12", "--set",
+                                         "reliability.interruptions_per_1k_gpu_days=5e4"};
+  const auto t = run_cli(with(with({"run", kS8}, sets), {"--set", "cluster.gpus=64"}));
+  REQUIRE(t.code == 0);
+  CHECK(t.out.find("time to train    does not finish") != std::string::npos);
+  const auto j = run_cli(with(with({"run", kS8, "--json"}, sets), {"--set", "cluster.gpus=64"}));
+  REQUIRE(j.code == 0);
+  const auto r = parse_json(j.out);
+  CHECK(std::holds_alternative<std::nullptr_t>(r["days_to_train"].v));
+  CHECK(std::holds_alternative<std::nullptr_t>(r["cost_usd"].v));
+  CHECK(std::get<bool>(r["training_run"]["finishes"].v) == false);
+  CHECK(r["training_run"]["days_of_steps"].num() > 0);
+  const auto s = run_cli(with(with({"sweep", kS8}, sets), {"--vary", "cluster.gpus=8,64"}));
+  REQUIRE(s.code == 0);
+  const auto lines = text_lines(s.out);
+  REQUIRE(lines.size() >= 3);
+  CHECK(lines[lines.size() - 2].find("never") == std::string::npos);   // 8 GPUs: days
+  CHECK(lines.back().find("never") != std::string::npos);              // 64 GPUs
+  const auto p = run_cli(with(with({"plan", kS8, "--gpus", "64,8", "--rank-by", "days", "--top", "1"}, sets), {}));
+  REQUIRE(p.code == 0);
+  const auto pl = text_lines(p.out);
+  // The purchase table ranks the 8-GPU choice first, the 64-GPU one last with 'never'.
+  REQUIRE(pl.size() >= 2);
+  CHECK(pl[pl.size() - 2].find(" 8 ") != std::string::npos);
+  CHECK(pl.back().find("never") != std::string::npos);
+}
