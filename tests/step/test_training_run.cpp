@@ -163,7 +163,7 @@ TEST_CASE("training run: interruptions faster than a segment completes: the run 
 }
 
 TEST_CASE("training run: a run too long to draw takes the exact expectation, its parts split as the model splits them") {
-  // 3e7 days of steps on 8 GPUs: about 1e5 interruptions, more than the simulation draws.
+  // 3e7 days of steps on 8 GPUs: about 1e5 interruptions, more than the simulation draws (1e4 per run).
   TrainingRunInput in;
   in.step_s = 10;
   in.work_s = 3e7 * 86400;
