@@ -193,6 +193,9 @@ class Inputs {
   // The rows' activation offloading (features.activation_offload_layers) as their recipes set it
   // (row_scenario); false: none (validate_modern --without activation_offload).
   bool activation_offload = true;
+  // The rows' activation recompute as their launchers' model configurations set it (recompute_of); false:
+  // none on any row (validate_modern --without row_recompute).
+  bool row_recompute = true;
   // The rows' fp8 recipes as their sources state them (fp8_recipe_of); false: every fp8 row under delayed
   // scaling (validate_modern --without fp8_recipes).
   bool fp8_recipes = true;
@@ -281,6 +284,27 @@ inline bool cudnn_attention_off(const ModernRow& r) {
   return r.framework.find("NeMo 24.07") != std::string::npos && r.model != "gpt3-175b";
 }
 
+// The activation recompute a row's launcher configured, where its model configuration says so. An audit
+// of every row's launcher configuration for recompute (activations_checkpoint_granularity in the NeMo 1.x
+// launchers' model YAML, recompute_* in Megatron-Bridge's performance configs) found one model with it:
+//  - Nemotron-4 340B, selective (Megatron-Core's checkpointed core attention: the attention kernels run
+//    again in the backward): dgxc-benchmarking v24.11.1 (@35a9aecc) nemotron/nemotron4-340b-synth.yaml
+//    `activations_checkpoint_granularity: selective`, which nemotron/configure.sh does not override; the
+//    NeMo 24.07 summary's row, NeMo-Framework-Launcher's launcher_scripts/conf/training/nemotron/nemotron_340b.yaml
+//    both at the 24.07 release (@0b1a110c) and after its update to the summary's pp 8 x vpp 12 layout (@630e6544).
+//  Megatron-Bridge's Llama 3 8B H100 FP8-CS config recomputes its first 5 layers per chunk
+//  (recompute_num_layers=5, "full" / "block": scripts/performance/utils/helpers.py @v0.2.0), which mfusim
+//  cannot yet express (features.recompute is per model, not per layer count); that row stays without.
+//  Every other row's configuration recomputes nothing: the Llama 3.1, GPT-3 175B and Nemotron-4 15B YAMLs
+//  of v24.11.1 and the launcher's GPT-3, Llama 2 / 3 and Nemotron-3 configurations at @0b1a110c set
+//  granularity null; the NeMo 2 scripts of dgxc-benchmarking v25.04 and v25.05.01 set no recompute.
+inline config::Recompute recompute_of(const ModernRow& r) {
+  if (r.model == "nemotron4-340b" && (r.source.find("nemotron/README_340b.md") != std::string::npos ||
+                                      r.framework.find("NeMo 24.07") != std::string::npos))
+    return config::Recompute::selective;
+  return config::Recompute::none;
+}
+
 // The Transformer Engine recipe a row's fp8_recipe column states: MXFP8 block scaling, per-tensor current
 // scaling ("FP8-CS", or "current scaling" derived from the release's table and recipes), else delayed
 // scaling (stated, or not stated: the NeMo default of those releases).
@@ -363,7 +387,7 @@ inline std::optional<config::Scenario> row_scenario(const ModernRow& r, Profile 
   f.overlap_param_gather = true;
   f.tp_comm_overlap = r.tp > 1;
   f.overlap_p2p_comm = p.vpp > 1;
-  f.recompute = config::Recompute::none;
+  f.recompute = in.row_recompute ? recompute_of(r) : config::Recompute::none;
   f.cuda_graphs = false;
   f.python_gc = false;
   f.dataloader_workers = 8;

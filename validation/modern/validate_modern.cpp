@@ -3,12 +3,13 @@
 // summary per half (tuning / heldout) and per family.
 //   build/validation/modern/validate_modern [--profile datasheet|calibrated|sustained|both|all] [--markdown]
 //                                           [--coarse] [--csv FILE] [--half tuning|heldout]
-//                                           [--without fp8_params|activation_offload|fp8_recipes|sustained_gemm|
+//                                           [--without fp8_params|activation_offload|fp8_recipes|sustained_gemm|row_recompute|
 //                                                      sustained_attention]
 //                                           [--since-release YY.MM]
 // --since-release YY.MM: only the rows that ran NeMo YY.MM or a later release (modern.h container_family).
 // --without fp8_params: every fp8 row with bf16 weights (the rows' fp8 weights off; modern.h).
 // --without activation_offload: no row offloads activations (modern.h).
+// --without row_recompute: no row recomputes activations (the Nemotron-4 340B rows' selective recompute off; modern.h).
 // --without fp8_recipes: every fp8 row under delayed scaling (its stated current-scaling or MXFP8 recipe off; modern.h).
 // --without sustained_gemm: the Blackwell rows' GEMMs without their ceiling at a training step's clock (modern.h).
 // --without sustained_attention: the B200 rows' attention at an isolated call's rate (modern.h).
@@ -88,7 +89,7 @@ std::string accuracy_entries(const std::vector<vm::ModernComparison>& all, vm::P
 
 int main(int argc, char** argv) {
   bool markdown = false, coarse = false, without_fp8_params = false, without_offload = false, without_recipes = false,
-       without_sustained = false, without_sustained_attention = false;
+       without_sustained = false, without_sustained_attention = false, without_row_recompute = false;
   std::string profile_arg = "both", csv_out, only_half, accuracy_out, since_release;
   for (int i = 1; i < argc; ++i) {
     const std::string a = argv[i];
@@ -110,6 +111,8 @@ int main(int argc, char** argv) {
       const std::string m = next();
       if (m == "fp8_params") {
         without_fp8_params = true;
+      } else if (m == "row_recompute") {
+        without_row_recompute = true;
       } else if (m == "activation_offload") {
         without_offload = true;
       } else if (m == "fp8_recipes") {
@@ -119,7 +122,7 @@ int main(int argc, char** argv) {
       } else if (m == "sustained_attention") {
         without_sustained_attention = true;
       } else {
-        std::fprintf(stderr, "validate_modern: error: --without takes fp8_params, activation_offload, fp8_recipes, "
+        std::fprintf(stderr, "validate_modern: error: --without takes fp8_params, activation_offload, row_recompute, fp8_recipes, "
                              "sustained_gemm or sustained_attention, not '%s'\n",
                      m.c_str());
         return 2;
@@ -149,7 +152,7 @@ int main(int argc, char** argv) {
   }
   if (!accuracy_out.empty() &&
       (profile_arg != "both" || !only_half.empty() || !since_release.empty() || coarse || without_fp8_params || without_offload || without_recipes ||
-       without_sustained || without_sustained_attention)) {
+       without_sustained || without_sustained_attention || without_row_recompute)) {
     std::fprintf(stderr, "validate_modern: error: --accuracy is the rows as run: --profile both, both halves, "
                          "per-layer, nothing --without\n");
     return 2;
@@ -161,6 +164,7 @@ int main(int argc, char** argv) {
     vm::Inputs in;
     in.fp8_params = !without_fp8_params;
     in.activation_offload = !without_offload;
+    in.row_recompute = !without_row_recompute;
     in.fp8_recipes = !without_recipes;
     in.sustained_gemm = !without_sustained;
     in.sustained_attention = !without_sustained_attention;
