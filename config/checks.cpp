@@ -160,6 +160,17 @@ void check_scenario(const Scenario& s, const Sink& err) {
       s.features.recompute != Recompute::full)
     err("features.recompute_every", "'features.recompute_every' = " + std::to_string(s.features.recompute_every) +
                                         " checkpoints every N-th block fully: it needs features.recompute = \"full\"");
+  if (range("features.recompute_num_layers", s.features.recompute_num_layers, 0, 100000) &&
+      s.features.recompute_num_layers > 0) {
+    if (s.features.recompute != Recompute::full)
+      err("features.recompute_num_layers", "'features.recompute_num_layers' = " + std::to_string(s.features.recompute_num_layers) +
+                                               " checkpoints the first N layers of each chunk fully (Megatron's block method): it "
+                                               "needs features.recompute = \"full\"");
+    else if (s.features.recompute_every > 1)
+      err("features.recompute_num_layers", "'features.recompute_num_layers' and 'features.recompute_every' = " +
+                                               std::to_string(s.features.recompute_every) + " both choose the checkpointed "
+                                               "layers: give one of them");
+  }
   if (range("parallel.shard_degree", par.shard_degree, 0, kMaxGpus) && par.shard_degree > 0 && par.dp > 0 &&
       par.dp % par.shard_degree != 0)
     err("parallel.shard_degree", "shard_degree=" + std::to_string(par.shard_degree) + " does not divide dp=" +

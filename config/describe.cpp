@@ -95,7 +95,10 @@ std::string describe(const Scenario& s) {
      << ", overlap_grad_reduce " << yn(f.overlap_grad_reduce) << ", overlap_param_gather "
      << yn(f.overlap_param_gather) << "\n"
      << "  tp_comm_overlap " << yn(f.tp_comm_overlap) << ", overlap_p2p_comm " << yn(f.overlap_p2p_comm) << ", recompute " << to_string(f.recompute)
-     << (f.recompute_every > 1 ? " every " + std::to_string(f.recompute_every) + " blocks" : std::string()) << ", cuda_graphs "
+     << (f.recompute_every > 1 ? " every " + std::to_string(f.recompute_every) + " blocks" : std::string())
+     << (f.recompute_num_layers > 0 ? " of the first " + std::to_string(f.recompute_num_layers) + " layers of each chunk"
+                                    : std::string())
+     << ", cuda_graphs "
      << yn(f.cuda_graphs) << ", python_gc " << yn(f.python_gc) << ", dataloader_workers " << f.dataloader_workers
      << ", nccl_algo " << to_string(f.nccl_algo)
      << (f.optimizer_post_validation ? ", optimizer_post_validation yes" : "") << "\n"

@@ -185,6 +185,10 @@ struct Features {
   // recompute = "full" on every N-th transformer block only (torchtitan's selective layer AC,
   // ac_freq = N: blocks N, 2N, ... counted from 1 are checkpointed); 1 = every block.
   int recompute_every = 1;
+  // Megatron's --recompute-method block --recompute-num-layers N: with recompute = "full", only the first N
+  // transformer layers of each model chunk (virtual pipeline stage) are checkpointed; the rest keep their
+  // activations. 0: every layer (Megatron's uniform method, one layer per group).
+  int recompute_num_layers = 0;
   // PyTorch's FSDP implementation (zero_stage 3): 2 = FSDP2 fully_shard (per-parameter sharding:
   // the gathered unit is copied out into per-parameter tensors on the compute stream, gradients
   // copied into the reduce-scatter input in the reduce dtype); 1 = FSDP1 FlatParameter (the

@@ -42,7 +42,7 @@ const std::vector<std::string> kFeatureKeys = {"flash_attention", "fused_kernels
                                                "dataloader_ms_per_sample", "gc_pause_ms", "gc_interval_s",
                                                "overlap_p2p_comm", "reshard_after_forward", "fsdp_prefetch", "offload",
                                                "fp8_all_gather", "reduce_dtype", "fp8_attention", "fp8_params", "activation_offload_layers", "optimizer_foreach",
-                                               "optimizer_post_validation", "recompute_every",
+                                               "optimizer_post_validation", "recompute_every", "recompute_num_layers",
                                                "fsdp_version", "megatron_fsdp", "cross_entropy", "model_code", "fp8_recipe"};
 const std::vector<std::string> kCostKeys = {"price_per_gpu_hour"};
 const std::vector<std::string> kReliabilityKeys = {"interruptions_per_1k_gpu_days", "restart_minutes",
@@ -315,6 +315,7 @@ void read_scenario(Ctx& ctx, Scenario& s, const Value& root, const std::string& 
     ctx.read_bool(*t, "reshard_after_forward", p, f.reshard_after_forward);
     ctx.read_int(*t, "fsdp_prefetch", p, f.fsdp_prefetch);
     ctx.read_int(*t, "recompute_every", p, f.recompute_every);
+    ctx.read_int(*t, "recompute_num_layers", p, f.recompute_num_layers);
     ctx.read_int(*t, "fsdp_version", p, f.fsdp_version);
     ctx.read_bool(*t, "megatron_fsdp", p, f.megatron_fsdp);
     int ce = ctx.read_enum(*t, "cross_entropy", p, {"fused", "fp32", "compiled"});

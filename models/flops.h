@@ -4,6 +4,7 @@
 // Korthikanti et al. 2022, Megatron-Core num_floating_point_operations
 // (docs/accounting.md).
 #include <cstdint>
+#include <vector>
 
 #include "config/scenario.h"
 #include "models/model_spec.h"
@@ -33,6 +34,8 @@ double model_flops_per_token(const ModelSpec&, std::int64_t seq_len, bool with_a
 // core forward once more (QK^T + attn*V; Korthikanti's eq. 8 counts 3x this);
 // full = the whole layer forward (LM head not recomputed).
 // every: full recompute on every N-th block only (features.recompute_every).
-double recompute_flops_per_token(const ModelSpec&, std::int64_t seq_len, Recompute, int every = 1);
+// only: features.recompute_num_layers's checkpointed layers (RankShape::recompute_layers; empty = all).
+double recompute_flops_per_token(const ModelSpec&, std::int64_t seq_len, Recompute, int every = 1,
+                                 const std::vector<char>& only = {});
 
 }  // namespace mfusim::models

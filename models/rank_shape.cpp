@@ -5,6 +5,8 @@
 #include <algorithm>
 
 #include "hardware/calibration.h"
+#include "models/stage_split.h"
+#include "schedules/schedule.h"
 
 namespace mfusim::models {
 
@@ -23,7 +25,23 @@ config::Attention attention_variant(const RankShape& r) {
 
 bool checkpointed(const RankShape& r, int layer) {
   if (r.recompute == Recompute::none) return false;
+  if (!r.recompute_layers.empty())
+    return layer >= 0 && layer < static_cast<int>(r.recompute_layers.size()) &&
+           r.recompute_layers[static_cast<std::size_t>(layer)] != 0;
   return r.recompute != Recompute::full || r.recompute_every <= 1 || (layer + 1) % r.recompute_every == 0;
+}
+
+std::vector<char> block_recompute_layers(const config::Scenario& s) {
+  const auto& f = s.features;
+  if (f.recompute != Recompute::full || f.recompute_num_layers <= 0) return {};
+  // Megatron's TransformerBlock checkpoints layers 0 .. N-1 of its own chunk (block method): the
+  // chunks are the virtual stages of the schedule's split.
+  const int stages = s.parallel.pp * schedules::chunks_for(config::to_string(s.schedule.name), s.parallel.vpp);
+  std::vector<char> on(static_cast<std::size_t>(std::max(0, s.model.layers)), 0);
+  for (const auto& stage : split_layers(s, std::max(1, stages)))
+    for (std::size_t i = 0; i < stage.size() && static_cast<int>(i) < f.recompute_num_layers; ++i)
+      on[static_cast<std::size_t>(stage[i])] = 1;
+  return on;
 }
 
 RankShape rank_shape(const config::Scenario& s) {
@@ -39,6 +57,7 @@ RankShape rank_shape(const config::Scenario& s) {
   sh.fused_kernels = s.features.fused_kernels;
   sh.recompute = s.features.recompute;
   sh.recompute_every = s.features.recompute_every;
+  sh.recompute_layers = block_recompute_layers(s);
   sh.fp32_cross_entropy = s.features.cross_entropy == config::CrossEntropy::fp32;
   sh.compiled_cross_entropy = s.features.cross_entropy == config::CrossEntropy::compiled;
   sh.torchtitan = s.features.model_code == config::ModelCode::torchtitan;

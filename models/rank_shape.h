@@ -4,6 +4,7 @@
 // accounting.
 #include <cstdint>
 #include <optional>
+#include <vector>
 
 #include "config/scenario.h"
 #include "hardware/collectives.h"
@@ -70,6 +71,9 @@ struct RankShape {
   // features.recompute_every: with full recompute, only blocks N, 2N, ... (counted from 1)
   // are checkpointed (torchtitan's selective layer AC); 1 = every block.
   int recompute_every = 1;
+  // features.recompute_num_layers (Megatron's block method): per global layer, whether it is checkpointed
+  // (the first N layers of each virtual stage); empty: the rule above holds for every layer.
+  std::vector<char> recompute_layers;
   // torch's F.cross_entropy over fp32 logits (features.cross_entropy = "fp32"; always with
   // fp32_autocast).
   bool fp32_cross_entropy = false;
@@ -90,6 +94,8 @@ struct RankShape {
 };
 // Whether layer `layer` (0-based, in the model) is checkpointed under the shape's recompute.
 bool checkpointed(const RankShape&, int layer);
+// features.recompute_num_layers as RankShape::recompute_layers (empty where it does not apply).
+std::vector<char> block_recompute_layers(const config::Scenario&);
 // The scenario's parallel layout, as hardware::place takes it.
 hardware::Layout layout_of(const config::Scenario&);
 // The per-rank shape of a scenario (its parallel layout, micro-batch, features

@@ -247,6 +247,7 @@ void write_resolved(JsonWriter& w, const config::Scenario& s) {
   w.key("optimizer_post_validation").value(f.optimizer_post_validation);
   w.key("attention").value(config::to_string(config::attention_of(s)));   // the variant run (resolved)
   w.key("recompute_every").value(f.recompute_every);
+  w.key("recompute_num_layers").value(f.recompute_num_layers);   // 0 = every layer
   w.key("reshard_after_forward").value(f.reshard_after_forward);
   w.key("fsdp_prefetch").value(f.fsdp_prefetch);
   w.key("offload").value(config::to_string(f.offload));

@@ -93,7 +93,7 @@ struct Lowered {
   int job_boards = 0;   // StepResult::job_boards
 };
 
-// Layers of each virtual stage (even split, or the scenario's uneven split).
+// Layers of each virtual stage (even split, or the scenario's uneven split): models::split_layers.
 std::vector<std::vector<int>> split_layers(const config::Scenario&, int stages);
 
 // What a rank holds of the model through some of the virtual stages (`stage_layers`, split_layers'

@@ -11,6 +11,7 @@
 #include <string>
 
 #include "models/accounting.h"
+#include "models/rank_shape.h"
 #include "schedules/lab.h"
 #include "step/lower.h"
 #include "sim/process_memory.h"
@@ -153,7 +154,7 @@ StepResult simulate(const config::Scenario& s, const SimulateOptions& opt) {
   r.mfu_attn = denom > 0 ? r.model_flops_per_token * r.tokens_per_s / denom : 0;
   r.hfu = denom > 0 ? (r.model_flops_per_token +
                        models::recompute_flops_per_token(s.model, s.training.seq_len, s.features.recompute,
-                                                         s.features.recompute_every)) *
+                                                         s.features.recompute_every, models::block_recompute_layers(s))) *
                           r.tokens_per_s / denom
                     : 0;
   r.tflops_per_gpu = r.mfu_attn * peak / 1e12;

@@ -191,6 +191,7 @@ std::vector<std::pair<std::string, std::vector<std::string>>> lever_candidates(c
   // (recompute_every > 1 goes with full recompute only: a lever leaving full resets it.)
   auto leaving_full = [&](std::vector<std::string> sets) {
     if (f.recompute_every > 1) sets.push_back("features.recompute_every=1");
+    if (f.recompute_num_layers > 0) sets.push_back("features.recompute_num_layers=0");
     return sets;
   };
   if (f.recompute == config::Recompute::full) c.push_back({"selective recompute", leaving_full({"features.recompute=selective"})});
@@ -198,7 +199,8 @@ std::vector<std::pair<std::string, std::vector<std::string>>> lever_candidates(c
   // FSDP (ZeRO-3) scenarios: torchtitan's lighter checkpointing (docs/fsdp.md).
   if (p.zero() == 3 && f.recompute == config::Recompute::full) {
     c.push_back({"per-op selective recompute", leaving_full({"features.recompute=selective-op"})});
-    if (f.recompute_every == 1) c.push_back({"full recompute every 2nd block", {"features.recompute_every=2"}});
+    if (f.recompute_every == 1 && f.recompute_num_layers == 0)
+      c.push_back({"full recompute every 2nd block", {"features.recompute_every=2"}});
   }
   // Fewer bubbles: another schedule or more chunks.
   if (p.pp > 1) {

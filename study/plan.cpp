@@ -246,7 +246,10 @@ std::vector<config::Scenario> enumerate_layouts(const config::Scenario& base, in
                   s.schedule.name = kind;
                   s.schedule.costs.reset();
                   s.features.recompute = rc;
-                  if (rc != config::Recompute::full) s.features.recompute_every = 1;   // only full recompute skips blocks
+                  if (rc != config::Recompute::full) {   // only full recompute skips blocks or checkpoints a layer count
+                    s.features.recompute_every = 1;
+                    s.features.recompute_num_layers = 0;
+                  }
                   // Megatron's combined 1F1B (moe.overlap_ep_comm) exists for an MoE model with ep > 1 under
                   // interleaved-1f1b (or 1f1b without a pipeline) and no full recompute.
                   const bool combinable = step::overlap_ep_comm_applies(s);

@@ -286,23 +286,32 @@ inline bool cudnn_attention_off(const ModernRow& r) {
 
 // The activation recompute a row's launcher configured, where its model configuration says so. An audit
 // of every row's launcher configuration for recompute (activations_checkpoint_granularity in the NeMo 1.x
-// launchers' model YAML, recompute_* in Megatron-Bridge's performance configs) found one model with it:
+// launchers' model YAML, recompute_* in Megatron-Bridge's performance configs) found two:
 //  - Nemotron-4 340B, selective (Megatron-Core's checkpointed core attention: the attention kernels run
 //    again in the backward): dgxc-benchmarking v24.11.1 (@35a9aecc) nemotron/nemotron4-340b-synth.yaml
 //    `activations_checkpoint_granularity: selective`, which nemotron/configure.sh does not override; the
 //    NeMo 24.07 summary's row, NeMo-Framework-Launcher's launcher_scripts/conf/training/nemotron/nemotron_340b.yaml
 //    both at the 24.07 release (@0b1a110c) and after its update to the summary's pp 8 x vpp 12 layout (@630e6544).
-//  Megatron-Bridge's Llama 3 8B H100 FP8-CS config recomputes its first 5 layers per chunk
-//  (recompute_num_layers=5, "full" / "block": scripts/performance/utils/helpers.py @v0.2.0), which mfusim
-//  cannot yet express (features.recompute is per model, not per layer count); that row stays without.
+//  - Llama 3 8B FP8-CS on H100 (Megatron-Bridge), full recompute of the first 5 layers of each chunk:
+//    scripts/performance/configs/llama3/workload_base_configs.py @v0.2.0 LLAMA3_8B_H100_FP8_CS_BASE_CONFIG
+//    `recompute_num_layers=5`, which scripts/performance/utils/helpers.py turns into recompute_granularity
+//    "full", recompute_method "block"; the same config at v0.3.0 and v0.4.1
+//    (configs/llama/llama3_workload_base_configs.py LLAMA3_8B_PRETRAIN_CONFIG_H100_FP8_CS_V1).
 //  Every other row's configuration recomputes nothing: the Llama 3.1, GPT-3 175B and Nemotron-4 15B YAMLs
 //  of v24.11.1 and the launcher's GPT-3, Llama 2 / 3 and Nemotron-3 configurations at @0b1a110c set
 //  granularity null; the NeMo 2 scripts of dgxc-benchmarking v25.04 and v25.05.01 set no recompute.
-inline config::Recompute recompute_of(const ModernRow& r) {
+struct RowRecompute {
+  config::Recompute recompute = config::Recompute::none;
+  int num_layers = 0;   // features.recompute_num_layers (Megatron's block method); 0 = every layer
+};
+inline RowRecompute recompute_of(const ModernRow& r) {
   if (r.model == "nemotron4-340b" && (r.source.find("nemotron/README_340b.md") != std::string::npos ||
                                       r.framework.find("NeMo 24.07") != std::string::npos))
-    return config::Recompute::selective;
-  return config::Recompute::none;
+    return {config::Recompute::selective, 0};
+  if (r.id.rfind("MB", 0) == 0 && r.gpu_type == "H100" && r.model == "llama3-8b" &&
+      r.fp8_recipe.find("FP8-CS") != std::string::npos)
+    return {config::Recompute::full, 5};
+  return {};
 }
 
 // The Transformer Engine recipe a row's fp8_recipe column states: MXFP8 block scaling, per-tensor current
@@ -387,7 +396,13 @@ inline std::optional<config::Scenario> row_scenario(const ModernRow& r, Profile 
   f.overlap_param_gather = true;
   f.tp_comm_overlap = r.tp > 1;
   f.overlap_p2p_comm = p.vpp > 1;
-  f.recompute = in.row_recompute ? recompute_of(r) : config::Recompute::none;
+  if (in.row_recompute) {
+    const RowRecompute rc = recompute_of(r);
+    f.recompute = rc.recompute;
+    f.recompute_num_layers = rc.num_layers;
+  } else {
+    f.recompute = config::Recompute::none;
+  }
   f.cuda_graphs = false;
   f.python_gc = false;
   f.dataloader_workers = 8;
