@@ -166,6 +166,9 @@ void check_scenario(const Scenario& s, const Sink& err) {
       err("features.recompute_num_layers", "'features.recompute_num_layers' = " + std::to_string(s.features.recompute_num_layers) +
                                                " checkpoints the first N layers of each chunk fully (Megatron's block method): it "
                                                "needs features.recompute = \"full\"");
+    else if (s.features.model_code == ModelCode::torchtitan)
+      err("features.recompute_num_layers", "'features.recompute_num_layers' is Megatron's block method; torchtitan "
+                                           "checkpoints every N-th block instead (features.recompute_every)");
     else if (s.features.recompute_every > 1)
       err("features.recompute_num_layers", "'features.recompute_num_layers' and 'features.recompute_every' = " +
                                                std::to_string(s.features.recompute_every) + " both choose the checkpointed "

@@ -100,6 +100,8 @@ std::vector<std::string> layout_changes(const config::Scenario& base, const conf
     out.push_back(std::string("schedule.name=") + config::to_string(s.schedule.name));
   if (base.features.recompute != s.features.recompute)
     out.push_back(std::string("features.recompute=") + config::to_string(s.features.recompute));
+  num("features.recompute_every", base.features.recompute_every, s.features.recompute_every);
+  num("features.recompute_num_layers", base.features.recompute_num_layers, s.features.recompute_num_layers);
   // The MoE variants the planner searches with EP (study/plan.cpp enumerate_layouts).
   if (base.moe.dispatcher != s.moe.dispatcher) out.push_back(std::string("moe.dispatcher=") + config::to_string(s.moe.dispatcher));
   if (base.moe.recompute_norm_up_proj != s.moe.recompute_norm_up_proj)

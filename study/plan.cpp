@@ -442,14 +442,21 @@ double step_time_lower_bound(const config::Scenario& s) {
     for (const auto& k : ks.w) c.all += exec(k);
     return c;
   };
-  Cost dense{-1, -1}, moe{-1, -1};
+  // Per kind of layer (dense / MoE) and whether it is checkpointed: a layer the recompute skips
+  // (features.recompute_every, recompute_num_layers) runs without it, as layer::LayerCosts::layer_cost.
+  Cost cached[2][2] = {{{-1, -1}, {-1, -1}}, {{-1, -1}, {-1, -1}}};
   std::vector<Cost> per_stage(S);
   auto add = [](Cost& a, const Cost& b) { a.all += b.all; a.chain += b.chain; };
   for (int st = 0; st < S; ++st) {
     if (st == 0) add(per_stage[st], seconds(models::embedding_kernels(s.model, sh)));
     for (int l : layers[st]) {
-      Cost& c = s.model.is_moe_layer(l) ? moe : dense;
-      if (c.all < 0) c = seconds(models::layer_kernels(s.model, l, sh));
+      const bool ckpt = models::checkpointed(sh, l);
+      Cost& c = cached[s.model.is_moe_layer(l) ? 1 : 0][ckpt ? 1 : 0];
+      if (c.all < 0) {
+        models::RankShape shape = sh;
+        if (!ckpt) shape.recompute = config::Recompute::none;
+        c = seconds(models::layer_kernels(s.model, l, shape));
+      }
       add(per_stage[st], c);
     }
     if (st == S - 1) add(per_stage[st], seconds(models::head_kernels(s.model, sh)));

@@ -9,6 +9,7 @@
 #include "models/flops.h"
 #include "models/rank_shape.h"
 #include "step/simulate.h"
+#include "study/plan.h"
 #include "tests/shipped_scenario.h"
 
 using namespace mfusim;
@@ -83,4 +84,35 @@ TEST_CASE("recompute_num_layers: with another recompute, or with recompute_every
             .find("give one of them") != std::string::npos);
   CHECK(error_of({"features.recompute=\"full\"", "features.recompute_num_layers=-1"}).find("out of range") != std::string::npos);
   CHECK(error_of({"features.recompute=\"full\"", "features.recompute_num_layers=5"}).empty());
+}
+
+TEST_CASE("recompute_num_layers and recompute_every: the planner's step-time bound stays below the step, and counts the skipped layers' recompute out") {
+  // study/plan.h's contract: step_time_lower_bound(s) <= the simulated step. With recompute on a few layers
+  // only, a bound that priced every layer's recompute could exceed the step and skip a layout that belongs in
+  // the top rows.
+  step::SimulateOptions opt;
+  for (const auto& sets : std::vector<std::vector<std::string>>{
+           {"features.recompute=\"full\""},
+           {"features.recompute=\"full\"", "features.recompute_num_layers=1"},
+           {"features.recompute=\"full\"", "features.recompute_every=8"}}) {
+    CAPTURE(sets.back());
+    const auto s = eight_b(sets);
+    CHECK(study::step_time_lower_bound(s) <= step::simulate(s, opt).step_time_s);
+  }
+  // The bound of N = 1 lies well under full recompute's bound: one layer's recompute of 32.
+  const double full = study::step_time_lower_bound(eight_b({"features.recompute=\"full\""}));
+  const double one = study::step_time_lower_bound(eight_b({"features.recompute=\"full\"", "features.recompute_num_layers=1"}));
+  const double none = study::step_time_lower_bound(eight_b({}));
+  CHECK(one < full);
+  CHECK(one - none == doctest::Approx((full - none) / 32.0).epsilon(0.02));
+}
+
+TEST_CASE("recompute_num_layers: not with torchtitan's block (its layer checkpointing is recompute_every)") {
+  std::string e;
+  try {
+    (void)eight_b({"features.recompute=\"full\"", "features.recompute_num_layers=2", "features.model_code=\"torchtitan\""});
+  } catch (const config::ConfigError& x) {
+    e = x.what();
+  }
+  CHECK(e.find("Megatron's block method") != std::string::npos);
 }

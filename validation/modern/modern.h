@@ -286,17 +286,18 @@ inline bool cudnn_attention_off(const ModernRow& r) {
 
 // The activation recompute a row's launcher configured, where its model configuration says so. An audit
 // of every row's launcher configuration for recompute (activations_checkpoint_granularity in the NeMo 1.x
-// launchers' model YAML, recompute_* in Megatron-Bridge's performance configs) found two:
+// launchers' model YAML, recompute_* in Megatron-Bridge's performance configs; not the NeMo long-sequence
+// rows, which name no configuration) found one model with it:
 //  - Nemotron-4 340B, selective (Megatron-Core's checkpointed core attention: the attention kernels run
 //    again in the backward): dgxc-benchmarking v24.11.1 (@35a9aecc) nemotron/nemotron4-340b-synth.yaml
 //    `activations_checkpoint_granularity: selective`, which nemotron/configure.sh does not override; the
-//    NeMo 24.07 summary's row, NeMo-Framework-Launcher's launcher_scripts/conf/training/nemotron/nemotron_340b.yaml
-//    both at the 24.07 release (@0b1a110c) and after its update to the summary's pp 8 x vpp 12 layout (@630e6544).
-//  - Llama 3 8B FP8-CS on H100 (Megatron-Bridge), full recompute of the first 5 layers of each chunk:
-//    scripts/performance/configs/llama3/workload_base_configs.py @v0.2.0 LLAMA3_8B_H100_FP8_CS_BASE_CONFIG
-//    `recompute_num_layers=5`, which scripts/performance/utils/helpers.py turns into recompute_granularity
-//    "full", recompute_method "block"; the same config at v0.3.0 and v0.4.1
-//    (configs/llama/llama3_workload_base_configs.py LLAMA3_8B_PRETRAIN_CONFIG_H100_FP8_CS_V1).
+//    NeMo 24.07 summary's row by inference: NeMo-Framework-Launcher's launcher_scripts/conf/training/nemotron/
+//    nemotron_340b.yaml has it at the 24.07 release (@0b1a110c) and after its update to the summary's
+//    pp 8 x vpp 12 layout (@630e6544), but the summary's fp8 run at that layout was not the release's YAML as is.
+//  Not applied: Megatron-Bridge's Llama 3 8B FP8-CS H100 config recomputes its first 5 layers per chunk at
+//  v0.2.0, v0.3.0 and v0.4.1 (recompute_num_layers=5, "full" / "block"), but it took that in place of
+//  Megatron-FSDP (commit e3ed3267d, 2025-11-20, "lm3 recomp"), while the published 25.11 table lists the row with
+//  FSDP (1, later corrected to 8): the published step ran the earlier configuration, FSDP without recompute.
 //  Every other row's configuration recomputes nothing: the Llama 3.1, GPT-3 175B and Nemotron-4 15B YAMLs
 //  of v24.11.1 and the launcher's GPT-3, Llama 2 / 3 and Nemotron-3 configurations at @0b1a110c set
 //  granularity null; the NeMo 2 scripts of dgxc-benchmarking v25.04 and v25.05.01 set no recompute.
@@ -308,9 +309,6 @@ inline RowRecompute recompute_of(const ModernRow& r) {
   if (r.model == "nemotron4-340b" && (r.source.find("nemotron/README_340b.md") != std::string::npos ||
                                       r.framework.find("NeMo 24.07") != std::string::npos))
     return {config::Recompute::selective, 0};
-  if (r.id.rfind("MB", 0) == 0 && r.gpu_type == "H100" && r.model == "llama3-8b" &&
-      r.fp8_recipe.find("FP8-CS") != std::string::npos)
-    return {config::Recompute::full, 5};
   return {};
 }
 
