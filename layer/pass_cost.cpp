@@ -418,13 +418,11 @@ void LayerCosts::tp_overlap_windows(const std::vector<Kernel>& ks,
 
 const LayerCost& LayerCosts::layer_cost(int layer) {
   const bool moe = s_.model.is_moe_layer(layer);
-  // features.recompute_every: a block that is not checkpointed runs as without recompute.
-  const bool ckpt_layer = models::checkpointed(shape_, layer);
-  models::RankShape shape = shape_;
-  if (!ckpt_layer) shape.recompute = config::Recompute::none;
-  const int key = (moe ? 1 : 0) + (ckpt_layer ? 2 : 0);
+  // A block that is not checkpointed runs as without recompute (models::layer_shape).
+  const int key = (moe ? 1 : 0) + (models::checkpointed(shape_, layer) ? 2 : 0);
   auto it = layer_cache_.find(key);
   if (it != layer_cache_.end()) return it->second;
+  const models::RankShape shape = models::layer_shape(shape_, layer);
   return layer_cache_.emplace(key, cost_of(layer, models::layer_kernels(s_.model, layer, shape), shape)).first->second;
 }
 

@@ -83,13 +83,11 @@ double model_flops_per_token(const ModelSpec& m, std::int64_t seq_len, bool with
   return per_token;
 }
 
-double recompute_flops_per_token(const ModelSpec& m, std::int64_t seq_len, Recompute r, int every,
-                                 const std::vector<char>& only) {
+double recompute_flops_per_token(const ModelSpec& m, std::int64_t seq_len, Recompute r, const RankShape* shape) {
   double extra = 0;
   if (r == Recompute::none) return 0;
   for (int i = 0; i < m.layers; ++i) {
-    if (r == Recompute::full && every > 1 && (i + 1) % every != 0) continue;
-    if (!only.empty() && (static_cast<std::size_t>(i) >= only.size() || !only[static_cast<std::size_t>(i)])) continue;
+    if (shape && !checkpointed(*shape, i)) continue;
     const TokenFlops t = layer_token_flops(m, i, static_cast<double>(seq_len));
     if (r == Recompute::selective_op) {
       // torchtitan's per-op SAC: wk, wo and w3 (GELU: fc2) again; MLA / MoE: half the GEMMs.

@@ -4,10 +4,10 @@
 // Korthikanti et al. 2022, Megatron-Core num_floating_point_operations
 // (docs/accounting.md).
 #include <cstdint>
-#include <vector>
 
 #include "config/scenario.h"
 #include "models/model_spec.h"
+#include "models/rank_shape.h"
 
 namespace mfusim::models {
 
@@ -33,9 +33,8 @@ double model_flops_per_token(const ModelSpec&, std::int64_t seq_len, bool with_a
 // Extra FLOPs per token executed by recompute (for HFU): selective = attention
 // core forward once more (QK^T + attn*V; Korthikanti's eq. 8 counts 3x this);
 // full = the whole layer forward (LM head not recomputed).
-// every: full recompute on every N-th block only (features.recompute_every).
-// only: features.recompute_num_layers's checkpointed layers (RankShape::recompute_layers; empty = all).
-double recompute_flops_per_token(const ModelSpec&, std::int64_t seq_len, Recompute, int every = 1,
-                                 const std::vector<char>& only = {});
+// shape: only the layers it checkpoints (models::checkpointed: features.recompute_every,
+// recompute_num_layers); none = every layer.
+double recompute_flops_per_token(const ModelSpec&, std::int64_t seq_len, Recompute, const RankShape* shape = nullptr);
 
 }  // namespace mfusim::models

@@ -31,6 +31,12 @@ bool checkpointed(const RankShape& r, int layer) {
   return r.recompute != Recompute::full || r.recompute_every <= 1 || (layer + 1) % r.recompute_every == 0;
 }
 
+RankShape layer_shape(const RankShape& r, int layer) {
+  RankShape shape = r;
+  if (!checkpointed(r, layer)) shape.recompute = Recompute::none;
+  return shape;
+}
+
 std::vector<char> block_recompute_layers(const config::Scenario& s) {
   const auto& f = s.features;
   if (f.recompute != Recompute::full || f.recompute_num_layers <= 0) return {};

@@ -94,6 +94,9 @@ struct RankShape {
 };
 // Whether layer `layer` (0-based, in the model) is checkpointed under the shape's recompute.
 bool checkpointed(const RankShape&, int layer);
+// The shape layer `layer` runs under: without recompute where it is not checkpointed
+// (features.recompute_every, recompute_num_layers).
+RankShape layer_shape(const RankShape&, int layer);
 // features.recompute_num_layers as RankShape::recompute_layers (empty where it does not apply).
 std::vector<char> block_recompute_layers(const config::Scenario&);
 // The scenario's parallel layout, as hardware::place takes it.

@@ -19,7 +19,6 @@ std::string fmt(const char* f, double v) {
   return buf;
 }
 std::string pct(double x) { return fmt("%.1f %%", 100.0 * x); }
-
 std::string bar(double frac, int width) {
   const int n = static_cast<int>(std::lround(std::clamp(frac, 0.0, 1.0) * width));
   std::string s;
@@ -54,11 +53,9 @@ void write_training_run(std::ostream& o, const step::StepResult& r) {
   const auto& sim = run.sim;
   const auto& rl = r.scenario.reliability;
   const bool llama3 = rl.interruptions_per_1k_gpu_days == config::Reliability{}.interruptions_per_1k_gpu_days;
-  if (!sim.finishes) {
-    o << "  time to train    does not finish: " << fmt("%.1f", run.days_of_steps) << " days of steps, but an interruption every "
-      << fmt("%.3g", 1440.0 / (rl.interruptions_per_1k_gpu_days / 1000.0 * r.scenario.gpus)) << " min against "
-      << fmt("%.3g", (sim.interval_s + run.checkpoint_save_s) / 60.0) << "-min checkpoint segments and "
-      << fmt("%.3g", rl.restart_minutes) << "-min restarts (reliability.*)\n";
+  if (!sim.finishes) {   // why: the warning above (step/simulate.cpp training_run)
+    o << "  time to train    does not finish: " << fmt("%.1f", run.days_of_steps)
+      << " days of steps, but interruptions come faster than a checkpoint segment completes (warning above)\n";
     return;
   }
   // Under a day (a short fine-tune, a smoke test): hours or seconds, not "0.0 days".

@@ -152,9 +152,9 @@ StepResult simulate(const config::Scenario& s, const SimulateOptions& opt) {
   const double denom = s.gpus * peak;
   r.mfu = denom > 0 ? models::model_flops_per_token(s.model, s.training.seq_len, false) * r.tokens_per_s / denom : 0;
   r.mfu_attn = denom > 0 ? r.model_flops_per_token * r.tokens_per_s / denom : 0;
+  const models::RankShape shape = models::rank_shape(s);
   r.hfu = denom > 0 ? (r.model_flops_per_token +
-                       models::recompute_flops_per_token(s.model, s.training.seq_len, s.features.recompute,
-                                                         s.features.recompute_every, models::block_recompute_layers(s))) *
+                       models::recompute_flops_per_token(s.model, s.training.seq_len, s.features.recompute, &shape)) *
                           r.tokens_per_s / denom
                     : 0;
   r.tflops_per_gpu = r.mfu_attn * peak / 1e12;

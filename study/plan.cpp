@@ -442,8 +442,8 @@ double step_time_lower_bound(const config::Scenario& s) {
     for (const auto& k : ks.w) c.all += exec(k);
     return c;
   };
-  // Per kind of layer (dense / MoE) and whether it is checkpointed: a layer the recompute skips
-  // (features.recompute_every, recompute_num_layers) runs without it, as layer::LayerCosts::layer_cost.
+  // Per kind of layer (dense / MoE) and whether it is checkpointed (models::layer_shape), as
+  // layer::LayerCosts::layer_cost.
   Cost cached[2][2] = {{{-1, -1}, {-1, -1}}, {{-1, -1}, {-1, -1}}};
   std::vector<Cost> per_stage(S);
   auto add = [](Cost& a, const Cost& b) { a.all += b.all; a.chain += b.chain; };
@@ -452,11 +452,7 @@ double step_time_lower_bound(const config::Scenario& s) {
     for (int l : layers[st]) {
       const bool ckpt = models::checkpointed(sh, l);
       Cost& c = cached[s.model.is_moe_layer(l) ? 1 : 0][ckpt ? 1 : 0];
-      if (c.all < 0) {
-        models::RankShape shape = sh;
-        if (!ckpt) shape.recompute = config::Recompute::none;
-        c = seconds(models::layer_kernels(s.model, l, shape));
-      }
+      if (c.all < 0) c = seconds(models::layer_kernels(s.model, l, models::layer_shape(sh, l)));
       add(per_stage[st], c);
     }
     if (st == S - 1) add(per_stage[st], seconds(models::head_kernels(s.model, sh)));

@@ -64,7 +64,8 @@ TEST_CASE("recompute_num_layers: the step recomputes N / L of the layers, its me
   // HFU counts the recomputed FLOPs of those layers only.
   const auto& m = eight_b({}).model;
   const auto s5 = eight_b({"features.recompute=\"full\"", "features.recompute_num_layers=5"});
-  CHECK(models::recompute_flops_per_token(m, 8192, config::Recompute::full, 1, models::block_recompute_layers(s5)) ==
+  const models::RankShape sh5 = models::rank_shape(s5);
+  CHECK(models::recompute_flops_per_token(m, 8192, config::Recompute::full, &sh5) ==
         doctest::Approx(models::recompute_flops_per_token(m, 8192, config::Recompute::full) * 5.0 / 32.0));
 }
 
