@@ -76,6 +76,9 @@ const char* to_string(Fp8Recipe r) {
     default: return "tensorwise";
   }
 }
+const char* to_string(Fp8AmaxReduction r) {
+  return r == Fp8AmaxReduction::tensor_parallel ? "tensor_parallel" : r == Fp8AmaxReduction::none ? "none" : "data_parallel";
+}
 const char* to_string(CrossEntropy c) {
   return c == CrossEntropy::fp32 ? "fp32" : c == CrossEntropy::compiled ? "compiled" : "fused";
 }

@@ -74,6 +74,15 @@ enum class CrossEntropy { fused, fp32, compiled };
 // scaling ("tensorwise"), per-tensor current scaling ("current"), MXFP8 block scaling ("mxfp8", Blackwell),
 // or DeepSeek-V3's fine-grained tiles ("blockwise").
 enum class Fp8Recipe { tensorwise, current, mxfp8, blockwise };
+// features.fp8_amax_reduction (docs/cost-model.md 2b, "The amax reduction of delayed scaling"): under
+// per-tensor delayed scaling (Fp8Recipe::tensorwise, Megatron's block code) Transformer Engine all-reduces
+// (MAX) the amaxes its modules recorded when a model chunk's fp8_autocast region ends its forward, and
+// again when the chunk's backward ends, synchronously on the compute stream, over Megatron-Core's amax
+// reduction group: the stage's tensor-, data- and context-parallel ranks ("data_parallel", Megatron-Core's
+// default), or its tensor- and context-parallel ranks only ("tensor_parallel": tp_only_amax_red, or
+// NVTE_DP_AMAX_REDUCE_INTERVAL=0 with a Transformer Engine before 1.6), or not at all ("none": the
+// recipe's reduce_amax = False).
+enum class Fp8AmaxReduction { data_parallel, tensor_parallel, none };
 
 // "gpipe", "1f1b", "interleaved-1f1b", "zb-h1", "zb-h2", "zb-v", "dualpipe", "dualpipev", "zb-auto", "v-half", "v-min"
 const char* to_string(ScheduleKind);
@@ -88,6 +97,7 @@ const char* to_string(Attention);       // "flash", "cudnn", "hf_eager", ...
 const char* to_string(ModelCode);       // "megatron", "torchtitan"
 const char* to_string(CrossEntropy);    // "fused", "fp32", "compiled"
 const char* to_string(Fp8Recipe);       // "tensorwise", "current", "mxfp8", "blockwise"
+const char* to_string(Fp8AmaxReduction);   // "data_parallel", "tensor_parallel", "none"
 const std::vector<std::string>& attention_names();   // in Attention order
 
 struct Training {
@@ -224,6 +234,8 @@ struct Features {
   // tiles, weights in 128x128 blocks, DeepGEMM's NT-only GEMMs; models/kernel_builders.cpp,
   // linear_blockwise).
   Fp8Recipe fp8_recipe = Fp8Recipe::tensorwise;
+  // features.fp8_amax_reduction (Fp8AmaxReduction above): read only under delayed scaling.
+  Fp8AmaxReduction fp8_amax_reduction = Fp8AmaxReduction::data_parallel;
   // features.attention; absent: derived from flash_attention (attention_of below).
   std::optional<Attention> attention;
   // features.model_code: whose block code runs (ModelCode above).

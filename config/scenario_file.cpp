@@ -43,7 +43,8 @@ const std::vector<std::string> kFeatureKeys = {"flash_attention", "fused_kernels
                                                "overlap_p2p_comm", "reshard_after_forward", "fsdp_prefetch", "offload",
                                                "fp8_all_gather", "reduce_dtype", "fp8_attention", "fp8_params", "activation_offload_layers", "optimizer_foreach",
                                                "optimizer_post_validation", "recompute_every", "recompute_num_layers",
-                                               "fsdp_version", "megatron_fsdp", "cross_entropy", "model_code", "fp8_recipe"};
+                                               "fsdp_version", "megatron_fsdp", "cross_entropy", "model_code", "fp8_recipe",
+                                               "fp8_amax_reduction"};
 const std::vector<std::string> kCostKeys = {"price_per_gpu_hour"};
 const std::vector<std::string> kReliabilityKeys = {"interruptions_per_1k_gpu_days", "restart_minutes",
                                                    "checkpoint_interval_minutes", "checkpoint_save_s"};
@@ -333,6 +334,8 @@ void read_scenario(Ctx& ctx, Scenario& s, const Value& root, const std::string& 
     ctx.read_int(*t, "activation_offload_layers", p, f.activation_offload_layers);
     int fr = ctx.read_enum(*t, "fp8_recipe", p, {"tensorwise", "current", "mxfp8", "blockwise"});
     if (fr >= 0) f.fp8_recipe = static_cast<Fp8Recipe>(fr);
+    int ar = ctx.read_enum(*t, "fp8_amax_reduction", p, {"data_parallel", "tensor_parallel", "none"});
+    if (ar >= 0) f.fp8_amax_reduction = static_cast<Fp8AmaxReduction>(ar);
     // features.attention decides flash_attention; both in one table must agree (an
     // overlay that sets one of them drops the other: config/overrides.cpp).
     const int a = ctx.read_enum(*t, "attention", p, attention_names());

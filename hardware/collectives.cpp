@@ -268,6 +268,8 @@ Placement place(const Layout& l, const HardwareSpec& hw) {
   out.dp = analyse(ranks, static_cast<std::int64_t>(tp) * cp, dp, dp, domain);
   out.ep = analyse(ranks, static_cast<std::int64_t>(tp) * cp, dp, ep, domain);
   out.dp_cp = analyse(ranks, tp, dp * cp, dp * cp, domain);
+  out.tp_cp = analyse(ranks, 1, tp * cp, tp * cp, domain);
+  out.tp_dp_cp = analyse(ranks, 1, tp * cp * dp, tp * cp * dp, domain);
   out.pp_link = analyse(ranks, static_cast<std::int64_t>(tp) * cp * dp, pp, std::min(pp, 2), domain);
   if (pp > 2) {   // any adjacent pair crossing makes the hop cross
     const std::int64_t stride = static_cast<std::int64_t>(tp) * cp * dp;

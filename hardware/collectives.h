@@ -44,6 +44,9 @@ struct Placement {
   // ranks that hold the same weights, over which Megatron reduces gradients and shards the
   // distributed optimizer (its data-parallel-with-context-parallel group).
   Group dp_cp;
+  // A stage's tensor- and context-parallel ranks, and its tensor-, data- and context-parallel ranks
+  // (contiguous, stride 1): Megatron-Core's fp8 amax reduction groups (tp_only_amax_red, and its default).
+  Group tp_cp, tp_dp_cp;
   std::vector<std::string> warnings;
 };
 Placement place(const Layout&, const HardwareSpec&);

@@ -44,12 +44,17 @@ double Seg::mem_share() const {
 }
 
 double seg_slowdown(const Seg& sg, const hardware::Contention& c) {
+  if (sg.wait) return 1.0;
   return sim::mix_slowdown(sg.attn_share(), sg.mem_share(), sg.mem_coef, c.gemm, c.attention, c.hbm);
 }
 
 sim::ComputeMix mix_of(const Seg& sg) {
   auto q = [](double x) { return static_cast<std::uint8_t>(std::lround(std::clamp(x, 0.0, 1.0) * 255.0)); };
   sim::ComputeMix m;
+  if (sg.wait) {
+    m.host_only = 1;
+    return m;
+  }
   m.attention = q(sg.attn_share());
   m.memory = std::min<std::uint8_t>(q(sg.mem_share()), static_cast<std::uint8_t>(255 - m.attention));
   m.memory_coef = q(sg.mem_coef);

@@ -63,6 +63,10 @@ struct Seg {
   // DualPipe's F&B pair only (step/emit.cpp, fb_order): the segment needs nothing from its
   // chain's last collective (a weight gradient, the shared expert), so it may run beside it.
   bool beside = false;
+  // Not compute: the compute stream waits `ns` for a blocking collective (delayed scaling's amax all-reduce,
+  // step/op_items.cpp). Nothing beside it slows it (sim::ComputeMix::host_only), it slows nothing, and its
+  // time counts under its item's category.
+  bool wait = false;
 };
 
 // The time multiplier of segment `sg`'s compute beside a collective of contention `c` (its GEMM,

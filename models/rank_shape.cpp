@@ -88,11 +88,29 @@ RankShape rank_shape(const config::Scenario& s) {
   return sh;
 }
 
+int fp8_amax_group_ranks(const config::Scenario& s) {
+  const auto& f = s.features;
+  if (s.training.precision != hardware::Precision::fp8 || s.hardware.peak_flops_fp8 <= 0 ||
+      f.fp8_recipe != config::Fp8Recipe::tensorwise || f.model_code != config::ModelCode::megatron ||
+      f.fp8_amax_reduction == config::Fp8AmaxReduction::none)
+    return 0;
+  const auto& P = s.parallel;
+  int n = std::max(1, P.tp) * std::max(1, P.cp);
+  if (f.fp8_amax_reduction == config::Fp8AmaxReduction::data_parallel) n *= std::max(1, P.dp);
+  return n > 1 ? n : 0;
+}
+
+bool fp8_amax_over_dp(const config::Scenario& s) {
+  return s.parallel.dp > 1 && s.features.fp8_amax_reduction == config::Fp8AmaxReduction::data_parallel &&
+         fp8_amax_group_ranks(s) > 0;
+}
+
 int sync_group_ranks(const config::Scenario& s) {
   const auto& P = s.parallel;
   int dp_peers = 1;
   if (P.zero() >= 3) dp_peers = P.shard();
   if (s.model.is_moe() && P.ep > 1) dp_peers = std::max(dp_peers, P.ep);
+  if (fp8_amax_over_dp(s)) dp_peers = P.dp;
   dp_peers = std::clamp(dp_peers, 1, std::max(1, P.dp));
   return std::max(1, P.tp) * std::max(1, P.cp) * std::max(1, P.pp) * dp_peers;
 }

@@ -109,8 +109,16 @@ config::Attention attention_variant(const RankShape&);
 // The ranks a rank waits for at least once per micro-batch (hardware::CostModel::set_sync_group): its
 // tensor-, context- and pipeline-parallel peers (collectives in every layer, the stages' sends), and among
 // its data-parallel peers the larger of its ZeRO-3 shard group (a gather per unit) and, for an MoE model,
-// its expert-parallel group (an all-to-all per MoE layer). The data-parallel gradient reduction of ZeRO-0/1/2
+// its expert-parallel group (an all-to-all per MoE layer), or all of them where delayed scaling's amax
+// all-reduce spans them (fp8_amax_over_dp). The data-parallel gradient reduction of ZeRO-0/1/2
 // joins the replicas once per step, which averages the wander out (run 40: 430 ms windows, 1.009 at 64).
 int sync_group_ranks(const config::Scenario&);
+// Per-tensor delayed scaling's amax all-reduce (config::Fp8AmaxReduction, docs/cost-model.md 2b): the ranks
+// one all-reduce spans (the stage's tp x dp x cp, or tp x cp), 0 where none runs: not fp8 on an fp8 GPU,
+// another recipe, torchtitan's code (its float8 scales dynamically), reduce_amax off, or a group of one.
+int fp8_amax_group_ranks(const config::Scenario&);
+// Whether that all-reduce spans the data-parallel replicas (so every rank waits for all of them at the end of
+// each chunk's forward and backward).
+bool fp8_amax_over_dp(const config::Scenario&);
 
 }  // namespace mfusim::models

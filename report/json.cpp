@@ -244,6 +244,7 @@ void write_resolved(JsonWriter& w, const config::Scenario& s) {
   w.key("optimizer_foreach").value(f.optimizer_foreach);
   w.key("activation_offload_layers").value(f.activation_offload_layers);
   w.key("fp8_recipe").value(config::to_string(f.fp8_recipe));
+  w.key("fp8_amax_reduction").value(config::to_string(f.fp8_amax_reduction));
   w.key("optimizer_post_validation").value(f.optimizer_post_validation);
   w.key("attention").value(config::to_string(config::attention_of(s)));   // the variant run (resolved)
   w.key("recompute_every").value(f.recompute_every);

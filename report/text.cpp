@@ -9,6 +9,7 @@
 #include "report/timeline_ascii.h"
 #include "hardware/calibration.h"
 #include "layer/moe_dispatch.h"
+#include "models/rank_shape.h"
 
 namespace mfusim::report {
 
@@ -160,13 +161,19 @@ std::string sustained_text(const config::Scenario& s) {
   return t + "\n";
 }
 
-// The fp8 recipe, named and in words, for the cluster line (docs/cost-model.md 2b).
-std::string fp8_recipe_text(config::Fp8Recipe r) {
+// The fp8 recipe, named and in words, for the cluster line (docs/cost-model.md 2b); delayed scaling with the
+// group its amax all-reduce spans at each chunk's forward and backward end (models::fp8_amax_group_ranks).
+std::string fp8_recipe_text(const config::Scenario& s) {
+  const config::Fp8Recipe r = s.features.fp8_recipe;
   const char* words = r == config::Fp8Recipe::current     ? "per-tensor current scaling"
                       : r == config::Fp8Recipe::mxfp8     ? "MXFP8 1x32 block scaling"
                       : r == config::Fp8Recipe::blockwise ? "DeepSeek-V3 1x128 / 128x128 tiles"
                                                           : "per-tensor delayed scaling";
-  return std::string("recipe ") + config::to_string(r) + " (" + words + ")";
+  std::string t = std::string("recipe ") + config::to_string(r) + " (" + words;
+  if (const int n = models::fp8_amax_group_ranks(s); n > 0)
+    t += std::string(", amax all-reduce over ") + (models::fp8_amax_over_dp(s) ? "tp x dp x cp" : "tp x cp") + ", " +
+         std::to_string(n) + " ranks, per chunk";
+  return t + ")";
 }
 }  // namespace
 
@@ -198,7 +205,7 @@ std::string text_report(const step::StepResult& r, const std::vector<step::WhatI
   o << "  cluster   " << s.gpus << " x " << s.hardware.name << " (" << nodes << " NVLink domain" << (nodes > 1 ? "s" : "")
     << " of " << s.hardware.gpus_per_node << "), " << config::to_string(s.training.precision) << " peak "
     << fmt("%.0f", s.hardware.peak_flops(s.training.precision) / 1e12) << " TFLOP/s";
-  if (s.training.precision == hardware::Precision::fp8) o << ", " << fp8_recipe_text(s.features.fp8_recipe);
+  if (s.training.precision == hardware::Precision::fp8) o << ", " << fp8_recipe_text(s);
   o << "\n";
   o << "  layout    tp " << p.tp << "  pp " << p.pp << "  dp " << p.dp << "  cp " << p.cp << "  ep " << p.ep << "  vpp "
     << p.vpp << "  |  " << config::to_string(s.schedule.name) << ", " << r.microbatches << " micro-batches of "

@@ -35,7 +35,7 @@ int part_of(Category c) {
 
 // Where the busy time of a compute task goes, by its category.
 enum BusySlot : int { b_forward, b_backward, b_recompute, b_optimizer, b_dataloader, b_gc, b_launch, b_busy,
-                      b_tp, b_ep, b_cp, b_interference, b_count };
+                      b_tp, b_ep, b_cp, b_interference, b_dp, b_count };
 int busy_slot_of(Category c) {
   switch (c) {
     case Category::forward: return b_forward;
@@ -45,6 +45,11 @@ int busy_slot_of(Category c) {
     case Category::optimizer: return b_optimizer;
     case Category::dataloader: return b_dataloader;
     case Category::gc: return b_gc;
+    // A blocking collective the compute stream waits through (layer::Seg::wait: delayed scaling's amax all-reduce).
+    case Category::tp_comm: return b_tp;
+    case Category::ep_comm: return b_ep;
+    case Category::cp_comm: return b_cp;
+    case Category::dp_comm: return b_dp;
     default: return b_forward;
   }
 }
@@ -57,7 +62,7 @@ struct Sweep {
   std::array<std::int32_t, 8> count{};
   std::array<double, 8> exposed{};     // [1 + Part], [7] bubble ([0] unused)
   std::array<double, b_count> acc{};   // busy time by BusySlot, summed at the end events in completion order
-  std::array<char, 56> pad_{};         // to 256 bytes: a task code keeps its rank's byte offset above 7 flag bits
+  std::array<char, 48> pad_{};         // to 256 bytes: a task code keeps its rank's byte offset above 8 flag bits
   // Accrues the time since the previous event: while the compute stream is
   // idle, to the first communication present, else to the bubble. The events
   // come in time order (until >= prev); with the clock not moved the amount
@@ -72,7 +77,8 @@ struct Sweep {
     prev = until;
   }
 };
-static_assert(sizeof(Sweep) % 128 == 0, "the task codes keep a rank's byte offset above 7 bits");
+static_assert(sizeof(Sweep) % 256 == 0, "the task codes keep a rank's byte offset above 8 bits");
+static_assert(b_count <= 16, "a task code holds its busy slot in 4 bits");
 
 }  // namespace
 
@@ -104,7 +110,7 @@ std::vector<RankParts> analyze(const sim::TaskGraph& g, const sim::Timeline& tl,
   if (tl.started.size() != tl.intervals.size())
     throw std::logic_error("analyze: the timeline lacks the start order of its tasks");
   constexpr std::size_t kCats = static_cast<std::size_t>(Category::count_);
-  constexpr std::uint32_t kSend = 8, kSlot = 7, kRank = ~127u;
+  constexpr std::uint32_t kSend = 8, kSlot = 7, kRank = ~255u;
   if (static_cast<std::size_t>(P) + 1 > std::size_t{0xffffffffu} / sizeof(Sweep))
     throw std::logic_error("analyze: too many ranks for the 32-bit rank offsets of the task codes");
   const auto rank_code = [](int rank) { return static_cast<std::uint32_t>(static_cast<std::size_t>(rank) * sizeof(Sweep)); };
@@ -190,9 +196,10 @@ std::vector<RankParts> analyze(const sim::TaskGraph& g, const sim::Timeline& tl,
       acc[b_tp] += share(Category::tp_comm);
       acc[b_ep] += share(Category::ep_comm);
       acc[b_cp] += share(Category::cp_comm);
+      acc[b_dp] += share(Category::dp_comm);
       return;
     }
-    acc[(c >> 4) & 7] += body;
+    acc[(c >> 4) & 15] += body;
   };
 
   // Merge the start order and the completion order by time.
@@ -260,7 +267,7 @@ std::vector<RankParts> analyze(const sim::TaskGraph& g, const sim::Timeline& tl,
     b.cp_comm_exposed = acc[b_cp] + exposed[1 + p_cp];
     b.dataloader += exposed[1 + p_data];
     b.pp_comm_exposed = exposed[1 + p_pp];
-    b.dp_comm_exposed = exposed[1 + p_dp];
+    b.dp_comm_exposed = acc[b_dp] + exposed[1 + p_dp];
     b.bubble = exposed[1 + p_count];
   }
   return parts;

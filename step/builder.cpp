@@ -72,6 +72,7 @@ void Builder::plan() {
   out_.ranks = p_;
   split_w_ = out_.schedule.split_w;
   out_.stage_layers = split_layers(s_, S_);
+  plan_amax_reduction();
 }
 
 // The per-stage costs zb-auto plans from (one virtual stage per rank): one micro-batch's F, B (with the
@@ -189,6 +190,7 @@ void Builder::add_streams() {
   auto& g = out_.graph;
   tp_text_ = g.text("tp collective");
   a2a_text_ = g.text("all-to-all");
+  amax_text_ = g.text("fp8 amax all-reduce");
   tp_stream_.resize(p_); ep_stream_.resize(p_); pp_fwd_stream_.resize(p_); pp_bwd_stream_.resize(p_);
   dp_stream_.resize(p_); nvl_.resize(p_); nic_.resize(p_);
   out_.compute_stream.resize(p_);

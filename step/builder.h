@@ -194,6 +194,11 @@ class Builder {
   std::vector<double> lazy_grad_bytes_;              // per rank, allocated so far
   void allocate_lazy_grads(int rank, const Op& op);
   layer::LayerCost mtp_cost_;               // one MTP module on the last stage (model.mtp_depth > 0)
+  // Per (virtual) stage: delayed scaling's amax all-reduce at the end of the chunk's forward and backward
+  // (models::fp8_amax_group_ranks; Seg::wait); empty where none runs. Sized once in plan(): items point here.
+  std::vector<layer::Seg> amax_f_, amax_b_;
+  sim::Category amax_cat_ = sim::Category::tp_comm;
+  void plan_amax_reduction();   // op_items.cpp
   Lowered out_;
   std::string sched_;                       // the schedule's name
   int S_ = 1, p_ = 1, m_ = 1;               // virtual stages, pipeline ranks, micro-batches
@@ -203,7 +208,7 @@ class Builder {
   std::vector<double> rank_linear_params_;      // per rank: of which linear weights (fp8 under fp8 recipes)
 
   // ---- per rank: streams and links ----
-  std::uint16_t tp_text_ = 0, a2a_text_ = 0;   // "tp collective", "all-to-all"
+  std::uint16_t tp_text_ = 0, a2a_text_ = 0, amax_text_ = 0;   // "tp collective", "all-to-all", "fp8 amax all-reduce"
   std::vector<sim::StreamId> tp_stream_, ep_stream_, pp_fwd_stream_, pp_bwd_stream_, dp_stream_;
   std::vector<sim::ResourceId> nvl_, nic_;
   std::vector<TaskId> last_compute_;

@@ -105,6 +105,12 @@ Builder::Merged Builder::play_merged(const std::vector<Item>* const* chains, std
         t = std::max(t, ready[c]);
         parts[static_cast<std::size_t>(ready_cat[c])] += t - t0;
       }
+      const auto ci = static_cast<std::size_t>(it.cat);
+      if (sg.wait) {   // a blocking collective: the stream waits, no compute (not in the op's mix); transfers run on
+        t += sg.ns;
+        parts[ci] += sg.ns;
+        continue;
+      }
       launch += sg.launch_ns;
       host += sg.host_ns;
       flops += sg.flops;
@@ -112,7 +118,6 @@ Builder::Merged Builder::play_merged(const std::vector<Item>* const* chains, std
       attn_ns += static_cast<double>(sg.ns) * sg.attn_share();
       mem_ns += static_cast<double>(sg.ns) * sg.mem_share();
       mem_coef_ns += static_cast<double>(sg.ns) * sg.mem_share() * sg.mem_coef;
-      const auto ci = static_cast<std::size_t>(it.cat);
       if (sg.comm_ns <= 0) {
         const std::int64_t t0 = t;
         parts[ci] += compute(sg) - t0;

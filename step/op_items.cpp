@@ -9,6 +9,7 @@
 #include "schedules/schedule.h"
 #include "sim/time.h"
 #include "step/builder.h"
+#include "models/rank_shape.h"
 #include "step/simulate.h"
 
 namespace mfusim::step {
@@ -16,6 +17,39 @@ namespace mfusim::step {
 using layer::LayerCost;
 using layer::PassCost;
 using layer::Seg;
+
+// Per-tensor delayed scaling's amax reduction (config::Fp8AmaxReduction). Transformer Engine's
+// FP8GlobalStateManager.reduce_and_update_fp8_tensors runs when a chunk's fp8_autocast region (Megatron-Core's
+// TransformerBlock: its layers, not the embedding, final norm or head) exits after its forward, and in the
+// backward of the region's first module, the last of the chunk's layers' backward work: one all-reduce (MAX)
+// of the amaxes the chunk's modules recorded, over Megatron-Core's amax reduction group, issued with
+// async_op=False, so the compute stream waits for it (transformer_engine/pytorch/fp8.py,
+// reduce_tensor_across_group_op_max, v1.6 to v2.4). Its bytes: 4 per amax, three amaxes per GEMM forward
+// (input, weight, output) and two backward (the gradients), four GEMMs per layer; the call is latency-bound (a
+// 100-layer chunk's forward buffer is 4.8 KB), so the experts' GEMMs of an MoE layer are not counted apart.
+// Not priced: the fused amax-and-scale update kernel after it (one launch over KB of amax histories), the
+// host's concatenation of the buffers, and a full recompute's forward.
+void Builder::plan_amax_reduction() {
+  amax_f_.clear();
+  amax_b_.clear();
+  if (models::fp8_amax_group_ranks(s_) <= 0) return;
+  const bool over_dp = models::fp8_amax_over_dp(s_);
+  const hardware::Group& g = over_dp ? layers_.placement().tp_dp_cp : layers_.placement().tp_cp;
+  amax_cat_ = over_dp ? Category::dp_comm : Category::tp_comm;
+  amax_f_.assign(static_cast<std::size_t>(S_), Seg{});
+  amax_b_.assign(static_cast<std::size_t>(S_), Seg{});
+  for (int st = 0; st < S_; ++st) {
+    const double layers = static_cast<double>(out_.stage_layers[static_cast<std::size_t>(st)].size());
+    if (layers == 0) continue;   // a chunk of the embedding or the head alone has no fp8 module
+    auto fill = [&](Seg& sg, double amaxes_per_gemm) {
+      const double bytes = 4.0 * amaxes_per_gemm * 4.0 * layers;
+      sg.ns = sim::checked_ns(layers_.coll(hardware::Collective::all_reduce, bytes, g), "the fp8 amax all-reduce");
+      sg.wait = sg.ns > 0;
+    };
+    fill(amax_f_[static_cast<std::size_t>(st)], 3);
+    fill(amax_b_[static_cast<std::size_t>(st)], 2);
+  }
+}
 
 std::size_t Builder::items_key(const Op& op, bool forward_half) const {
   const bool fb = op.kind == OpKind::FB;
@@ -98,6 +132,8 @@ std::vector<Item> Builder::op_items(int rank, const Op& op, bool forward_half) {
       const LayerCost& lc = layers_.layer_cost(l);
       add_pass(pair && lc.fb ? lc.fb_f : lc.f, Category::forward, 'F', static_cast<std::int64_t>(lc.act_bytes), 0, l, false);
     }
+    if (!amax_f_.empty() && amax_f_[static_cast<std::size_t>(stage)].wait)
+      items.push_back(Item{&amax_f_[static_cast<std::size_t>(stage)], amax_cat_, 'F', 0, -1, false});
     if (has_head) head_forward();
     // MTP modules (DeepSeek-V3 §2.2) after the main head: each its norms, projection and block
     // on the main model's last hidden state, then the shared head and its loss once more.
@@ -137,6 +173,8 @@ std::vector<Item> Builder::op_items(int rank, const Op& op, bool forward_half) {
       add_pass(lc.b, Category::backward, 'B', 0, -freed, *it, !split);
       if (!split) add_pass(lc.w, Category::backward, 'B', 0, 0, *it, false);
     }
+    if (!amax_b_.empty() && amax_b_[static_cast<std::size_t>(stage)].wait)
+      items.push_back(Item{&amax_b_[static_cast<std::size_t>(stage)], amax_cat_, 'B', 0, -1, false});
     if (has_emb) {
       add_pass(emb_cost_.b, Category::backward, 'B', 0, -static_cast<std::int64_t>(emb_cost_.act_bytes), -1, false);
       if (!split) add_pass(emb_cost_.w, Category::backward, 'B', 0, 0, -1, false);

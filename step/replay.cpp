@@ -35,8 +35,8 @@ void Replay::record_item(Program& pr, int rank, const Item& it, std::vector<Task
     head = add(cs, h.ns, it.cat, 0, it.kind, h.launch_ns, h.flops, it.mem, {}, 0, h.host_ns, layer::mix_of(h));
     tail = add(cs, t.ns, it.cat, 0, it.kind, t.launch_ns, t.flops, 0, {}, 0, t.host_ns, layer::mix_of(t), it.release);
   } else {
-    head = tail = add(cs, sg.ns, it.cat, 0, it.kind, sg.launch_ns, sg.flops, it.mem, {}, 0, sg.host_ns, layer::mix_of(sg),
-                      it.release);
+    head = tail = add(cs, sg.ns, it.cat, sg.wait ? b_.amax_text_ : std::uint16_t{0}, it.kind, sg.launch_ns, sg.flops,
+                      it.mem, {}, 0, sg.host_ns, layer::mix_of(sg), it.release);
     pr.info[static_cast<std::size_t>(head)].blocks = it.blocks;
   }
   pr.last_compute = tail;

@@ -196,6 +196,9 @@ class Inputs {
   // The rows' activation recompute as their launchers' model configurations set it (recompute_of); false:
   // none on any row (validate_modern --without row_recompute).
   bool row_recompute = true;
+  // The delayed-scaling rows' amax reduction group as their launches configured it (amax_reduction_of); false:
+  // none on any row, the all-reduce left out (validate_modern --without amax_reduction).
+  bool amax_reduction = true;
   // The rows' fp8 recipes as their sources state them (fp8_recipe_of); false: every fp8 row under delayed
   // scaling (validate_modern --without fp8_recipes).
   bool fp8_recipes = true;
@@ -284,6 +287,33 @@ inline bool cudnn_attention_off(const ModernRow& r) {
   return r.framework.find("NeMo 24.07") != std::string::npos && r.model != "gpt3-175b";
 }
 
+// Delayed scaling's amax reduction (features.fp8_amax_reduction, docs/cost-model.md 2b) as a row's launch ran
+// it. Megatron-Core's TransformerBlock passes Transformer Engine's fp8_autocast the amax reduction group of
+// the stage's tensor-, data- and context-parallel ranks (parallel_state.get_amax_reduction_group, core_r0.7.0
+// to core_v0.9.0; tp_only_amax_red = False by default), and Transformer Engine all-reduces the amaxes over it
+// at every chunk's forward and backward end. Two releases' launches cut it to the tensor(-and-context)-
+// parallel group through NVTE_DP_AMAX_REDUCE_INTERVAL=0 ("AMAX is reduced only in TP domain",
+// transformer_engine/pytorch/fp8.py), an environment variable Transformer Engine read until commit 73f8d90fe
+// ("cuda graph support", 2024-04-12, first in v1.6rc1) removed it:
+//  - NeMo 24.05 (dgxc-benchmarking v24.11.1 nemo_megatron/launch.sh: `export NVTE_DP_AMAX_REDUCE_INTERVAL=0`,
+//    image nemo:24.05): its Transformer Engine is 1.6.0.dev0 (NeMo's software component versions), the
+//    commit NeMo's README of that release pins (v2.0.0rc0: te_commit bfe21c3d6, 2024-04-07, before 73f8d90fe).
+//  - NeMo 24.03.01 (the long-sequence H100 table): NeMo-Framework-Launcher's config.yaml for that container
+//    sets `NVTE_DP_AMAX_REDUCE_INTERVAL: 0 # Diable FP8 AMAX reduction in the data-parallel domain` (@b434fd3e),
+//    and its Transformer Engine predates 24.05's.
+// The same variable in the 24.07 launcher (@0b1a110c) and the 24.09 scripts (llama3.1/configure.sh,
+// nemotron/configure.sh) met Transformer Engine 1.8.0.dev0 and 1.10, which no longer read it: those rows, and
+// NeMo 2's (25.02.01, 25.04.01: bf16_with_fp8_mixed, delayed scaling; tp_only_amax_red, added to NeMo on
+// 2024-09-11 @46aa1eef5e, is set only by its GPT-3 175B performance script, @58912c415b, no row here),
+// reduce over the data-parallel group too. Rows under current scaling or MXFP8 have no such all-reduce.
+inline config::Fp8AmaxReduction amax_reduction_of(const ModernRow& r) {
+  const bool dgxc2411 = r.source.find("dgxc-benchmarking @35a9aecc8d5b17d99d80f52f38c75ade0dbab7ae") != std::string::npos;
+  if (dgxc2411 && r.source.find("nemo_megatron/README_175b.md") != std::string::npos)
+    return config::Fp8AmaxReduction::tensor_parallel;
+  if (r.framework.find("24.03.01") != std::string::npos) return config::Fp8AmaxReduction::tensor_parallel;
+  return config::Fp8AmaxReduction::data_parallel;
+}
+
 // The activation recompute a row's launcher configured, where its model configuration says so. An audit
 // of every row's launcher configuration for recompute (activations_checkpoint_granularity in the NeMo 1.x
 // launchers' model YAML, recompute_* in Megatron-Bridge's performance configs; not the NeMo long-sequence
@@ -365,6 +395,7 @@ inline std::optional<config::Scenario> row_scenario(const ModernRow& r, Profile 
     return std::nullopt;
   }
   if (in.fp8_recipes && s.training.precision == hardware::Precision::fp8) s.features.fp8_recipe = fp8_recipe_of(r);
+  s.features.fp8_amax_reduction = in.amax_reduction ? amax_reduction_of(r) : config::Fp8AmaxReduction::none;
   auto& p = s.parallel;
   p.tp = r.tp;
   p.pp = r.pp;
