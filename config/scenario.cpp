@@ -77,7 +77,12 @@ const char* to_string(Fp8Recipe r) {
   }
 }
 const char* to_string(Fp8AmaxReduction r) {
-  return r == Fp8AmaxReduction::tensor_parallel ? "tensor_parallel" : r == Fp8AmaxReduction::none ? "none" : "data_parallel";
+  switch (r) {
+    case Fp8AmaxReduction::tp_cp: return "tp_cp";
+    case Fp8AmaxReduction::tp: return "tp";
+    case Fp8AmaxReduction::none: return "none";
+    default: return "tp_dp_cp";
+  }
 }
 const char* to_string(CrossEntropy c) {
   return c == CrossEntropy::fp32 ? "fp32" : c == CrossEntropy::compiled ? "compiled" : "fused";

@@ -77,12 +77,12 @@ enum class Fp8Recipe { tensorwise, current, mxfp8, blockwise };
 // features.fp8_amax_reduction (docs/cost-model.md 2b, "The amax reduction of delayed scaling"): under
 // per-tensor delayed scaling (Fp8Recipe::tensorwise, Megatron's block code) Transformer Engine all-reduces
 // (MAX) the amaxes its modules recorded when a model chunk's fp8_autocast region ends its forward, and
-// again when the chunk's backward ends, synchronously on the compute stream, over Megatron-Core's amax
-// reduction group: the stage's tensor-, data- and context-parallel ranks ("data_parallel", Megatron-Core's
-// default), or its tensor- and context-parallel ranks only ("tensor_parallel": tp_only_amax_red, or
-// NVTE_DP_AMAX_REDUCE_INTERVAL=0 with a Transformer Engine before 1.6), or not at all ("none": the
+// again when the chunk's backward ends, synchronously on the compute stream, over the stage's tensor-,
+// data- and context-parallel ranks ("tp_dp_cp": Megatron-Core's amax reduction group, its default), its
+// tensor- and context-parallel ranks ("tp_cp": Megatron-Core's tp_only_amax_red), its tensor-parallel ranks
+// ("tp": NVTE_DP_AMAX_REDUCE_INTERVAL=0 with Transformer Engine 1.5 or earlier), or not at all ("none": the
 // recipe's reduce_amax = False).
-enum class Fp8AmaxReduction { data_parallel, tensor_parallel, none };
+enum class Fp8AmaxReduction { tp_dp_cp, tp_cp, tp, none };
 
 // "gpipe", "1f1b", "interleaved-1f1b", "zb-h1", "zb-h2", "zb-v", "dualpipe", "dualpipev", "zb-auto", "v-half", "v-min"
 const char* to_string(ScheduleKind);
@@ -97,7 +97,7 @@ const char* to_string(Attention);       // "flash", "cudnn", "hf_eager", ...
 const char* to_string(ModelCode);       // "megatron", "torchtitan"
 const char* to_string(CrossEntropy);    // "fused", "fp32", "compiled"
 const char* to_string(Fp8Recipe);       // "tensorwise", "current", "mxfp8", "blockwise"
-const char* to_string(Fp8AmaxReduction);   // "data_parallel", "tensor_parallel", "none"
+const char* to_string(Fp8AmaxReduction);   // "tp_dp_cp", "tp_cp", "tp", "none"
 const std::vector<std::string>& attention_names();   // in Attention order
 
 struct Training {
@@ -235,7 +235,7 @@ struct Features {
   // linear_blockwise).
   Fp8Recipe fp8_recipe = Fp8Recipe::tensorwise;
   // features.fp8_amax_reduction (Fp8AmaxReduction above): read only under delayed scaling.
-  Fp8AmaxReduction fp8_amax_reduction = Fp8AmaxReduction::data_parallel;
+  Fp8AmaxReduction fp8_amax_reduction = Fp8AmaxReduction::tp_dp_cp;
   // features.attention; absent: derived from flash_attention (attention_of below).
   std::optional<Attention> attention;
   // features.model_code: whose block code runs (ModelCode above).

@@ -334,7 +334,7 @@ void read_scenario(Ctx& ctx, Scenario& s, const Value& root, const std::string& 
     ctx.read_int(*t, "activation_offload_layers", p, f.activation_offload_layers);
     int fr = ctx.read_enum(*t, "fp8_recipe", p, {"tensorwise", "current", "mxfp8", "blockwise"});
     if (fr >= 0) f.fp8_recipe = static_cast<Fp8Recipe>(fr);
-    int ar = ctx.read_enum(*t, "fp8_amax_reduction", p, {"data_parallel", "tensor_parallel", "none"});
+    int ar = ctx.read_enum(*t, "fp8_amax_reduction", p, {"tp_dp_cp", "tp_cp", "tp", "none"});
     if (ar >= 0) f.fp8_amax_reduction = static_cast<Fp8AmaxReduction>(ar);
     // features.attention decides flash_attention; both in one table must agree (an
     // overlay that sets one of them drops the other: config/overrides.cpp).

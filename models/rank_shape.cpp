@@ -95,13 +95,14 @@ int fp8_amax_group_ranks(const config::Scenario& s) {
       f.fp8_amax_reduction == config::Fp8AmaxReduction::none)
     return 0;
   const auto& P = s.parallel;
-  int n = std::max(1, P.tp) * std::max(1, P.cp);
-  if (f.fp8_amax_reduction == config::Fp8AmaxReduction::data_parallel) n *= std::max(1, P.dp);
+  int n = std::max(1, P.tp);
+  if (f.fp8_amax_reduction != config::Fp8AmaxReduction::tp) n *= std::max(1, P.cp);
+  if (f.fp8_amax_reduction == config::Fp8AmaxReduction::tp_dp_cp) n *= std::max(1, P.dp);
   return n > 1 ? n : 0;
 }
 
 bool fp8_amax_over_dp(const config::Scenario& s) {
-  return s.parallel.dp > 1 && s.features.fp8_amax_reduction == config::Fp8AmaxReduction::data_parallel &&
+  return s.parallel.dp > 1 && s.features.fp8_amax_reduction == config::Fp8AmaxReduction::tp_dp_cp &&
          fp8_amax_group_ranks(s) > 0;
 }
 

@@ -114,7 +114,7 @@ config::Attention attention_variant(const RankShape&);
 // joins the replicas once per step, which averages the wander out (run 40: 430 ms windows, 1.009 at 64).
 int sync_group_ranks(const config::Scenario&);
 // Per-tensor delayed scaling's amax all-reduce (config::Fp8AmaxReduction, docs/cost-model.md 2b): the ranks
-// one all-reduce spans (the stage's tp x dp x cp, or tp x cp), 0 where none runs: not fp8 on an fp8 GPU,
+// one all-reduce spans (the stage's tp x dp x cp, tp x cp or tp), 0 where none runs: not fp8 on an fp8 GPU,
 // another recipe, torchtitan's code (its float8 scales dynamically), reduce_amax off, or a group of one.
 int fp8_amax_group_ranks(const config::Scenario&);
 // Whether that all-reduce spans the data-parallel replicas (so every rank waits for all of them at the end of

@@ -170,9 +170,12 @@ std::string fp8_recipe_text(const config::Scenario& s) {
                       : r == config::Fp8Recipe::blockwise ? "DeepSeek-V3 1x128 / 128x128 tiles"
                                                           : "per-tensor delayed scaling";
   std::string t = std::string("recipe ") + config::to_string(r) + " (" + words;
-  if (const int n = models::fp8_amax_group_ranks(s); n > 0)
-    t += std::string(", amax all-reduce over ") + (models::fp8_amax_over_dp(s) ? "tp x dp x cp" : "tp x cp") + ", " +
-         std::to_string(n) + " ranks, per chunk";
+  if (const int n = models::fp8_amax_group_ranks(s); n > 0) {
+    const auto mode = s.features.fp8_amax_reduction;
+    t += std::string(", amax all-reduce over ") +
+         (mode == config::Fp8AmaxReduction::tp_dp_cp ? "tp x dp x cp" : mode == config::Fp8AmaxReduction::tp_cp ? "tp x cp" : "tp") +
+         ", " + std::to_string(n) + " ranks, per chunk" + (mode == config::Fp8AmaxReduction::tp ? " forward" : "");
+  }
   return t + ")";
 }
 }  // namespace

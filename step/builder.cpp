@@ -107,6 +107,10 @@ schedules::StageCosts Builder::zb_auto_costs() {
       add(mtp_cost_, true);
       add(head_cost_, false);
     }
+    if (!stages[static_cast<std::size_t>(r)].empty()) {   // delayed scaling's amax all-reduces (op_items.cpp)
+      f += amax_seconds(3);
+      if (s_.features.fp8_amax_reduction != config::Fp8AmaxReduction::tp) b += amax_seconds(2);
+    }
     c.f.push_back(f);
     c.b.push_back(b);
     c.w.push_back(w);

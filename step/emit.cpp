@@ -124,9 +124,9 @@ void Builder::emit_seg(int rank, Chain& ch, const Seg& sg, Category cat, const N
     tail = add_task(rank, cs, t.ns, cat, Name(), mb, chunk, kind, t.launch_ns, t.flops, 0, {}, 0, t.host_ns, mix_of(t),
                     release);
   } else {
-    const Name& nm = sg.wait && name.text.empty() && name.label == sim::Label::text ? Name(sim::Label::text, amax_text_) : name;
-    head = tail = add_task(rank, cs, sg.ns, cat, nm, mb, chunk, kind, sg.launch_ns, sg.flops, mem, {}, 0,
-                           sg.host_ns, mix_of(sg), release);
+    const bool amax = sg.wait && name.text.empty() && name.label == sim::Label::text;   // (unnamed: its own label)
+    head = tail = add_task(rank, cs, sg.ns, cat, amax ? Name(sim::Label::text, amax_text_) : name, mb, chunk, kind,
+                           sg.launch_ns, sg.flops, mem, {}, 0, sg.host_ns, mix_of(sg), release);
     out_.info[static_cast<std::size_t>(head)].blocks = blocks;
   }
   last_compute_[rank] = tail;

@@ -246,6 +246,12 @@ void Builder::fsdp_emit(int rank, Chain& ch, const std::vector<Item>& items, con
   std::vector<Unit> units;
   bool seen_layer = false;
   for (std::size_t i = 0; i < items.size(); ++i) {
+    // A blocking collective after the layers (delayed scaling's amax all-reduce, Seg::wait) ends the unit
+    // before it: it needs no parameters and opens no unit.
+    if (items[i].seg->wait && !units.empty()) {
+      units.back().end = i + 1;
+      continue;
+    }
     const int l = items[i].layer;
     int key = l;
     if (l < 0) {

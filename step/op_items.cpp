@@ -18,36 +18,51 @@ using layer::LayerCost;
 using layer::PassCost;
 using layer::Seg;
 
-// Per-tensor delayed scaling's amax reduction (config::Fp8AmaxReduction). Transformer Engine's
-// FP8GlobalStateManager.reduce_and_update_fp8_tensors runs when a chunk's fp8_autocast region (Megatron-Core's
-// TransformerBlock: its layers, not the embedding, final norm or head) exits after its forward, and in the
-// backward of the region's first module, the last of the chunk's layers' backward work: one all-reduce (MAX)
-// of the amaxes the chunk's modules recorded, over Megatron-Core's amax reduction group, issued with
+// Per-tensor delayed scaling's amax reduction (config::Fp8AmaxReduction; docs/cost-model.md 2b). From
+// Transformer Engine 1.6, FP8GlobalStateManager.reduce_and_update_fp8_tensors runs when a chunk's
+// fp8_autocast region (Megatron-Core's TransformerBlock: its layers, not the embedding, final norm or head)
+// exits after its forward, and in the backward of the region's first module, the chunk's last layer work
+// (the LayerNormLinear of its first layer): one all-reduce (MAX) over the amax reduction group, issued with
 // async_op=False, so the compute stream waits for it (transformer_engine/pytorch/fp8.py,
-// reduce_tensor_across_group_op_max, v1.6 to v2.4). Its bytes: 4 per amax, three amaxes per GEMM forward
-// (input, weight, output) and two backward (the gradients), four GEMMs per layer; the call is latency-bound (a
-// 100-layer chunk's forward buffer is 4.8 KB), so the experts' GEMMs of an MoE layer are not counted apart.
-// Not priced: the fused amax-and-scale update kernel after it (one launch over KB of amax histories), the
-// host's concatenation of the buffers, and a full recompute's forward.
+// reduce_tensor_across_group_op_max, v1.6 to v2.4). Every module of the rank adds its amaxes to one buffer per
+// direction, so each reduction carries the amaxes of all the rank's chunks: 4 bytes per amax, three per GEMM
+// forward (input, weight, output) and two backward (the gradients), four GEMMs per layer, the rank's layers
+// taken as the model's over pp; the call is latency-bound (80 layers' forward buffer is 3.8 KB), so an MoE
+// layer's expert GEMMs are not counted apart. "tp" is Transformer Engine 1.5 and earlier with
+// NVTE_DP_AMAX_REDUCE_INTERVAL=0 and NVTE_ASYNC_AMAX_REDUCTION=1, as NVIDIA's launchers set both: a
+// tensor-parallel reduction, the forward's issued at the next fp8_autocast entry and waited at that
+// forward's first module (priced here, at the chunk's end), the backward's waited at the next backward
+// (hidden behind it: not priced). Not priced either: the fused amax-and-scale update kernel after each
+// reduction (over the amax histories, 48 KB per layer at NeMo's fp8_amax_history_len 1024: MB for a model,
+// microseconds of HBM), the host's concatenation of the buffers, and a full recompute's forward (whose
+// reductions depend on Transformer Engine's version).
+double Builder::amax_seconds(double amaxes_per_gemm) const {
+  if (models::fp8_amax_group_ranks(s_) <= 0) return 0;
+  const auto& pl = layers_.placement();
+  const auto mode = s_.features.fp8_amax_reduction;
+  const hardware::Group& g = mode == config::Fp8AmaxReduction::tp_dp_cp ? pl.tp_dp_cp
+                             : mode == config::Fp8AmaxReduction::tp_cp  ? pl.tp_cp
+                                                                        : pl.tp;
+  const double rank_layers = static_cast<double>(s_.model.layers) / std::max(1, s_.parallel.pp);
+  return layers_.coll(hardware::Collective::all_reduce, 4.0 * amaxes_per_gemm * 4.0 * rank_layers, g);
+}
+
 void Builder::plan_amax_reduction() {
   amax_f_.clear();
   amax_b_.clear();
-  if (models::fp8_amax_group_ranks(s_) <= 0) return;
-  const bool over_dp = models::fp8_amax_over_dp(s_);
-  const hardware::Group& g = over_dp ? layers_.placement().tp_dp_cp : layers_.placement().tp_cp;
-  amax_cat_ = over_dp ? Category::dp_comm : Category::tp_comm;
+  const double f = amax_seconds(3), b = s_.features.fp8_amax_reduction == config::Fp8AmaxReduction::tp ? 0.0 : amax_seconds(2);
+  if (f <= 0 && b <= 0) return;
+  amax_cat_ = models::fp8_amax_over_dp(s_) ? Category::dp_comm : Category::tp_comm;
   amax_f_.assign(static_cast<std::size_t>(S_), Seg{});
   amax_b_.assign(static_cast<std::size_t>(S_), Seg{});
   for (int st = 0; st < S_; ++st) {
-    const double layers = static_cast<double>(out_.stage_layers[static_cast<std::size_t>(st)].size());
-    if (layers == 0) continue;   // a chunk of the embedding or the head alone has no fp8 module
-    auto fill = [&](Seg& sg, double amaxes_per_gemm) {
-      const double bytes = 4.0 * amaxes_per_gemm * 4.0 * layers;
-      sg.ns = sim::checked_ns(layers_.coll(hardware::Collective::all_reduce, bytes, g), "the fp8 amax all-reduce");
+    if (out_.stage_layers[static_cast<std::size_t>(st)].empty()) continue;   // the embedding or head alone: no fp8 module
+    auto fill = [&](Seg& sg, double seconds) {
+      sg.ns = sim::checked_ns(seconds, "the fp8 amax all-reduce");
       sg.wait = sg.ns > 0;
     };
-    fill(amax_f_[static_cast<std::size_t>(st)], 3);
-    fill(amax_b_[static_cast<std::size_t>(st)], 2);
+    fill(amax_f_[static_cast<std::size_t>(st)], f);
+    fill(amax_b_[static_cast<std::size_t>(st)], b);
   }
 }
 

@@ -89,7 +89,10 @@ StepLinks scenario_links(const sim::TaskGraph& g) {
   }
   // A parameter all-gather at the start of a step gathers what the rank's optimizer of the step before wrote.
   for (std::size_t t = 0; t < tasks.size(); ++t) {
-    if (has_pred[t] || tasks[t].category != sim::Category::dp_comm) continue;
+    // (not a blocking collective on a compute stream: delayed scaling's amax all-reduce)
+    if (has_pred[t] || tasks[t].category != sim::Category::dp_comm ||
+        streams[static_cast<std::size_t>(tasks[t].stream)].compute)
+      continue;
     const auto r = static_cast<std::size_t>(streams[static_cast<std::size_t>(tasks[t].stream)].rank);
     if (optim[r] >= 0) links.emplace_back(optim[r], static_cast<sim::TaskId>(t));
   }

@@ -57,7 +57,7 @@ std::vector<std::string> targets(const std::string& lever) {
   if (lever.rfind("NCCL", 0) == 0) return {"tp_comm_exposed", "dp_comm_exposed", "pp_comm_exposed", "ep_comm_exposed"};
   if (lever.rfind("power limit", 0) == 0) return {"forward", "backward", "recompute"};
   if (lever == "fused AdamW") return {"optimizer"};
-  if (lever == "fp8 amax over tensor-parallel ranks") return {"forward", "backward", "dp_comm_exposed"};
+  if (lever == "fp8 amax over tp x cp ranks") return {"forward", "backward", "dp_comm_exposed"};
   return {"bubble", "imbalance"};   // schedules, vpp and optimizer post-validation
 }
 
@@ -131,7 +131,7 @@ std::string why_it_helps(const std::string& lever, const std::string& part) {
     return "frees the offloaded layers' activations from HBM (they cross the host link; time only where a window's compute is shorter than its transfer)";
   if (lever.rfind("power limit", 0) == 0)
     return "the SMs run at the clock the higher board limit leaves (GEMMs and attention; calibration [power], docs/cost-model.md §2e)";
-  if (lever == "fp8 amax over tensor-parallel ranks")
+  if (lever == "fp8 amax over tp x cp ranks")
     return "delayed scaling's amax all-reduce at each chunk's forward and backward end spans only the tensor- and "
            "context-parallel ranks (Megatron-Core's tp_only_amax_red): no rank waits for its data-parallel replicas "
            "every micro-batch, so the kernels run at the pace of a smaller group (docs/cost-model.md 2b)";
@@ -246,9 +246,9 @@ std::vector<std::pair<std::string, std::vector<std::string>>> lever_candidates(c
       s.training.master_weights != config::MasterWeights::fp32_autocast)
     flag("fp8 weights (--fp8-param-gather)", "features.fp8_params", f.fp8_params, true);
   // Delayed scaling's amax all-reduce over the data-parallel replicas (Megatron-Core's default): over the
-  // tensor(-and-context)-parallel ranks only (tp_only_amax_red).
+  // tensor- and context-parallel ranks only (tp_only_amax_red).
   if (models::fp8_amax_over_dp(s))
-    c.push_back({"fp8 amax over tensor-parallel ranks", {"features.fp8_amax_reduction=tensor_parallel"}});
+    c.push_back({"fp8 amax over tp x cp ranks", {"features.fp8_amax_reduction=tp_cp"}});
   for (const char* a : {"ring", "tree"})
     if (std::string(config::to_string(f.nccl_algo)) != a) c.push_back({std::string("NCCL ") + a, {std::string("features.nccl_algo=") + a}});
   // MoE (docs/moe-dualpipe.md): DeepEP-style dispatch, DualPipe, the EP degree, DeepSeek's memory measures.

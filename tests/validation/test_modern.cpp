@@ -23,6 +23,7 @@
 #include <string>
 #include <vector>
 
+#include "models/rank_shape.h"
 #include "report/accuracy.h"
 #include "validation/modern/modern.h"
 
@@ -255,5 +256,44 @@ TEST_CASE("modern: FlashAttention-2 exactly where a row's launch turned cuDNN's 
     const auto s = vm::row_scenario(r, vm::Profile::calibrated, in, why);
     REQUIRE(s);
     CHECK((s->features.attention == config::Attention::flash2) == (r.id == "NEMOLS-H100-LLAMA2_7B-0004K"));
+  }
+}
+
+TEST_CASE("modern: delayed scaling's amax reduction as each row's launch ran it (modern.h amax_reduction_of)") {
+  // Transformer Engine 1.5 and earlier read NVTE_DP_AMAX_REDUCE_INTERVAL=0 (the tensor-parallel group alone):
+  // dgxc-benchmarking's GPT-3 175B launch (NeMo 24.05) and the 24.03.01 launcher's long-sequence rows; every
+  // other row on Megatron-Core's default group.
+  std::map<std::string, int> tp;
+  for (const auto& r : rows()) {
+    if (vm::amax_reduction_of(r) != config::Fp8AmaxReduction::tp) {
+      CHECK(vm::amax_reduction_of(r) == config::Fp8AmaxReduction::tp_dp_cp);
+      continue;
+    }
+    if (r.id.rfind("DGXC2411-H100-GPT3_175B", 0) == 0) ++tp["dgxc gpt3 175b (24.05)"];
+    else if (r.id.rfind("NEMOLS-H100", 0) == 0) ++tp["long sequence 24.03.01"];
+    else ++tp["other"];
+  }
+  CHECK(tp["dgxc gpt3 175b (24.05)"] == 10);
+  CHECK(tp["long sequence 24.03.01"] == 9);
+  CHECK(tp["other"] == 0);
+  // The scenario a row becomes: its reduction, Megatron-Core's default with --without row_amax, none without it.
+  vm::Inputs in;
+  std::string why;
+  for (const auto& r : rows()) {
+    if (r.id != "DGXC2411-H100-GPT3_175B-FP8-0128" && r.id != "DGXC2411-H100-L31_70B-FP8-0064") continue;
+    CAPTURE(r.id);
+    const bool gpt3 = r.id == "DGXC2411-H100-GPT3_175B-FP8-0128";
+    auto s = vm::row_scenario(r, vm::Profile::calibrated, in, why);
+    REQUIRE(s);
+    CHECK(s->features.fp8_amax_reduction == (gpt3 ? config::Fp8AmaxReduction::tp : config::Fp8AmaxReduction::tp_dp_cp));
+    CHECK(models::fp8_amax_group_ranks(*s) == (gpt3 ? 4 : 4 * 2 * 2));   // GPT-3: tp 4; 70B: tp 4 x cp 2 x dp 2
+    in.row_amax = false;
+    s = vm::row_scenario(r, vm::Profile::calibrated, in, why);
+    CHECK(s->features.fp8_amax_reduction == config::Fp8AmaxReduction::tp_dp_cp);
+    in.row_amax = true;
+    in.amax_reduction = false;
+    s = vm::row_scenario(r, vm::Profile::calibrated, in, why);
+    CHECK(models::fp8_amax_group_ranks(*s) == 0);
+    in.amax_reduction = true;
   }
 }

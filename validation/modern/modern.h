@@ -196,9 +196,12 @@ class Inputs {
   // The rows' activation recompute as their launchers' model configurations set it (recompute_of); false:
   // none on any row (validate_modern --without row_recompute).
   bool row_recompute = true;
-  // The delayed-scaling rows' amax reduction group as their launches configured it (amax_reduction_of); false:
-  // none on any row, the all-reduce left out (validate_modern --without amax_reduction).
+  // The delayed-scaling rows' amax reduction as their launches configured it (amax_reduction_of); false: none
+  // on any row, the all-reduce left out (validate_modern --without amax_reduction).
   bool amax_reduction = true;
+  // false: every delayed-scaling row on Megatron-Core's default group, tp x dp x cp, whatever its launch set
+  // (validate_modern --without row_amax).
+  bool row_amax = true;
   // The rows' fp8 recipes as their sources state them (fp8_recipe_of); false: every fp8 row under delayed
   // scaling (validate_modern --without fp8_recipes).
   bool fp8_recipes = true;
@@ -289,29 +292,34 @@ inline bool cudnn_attention_off(const ModernRow& r) {
 
 // Delayed scaling's amax reduction (features.fp8_amax_reduction, docs/cost-model.md 2b) as a row's launch ran
 // it. Megatron-Core's TransformerBlock passes Transformer Engine's fp8_autocast the amax reduction group of
-// the stage's tensor-, data- and context-parallel ranks (parallel_state.get_amax_reduction_group, core_r0.7.0
-// to core_v0.9.0; tp_only_amax_red = False by default), and Transformer Engine all-reduces the amaxes over it
-// at every chunk's forward and backward end. Two releases' launches cut it to the tensor(-and-context)-
-// parallel group through NVTE_DP_AMAX_REDUCE_INTERVAL=0 ("AMAX is reduced only in TP domain",
-// transformer_engine/pytorch/fp8.py), an environment variable Transformer Engine read until commit 73f8d90fe
-// ("cuda graph support", 2024-04-12, first in v1.6rc1) removed it:
+// the stage's tensor-, data- and context-parallel ranks (parallel_state.get_amax_reduction_group, core_v0.7.0
+// to core_v0.9.0; tp_only_amax_red = False by default), and Transformer Engine from 1.6 all-reduces the amaxes
+// over it at every chunk's forward and backward end. Two releases' launches ran a Transformer Engine that
+// still read NVTE_DP_AMAX_REDUCE_INTERVAL, which they set to 0 ("AMAX is reduced only in TP domain":
+// transformer_engine/pytorch/fp8.py @bfe21c3d6, the tensor-parallel group alone, none at tp 1), with
+// NVTE_ASYNC_AMAX_REDUCTION=1 beside it ("tp"); Transformer Engine's commit 73f8d90fe ("cuda graph support",
+// 2024-04-12, first in v1.6rc1) removed both variables:
 //  - NeMo 24.05 (dgxc-benchmarking v24.11.1 nemo_megatron/launch.sh: `export NVTE_DP_AMAX_REDUCE_INTERVAL=0`,
-//    image nemo:24.05): its Transformer Engine is 1.6.0.dev0 (NeMo's software component versions), the
-//    commit NeMo's README of that release pins (v2.0.0rc0: te_commit bfe21c3d6, 2024-04-07, before 73f8d90fe).
+//    `export NVTE_ASYNC_AMAX_REDUCTION=1`, image nemo:24.05). An inference: the container's Transformer Engine
+//    is "1.6.0.dev0" (docs.nvidia.com/nemo-framework/user-guide/24.09/softwarecomponentversions.html), the
+//    version string of Transformer Engine's main branch from 2024-03-18 to 2024-04-15, a window that holds
+//    73f8d90fe; NeMo's README of that release (v2.0.0rc0) gives bfe21c3d6 (2024-04-06), before it, as the
+//    Transformer Engine to build NeMo from.
 //  - NeMo 24.03.01 (the long-sequence H100 table): NeMo-Framework-Launcher's config.yaml for that container
-//    sets `NVTE_DP_AMAX_REDUCE_INTERVAL: 0 # Diable FP8 AMAX reduction in the data-parallel domain` (@b434fd3e),
-//    and its Transformer Engine predates 24.05's.
-// The same variable in the 24.07 launcher (@0b1a110c) and the 24.09 scripts (llama3.1/configure.sh,
-// nemotron/configure.sh) met Transformer Engine 1.8.0.dev0 and 1.10, which no longer read it: those rows, and
-// NeMo 2's (25.02.01, 25.04.01: bf16_with_fp8_mixed, delayed scaling; tp_only_amax_red, added to NeMo on
-// 2024-09-11 @46aa1eef5e, is set only by its GPT-3 175B performance script, @58912c415b, no row here),
-// reduce over the data-parallel group too. Rows under current scaling or MXFP8 have no such all-reduce.
+//    sets both (`NVTE_DP_AMAX_REDUCE_INTERVAL: 0 # Diable FP8 AMAX reduction in the data-parallel domain`,
+//    `NVTE_ASYNC_AMAX_REDUCTION: 1`, @b434fd3e). An inference too: its Transformer Engine is taken to predate
+//    24.05's.
+// The same variables in the 24.07 launcher (@0b1a110c) and the 24.09 scripts (llama3.1/configure.sh,
+// nemotron/configure.sh) met Transformer Engine 1.8.0.dev0 and 1.10 (the same component-versions page), which
+// no longer read them: those rows, and NeMo 2's (25.02.01, 25.04.01: bf16_with_fp8_mixed, delayed scaling;
+// tp_only_amax_red, added to NeMo on 2024-09-11 @46aa1eef5e, is set only by its GPT-3 175B performance script,
+// @58912c415b, no row here), reduce over tp x dp x cp. Rows under current scaling or MXFP8 have no such
+// all-reduce. Inputs::row_amax false: every delayed row on Megatron-Core's default group.
 inline config::Fp8AmaxReduction amax_reduction_of(const ModernRow& r) {
   const bool dgxc2411 = r.source.find("dgxc-benchmarking @35a9aecc8d5b17d99d80f52f38c75ade0dbab7ae") != std::string::npos;
-  if (dgxc2411 && r.source.find("nemo_megatron/README_175b.md") != std::string::npos)
-    return config::Fp8AmaxReduction::tensor_parallel;
-  if (r.framework.find("24.03.01") != std::string::npos) return config::Fp8AmaxReduction::tensor_parallel;
-  return config::Fp8AmaxReduction::data_parallel;
+  if (dgxc2411 && r.source.find("nemo_megatron/README_175b.md") != std::string::npos) return config::Fp8AmaxReduction::tp;
+  if (r.framework.find("24.03.01") != std::string::npos) return config::Fp8AmaxReduction::tp;
+  return config::Fp8AmaxReduction::tp_dp_cp;
 }
 
 // The activation recompute a row's launcher configured, where its model configuration says so. An audit
@@ -395,7 +403,9 @@ inline std::optional<config::Scenario> row_scenario(const ModernRow& r, Profile 
     return std::nullopt;
   }
   if (in.fp8_recipes && s.training.precision == hardware::Precision::fp8) s.features.fp8_recipe = fp8_recipe_of(r);
-  s.features.fp8_amax_reduction = in.amax_reduction ? amax_reduction_of(r) : config::Fp8AmaxReduction::none;
+  s.features.fp8_amax_reduction = !in.amax_reduction ? config::Fp8AmaxReduction::none
+                                  : in.row_amax      ? amax_reduction_of(r)
+                                                     : config::Fp8AmaxReduction::tp_dp_cp;
   auto& p = s.parallel;
   p.tp = r.tp;
   p.pp = r.pp;

@@ -4,7 +4,7 @@
 //   build/validation/modern/validate_modern [--profile datasheet|calibrated|sustained|both|all] [--markdown]
 //                                           [--coarse] [--csv FILE] [--half tuning|heldout]
 //                                           [--without fp8_params|activation_offload|fp8_recipes|sustained_gemm|row_recompute|
-//                                                      sustained_attention|amax_reduction]
+//                                                      sustained_attention|amax_reduction|row_amax]
 //                                           [--since-release YY.MM]
 // --since-release YY.MM: only the rows that ran NeMo YY.MM or a later release (modern.h container_family).
 // --without fp8_params: every fp8 row with bf16 weights (the rows' fp8 weights off; modern.h).
@@ -14,6 +14,7 @@
 // --without sustained_gemm: the Blackwell rows' GEMMs without their ceiling at a training step's clock (modern.h).
 // --without sustained_attention: the B200 rows' attention at an isolated call's rate (modern.h).
 // --without amax_reduction: no delayed-scaling row all-reduces its amaxes (features.fp8_amax_reduction = none; modern.h).
+// --without row_amax: every delayed-scaling row on Megatron-Core's default amax group, tp x dp x cp (modern.h).
 // --coarse: the planner's per-op lowering (LowerOptions per_layer = false).
 // --csv: one line per row and profile with the breakdown (for the diagnosis).
 // --accuracy FILE: the per-family table `run` prints beside a step (report/accuracy.h), written as
@@ -91,7 +92,7 @@ std::string accuracy_entries(const std::vector<vm::ModernComparison>& all, vm::P
 int main(int argc, char** argv) {
   bool markdown = false, coarse = false, without_fp8_params = false, without_offload = false, without_recipes = false,
        without_sustained = false, without_sustained_attention = false, without_row_recompute = false,
-       without_amax = false;
+       without_amax = false, without_row_amax = false;
   std::string profile_arg = "both", csv_out, only_half, accuracy_out, since_release;
   for (int i = 1; i < argc; ++i) {
     const std::string a = argv[i];
@@ -125,9 +126,11 @@ int main(int argc, char** argv) {
         without_sustained_attention = true;
       } else if (m == "amax_reduction") {
         without_amax = true;
+      } else if (m == "row_amax") {
+        without_row_amax = true;
       } else {
         std::fprintf(stderr, "validate_modern: error: --without takes fp8_params, activation_offload, row_recompute, fp8_recipes, "
-                             "sustained_gemm, sustained_attention or amax_reduction, not '%s'\n",
+                             "sustained_gemm, sustained_attention, amax_reduction or row_amax, not '%s'\n",
                      m.c_str());
         return 2;
       }
@@ -156,7 +159,8 @@ int main(int argc, char** argv) {
   }
   if (!accuracy_out.empty() &&
       (profile_arg != "both" || !only_half.empty() || !since_release.empty() || coarse || without_fp8_params || without_offload || without_recipes ||
-       without_sustained || without_sustained_attention || without_row_recompute || without_amax)) {
+       without_sustained || without_sustained_attention || without_row_recompute || without_amax ||
+       without_row_amax)) {
     std::fprintf(stderr, "validate_modern: error: --accuracy is the rows as run: --profile both, both halves, "
                          "per-layer, nothing --without\n");
     return 2;
@@ -173,6 +177,7 @@ int main(int argc, char** argv) {
     in.sustained_gemm = !without_sustained;
     in.sustained_attention = !without_sustained_attention;
     in.amax_reduction = !without_amax;
+    in.row_amax = !without_row_amax;
     const auto rows = vm::read_modern(vm::rows_path(), vm::split_path());
     std::FILE* csv = nullptr;
     if (!csv_out.empty()) {
