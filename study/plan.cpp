@@ -62,7 +62,7 @@ const std::vector<std::string>& searched_keys() {
                                              "parallel.dp",  "parallel.ep",          "parallel.vpp",
                                              "training.micro_batch", "schedule.name", "features.recompute",
                                              "parallel.sequence_parallel", "moe.fb_rearrange",
-                                             "moe.overlap_ep_comm"};
+                                             "moe.overlap_ep_comm", "features.recompute_num_layers"};
   return k;
 }
 
@@ -98,6 +98,29 @@ FrameworkSpace framework_space(Framework f) {
 template <class T>
 bool has(const std::vector<T>& v, const T& x) {
   return std::find(v.begin(), v.end(), x) != v.end();
+}
+
+// The recompute levels of one pipeline shape: each of the space's, and with SearchSpace::recompute_num_layers
+// full recompute of every layer (N = 0) or of the first N of each of the `chunks` chunks' layers, N a quarter,
+// a half and three quarters of a chunk's (distinct, 1 <= N < its layers). The block count is -1 where the
+// scenario's own features.recompute_num_layers stays.
+std::vector<std::pair<config::Recompute, int>> recompute_choices(const SearchSpace& sp, int layers, int chunks) {
+  std::vector<std::pair<config::Recompute, int>> out;
+  for (auto rc : sp.recompute) {
+    if (rc != config::Recompute::full || !sp.recompute_num_layers) {
+      out.emplace_back(rc, -1);
+      continue;
+    }
+    out.emplace_back(rc, 0);
+    const int per_chunk = (layers + std::max(1, chunks) - 1) / std::max(1, chunks);
+    std::vector<int> ns;
+    for (int q : {1, 2, 3}) {
+      const int n = per_chunk * q / 4;
+      if (n >= 1 && n < per_chunk && !has(ns, n)) ns.push_back(n);
+    }
+    for (int n : ns) out.emplace_back(rc, n);
+  }
+  return out;
 }
 
 }  // namespace
@@ -153,6 +176,10 @@ SearchSpace search_space(const config::Scenario& base, int gpus, const SearchCon
   sp.overlap_ep_comm = m.is_moe() && ep_searched && !held("moe.overlap_ep_comm") &&
                        (has(sp.schedules, config::ScheduleKind::interleaved_1f1b) ||
                         (has(sp.schedules, config::ScheduleKind::one_f_one_b) && has(sp.pp, 1)));
+  sp.recompute_num_layers = (c.framework == Framework::megatron || c.framework == Framework::any) &&
+                            has(sp.recompute, config::Recompute::full) && !held("features.recompute") &&
+                            !held("features.recompute_num_layers") && base.features.model_code == config::ModelCode::megatron &&
+                            base.features.recompute_every <= 1 && !m.is_moe();
   (void)gpus;
   return sp;
 }
@@ -185,6 +212,7 @@ std::string describe(const SearchSpace& sp) {
   if (sp.overlap_ep_comm) s += " (moe.overlap_ep_comm true,false)";
   s += " | recompute";
   for (std::size_t i = 0; i < sp.recompute.size(); ++i) s += (i ? "," : " ") + std::string(config::to_string(sp.recompute[i]));
+  if (sp.recompute_num_layers) s += " (full: every layer, or the first 1/4, 1/2, 3/4 of each chunk's)";
   s += " | framework " + std::string(to_string(sp.framework));
   if (!sp.fixed.empty()) {
     s += " | held by --set:";
@@ -214,7 +242,7 @@ std::vector<config::Scenario> enumerate_layouts(const config::Scenario& base, in
               if (pp == 1 && !schedule_held && kind != config::ScheduleKind::one_f_one_b) continue;
               const std::vector<int> vs = interleaved ? sp.vpp : std::vector<int>{1};
               for (int v : vs)
-                for (auto rc : sp.recompute) {
+                for (const auto& [rc, block] : recompute_choices(sp, m.layers, pp * schedules::chunks_for(config::to_string(kind), v))) {
                   config::Scenario s = base;
                   s.gpus = gpus;
                   s.parallel.tp = tp;
@@ -249,6 +277,8 @@ std::vector<config::Scenario> enumerate_layouts(const config::Scenario& base, in
                   if (rc != config::Recompute::full) {   // only full recompute skips blocks or checkpoints a layer count
                     s.features.recompute_every = 1;
                     s.features.recompute_num_layers = 0;
+                  } else if (block >= 0) {
+                    s.features.recompute_num_layers = block;
                   }
                   // Megatron's combined 1F1B (moe.overlap_ep_comm) exists for an MoE model with ep > 1 under
                   // interleaved-1f1b (or 1f1b without a pipeline) and no full recompute.
@@ -494,6 +524,9 @@ std::string layout_label(const config::Scenario& s) {
   if (p.first_stage_layers > 0 || p.last_stage_layers > 0)
     l += " (first/last " + std::to_string(p.first_stage_layers) + "/" + std::to_string(p.last_stage_layers) + ")";
   if (s.features.optimizer_post_validation) l += " post-val";
+  // Megatron's block recompute: full recompute of the first N layers of each chunk only.
+  if (s.features.recompute == config::Recompute::full && s.features.recompute_num_layers > 0)
+    l += " rc-layers" + std::to_string(s.features.recompute_num_layers);
   return l;
 }
 

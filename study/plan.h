@@ -61,6 +61,11 @@ struct SearchSpace {
   std::vector<int> fb_rearrange;
   // Megatron's EP all-to-all overlap (moe.overlap_ep_comm) tried on and off where its schedule has it.
   bool overlap_ep_comm = false;
+  // Full recompute of the first N layers of each chunk only (features.recompute_num_layers, Megatron's block
+  // method) tried at a quarter, a half and three quarters of a chunk's layers beside every layer (Megatron's
+  // frameworks, dense models: an MoE model's memory measures are searched instead; not when the key or
+  // features.recompute is held).
+  bool recompute_num_layers = false;
 };
 SearchSpace search_space(const config::Scenario& base, int gpus, const SearchConstraints& = {});
 // One line: "tp 1,2,4,8 | cp 1,2,4 | ... (held by --set: schedule.name; framework megatron)".

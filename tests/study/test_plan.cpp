@@ -348,3 +348,54 @@ TEST_CASE("plan: the scenario's own pipeline keeps its own uneven split, so the 
   // Other pipelines keep the even or Llama-3-style rules (63 = 61 + 2 divides no pp here).
   CHECK(other_pipelines_split == 0);
 }
+
+TEST_CASE("plan: Megatron's block recompute (the first N layers of each chunk) is searched beside full, held by --set") {
+  // Llama-2-70B on 32 H100 at tp 8, pp 4, 1f1b, micro-batch 4: neither no recompute nor selective fits; full
+  // recompute of every layer does, and so does full recompute of the first 5 of each stage's 20 layers, which
+  // recomputes a quarter as much.
+  auto base = config::load_scenario(kRoot + "/scenarios/128xh100_70b.toml", config::LoadOptions{}).base;
+  base.features.flash_attention = true;
+  base.features.attention = config::Attention::flash;
+  base.features.fused_kernels = true;
+  base.training.micro_batch = 4;
+  base.parallel.tp = 8;
+  base.parallel.pp = 4;
+  base.schedule.name = config::ScheduleKind::one_f_one_b;
+  study::SearchConstraints c;
+  c.fixed = study::fixed_keys({"parallel.tp=8", "parallel.pp=4", "schedule.name=1f1b", "training.micro_batch=4"});
+  const auto sp = study::search_space(base, 32, c);
+  CHECK(sp.recompute_num_layers);
+  CHECK(study::describe(sp).find("first 1/4, 1/2, 3/4 of each chunk's") != std::string::npos);
+  std::set<int> blocks;
+  for (const auto& s : study::enumerate_layouts(base, 32, c))
+    if (s.features.recompute == config::Recompute::full && s.parallel.cp == 1) blocks.insert(s.features.recompute_num_layers);
+    else CHECK(s.features.recompute_num_layers == 0);
+  CHECK(blocks == std::set<int>{0, 5, 10, 15});
+  study::PlanOptions po;
+  po.constraints = c;
+  po.threads = 1;
+  const auto r = study::plan(base, 32, po);
+  REQUIRE_FALSE(r.ranked.empty());
+  const auto& best = r.ranked.front();
+  CHECK(best.scenario.features.recompute == config::Recompute::full);
+  CHECK(best.scenario.features.recompute_num_layers == 5);
+  CHECK(study::layout_label(best.scenario).find("rc-layers5") != std::string::npos);
+  double every_layer = 0;
+  for (const auto& p : r.ranked)
+    if (p.scenario.features.recompute == config::Recompute::full && p.scenario.features.recompute_num_layers == 0)
+      every_layer = p.result.step_time_s;
+  REQUIRE(every_layer > 0);
+  CHECK(best.result.step_time_s < 0.85 * every_layer);
+  // Held: the scenario's N alone (features.recompute_num_layers, or features.recompute), and not for MoE models or
+  // torchtitan's framework.
+  c.fixed = study::fixed_keys({"parallel.tp=8", "parallel.pp=4", "features.recompute_num_layers=10"});
+  auto held = base;
+  held.features.recompute = config::Recompute::full;
+  held.features.recompute_num_layers = 10;
+  CHECK_FALSE(study::search_space(held, 32, c).recompute_num_layers);
+  for (const auto& s : study::enumerate_layouts(held, 32, c))
+    if (s.features.recompute == config::Recompute::full) CHECK(s.features.recompute_num_layers == 10);
+  c.fixed = {};
+  c.framework = study::Framework::torchtitan;
+  CHECK_FALSE(study::search_space(base, 32, c).recompute_num_layers);
+}
