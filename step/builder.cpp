@@ -108,8 +108,9 @@ schedules::StageCosts Builder::zb_auto_costs() {
       add(head_cost_, false);
     }
     if (!stages[static_cast<std::size_t>(r)].empty()) {   // delayed scaling's amax all-reduces (op_items.cpp)
-      f += amax_seconds(3);
-      if (s_.features.fp8_amax_reduction != config::Fp8AmaxReduction::tp) b += amax_seconds(2);
+      const auto n = static_cast<double>(stages[static_cast<std::size_t>(r)].size());   // one stage per rank here
+      f += amax_seconds(3, n);
+      if (s_.features.fp8_amax_reduction != config::Fp8AmaxReduction::tp) b += amax_seconds(2, n);
     }
     c.f.push_back(f);
     c.b.push_back(b);

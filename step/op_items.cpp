@@ -25,44 +25,70 @@ using layer::Seg;
 // (the LayerNormLinear of its first layer): one all-reduce (MAX) over the amax reduction group, issued with
 // async_op=False, so the compute stream waits for it (transformer_engine/pytorch/fp8.py,
 // reduce_tensor_across_group_op_max, v1.6 to v2.4). Every module of the rank adds its amaxes to one buffer per
-// direction, so each reduction carries the amaxes of all the rank's chunks: 4 bytes per amax, three per GEMM
-// forward (input, weight, output) and two backward (the gradients), four GEMMs per layer, the rank's layers
-// taken as the model's over pp; the call is latency-bound (80 layers' forward buffer is 3.8 KB), so an MoE
-// layer's expert GEMMs are not counted apart. "tp" is Transformer Engine 1.5 and earlier with
-// NVTE_DP_AMAX_REDUCE_INTERVAL=0 and NVTE_ASYNC_AMAX_REDUCTION=1, as NVIDIA's launchers set both: a
-// tensor-parallel reduction, the forward's issued at the next fp8_autocast entry and waited at that
-// forward's first module (priced here, at the chunk's end), the backward's waited at the next backward
-// (hidden behind it: not priced). Not priced either: the fused amax-and-scale update kernel after each
-// reduction (over the amax histories, 48 KB per layer at NeMo's fp8_amax_history_len 1024: MB for a model,
-// microseconds of HBM), the host's concatenation of the buffers, and a full recompute's forward (whose
-// reductions depend on Transformer Engine's version).
-double Builder::amax_seconds(double amaxes_per_gemm) const {
-  if (models::fp8_amax_group_ranks(s_) <= 0) return 0;
+// direction (get_key_in_buffer, v1.6), so each reduction carries the amaxes of all the rank's chunks. Its
+// bytes: 4 per amax, three per GEMM forward (input, weight, output) and two backward (the gradients), four
+// GEMMs per layer; the call is latency-bound (80 layers' forward buffer is 3.8 KB), so an MoE layer's expert
+// GEMMs are not counted apart. "tp" is Transformer Engine 1.5 and earlier with NVTE_DP_AMAX_REDUCE_INTERVAL=0
+// and NVTE_ASYNC_AMAX_REDUCTION=1, as NVIDIA's launchers set both: a tensor-parallel reduction of the
+// region's own amaxes (its buffer keyed per autocast region, fp8.py @bfe21c3d6), the forward's issued at the
+// next fp8_autocast entry and waited at that forward's first module (priced here, at the chunk's end), the
+// backward's waited at the start of the next fp8 module's backward, so hidden behind what runs before that
+// (not priced; exposed only where backwards run back to back). Not priced either: the fused
+// amax-and-scale update kernel after each reduction (over the amax histories, 80 KB per layer at NeMo's
+// fp8_amax_history_len of 1024, 48 forward and 32 backward: MB for a model, microseconds of HBM), the host's
+// concatenation of the buffers, and a full recompute's forward (whose reductions depend on Transformer
+// Engine's version).
+double Builder::amax_seconds(double amaxes_per_gemm, double layers) const {
+  if (models::fp8_amax_group_ranks(s_) <= 0 || layers <= 0) return 0;
   const auto& pl = layers_.placement();
   const auto mode = s_.features.fp8_amax_reduction;
   const hardware::Group& g = mode == config::Fp8AmaxReduction::tp_dp_cp ? pl.tp_dp_cp
                              : mode == config::Fp8AmaxReduction::tp_cp  ? pl.tp_cp
                                                                         : pl.tp;
-  const double rank_layers = static_cast<double>(s_.model.layers) / std::max(1, s_.parallel.pp);
-  return layers_.coll(hardware::Collective::all_reduce, 4.0 * amaxes_per_gemm * 4.0 * rank_layers, g);
+  return layers_.coll(hardware::Collective::all_reduce, 4.0 * amaxes_per_gemm * 4.0 * layers, g);
+}
+
+std::vector<double> Builder::amax_layers() const {
+  // Per stage: the layers whose amaxes one reduction carries (the stage's own under "tp"; else the most any
+  // rank that runs the stage holds, over its stages in the schedule's order).
+  std::vector<double> out(static_cast<std::size_t>(S_), 0.0);
+  for (int st = 0; st < S_; ++st) out[static_cast<std::size_t>(st)] = static_cast<double>(out_.stage_layers[static_cast<std::size_t>(st)].size());
+  if (s_.features.fp8_amax_reduction == config::Fp8AmaxReduction::tp) return out;
+  std::vector<double> rank_layers(out.size(), 0.0);
+  for (const auto& ops : out_.schedule.order) {
+    std::vector<char> held(out.size(), 0);
+    for (const Op& op : ops) {
+      for (int st : {op.stage, op.stage_b})
+        if (st >= 0 && st < S_) held[static_cast<std::size_t>(st)] = 1;
+    }
+    double sum = 0;
+    for (std::size_t st = 0; st < held.size(); ++st) sum += held[st] ? out[st] : 0.0;
+    for (std::size_t st = 0; st < held.size(); ++st)
+      if (held[st]) rank_layers[st] = std::max(rank_layers[st], sum);
+  }
+  return rank_layers;
 }
 
 void Builder::plan_amax_reduction() {
   amax_f_.clear();
   amax_b_.clear();
-  const double f = amax_seconds(3), b = s_.features.fp8_amax_reduction == config::Fp8AmaxReduction::tp ? 0.0 : amax_seconds(2);
-  if (f <= 0 && b <= 0) return;
-  amax_cat_ = models::fp8_amax_over_dp(s_) ? Category::dp_comm : Category::tp_comm;
+  if (models::fp8_amax_group_ranks(s_) <= 0) return;
+  const bool te15 = s_.features.fp8_amax_reduction == config::Fp8AmaxReduction::tp;
+  amax_cat_ = models::fp8_amax_over_dp(s_) ? Category::dp_comm
+              : s_.parallel.tp <= 1      ? Category::cp_comm   // (tp_cp at tp 1: the context-parallel ranks)
+                                         : Category::tp_comm;
   amax_f_.assign(static_cast<std::size_t>(S_), Seg{});
   amax_b_.assign(static_cast<std::size_t>(S_), Seg{});
+  const auto layers = amax_layers();
   for (int st = 0; st < S_; ++st) {
     if (out_.stage_layers[static_cast<std::size_t>(st)].empty()) continue;   // the embedding or head alone: no fp8 module
     auto fill = [&](Seg& sg, double seconds) {
       sg.ns = sim::checked_ns(seconds, "the fp8 amax all-reduce");
       sg.wait = sg.ns > 0;
     };
-    fill(amax_f_[static_cast<std::size_t>(st)], f);
-    fill(amax_b_[static_cast<std::size_t>(st)], b);
+    const double n = layers[static_cast<std::size_t>(st)];
+    fill(amax_f_[static_cast<std::size_t>(st)], amax_seconds(3, n));
+    fill(amax_b_[static_cast<std::size_t>(st)], te15 ? 0.0 : amax_seconds(2, n));
   }
 }
 

@@ -334,11 +334,9 @@ Diagnosis diagnose(const std::string& path, const config::LoadOptions& lo, const
   // the whole-layout search is what makes it fit.
   {
     const auto user_fixed = fixed_keys(lo.overrides);
-    const std::vector<std::string> all = {"parallel.tp", "parallel.cp", "parallel.pp", "parallel.dp", "parallel.ep",
-                                          "parallel.vpp", "training.micro_batch", "schedule.name", "features.recompute",
-                                          "parallel.sequence_parallel", "moe.fb_rearrange", "moe.overlap_ep_comm"};
+    const std::vector<std::string>& all = searched_keys();
     const std::vector<PlannerLever> planner_levers = {
-        {"recompute (planner)", {"features.recompute"}},
+        {"recompute (planner)", {"features.recompute", "features.recompute_num_layers"}},
         {"micro-batch (planner)", {"training.micro_batch"}},
         {d.base.memory.fits ? "layout (planner)" : "layout that fits (planner)", {}},
     };

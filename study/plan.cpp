@@ -54,8 +54,6 @@ const char* to_string(Framework f) {
   return "?";
 }
 
-namespace {
-
 // The searched keys, and the --set keys that fix them (a table fixes its members).
 const std::vector<std::string>& searched_keys() {
   static const std::vector<std::string> k = {"parallel.tp",  "parallel.cp",          "parallel.pp",
@@ -65,6 +63,8 @@ const std::vector<std::string>& searched_keys() {
                                              "moe.overlap_ep_comm", "features.recompute_num_layers"};
   return k;
 }
+
+namespace {
 
 // What each framework ships (docs/plan.md "Frameworks", with sources).
 struct FrameworkSpace {
@@ -100,24 +100,27 @@ bool has(const std::vector<T>& v, const T& x) {
   return std::find(v.begin(), v.end(), x) != v.end();
 }
 
-// The recompute levels of one pipeline shape: each of the space's, and with SearchSpace::recompute_num_layers
-// full recompute of every layer (N = 0) or of the first N of each of the `chunks` chunks' layers, N a quarter,
-// a half and three quarters of a chunk's (distinct, 1 <= N < its layers). The block count is -1 where the
-// scenario's own features.recompute_num_layers stays.
-std::vector<std::pair<config::Recompute, int>> recompute_choices(const SearchSpace& sp, int layers, int chunks) {
+// The recompute levels of one pipeline shape, each with its block count (features.recompute_num_layers): the
+// space's levels, and with SearchSpace::recompute_num_layers full recompute of every layer (N = 0) or of the
+// first N of each of the `chunks` chunks' layers, N a quarter, a half and three quarters of the mean chunk's
+// (ceil(layers / chunks)) and the scenario's own N (distinct, 1 <= N < the mean chunk's). -1: the scenario's own
+// N stays.
+std::vector<std::pair<config::Recompute, int>> recompute_choices(const SearchSpace& sp, int base_n, int layers, int chunks) {
   std::vector<std::pair<config::Recompute, int>> out;
   for (auto rc : sp.recompute) {
-    if (rc != config::Recompute::full || !sp.recompute_num_layers) {
-      out.emplace_back(rc, -1);
+    if (rc != config::Recompute::full) {
+      out.emplace_back(rc, 0);
+      continue;
+    }
+    if (!sp.recompute_num_layers) {
+      out.emplace_back(rc, sp.keep_recompute_num_layers ? -1 : 0);
       continue;
     }
     out.emplace_back(rc, 0);
     const int per_chunk = (layers + std::max(1, chunks) - 1) / std::max(1, chunks);
     std::vector<int> ns;
-    for (int q : {1, 2, 3}) {
-      const int n = per_chunk * q / 4;
+    for (int n : {per_chunk / 4, per_chunk / 2, per_chunk * 3 / 4, base_n})
       if (n >= 1 && n < per_chunk && !has(ns, n)) ns.push_back(n);
-    }
     for (int n : ns) out.emplace_back(rc, n);
   }
   return out;
@@ -176,10 +179,14 @@ SearchSpace search_space(const config::Scenario& base, int gpus, const SearchCon
   sp.overlap_ep_comm = m.is_moe() && ep_searched && !held("moe.overlap_ep_comm") &&
                        (has(sp.schedules, config::ScheduleKind::interleaved_1f1b) ||
                         (has(sp.schedules, config::ScheduleKind::one_f_one_b) && has(sp.pp, 1)));
-  sp.recompute_num_layers = (c.framework == Framework::megatron || c.framework == Framework::any) &&
-                            has(sp.recompute, config::Recompute::full) && !held("features.recompute") &&
-                            !held("features.recompute_num_layers") && base.features.model_code == config::ModelCode::megatron &&
+  const bool block_method = c.framework == Framework::megatron || c.framework == Framework::any;
+  const bool block_held = held("features.recompute") || held("features.recompute_num_layers");
+  // Holding N > 0 holds full recompute too: the block method is a form of it.
+  if (held("features.recompute_num_layers") && base.features.recompute_num_layers > 0) sp.recompute = {config::Recompute::full};
+  sp.recompute_num_layers = block_method && has(sp.recompute, config::Recompute::full) && !block_held &&
+                            base.features.model_code == config::ModelCode::megatron &&
                             base.features.recompute_every <= 1 && !m.is_moe();
+  sp.keep_recompute_num_layers = block_held || block_method;
   (void)gpus;
   return sp;
 }
@@ -242,7 +249,7 @@ std::vector<config::Scenario> enumerate_layouts(const config::Scenario& base, in
               if (pp == 1 && !schedule_held && kind != config::ScheduleKind::one_f_one_b) continue;
               const std::vector<int> vs = interleaved ? sp.vpp : std::vector<int>{1};
               for (int v : vs)
-                for (const auto& [rc, block] : recompute_choices(sp, m.layers, pp * schedules::chunks_for(config::to_string(kind), v))) {
+                for (const auto& [rc, block] : recompute_choices(sp, base.features.recompute_num_layers, m.layers, pp * schedules::chunks_for(config::to_string(kind), v))) {
                   config::Scenario s = base;
                   s.gpus = gpus;
                   s.parallel.tp = tp;

@@ -46,6 +46,9 @@ struct SearchConstraints {
 // The keys of `overrides` ("KEY=VALUE") that name a searched key (a whole
 // table such as "parallel" fixes all of its searched keys).
 std::set<std::string> fixed_keys(const std::vector<std::string>& overrides);
+// The keys plan searches (and --set holds), in one list: parallel.*, training.micro_batch, schedule.name,
+// features.recompute, features.recompute_num_layers, moe.fb_rearrange, moe.overlap_ep_comm.
+const std::vector<std::string>& searched_keys();
 // The values each searched key may take for `gpus` GPUs (dp follows).
 struct SearchSpace {
   std::vector<int> tp, cp, pp, ep, micro_batch, vpp;
@@ -62,10 +65,13 @@ struct SearchSpace {
   // Megatron's EP all-to-all overlap (moe.overlap_ep_comm) tried on and off where its schedule has it.
   bool overlap_ep_comm = false;
   // Full recompute of the first N layers of each chunk only (features.recompute_num_layers, Megatron's block
-  // method) tried at a quarter, a half and three quarters of a chunk's layers beside every layer (Megatron's
-  // frameworks, dense models: an MoE model's memory measures are searched instead; not when the key or
+  // method) tried at a quarter, a half and three quarters of a chunk's mean layers and at the scenario's own N,
+  // beside every layer (Megatron's framework or any, dense models, Megatron's code; not when the key or
   // features.recompute is held).
   bool recompute_num_layers = false;
+  // Where it is not searched, full recompute keeps the scenario's N (true: held, or a framework with the block
+  // method) or recomputes every layer (false: torchtitan's and DeepSpeed's, which have no block method).
+  bool keep_recompute_num_layers = true;
 };
 SearchSpace search_space(const config::Scenario& base, int gpus, const SearchConstraints& = {});
 // One line: "tp 1,2,4,8 | cp 1,2,4 | ... (held by --set: schedule.name; framework megatron)".

@@ -177,6 +177,7 @@ std::string plan_json(const std::vector<PlanChoice>& choices, study::RankBy rank
     pw.key("layout").value(p.layout);
     pw.key("schedule").value(p.schedule);
     pw.key("recompute").value(p.recompute);
+    pw.key("recompute_num_layers").value(p.recompute_num_layers);
     pw.key("rank_by").value(study::to_string(rank_by));
     pw.key("rank_in_choice").value(row.rank_in_choice);
     pw.key("pareto").value(row.rank_in_choice == 1 && on_front[row.choice] != 0);
@@ -223,6 +224,7 @@ PlanChoice choice_of(const study::PlanResult& r) {
     row.layout = study::layout_label(p.scenario);
     row.schedule = config::to_string(p.scenario.schedule.name);
     row.recompute = config::to_string(p.scenario.features.recompute);
+    row.recompute_num_layers = p.scenario.features.recompute_num_layers;
     row.step_time_s = p.result.step_time_s;
     row.obj = study::objectives(p.result);
     row.margin_gib = p.result.memory.capacity_gib - p.result.memory.peak_gib;
@@ -346,6 +348,7 @@ int cmd_plan(const std::string& path, const config::LoadOptions& lo, const std::
         for (const auto& row : c.rows) {
           w.begin_object();
           w.key("layout").value(row.layout).key("schedule").value(row.schedule).key("recompute").value(row.recompute);
+          w.key("recompute_num_layers").value(row.recompute_num_layers);
           w.key("step_time_s").value(exact(row.step_time_s));
           w.key("time_s").value(exact(row.obj.time_s));
           w.key("gpus").value(exact(row.obj.gpus));
@@ -375,7 +378,7 @@ int cmd_plan(const std::string& path, const config::LoadOptions& lo, const std::
     std::vector<PlanChoice> heads;   // the best row of each choice is all the front needs
     for (const auto& r : results) {
       PlanChoice c;
-      if (!r.ranked.empty()) c.rows.push_back(PlanRow{"", "", "", 0, study::objectives(r.ranked.front().result), 0, ""});
+      if (!r.ranked.empty()) c.rows.push_back(PlanRow{"", "", "", 0, 0, study::objectives(r.ranked.front().result), 0, ""});
       heads.push_back(std::move(c));
     }
     on_front = pareto_of(heads);

@@ -136,6 +136,7 @@ int cmd_merge(const std::vector<std::string>& files, std::ostream& out) {
         row.layout = text(r, "layout", p.file);
         row.schedule = text(r, "schedule", p.file);
         row.recompute = text(r, "recompute", p.file);
+        row.recompute_num_layers = static_cast<int>(integer(r, "recompute_num_layers", p.file));
         row.step_time_s = exact(r, "step_time_s", p.file);
         row.obj.time_s = exact(r, "time_s", p.file);
         row.obj.gpus = exact(r, "gpus", p.file);

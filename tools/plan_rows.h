@@ -12,6 +12,7 @@ namespace mfusim::tools {
 
 struct PlanRow {
   std::string layout, schedule, recompute;
+  int recompute_num_layers = 0;   // full recompute of the first N layers of each chunk (0: every layer, or none)
   double step_time_s = 0;
   study::Objectives obj;
   double margin_gib = 0;     // HBM left free at the simulated peak

@@ -116,7 +116,7 @@ TEST_CASE("fp8 amax reduction: one blocking all-reduce per chunk forward and bac
   CHECK(tp.step_time_s - none.step_time_s == doctest::Approx(sum).epsilon(0.02));
   CHECK(tp.breakdown.tp_comm_exposed - none.breakdown.tp_comm_exposed == doctest::Approx(sum).epsilon(0.02));
   // Transformer Engine 1.5's tensor-parallel reduction with NVTE_ASYNC_AMAX_REDUCTION: the forward's waits, the
-  // backward's is hidden behind the next backward (none emitted).
+  // backward's is waited at the next fp8 module's backward, hidden behind what runs before it (none emitted).
   const auto te15 = step::simulate(eight_b({"features.fp8_amax_reduction=\"tp\"", "features.overlap_grad_reduce=false"}), opt);
   const auto te15_tasks = amax_tasks(te15);
   CHECK(te15_tasks.size() == 32);
@@ -146,6 +146,19 @@ TEST_CASE("fp8 amax reduction: each chunk of an interleaved pipeline reduces; th
   const auto tp = step::simulate(with("tp_cp"), opt);
   CHECK(amax_tasks(tp).size() == static_cast<std::size_t>(2 * 2 * tp.microbatches));
   CHECK(amax_tasks(tp, 1).size() == static_cast<std::size_t>(2 * 2 * tp.microbatches));
+  // Each reduction carries the amaxes of all the rank's chunks (Transformer Engine from 1.6 keeps one buffer per
+  // direction): 16 layers here; under "tp" (1.5 and earlier, a buffer per autocast region) the chunk's 8.
+  {
+    const auto& sc = tp.scenario;
+    const auto pl = hardware::place(models::layout_of(sc), sc.hardware);
+    const sim::TaskId t = amax_tasks(tp)[0];
+    REQUIRE(tp.graph->task(t).kind == 'F');
+    CHECK(static_cast<double>(tp.graph->task(t).duration_ns) * 1e-9 == doctest::Approx(coll(sc, pl.tp_cp, 16 * 4 * 3 * 4.0)).epsilon(1e-6));
+    const auto te15 = step::simulate(with("tp"), opt);
+    const auto w = amax_tasks(te15);
+    REQUIRE(w.size() == static_cast<std::size_t>(2 * te15.microbatches));   // forwards only
+    CHECK(static_cast<double>(te15.graph->task(w[0]).duration_ns) * 1e-9 == doctest::Approx(coll(sc, pl.tp, 8 * 4 * 3 * 4.0)).epsilon(1e-6));
+  }
   // Coarse (one task per op): the op's task holds its waits; the step moves as the per-layer lowering's does.
   step::SimulateOptions coarse = opt;
   coarse.per_layer = false;
@@ -163,6 +176,34 @@ TEST_CASE("fp8 amax reduction: each chunk of an interleaved pipeline reduces; th
   CHECK(dp_c.breakdown.dp_comm_exposed > none_c.breakdown.dp_comm_exposed);
   CHECK(dp_c.breakdown.dp_comm_exposed - none_c.breakdown.dp_comm_exposed ==
         doctest::Approx(dp_l.breakdown.dp_comm_exposed - none_l.breakdown.dp_comm_exposed).epsilon(0.25));
+}
+
+TEST_CASE("fp8 amax reduction: DualPipe's ranks carry both their stages' amaxes; tp 1 with cp reduces over cp") {
+  step::SimulateOptions opt;
+  opt.split_imbalance = false;
+  // DualPipe on pp 4 (16 GPUs, dp 4): each rank holds two stages of 8 layers (stage r and 3 - r).
+  const auto dual = step::simulate(
+      mfusim::testing::shipped_scenario("8xh100_llama3_8b.toml", {"training.precision=\"fp8\"", "cluster.gpus=16",
+                                                                   "parallel.tp=1", "parallel.pp=4", "schedule.name=\"dualpipe\"",
+                                                                   "training.global_batch=32", "features.fp8_amax_reduction=\"tp_dp_cp\""}),
+      opt);
+  const auto& sc = dual.scenario;
+  const auto pl = hardware::place(models::layout_of(sc), sc.hardware);
+  const auto w = amax_tasks(dual);
+  REQUIRE_FALSE(w.empty());
+  for (sim::TaskId t : w) {
+    const bool f = dual.graph->task(t).kind == 'F';
+    CHECK(static_cast<double>(dual.graph->task(t).duration_ns) * 1e-9 ==
+          doctest::Approx(coll(sc, pl.tp_dp_cp, 16 * 4 * (f ? 3 : 2) * 4.0)).epsilon(1e-6));
+  }
+  // tp 1, cp 2, dp 1 under tp_cp: a reduction over the context-parallel pair, counted as CP communication.
+  const auto cp = step::simulate(mfusim::testing::shipped_scenario("8xh100_llama3_8b.toml",
+                                                                   {"training.precision=\"fp8\"", "cluster.gpus=2", "parallel.tp=1",
+                                                                    "parallel.cp=2", "training.global_batch=8",
+                                                                    "features.fp8_amax_reduction=\"tp_cp\""}),
+                                 opt);
+  REQUIRE_FALSE(amax_tasks(cp).empty());
+  CHECK(cp.graph->task(amax_tasks(cp)[0]).category == sim::Category::cp_comm);
 }
 
 TEST_CASE("fp8 amax reduction: ZeRO-3 units are the layers' alone (the wait opens no unit)") {

@@ -386,16 +386,36 @@ TEST_CASE("plan: Megatron's block recompute (the first N layers of each chunk) i
       every_layer = p.result.step_time_s;
   REQUIRE(every_layer > 0);
   CHECK(best.result.step_time_s < 0.85 * every_layer);
-  // Held: the scenario's N alone (features.recompute_num_layers, or features.recompute), and not for MoE models or
-  // torchtitan's framework.
+  // The scenario's own N is searched too (here 7 of 20, beside 5, 10 and 15).
+  auto own = base;
+  own.features.recompute = config::Recompute::full;
+  own.features.recompute_num_layers = 7;
+  blocks.clear();
+  for (const auto& s : study::enumerate_layouts(own, 32, c))
+    if (s.features.recompute == config::Recompute::full && s.parallel.cp == 1) blocks.insert(s.features.recompute_num_layers);
+  CHECK(blocks == std::set<int>{0, 5, 7, 10, 15});
+  // Held: the scenario's N alone, with full recompute (holding N > 0 holds the level too).
   c.fixed = study::fixed_keys({"parallel.tp=8", "parallel.pp=4", "features.recompute_num_layers=10"});
   auto held = base;
   held.features.recompute = config::Recompute::full;
   held.features.recompute_num_layers = 10;
   CHECK_FALSE(study::search_space(held, 32, c).recompute_num_layers);
-  for (const auto& s : study::enumerate_layouts(held, 32, c))
-    if (s.features.recompute == config::Recompute::full) CHECK(s.features.recompute_num_layers == 10);
+  const auto held_layouts = study::enumerate_layouts(held, 32, c);
+  REQUIRE_FALSE(held_layouts.empty());
+  for (const auto& s : held_layouts) {
+    CHECK(s.features.recompute == config::Recompute::full);
+    CHECK(s.features.recompute_num_layers == 10);
+  }
+  // Frameworks without the block method recompute every layer, whatever the scenario's N; an MoE model keeps its N.
   c.fixed = {};
-  c.framework = study::Framework::torchtitan;
-  CHECK_FALSE(study::search_space(base, 32, c).recompute_num_layers);
+  for (auto fw : {study::Framework::torchtitan, study::Framework::deepspeed}) {
+    c.framework = fw;
+    CHECK_FALSE(study::search_space(held, 32, c).recompute_num_layers);
+    for (const auto& s : study::enumerate_layouts(held, 32, c)) CHECK(s.features.recompute_num_layers == 0);
+  }
+  c.framework = study::Framework::any;
+  auto moe = config::load_scenario(kRoot + "/scenarios/64xgb200_mixtral_8x7b.toml", config::LoadOptions{}).base;
+  const auto moe_space = study::search_space(moe, moe.gpus, c);
+  CHECK_FALSE(moe_space.recompute_num_layers);
+  CHECK(study::describe(moe_space).find("first 1/4") == std::string::npos);
 }
