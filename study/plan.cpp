@@ -248,8 +248,10 @@ std::vector<config::Scenario> enumerate_layouts(const config::Scenario& base, in
               // No pipeline: one schedule (unless the user holds one).
               if (pp == 1 && !schedule_held && kind != config::ScheduleKind::one_f_one_b) continue;
               const std::vector<int> vs = interleaved ? sp.vpp : std::vector<int>{1};
-              for (int v : vs)
+              for (int v : vs) {
+                bool full_valid = true;   // the shape rules do not read N: a block variant of an invalid layout is left out
                 for (const auto& [rc, block] : recompute_choices(sp, base.features.recompute_num_layers, m.layers, pp * schedules::chunks_for(config::to_string(kind), v))) {
+                  if (rc == config::Recompute::full && block > 0 && sp.recompute_num_layers && !full_valid) continue;
                   config::Scenario s = base;
                   s.gpus = gpus;
                   s.parallel.tp = tp;
@@ -287,6 +289,8 @@ std::vector<config::Scenario> enumerate_layouts(const config::Scenario& base, in
                   } else if (block >= 0) {
                     s.features.recompute_num_layers = block;
                   }
+                  if (rc == config::Recompute::full && block == 0 && sp.recompute_num_layers)
+                    full_valid = config::validate(s).empty();
                   // Megatron's combined 1F1B (moe.overlap_ep_comm) exists for an MoE model with ep > 1 under
                   // interleaved-1f1b (or 1f1b without a pipeline) and no full recompute.
                   const bool combinable = step::overlap_ep_comm_applies(s);
@@ -359,6 +363,7 @@ std::vector<config::Scenario> enumerate_layouts(const config::Scenario& base, in
                     out.push_back(std::move(s));
                   }
                 }
+              }
             }
         }
       }
