@@ -107,11 +107,10 @@ schedules::StageCosts Builder::zb_auto_costs() {
       add(mtp_cost_, true);
       add(head_cost_, false);
     }
-    if (!stages[static_cast<std::size_t>(r)].empty()) {   // delayed scaling's amax all-reduces (op_items.cpp)
-      const auto n = static_cast<double>(stages[static_cast<std::size_t>(r)].size());   // one stage per rank here
-      f += amax_seconds(3, n);
-      if (s_.features.fp8_amax_reduction != config::Fp8AmaxReduction::tp) b += amax_seconds(2, n);
-    }
+    // Delayed scaling's amax all-reduces (op_items.cpp), over the rank's one stage here.
+    const auto n = static_cast<double>(stages[static_cast<std::size_t>(r)].size());
+    f += amax_seconds(true, n);
+    b += amax_seconds(false, n);
     c.f.push_back(f);
     c.b.push_back(b);
     c.w.push_back(w);

@@ -199,7 +199,8 @@ class Builder {
   std::vector<layer::Seg> amax_f_, amax_b_;
   sim::Category amax_cat_ = sim::Category::tp_comm;
   void plan_amax_reduction();   // op_items.cpp
-  double amax_seconds(double amaxes_per_gemm, double layers) const;   // one amax all-reduce of `layers`' amaxes (0: none)
+  // One amax all-reduce of `layers`' amaxes at a chunk's forward or backward end (0: none is priced).
+  double amax_seconds(bool forward, double layers) const;
   std::vector<double> amax_layers() const;   // per stage: the layers one reduction carries
   Lowered out_;
   std::string sched_;                       // the schedule's name

@@ -106,7 +106,9 @@ Builder::Merged Builder::play_merged(const std::vector<Item>* const* chains, std
         parts[static_cast<std::size_t>(ready_cat[c])] += t - t0;
       }
       const auto ci = static_cast<std::size_t>(it.cat);
-      if (sg.wait) {   // a blocking collective: the stream waits, no compute (not in the op's mix); transfers run on
+      // A blocking collective: the stream waits, no compute (not in the op's mix); the EP transfers progress
+      // meanwhile (the next compute's ep_idle_to).
+      if (sg.wait) {
         t += sg.ns;
         parts[ci] += sg.ns;
         continue;

@@ -38,13 +38,15 @@ using layer::Seg;
 // fp8_amax_history_len of 1024, 48 forward and 32 backward: MB for a model, microseconds of HBM), the host's
 // concatenation of the buffers, and a full recompute's forward (whose reductions depend on Transformer
 // Engine's version).
-double Builder::amax_seconds(double amaxes_per_gemm, double layers) const {
-  if (models::fp8_amax_group_ranks(s_) <= 0 || layers <= 0) return 0;
-  const auto& pl = layers_.placement();
+double Builder::amax_seconds(bool forward, double layers) const {
   const auto mode = s_.features.fp8_amax_reduction;
+  if (models::fp8_amax_group_ranks(s_) <= 0 || layers <= 0) return 0;
+  if (!forward && mode == config::Fp8AmaxReduction::tp) return 0;   // hidden behind the next backward's start
+  const auto& pl = layers_.placement();
   const hardware::Group& g = mode == config::Fp8AmaxReduction::tp_dp_cp ? pl.tp_dp_cp
                              : mode == config::Fp8AmaxReduction::tp_cp  ? pl.tp_cp
                                                                         : pl.tp;
+  const double amaxes_per_gemm = forward ? 3.0 : 2.0;
   return layers_.coll(hardware::Collective::all_reduce, 4.0 * amaxes_per_gemm * 4.0 * layers, g);
 }
 
@@ -73,7 +75,6 @@ void Builder::plan_amax_reduction() {
   amax_f_.clear();
   amax_b_.clear();
   if (models::fp8_amax_group_ranks(s_) <= 0) return;
-  const bool te15 = s_.features.fp8_amax_reduction == config::Fp8AmaxReduction::tp;
   amax_cat_ = models::fp8_amax_over_dp(s_) ? Category::dp_comm
               : s_.parallel.tp <= 1      ? Category::cp_comm   // (tp_cp at tp 1: the context-parallel ranks)
                                          : Category::tp_comm;
@@ -87,8 +88,8 @@ void Builder::plan_amax_reduction() {
       sg.wait = sg.ns > 0;
     };
     const double n = layers[static_cast<std::size_t>(st)];
-    fill(amax_f_[static_cast<std::size_t>(st)], amax_seconds(3, n));
-    fill(amax_b_[static_cast<std::size_t>(st)], te15 ? 0.0 : amax_seconds(2, n));
+    fill(amax_f_[static_cast<std::size_t>(st)], amax_seconds(true, n));
+    fill(amax_b_[static_cast<std::size_t>(st)], amax_seconds(false, n));
   }
 }
 
