@@ -1,7 +1,8 @@
 // validation_compare: measured (validation/runs/run01-full/h200_steps.csv) vs simulated
 // step, forward and backward times on one H200; see validation/README.md.
-// Usage: validation_compare [CSV] [--calibration FILE]   (paths relative to the repository root)
-//        validation_compare --predict "MODEL:SEQ:MBS:FLASH:RECOMPUTE:FUSED;..." [--calibration FILE]
+// Usage: validation_compare [CSV] [--calibration FILE] [--hardware NAME]   (paths relative to the repository root)
+//        validation_compare --predict "MODEL:SEQ:MBS:FLASH:RECOMPUTE:FUSED;..." [--calibration FILE] [--hardware NAME]
+//        --hardware: the profile hardware/NAME.toml the steps ran on (default h200; h100-sxm for run 54)
 //          predictions only, for configurations not measured yet (train_step.py MODELS shapes)
 #include <cstdio>
 #include <exception>
@@ -14,23 +15,24 @@ int main(int argc, char** argv) {
   const std::string root = MFUSIM_SOURCE_DIR;
   std::string csv = root + "/validation/runs/run04-fidelity/h200_steps_run4.csv";   // 3 interleaved passes (run 4)
   std::string cal = root + "/hardware/calibration/h200-fa2.toml";
-  std::string predict;
+  std::string predict, hardware = "h200";
   for (int i = 1; i < argc; ++i) {
     std::string a = argv[i];
     if (a == "--calibration" && i + 1 < argc) cal = argv[++i];
     else if (a == "--predict" && i + 1 < argc) predict = argv[++i];
+    else if (a == "--hardware" && i + 1 < argc) hardware = argv[++i];
     else if (a == "-h" || a == "--help") {
-      std::printf("usage: validation_compare [CSV] [--calibration FILE]\n"
-                  "       validation_compare --predict \"MODEL:SEQ:MBS:FLASH:RECOMPUTE:FUSED;...\" [--calibration FILE]\n");
+      std::printf("usage: validation_compare [CSV] [--calibration FILE] [--hardware NAME]\n"
+                  "       validation_compare --predict \"MODEL:SEQ:MBS:FLASH:RECOMPUTE:FUSED;...\" [--calibration FILE] [--hardware NAME]\n");
       return 0;
     } else csv = a;
   }
   try {
     if (!predict.empty()) {
-      const auto hw = mfusim::config::load_hardware(root + "/hardware/h200.toml");
+      const auto hw = mfusim::config::load_hardware(root + "/hardware/" + hardware + ".toml");
       const auto calib = mfusim::hardware::read_calibration(cal);
-      std::printf("calibration: %s\n| model | seq | mbs | flash | rec | fused | step ms | fwd ms | bwd ms | opt ms |\n"
-                  "|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|\n", cal.c_str());
+      std::printf("hardware: %s\ncalibration: %s\n| model | seq | mbs | flash | rec | fused | step ms | fwd ms | bwd ms | opt ms |\n"
+                  "|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|\n", hardware.c_str(), cal.c_str());
       std::stringstream list(predict);
       std::string item;
       while (std::getline(list, item, ';')) {
@@ -53,8 +55,8 @@ int main(int argc, char** argv) {
       }
       return 0;
     }
-    const auto s = mfusim::validation::compare(csv, cal, root);
-    std::printf("measured: %s\ncalibration: %s\n", csv.c_str(), cal.c_str());
+    const auto s = mfusim::validation::compare(csv, cal, root, hardware);
+    std::printf("measured: %s\nhardware: %s\ncalibration: %s\n", csv.c_str(), hardware.c_str(), cal.c_str());
     std::printf("| model | seq | mbs | flash | rec | fused | step ms | pred | err | fwd ms | pred | err | bwd ms | pred | err | opt ms | pred |\n");
     std::printf("|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|\n");
     for (const auto& r : s.rows)

@@ -173,7 +173,7 @@ inline config::Scenario scenario_for(const MeasuredRow& r, const hardware::Hardw
   config::Scenario s;
   s.name = r.model + " seq " + std::to_string(r.seq) + " mbs " + std::to_string(r.mbs);
   s.model_ref = "(inline)";
-  s.hardware_ref = "h200";
+  s.hardware_ref = hw.name;
   s.model.name = r.model;
   s.model.layers = r.layers;
   s.model.hidden = r.hidden;
@@ -315,8 +315,10 @@ inline Predicted predict(const MeasuredRow& m, const hardware::HardwareSpec& hw,
 }
 
 // Runs the comparison. `source_dir`: the repository root (hardware/h200.toml).
-inline Summary compare(const std::string& csv_path, const std::string& calibration_path, const std::string& source_dir) {
-  const hardware::HardwareSpec hw = config::load_hardware(source_dir + "/hardware/h200.toml");
+// `hardware_name`: the profile under hardware/ the steps ran on (h200; h100-sxm for run 54's steps).
+inline Summary compare(const std::string& csv_path, const std::string& calibration_path, const std::string& source_dir,
+                       const std::string& hardware_name = "h200") {
+  const hardware::HardwareSpec hw = config::load_hardware(source_dir + "/hardware/" + hardware_name + ".toml");
   const hardware::Calibration cal = hardware::read_calibration(calibration_path);
   Summary sum;
   std::vector<double> es, ef, eb;
