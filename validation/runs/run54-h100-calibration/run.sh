@@ -32,6 +32,7 @@ ph kernel_bw
 timeout 90 python3 validation/kernel_bw.py "$R/kernel_bw.toml" > "$R/kernel_bw.log" 2>&1 || echo "kernel_bw rc=$?" | tee -a "$R/kernel_bw.log"
 ph jitter
 timeout 120 python3 validation/runs/run40-interval-jitter/jitter.py "$R/jitter" --duration 20 --warmup 15 > "$R/jitter.log" 2>&1 || echo "jitter rc=$?" | tee -a "$R/jitter.log"
+python3 validation/runs/run40-interval-jitter/slowest_of_n.py "$R/jitter" layer70b_tp8 > "$R/slowest_of_n.toml" 2>&1
 gzip -f "$R"/jitter/intervals_*.csv 2>/dev/null
 ph sdpa_b2b_cudnn
 timeout 170 python3 validation/attention_sdpa.py "$R/sdpa_b2b_cudnn.toml" --back-to-back 5 --backend cudnn > "$R/sdpa_b2b_cudnn.log" 2>&1 || echo "b2b cudnn rc=$?" | tee -a "$R/sdpa_b2b_cudnn.log"

@@ -1,0 +1,81 @@
+#!/usr/bin/env python3
+"""Assemble hardware/calibration/h100-probe.toml (run 54) for `mfusim calibrate`.
+
+Every family the shipped Hopper file (hardware/calibration/h200-probe.toml) was fitted from is taken from the
+H100's own measurement where run 54 made it, with the same script:
+  [provenance], [[gemm]] (bf16, fp8), materialised [[attention]], [[memory]] (the probe's), [[launch]],
+  [[collective]], [nccl]                      <- the probe (run 1's command)          results/h100-probe.toml
+  [[attention]] SDPA singles                  <- attention_sdpa.py (run 1)            results/sdpa.toml
+  [[attention]] cuDNN back to back            <- attention_sdpa.py --back-to-back 5   results/sdpa_b2b_cudnn.toml
+  [[attention]] FlashAttention-2 back to back <- ... --backend flash (run 31)         results/sdpa_b2b_fa2.toml
+  [[memory]] eager PyTorch kernel families    <- kernel_bw.py (run 4 / run 8)         results/kernel_bw.toml
+  [[slowest_of_n]]                            <- run 40's jitter.py + slowest_of_n.py results/jitter/
+The rest is carried from the H200 file, as the shipped calibration has priced the H100 until now:
+  ratios (unchanged): [[attention_dropout]], [[attention_same_run]], [[grouped_gemm]] (rates relative to one
+  dense GEMM), [[board]] (each board's time over the boards' mean), [[gemm_power]] (the power model);
+  Triton attention (llm-foundry's, run 42/43) and torch.topk (run 28: SM-bound, the same SMs and clocks):
+  unchanged, as the cost model already carries them;
+  the in-step trace chains of run 8 (rope / SwiGLU eager and compiled, memory-bound): seconds scaled by the
+  datasheet HBM ratio 4.8 / 3.35, which is how the cost model carried them to the H100 before.
+Usage: assemble.py RESULTS_DIR H200_PROBE.toml OUT.toml
+"""
+import os, re, sys
+
+res, h200_path, out_path = sys.argv[1:4]
+
+def split_tables(text):
+    parts = re.split(r'(?m)^(\[\[?[A-Za-z0-9_.]+\]\]?)[^\n]*\n', text)
+    return parts[0], [(parts[i], parts[i + 1]) for i in range(1, len(parts), 2)]
+
+def kv(body):
+    return dict(re.findall(r'(?m)^(\w+)\s*=\s*(.*?)\s*(?:#.*)?$', body))
+
+def strip_comments(body):
+    # A table body ends where the next header starts; comment lines between tables belong to no table.
+    return "\n".join(l for l in body.split("\n") if not l.startswith("#")).rstrip("\n") + "\n\n"
+
+def read(name):
+    p = os.path.join(res, name)
+    if not os.path.exists(p) or os.path.getsize(p) == 0:
+        sys.exit(f"assemble.py: {p} is missing or empty")
+    return split_tables(open(p).read())
+
+HBM = 4.8 / 3.35
+out = [f"# mfusim probe output (SPEC.md §6), assembled by validation/runs/run54-h100-calibration/assemble.py\n",
+       "# from run 54 (one H100 SXM, results in validation/runs/run54-h100-calibration/results/) and, for the\n",
+       "# families run 54 did not measure, hardware/calibration/h200-probe.toml (see the script's docstring).\n"]
+head, tables = read("h100-probe.toml")
+out.append(head.split("\n", 1)[1] if head.startswith("#") else head)
+for h, b in tables:
+    out.append(h + "\n" + strip_comments(b))
+for name, label in (("sdpa.toml", "SDPA singles"), ("sdpa_b2b_cudnn.toml", "cuDNN fused attention, back to back"),
+                    ("sdpa_b2b_fa2.toml", "FlashAttention-2, back to back"), ("kernel_bw.toml", "eager PyTorch kernel families")):
+    h0, tb = read(name)
+    out.append(f"\n# ---- {label}: run 54, {name} ----\n")
+    for h, b in tb:
+        if name == "sdpa_b2b_fa2.toml" and h == "[sdpa_back_to_back_provenance]":
+            h = "[sdpa_fa2_back_to_back_provenance]"
+        out.append(h + "\n" + strip_comments(b))
+sl = open(os.path.join(res, "slowest_of_n.toml")).read()
+out.append("\n# ---- run 54's jitter.py (layer70b_tp8, 20 s at the capped state): validation/runs/run40-interval-jitter/slowest_of_n.py ----\n" + sl)
+
+_, h2 = split_tables(open(h200_path).read())
+carried = {"[[attention_dropout]]", "[[attention_same_run]]", "[[grouped_gemm]]", "[[board]]", "[[gemm_power]]",
+           "[triton_flash_provenance]", "[triton_flash_check]"}
+out.append("\n# ---- carried from hardware/calibration/h200-probe.toml (one H200): ratios, Triton attention, top-k, "
+           "and run 8's trace chains (seconds x 4.8 / 3.35) ----\n")
+n_scaled = 0
+for h, b in h2:
+    d = kv(b)
+    if h in carried or (h == "[[attention]]" and d.get("impl") == '"triton_flash"'):
+        out.append(h + "\n" + strip_comments(b))
+    elif h == "[[memory]]" and d.get("kind") == '"torch:topk"':
+        out.append(h + "\n" + strip_comments(b))
+    elif h == "[[memory]]" and "shape" not in d and "buffer_sets" not in d:
+        sec = float(d["seconds"]) * HBM
+        b = re.sub(r'(?m)^seconds\s*=.*$', f"seconds = {sec:.6e}  # H200's x 4.8 / 3.35", b)
+        b = re.sub(r'(?m)^bandwidth_gbs\s*=.*$', f"bandwidth_gbs = {float(d['bytes']) / sec * 1e-9:.3f}", b)
+        out.append(h + "\n" + strip_comments(b))
+        n_scaled += 1
+open(out_path, "w").write("".join(out))
+print(f"assemble.py: wrote {out_path}; {n_scaled} trace-chain samples scaled by the HBM ratio")
