@@ -527,6 +527,10 @@ std::string gpu_family(const std::string& gpu_name) {
 }
 
 std::string default_calibration_file(const HardwareSpec& hw) {
+  // Hopper: the H100's own measured file for the H100 and the H800 (the same GH100 with the same 80 GB of HBM3;
+  // run 54), the H200's for the H200 and the H20.
+  const std::string model = gpu_model(hw.name);
+  if (model == "h100" || model == "h800") return "hardware/calibration/h100.toml";
   if (gpu_family(hw.name) == "hopper") return "hardware/calibration/h200.toml";
   // Blackwell: the published measured tables of each part (validation/xla, validation/cudnn_sdpa), where one
   // exists: the B200's GEMMs and attention, the GB200's and GB300's attention; each with the H200's memory fits
@@ -539,7 +543,10 @@ std::string default_calibration_file(const HardwareSpec& hw) {
 }
 
 std::string calibration_transfer_note(const Calibration& cal, const HardwareSpec& hw) {
-  if (cal.gpu_name.empty() || gpu_model(cal.gpu_name) == gpu_model(hw.name)) return "";
+  // The H800 is the H100 SXM's GH100 and HBM3 with NVLink and FP64 cut (hardware/h800-sxm.toml): one part for
+  // every kernel a calibration measures.
+  const auto part = [](const std::string& name) { const std::string m = gpu_model(name); return m == "h800" ? std::string("h100") : m; };
+  if (cal.gpu_name.empty() || part(cal.gpu_name) == part(hw.name)) return "";
   const std::string from = gpu_family(cal.gpu_name), to = gpu_family(hw.name);
   if (!from.empty() && from == to)
     return "calibration measured on " + cal.gpu_name + ", applied to " + hw.name +

@@ -200,7 +200,7 @@ TEST_CASE("cli: resolved holds the scenario after defaults, --set and --calibrat
   CHECK(d["features"]["dataloader_ms_per_sample"].num() == -1);
   // A Hopper GPU without a calibration line uses the shipped measured calibration (docs/cost-model.md,
   // "Which calibration"); `--calibration none` the datasheet roofline.
-  CHECK(d["calibration"].str() == "hardware/calibration/h200.toml");
+  CHECK(d["calibration"].str() == "hardware/calibration/h100.toml");   // the H100's own (run 54)
   CHECK(d["calibration_choice"].str() == "default");
   const Json n = parse_json(run_cli({"run", s, "--json", "--calibration", "none"}).out)["resolved"];
   CHECK(n["calibration"].str().empty());

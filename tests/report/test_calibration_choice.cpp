@@ -27,13 +27,21 @@ config::Scenario load(const std::string& text) {
 }
 }  // namespace
 
-TEST_CASE("default calibration: Hopper GPUs use the shipped H200 file, the B200, GB200 and GB300 their published tables' fits, others the datasheet") {
-  for (const char* hw : {"h100-sxm", "h200", "h800-sxm", "h20"}) {
+TEST_CASE("default calibration: the H100 and H800 the H100's measured file, the H200 and H20 the H200's, the B200, GB200 and GB300 their published tables' fits, others the datasheet") {
+  // Run 54 measured the H100 with the scripts the H200's file came from; the H800 is the same GH100 and HBM3.
+  for (const auto& [hw, file] : {std::pair{"h100-sxm", "hardware/calibration/h100.toml"}, std::pair{"h800-sxm", "hardware/calibration/h100.toml"},
+                                 std::pair{"h200", "hardware/calibration/h200.toml"}, std::pair{"h20", "hardware/calibration/h200.toml"}}) {
+    CAPTURE(hw);
     const config::Scenario s = load(scenario(hw));
     REQUIRE(s.calibration.has_value());
     CHECK(s.calibration_choice == "default");
-    CHECK(s.calibration_path == "hardware/calibration/h200.toml");
+    CHECK(s.calibration_path == file);
     CHECK(s.calibration->has_gemm_fp8);
+    CHECK(s.calibration->has_attention);
+    CHECK(s.calibration->has_attention_fa2);
+    CHECK(s.calibration->has_memory);
+    // Measured on this part (the H800 counts as the H100), except the H20's (another GH100 configuration).
+    CHECK(hardware::calibration_transfer_note(*s.calibration, s.hardware).empty() == (std::string(hw) != "h20"));
   }
   // Blackwell: each part's file fitted from published measured tables (validation/xla, validation/cudnn_sdpa).
   const std::pair<const char*, const char*> blackwell[] = {{"b200", "hardware/calibration/b200-xla.toml"},
@@ -66,11 +74,16 @@ TEST_CASE("default calibration: Hopper GPUs use the shipped H200 file, the B200,
 TEST_CASE("the report names the calibration used, and warns when it was measured on another GPU") {
   const auto r = step::simulate(load(scenario("h100-sxm")));
   const std::string text = report::text_report(r);
-  CHECK(text.find("  calib     hardware/calibration/h200.toml (the shipped measured calibration") != std::string::npos);
-  CHECK(text.find("warning   calibration measured on NVIDIA H200, applied to NVIDIA H100 SXM 80GB") != std::string::npos);
+  CHECK(text.find("  calib     hardware/calibration/h100.toml (the shipped measured calibration") != std::string::npos);
+  CHECK(text.find("measured on NVIDIA H100 80GB HBM3") != std::string::npos);
+  CHECK(text.find("warning   calibration measured") == std::string::npos);
+  // The H200's file on an H100 (a user's calibration line) warns.
+  const auto carried = step::simulate(load(scenario("h100-sxm", "calibration = \"hardware/calibration/h200.toml\"\n")));
+  CHECK(report::text_report(carried).find("warning   calibration measured on NVIDIA H200, applied to NVIDIA H100 SXM 80GB") !=
+        std::string::npos);
   std::string json = report::to_json(r);
   json.erase(std::remove(json.begin(), json.end(), ' '), json.end());
-  CHECK(json.find("\"calibration\":\"hardware/calibration/h200.toml\"") != std::string::npos);
+  CHECK(json.find("\"calibration\":\"hardware/calibration/h100.toml\"") != std::string::npos);
   CHECK(json.find("\"calibration_choice\":\"default\"") != std::string::npos);
   const auto h200 = step::simulate(load(scenario("h200")));
   CHECK(report::text_report(h200).find("warning   calibration measured") == std::string::npos);

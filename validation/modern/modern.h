@@ -82,9 +82,11 @@ struct ModernRow {
 
 // sustained: as calibrated, with hardware/calibration/h200-sustained.toml (GEMMs measured at the
 // power-capped clock of back-to-back GEMM sequences, run 16; every other family as h200.toml).
-enum class Profile { datasheet, calibrated, sustained };
+// h200: as calibrated, with the H100 rows on hardware/calibration/h200.toml carried by the HBM datasheet ratio,
+// as the set was priced before run 54 measured the H100 itself (the calibrated profile's h100.toml).
+enum class Profile { datasheet, calibrated, sustained, h200 };
 inline const char* to_string(Profile p) {
-  return p == Profile::datasheet ? "datasheet" : p == Profile::calibrated ? "calibrated" : "sustained";
+  return p == Profile::datasheet ? "datasheet" : p == Profile::calibrated ? "calibrated" : p == Profile::sustained ? "sustained" : "h200";
 }
 
 struct ModernComparison {
@@ -238,6 +240,7 @@ class Inputs {
     return it->second;
   }
   static constexpr const char* kSustainedCalibration = "hardware/calibration/h200-sustained.toml";
+  static constexpr const char* kH200Calibration = "hardware/calibration/h200.toml";
 
  private:
   std::map<std::string, hardware::HardwareSpec> hw_;
@@ -384,9 +387,9 @@ inline std::optional<config::Scenario> row_scenario(const ModernRow& r, Profile 
   // published tables (the B200's GEMMs as OpenXLA measured them, validation/xla; each part's cuDNN attention as
   // cuDNN frontend published it, validation/cudnn_sdpa).
   if (profile != Profile::datasheet) {
-    const std::string rel = profile == Profile::sustained && r.gpu_type == "H100"
-                                ? std::string(Inputs::kSustainedCalibration)
-                                : hardware::default_calibration_file(s.hardware);
+    const std::string rel = profile == Profile::sustained && r.gpu_type == "H100" ? std::string(Inputs::kSustainedCalibration)
+                            : profile == Profile::h200 && r.gpu_type == "H100"   ? std::string(Inputs::kH200Calibration)
+                                                                                 : hardware::default_calibration_file(s.hardware);
     if (!rel.empty()) {
       s.calibration = in.calibration(rel);
       s.calibration_path = source_path(rel);

@@ -1,7 +1,8 @@
 // Modern published training runs against the simulator: every row of
 // validation/modern/rows.csv, predicted vs published step time, with the
 // summary per half (tuning / heldout) and per family.
-//   build/validation/modern/validate_modern [--profile datasheet|calibrated|sustained|both|all] [--markdown]
+//   build/validation/modern/validate_modern [--profile datasheet|calibrated|sustained|h200|both|all] [--markdown]
+//   (h200: the H100 rows on the H200's file carried by the HBM ratio, as before run 54)
 //                                           [--coarse] [--csv FILE] [--half tuning|heldout]
 //                                           [--without fp8_params|activation_offload|fp8_recipes|sustained_gemm|row_recompute|
 //                                                      sustained_attention|amax_reduction|row_amax]
@@ -143,9 +144,10 @@ int main(int argc, char** argv) {
   if (profile_arg == "datasheet" || profile_arg == "both") profiles.push_back(vm::Profile::datasheet);
   if (profile_arg == "calibrated" || profile_arg == "both") profiles.push_back(vm::Profile::calibrated);
   if (profile_arg == "sustained" || profile_arg == "all") profiles.push_back(vm::Profile::sustained);
+  if (profile_arg == "h200") profiles.push_back(vm::Profile::h200);
   if (profile_arg == "all") profiles.insert(profiles.begin(), {vm::Profile::datasheet, vm::Profile::calibrated});
   if (profiles.empty()) {
-    std::fprintf(stderr, "validate_modern: error: --profile must be datasheet, calibrated, sustained, both or all\n");
+    std::fprintf(stderr, "validate_modern: error: --profile must be datasheet, calibrated, sustained, h200, both or all\n");
     return 2;
   }
   if (!only_half.empty() && only_half != "tuning" && only_half != "heldout") {
@@ -195,7 +197,7 @@ int main(int argc, char** argv) {
     for (const auto profile : profiles) {
       std::printf("%s== profile: %s%s ==\n\n", markdown ? "### " : "", vm::to_string(profile),
                   profile == vm::Profile::calibrated
-                      ? " (H100 rows: hardware/calibration/h200.toml, HBM-scaled; B200 rows' GEMMs and attention: "
+                      ? " (H100 rows: hardware/calibration/h100.toml, measured on an H100, run 54; B200 rows' GEMMs and attention: "
                         "hardware/calibration/b200-xla.toml; GB200/GB300 rows' attention: gb200-cudnn.toml / gb300-cudnn.toml, "
                         "their GEMMs the datasheet; Blackwell memory-bound kernels: the H200's fits carried by published norm kernels)"
                   : profile == vm::Profile::sustained
@@ -203,6 +205,9 @@ int main(int argc, char** argv) {
                         "B200 rows' GEMMs and attention: hardware/calibration/b200-xla.toml; GB200/GB300 rows' attention: "
                         "gb200-cudnn.toml / gb300-cudnn.toml, their GEMMs the datasheet; Blackwell memory-bound kernels: the H200's fits "
                         "carried by published norm kernels)"
+                  : profile == vm::Profile::h200
+                      ? " (as calibrated, with the H100 rows on hardware/calibration/h200.toml carried by the HBM datasheet "
+                        "ratio, as before run 54)"
                       : " (no calibration)");
       if (markdown) {
         std::printf("| row | half | published step s | predicted step s | error | configuration simulated |\n");
