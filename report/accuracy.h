@@ -29,7 +29,7 @@ const FamilyAccuracy* find_accuracy(const std::string& profile, const std::strin
 // The entry of a scenario's family, or nullptr: a dense model on more than one GPU under Megatron's ZeRO 0/1
 // (not sharded or offloaded), not a schedule lab, its hardware the shipped profile of one of the set's GPUs
 // (hardware/h100-sxm, b200, gb200-nvl72, gb300-nvl72) without --set hardware.*, its calibration the shipped
-// one the set ran with (none: "datasheet"; h200.toml on the H100, b200-xla.toml on the B200, gb200-cudnn.toml on
+// one the set ran with (none: "datasheet"; h100.toml on the H100, b200-xla.toml on the B200, gb200-cudnn.toml on
 // the GB200, gb300-cudnn.toml on the GB300: "calibrated").
 const FamilyAccuracy* family_accuracy(const config::Scenario&);
 

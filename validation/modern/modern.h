@@ -11,8 +11,8 @@
 //  * hardware by gpu_type: H100 -> hardware/h100-sxm.toml, B200 -> b200.toml,
 //    GB200 -> gb200-nvl72.toml, GB300 -> gb300-nvl72.toml (datasheet figures).
 //  * profile "datasheet": no calibration. Profile "calibrated": the H100 rows
-//    use hardware/calibration/h200.toml (same GH100 compute; the cost model
-//    scales its memory bandwidth by the HBM datasheet ratio, docs/case-study.md);
+//    use hardware/calibration/h100.toml (measured on an H100 SXM, run 54; profile "h200"
+//    prices them as before it, on the H200's file carried by the HBM datasheet ratio);
 //    the B200 rows use hardware/calibration/b200-xla.toml (`mfusim calibrate`'s fit of OpenXLA's
 //    published B200 GEMM measurements, validation/xla/SOURCES.md, and of cuDNN frontend's published
 //    B200 SDPA table, validation/cudnn_sdpa/SOURCES.md; every other family on the datasheet); the GB200

@@ -5,7 +5,7 @@
 // OpenXLA's published H100 (sm_90) and B200 (sm_100_B200) GEMM and collective measurements
 // (validation/xla/matmul.csv, collectives.csv; SOURCES.md) against the cost model, with the
 // datasheet profile and the calibration validate_modern's calibrated profile uses for that GPU
-// (hardware::default_calibration_file: the shipped H200 file on the H100, b200-xla.toml on the B200).
+// (hardware::default_calibration_file: the shipped H100 file on the H100, run 54; b200-xla.toml on the B200).
 // --calibration GPU=FILE adds a profile with that calibration file (relative to the source tree).
 // --shapes prints every GEMM shape; otherwise the largest shapes and the summaries.
 // Ratio = model time / measured time (below 1: the model is faster than the measurement).

@@ -11,15 +11,36 @@ H100's own measurement where run 54 made it, with the same script:
   [[memory]] eager PyTorch kernel families    <- kernel_bw.py (run 4 / run 8)         results/kernel_bw.toml
   [[slowest_of_n]]                            <- run 40's jitter.py + slowest_of_n.py results/jitter/
 The rest is carried from the H200 file, as the shipped calibration has priced the H100 until now:
-  ratios (unchanged): [[attention_dropout]], [[attention_same_run]], [[grouped_gemm]] (rates relative to one
-  dense GEMM), [[board]] (each board's time over the boards' mean), [[gemm_power]] (the power model);
+  used as ratios (unchanged): [[attention_dropout]], [[attention_same_run]], [[grouped_gemm]] (rates relative to
+  one dense GEMM), [[board]] (each board's time over the boards' mean);
+  [[gemm_power]]: the H200's absolute clock and power samples (run 33), not re-measured; its fit (1,491 MHz on
+  all SMs at 700 W) prices only GEMMs under a power limit below 700 W or on fewer SMs, and is the H200's;
   Triton attention (llm-foundry's, run 42/43) and torch.topk (run 28: SM-bound, the same SMs and clocks):
   unchanged, as the cost model already carries them;
   the in-step trace chains of run 8 (rope / SwiGLU eager and compiled, memory-bound): seconds scaled by the
-  datasheet HBM ratio 4.8 / 3.35, which is how the cost model carried them to the H100 before.
+  datasheet HBM ratio 4.8 / 3.35, which is how the cost model carried them to the H100 before (run 54 measured
+  bandwidth-bound eager kernels at 1.32-1.43x the H200's time, so these are 0-8% slow, not re-measured).
 Usage: assemble.py RESULTS_DIR H200_PROBE.toml OUT.toml
+       assemble.py --singles H100_PROBE.toml OUT.toml   (the same file without the back-to-back attention, its
+         dropout and same-run rows: what `build/mfusim_calibrate OUT.toml --out hardware/calibration/h100-fa2.toml
+         --fused-attention flash` fits for the single-GPU eager steps, as h200-fa2.toml is fitted from
+         h200-probe-run8.toml)
 """
 import os, re, sys
+
+if sys.argv[1] == "--singles":
+    text = open(sys.argv[2]).read()
+    parts = re.split(r'(?m)^(\[\[?[A-Za-z0-9_.]+\]\]?)[^\n]*\n', text)
+    drop = {"[sdpa_back_to_back_provenance]", "[sdpa_fa2_back_to_back_provenance]", "[triton_flash_provenance]",
+            "[triton_flash_check]", "[[attention_dropout]]", "[[attention_same_run]]"}
+    out = [parts[0]]
+    for i in range(1, len(parts), 2):
+        h, b = parts[i], parts[i + 1]
+        if (h == "[[attention]]" and "back_to_back" in b) or h in drop:
+            continue
+        out.append(h + "\n" + b)
+    open(sys.argv[3], "w").write("".join(out))
+    sys.exit(0)
 
 res, h200_path, out_path = sys.argv[1:4]
 
