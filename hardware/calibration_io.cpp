@@ -515,6 +515,13 @@ std::string gpu_model(const std::string& name) {
     if (has(n, m)) return m;
   return n;
 }
+// The part whose measurements a calibration holds: the GPU model, with the H800 as the H100 (the H100 SXM's GH100
+// and 80 GB of HBM3 with NVLink and FP64 cut, hardware/h800-sxm.toml: the same for every kernel a calibration
+// measures).
+std::string measured_part(const std::string& name) {
+  const std::string m = gpu_model(name);
+  return m == "h800" ? std::string("h100") : m;
+}
 }  // namespace
 
 std::string gpu_family(const std::string& gpu_name) {
@@ -527,15 +534,13 @@ std::string gpu_family(const std::string& gpu_name) {
 }
 
 std::string default_calibration_file(const HardwareSpec& hw) {
-  // Hopper: the H100's own measured file for the H100 and the H800 (the same GH100 with the same 80 GB of HBM3;
-  // run 54), the H200's for the H200 and the H20.
-  const std::string model = gpu_model(hw.name);
-  if (model == "h100" || model == "h800") return "hardware/calibration/h100.toml";
+  // Hopper: the H100's own measured file for the H100 and the H800 (run 54), the H200's for the H200 and the H20.
+  const std::string m = measured_part(hw.name);
+  if (m == "h100") return "hardware/calibration/h100.toml";
   if (gpu_family(hw.name) == "hopper") return "hardware/calibration/h200.toml";
   // Blackwell: the published measured tables of each part (validation/xla, validation/cudnn_sdpa), where one
   // exists: the B200's GEMMs and attention, the GB200's and GB300's attention; each with the H200's memory fits
   // carried by the same kernels' published rates (validation/cudnn_norms).
-  const std::string m = gpu_model(hw.name);
   if (m == "b200") return "hardware/calibration/b200-xla.toml";
   if (m == "gb200") return "hardware/calibration/gb200-cudnn.toml";
   if (m == "gb300") return "hardware/calibration/gb300-cudnn.toml";
@@ -543,10 +548,7 @@ std::string default_calibration_file(const HardwareSpec& hw) {
 }
 
 std::string calibration_transfer_note(const Calibration& cal, const HardwareSpec& hw) {
-  // The H800 is the H100 SXM's GH100 and HBM3 with NVLink and FP64 cut (hardware/h800-sxm.toml): one part for
-  // every kernel a calibration measures.
-  const auto part = [](const std::string& name) { const std::string m = gpu_model(name); return m == "h800" ? std::string("h100") : m; };
-  if (cal.gpu_name.empty() || part(cal.gpu_name) == part(hw.name)) return "";
+  if (cal.gpu_name.empty() || measured_part(cal.gpu_name) == measured_part(hw.name)) return "";
   const std::string from = gpu_family(cal.gpu_name), to = gpu_family(hw.name);
   if (!from.empty() && from == to)
     return "calibration measured on " + cal.gpu_name + ", applied to " + hw.name +

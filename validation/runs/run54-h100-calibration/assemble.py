@@ -28,25 +28,19 @@ Usage: assemble.py RESULTS_DIR H200_PROBE.toml OUT.toml
 """
 import os, re, sys
 
-if sys.argv[1] == "--singles":
-    text = open(sys.argv[2]).read()
+def split_tables(text):
     parts = re.split(r'(?m)^(\[\[?[A-Za-z0-9_.]+\]\]?)[^\n]*\n', text)
+    return parts[0], [(parts[i], parts[i + 1]) for i in range(1, len(parts), 2)]
+
+if sys.argv[1] == "--singles":
+    head, tables = split_tables(open(sys.argv[2]).read())
     drop = {"[sdpa_back_to_back_provenance]", "[sdpa_fa2_back_to_back_provenance]", "[triton_flash_provenance]",
             "[triton_flash_check]", "[[attention_dropout]]", "[[attention_same_run]]"}
-    out = [parts[0]]
-    for i in range(1, len(parts), 2):
-        h, b = parts[i], parts[i + 1]
-        if (h == "[[attention]]" and "back_to_back" in b) or h in drop:
-            continue
-        out.append(h + "\n" + b)
+    out = [head] + [h + "\n" + b for h, b in tables if not ((h == "[[attention]]" and "back_to_back" in b) or h in drop)]
     open(sys.argv[3], "w").write("".join(out))
     sys.exit(0)
 
 res, h200_path, out_path = sys.argv[1:4]
-
-def split_tables(text):
-    parts = re.split(r'(?m)^(\[\[?[A-Za-z0-9_.]+\]\]?)[^\n]*\n', text)
-    return parts[0], [(parts[i], parts[i + 1]) for i in range(1, len(parts), 2)]
 
 def kv(body):
     return dict(re.findall(r'(?m)^(\w+)\s*=\s*(.*?)\s*(?:#.*)?$', body))
