@@ -67,8 +67,9 @@ print(f"  H100/H200 over {len(qs)} pairs: {min(qs):.3f} .. {max(qs):.3f}")
 
 m = open(cal).read()
 mem = dict(re.findall(r'(?m)^(\w+)\s*=\s*([\d.eE+-]+)', m.split("[memory]")[1].split("[")[0]))
-bw, ov = float(mem["achieved_bandwidth_gbs"]), float(mem["fixed_overhead_us"])
-print(f"\nCold quantisation and copy (graph time per call) against the price {ov:.2f} us + bytes / {bw:.0f} GB/s")
+bw, ov = float(mem["achieved_bandwidth_gbs"]), float(mem["graph_launch_overhead_us"])
+print(f"\nCold quantisation and copy (graph time per call) against the model's time in a busy stream: bytes / {bw:.0f} GB/s"
+      f" + the gap between kernels ({ov:.2f} us; hardware::CostModel::stream_time)")
 print(f"{'kernel':6s} {'M':>6s} {'K':>6s} {'MB':>8s} {'measured us':>11s} {'price us':>9s} {'price/meas':>10s}")
 for r in csv.DictReader(open(f"{res}/call2/quant/quant_cold.csv")):
     price = ov + int(r["bytes"]) / bw * 1e-3
