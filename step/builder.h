@@ -150,8 +150,8 @@ class Builder {
   // The last stage's gradients beyond its layers (final norm and output head, MTP modules) into the
   // rank's filling DP buckets (overlap_grad_reduce).
   void fill_last_stage_end(int rank);
-  // Those parameters on the rank (0 when it holds no last stage), routed experts included: the sharded
-  // path's buckets (step/fsdp.cpp), which reduce every parameter over the shard group.
+  // Those parameters on the rank (0 when it holds no last stage), routed experts included (the sharded
+  // path's buckets, step/fsdp.cpp, take the MTP modules' experts apart with fill_last_stage_end).
   double last_stage_end_params(int rank) const;
 
   // ---- fsdp.cpp: ZeRO-2/3, FSDP units, HSDP, offload (docs/fsdp.md) ----
@@ -168,9 +168,15 @@ class Builder {
   void sharded_grad_final(int rank, int layer, TaskId t);
   void add_sharded_reduce_and_optimizer();
   void fsdp_emit(int rank, Chain& ch, const std::vector<Item>& items, const Name& name, const Op& op);
-  TaskId fsdp_reduce(int rank, double params, TaskId after, std::int64_t grad_buffer);
+  // Reduce `params` gradients (routed experts' when `experts`: over fsdp_expert_shard_group()).
+  TaskId fsdp_reduce(int rank, double params, TaskId after, std::int64_t grad_buffer, bool experts = false);
   hardware::Group fsdp_shard_group() const;
+  // The members of the shard group that hold the same routed experts (ep > 1; the shard group otherwise):
+  // shard x cp / ep of them, as models::sharded_static_memory shards the experts.
+  hardware::Group fsdp_expert_shard_group() const;
   hardware::Group fsdp_replica_group() const;
+  // The rank's routed-expert parameters (ep > 1; the MTP modules' included), 0 otherwise.
+  double rank_expert_params(int rank);
 
   // ---- task_info.cpp: what the trace shows of an op's tasks (TaskInfo's layer, bytes, kernels) ----
   void describe_op(int rank, const Op& op, TaskId first);
@@ -257,6 +263,7 @@ class Builder {
   std::vector<std::map<int, std::int64_t>> unit_grad_;       // per rank: unit -> unsharded gradient bytes held
   std::vector<std::map<int, int>> unit_backwards_;           // per rank: unit -> backward passes seen this step
   double fsdp_emb_params_ = 0, fsdp_head_params_ = 0;        // parameters of the embedding and the head unit, per rank
+  double fsdp_head_expert_params_ = 0;                        // the head unit's routed experts (the MTP modules', ep > 1)
 
   // ---- host events (host_events.cpp) ----
   std::vector<TaskId> data_task_;          // per microbatch

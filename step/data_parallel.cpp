@@ -73,6 +73,14 @@ double Builder::head_params(int rank) const {
                               : end_params(s_, false, true, fp32);
 }
 
+double Builder::rank_expert_params(int rank) {
+  if (s_.parallel.ep <= 1) return 0.0;
+  double ex = holds_mtp(rank) ? mtp_expert_params() : 0.0;
+  for (int st : rank_stages_[rank])
+    for (int l : out_.stage_layers[st]) ex += layers_.layer_cost(l).expert_params;
+  return ex;
+}
+
 double Builder::last_stage_end_params(int rank) const { return head_params(rank) + (holds_mtp(rank) ? mtp_params() : 0.0); }
 
 void Builder::fill_last_stage_end(int rank) {
@@ -432,9 +440,7 @@ void Builder::add_grad_reduce_and_optimizer() {
       } else {
         bucket_fill_[r] = rank_params_[r];   // the MTP modules' included (models::static_memory)
         if (P.ep > 1) {
-          double ex = holds_mtp(r) ? mtp_expert_params() : 0.0;
-          for (int st : rank_stages_[r])
-            for (int l : out_.stage_layers[st]) ex += layers_.layer_cost(l).expert_params;
+          const double ex = rank_expert_params(r);
           bucket_fill_[r] -= ex;
           expert_fill_[r] = ex;
           flush_expert_bucket(r, last_compute_[r]);
@@ -461,11 +467,7 @@ void Builder::add_grad_reduce_and_optimizer() {
     // weight: 30 bytes per parameter, memory-bound (multi-tensor apply, a handful of launches).
     // fp32-autocast (torch AdamW fused over fp32 params): read p, g, m, v; write p, m, v: 28 bytes.
     double local = rank_params_[r] / (P.distributed_optimizer ? dp_group : 1);
-    double rank_experts = 0;   // routed-expert parameters of the rank (ep > 1), the MTP modules' included
-    if (P.ep > 1 && holds_mtp(r)) rank_experts += mtp_expert_params();
-    if (P.ep > 1)
-      for (int st : rank_stages_[r])
-        for (int l : out_.stage_layers[st]) rank_experts += layers_.layer_cost(l).expert_params;
+    const double rank_experts = rank_expert_params(r);
     if (P.ep > 1 && P.distributed_optimizer)   // expert shards over the expert-DP group
       local = (rank_params_[r] - rank_experts) / dp_group + rank_experts / std::max(1, layer::expert_dp_group(s_).size);
     // (a bf16 gradient buffer: the gradient read is 2 bytes, not 4)

@@ -15,7 +15,12 @@
 // default; once per step with pp > 1, torch.distributed.pipelining's no-sync
 // on all but the last backward), then, with HSDP, all-reduced across the
 // replica groups (1/shard of the bytes). Collectives use the NVLink or NIC
-// resource of the rank, shared with everything else.
+// resource of the rank, shared with everything else. With expert parallelism
+// (ep > 1) a unit's routed experts are their own FSDP module, sharded over the
+// members of the shard group that hold the same experts (shard x cp / ep of
+// them: torchtitan's dp_shard_mod_ep mesh, Megatron-FSDP's expert-data-parallel
+// group, as models::sharded_static_memory holds them): gathered and
+// reduce-scattered over that group, beside the dense parameters' collectives.
 //
 // ZeRO-2 (and HSDP or offload at stages 1-2): gradient buckets as in
 // data_parallel.cpp, reduce-scattered over the shard group (+ the replica
@@ -34,6 +39,7 @@
 #include <algorithm>
 
 #include "hardware/cost_model.h"
+#include "layer/moe_dispatch.h"
 #include "models/memory.h"
 #include "sim/time.h"
 #include "step/builder.h"
@@ -82,6 +88,12 @@ Group Builder::fsdp_shard_group() const {
   return g;
 }
 
+Group Builder::fsdp_expert_shard_group() const {
+  const auto& P = s_.parallel;
+  if (P.ep <= 1) return fsdp_shard_group();
+  return first_of(layer::expert_dp_group(s_), std::max(1, P.shard() * P.cp / P.ep));
+}
+
 // The replica group: one rank of each shard group (HSDP's all-reduce).
 Group Builder::fsdp_replica_group() const {
   const auto& dp = layers_.placement().dp;
@@ -94,14 +106,22 @@ Group Builder::fsdp_replica_group() const {
   return g;
 }
 
-// Reduce `params` parameters' gradients after `after`: reduce-scatter over the shard group, then
-// (HSDP) all-reduce of the shard across replicas; frees `grad_buffer` bytes at the end.
-TaskId Builder::fsdp_reduce(int rank, double params, TaskId after, std::int64_t grad_buffer) {
+// Reduce `params` parameters' gradients after `after`: reduce-scatter over the shard group (the expert
+// shard group for routed experts), then (HSDP) all-reduce of the shard across replicas; frees
+// `grad_buffer` bytes at the end. Experts held whole by every member of their shard group with no
+// replicas to sum over need no reduction.
+TaskId Builder::fsdp_reduce(int rank, double params, TaskId after, std::int64_t grad_buffer, bool experts) {
   auto& g = out_.graph;
   const sim::StreamId st = fsdp_active() ? fsdp_rs_stream_[rank] : dp_stream_[rank];
   const double bytes = params * (s_.features.reduce_fp32 ? 4.0 : 2.0);
-  const Group sg = fsdp_shard_group();
+  const Group sg = experts ? fsdp_expert_shard_group() : fsdp_shard_group();
   const Group rg = fsdp_replica_group();
+  if (experts && sg.size <= 1 && rg.size <= 1) {
+    if (grad_buffer <= 0) return after;
+    TaskId fr = add_task(rank, st, 0, Category::dp_comm, Name(), -1, -1, 'M', 0, 0, -grad_buffer);
+    if (after >= 0) g.depend(after, fr);
+    return fr;
+  }
   // PyTorch's FSDP works over the unit's whole unsharded gradient on the reduce-scatter stream before
   // the collective (Megatron-FSDP accumulates into its fp32 main_grad: nothing here):
   //  * FSDP2's foreach_reduce copies the unit's bf16 gradients into the reduce-scatter input in the
@@ -134,7 +154,7 @@ TaskId Builder::fsdp_reduce(int rank, double params, TaskId after, std::int64_t 
   }
   out_.sharded_grad_bytes[rank] += bytes;
   TaskId last = add_task(rank, st, sim::checked_ns(layers_.coll(Collective::reduce_scatter, bytes, sg), "the FSDP reduce-scatter"),
-                         Category::dp_comm, "fsdp reduce-scatter", -1, -1, 'C', 0, 0, 0,
+                         Category::dp_comm, experts ? "fsdp expert reduce-scatter" : "fsdp reduce-scatter", -1, -1, 'C', 0, 0, 0,
                          {sg.crosses_domains() ? nic_[rank] : nvl_[rank]},
                          interference_class(layers_.comm_contention(Collective::reduce_scatter, sg)));
   if (after >= 0) g.depend(after, last);
@@ -163,6 +183,7 @@ void Builder::add_sharded_param_gathers() {
   const auto& shape = layers_.shape();
   fsdp_emb_params_ = models::static_memory(s_.model, {}, true, false, P.tp, P.ep, 1, false, shape.fp32_autocast).grads / 4;
   fsdp_head_params_ = models::static_memory(s_.model, {}, false, true, P.tp, P.ep, 1, false, shape.fp32_autocast).grads / 4;
+  fsdp_head_expert_params_ = P.ep > 1 ? mtp_expert_params() : 0.0;   // (static_memory holds the MTP modules with the head)
   if (fsdp_active()) {
     fsdp_ag_stream_.resize(p_);
     fsdp_rs_stream_.resize(p_);
@@ -174,35 +195,56 @@ void Builder::add_sharded_param_gathers() {
   }
   // ZeRO-1/2 with the overlapped parameter gather: the bucketed gathers of data_parallel.cpp over the shard group.
   const Group sg = fsdp_shard_group();
+  const Group eg = fsdp_expert_shard_group();
   if (!(P.distributed_optimizer && s_.features.overlap_param_gather && sg.size > 1)) return;
   for (int r = 0; r < p_; ++r) {
     std::vector<int> layers = held_layers(out_.stage_layers, rank_stages_[r]).layers;
     std::sort(layers.begin(), layers.end());
-    double fill = 0, fill_bytes = 0;
+    double fill = 0, fill_bytes = 0, expert_bytes = 0;
     std::vector<int> members;
     auto flush = [&] {
       if (members.empty() && !(fill > 0)) return;
-      out_.sharded_gather_bytes[r] += fill_bytes;
+      out_.sharded_gather_bytes[r] += fill_bytes + expert_bytes;
       const double t = layers_.coll(Collective::all_gather, fill_bytes, sg);
       TaskId ag = add_task(r, dp_stream_[r], sim::checked_ns(t, "the DP parameter gather"), Category::dp_comm, "dp param gather", -1, -1, 'C', 0, 0, 0,
                            {sg.crosses_domains() ? nic_[r] : nvl_[r]},
                            interference_class(layers_.comm_contention(Collective::all_gather, sg)));
       for (int l : members) param_gather_[r][l] = ag;
+      // The routed experts' shards over their own group, on the same stream: the layers wait for both.
+      if (expert_bytes > 0 && eg.size > 1) {
+        const double te = layers_.coll(Collective::all_gather, expert_bytes, eg);
+        TaskId eag = add_task(r, dp_stream_[r], sim::checked_ns(te, "the expert parameter gather"), Category::dp_comm,
+                              "dp expert param gather", -1, -1, 'C', 0, 0, 0, {eg.crosses_domains() ? nic_[r] : nvl_[r]},
+                              interference_class(layers_.comm_contention(Collective::all_gather, eg)));
+        out_.graph.depend(ag, eag);
+        for (int l : members) param_gather_[r][l] = eag;
+      }
       members.clear();
       fill = 0;
       fill_bytes = 0;
+      expert_bytes = 0;
     };
+    const double expert_width = s_.features.fp8_params ? 1.0 : 2.0;   // bytes per routed-expert parameter gathered
     // As data_parallel.cpp's buckets: the embedding joins the first layer's bucket, the final norm, output
     // head and MTP modules the last layer's (bf16).
     fill += embedding_params(r);
     fill_bytes += 2.0 * embedding_params(r);
+    const double end_experts = holds_mtp(r) ? fsdp_head_expert_params_ : 0.0;
     for (int l : layers) {
-      fill += layers_.layer_cost(l).params;
-      fill_bytes += layer_gather_bytes(s_, l, layers_.layer_cost(l)).all;
+      const auto& lc = layers_.layer_cost(l);
+      const auto gb = layer_gather_bytes(s_, l, lc);
+      fill += lc.params;
+      if (P.ep > 1) {
+        fill_bytes += gb.dense;
+        expert_bytes += gb.expert;
+      } else {
+        fill_bytes += gb.all;
+      }
       if (l == layers.back()) {
         const double end = last_stage_end_params(r);
         fill += end;
-        fill_bytes += 2.0 * end;
+        fill_bytes += 2.0 * (end - end_experts);
+        expert_bytes += expert_width * end_experts;
       }
       members.push_back(l);
       if (fill >= bucket_params(P.dp)) flush();
@@ -210,7 +252,8 @@ void Builder::add_sharded_param_gathers() {
     if (layers.empty()) {   // a rank without layers (an embedding- or head-only stage): its end parameters alone
       const double end = last_stage_end_params(r);
       fill += end;
-      fill_bytes += 2.0 * end;
+      fill_bytes += 2.0 * (end - end_experts);
+      expert_bytes += expert_width * end_experts;
     }
     flush();
   }
@@ -225,10 +268,21 @@ void Builder::sharded_grad_final(int rank, int layer, TaskId t) {
   if (--rem > 0) return;
   if (!s_.features.overlap_grad_reduce || s_.parallel.dp * s_.parallel.cp <= 1) return;
   // The final norm's, output head's and MTP modules' gradients are final with the last stage's last
-  // layer's (their backward runs first): that layer's bucket, as data_parallel.cpp's.
+  // layer's (their backward runs first): that layer's bucket, as data_parallel.cpp's; routed experts
+  // (ep > 1) in their own buckets, reduced over the expert shard group.
   if (sit->second == S_ - 1 && layer == out_.stage_layers[static_cast<std::size_t>(S_ - 1)].back())
-    bucket_fill_[rank] += last_stage_end_params(rank);
-  bucket_fill_[rank] += layers_.layer_cost(layer).params;
+    fill_last_stage_end(rank);
+  const auto& lc = layers_.layer_cost(layer);
+  if (s_.parallel.ep > 1) {
+    bucket_fill_[rank] += lc.params - lc.expert_params;
+    expert_fill_[rank] += lc.expert_params;
+    if (expert_fill_[rank] >= bucket_params(s_.parallel.dp)) {
+      fsdp_reduce(rank, expert_fill_[rank], t, 0, true);
+      expert_fill_[rank] = 0;
+    }
+  } else {
+    bucket_fill_[rank] += lc.params;
+  }
   if (bucket_fill_[rank] >= bucket_params(s_.parallel.dp)) {
     fsdp_reduce(rank, bucket_fill_[rank], t, 0);
     bucket_fill_[rank] = 0;
@@ -242,7 +296,7 @@ void Builder::fsdp_emit(int rank, Chain& ch, const std::vector<Item>& items, con
   const bool wgrad = (op.kind == OpKind::B && !op.split_w) || op.kind == OpKind::W;
   const bool needs_params = op.kind != OpKind::W;   // dW = x^T dy needs no weight
   // Units in order of the items.
-  struct Unit { int key; std::size_t begin, end; double params; };
+  struct Unit { int key; std::size_t begin, end; double params, experts; };   // experts: routed (ep > 1), in params
   std::vector<Unit> units;
   bool seen_layer = false;
   for (std::size_t i = 0; i < items.size(); ++i) {
@@ -263,12 +317,17 @@ void Builder::fsdp_emit(int rank, Chain& ch, const std::vector<Item>& items, con
     }
     if (units.empty() || units.back().key != key) {
       const double params = key >= 0 ? layers_.layer_cost(key).params : key == kEmbUnit ? fsdp_emb_params_ : fsdp_head_params_;
-      units.push_back(Unit{key, i, i + 1, params});
+      const double experts = s_.parallel.ep <= 1 ? 0.0
+                             : key >= 0          ? layers_.layer_cost(key).expert_params
+                             : key == kHeadUnit  ? fsdp_head_expert_params_
+                                                 : 0.0;
+      units.push_back(Unit{key, i, i + 1, params, experts});
     } else {
       units.back().end = i + 1;
     }
   }
   const Group sg = fsdp_shard_group();
+  const Group eg = fsdp_expert_shard_group();
   const sim::ResourceId res = sg.crosses_domains() ? nic_[rank] : nvl_[rank];
   const TaskId start = last_compute_[rank];
   const int ahead = std::max(0, F.fsdp_prefetch);
@@ -279,8 +338,12 @@ void Builder::fsdp_emit(int rank, Chain& ch, const std::vector<Item>& items, con
   for (std::size_t j = 0; j < units.size(); ++j) {
     const Unit& u = units[j];
     if (needs_params && gathered.find(u.key) == gathered.end()) {
-      const double bytes = u.params * (F.fp8_all_gather || F.fp8_params ? 1.0 : 2.0);
-      const auto mem = static_cast<std::int64_t>(bytes);
+      const double width = F.fp8_all_gather || F.fp8_params ? 1.0 : 2.0;
+      // The routed experts (their own FSDP module) over the expert shard group, none where that group is one
+      // rank (each holds its experts whole); the rest over the shard group.
+      const double expert_bytes = eg.size > 1 ? u.experts * width : 0.0;
+      const double dense_bytes = (u.params - u.experts) * width;
+      const auto mem = static_cast<std::int64_t>(dense_bytes + expert_bytes);
       // Parameter offload: the rank's bf16 shard of the unit comes from the host first (on the
       // gather's stream, so the gather follows it).
       TaskId h2d = -1;
@@ -288,29 +351,38 @@ void Builder::fsdp_emit(int rank, Chain& ch, const std::vector<Item>& items, con
         h2d = add_task(rank, fsdp_ag_stream_[rank],
                        sim::checked_ns(2.0 * u.params / sg.size / s_.hardware.pcie_bandwidth, "the offloaded parameter copy"),
                        Category::dp_comm, "fsdp params to gpu", op.microbatch, op.chunk, 'C');
-      out_.sharded_gather_bytes[rank] += bytes;
-      TaskId ag = add_task(rank, fsdp_ag_stream_[rank], sim::checked_ns(layers_.coll(Collective::all_gather, bytes, sg), "the FSDP all-gather"),
+      out_.sharded_gather_bytes[rank] += dense_bytes + expert_bytes;
+      TaskId ag = add_task(rank, fsdp_ag_stream_[rank], sim::checked_ns(layers_.coll(Collective::all_gather, dense_bytes, sg), "the FSDP all-gather"),
                            Category::dp_comm, "fsdp all-gather", op.microbatch, op.chunk, 'C', 0, 0, mem, {res},
                            interference_class(layers_.comm_contention(Collective::all_gather, sg)));
+      TaskId eag = -1;
+      if (expert_bytes > 0) {
+        eag = add_task(rank, fsdp_ag_stream_[rank], sim::checked_ns(layers_.coll(Collective::all_gather, expert_bytes, eg), "the FSDP expert all-gather"),
+                       Category::dp_comm, "fsdp expert all-gather", op.microbatch, op.chunk, 'C', 0, 0, 0,
+                       {eg.crosses_domains() ? nic_[rank] : nvl_[rank]},
+                       interference_class(layers_.comm_contention(Collective::all_gather, eg)));
+        g.depend(ag, eag);
+      }
       // Issued when unit j - ahead starts: after unit j - ahead - 1, or at the op's start.
       const std::ptrdiff_t trig = static_cast<std::ptrdiff_t>(j) - ahead - 1;
       const TaskId after = trig >= 0 ? unit_last[static_cast<std::size_t>(trig)] : start;
       if (after >= 0) g.depend(after, h2d >= 0 ? h2d : ag);
       if (h2d >= 0) g.depend(h2d, ag);
-      ch.pending.push_back(ag);
+      ch.pending.push_back(eag >= 0 ? eag : ag);
       gathered[u.key] = mem;
       // FSDP2 (fully_shard) gathers the unit into one flat buffer and copies it out into the
       // per-parameter tensors on the compute stream (torch/distributed/_composable/fsdp/
       // _fsdp_param_group.py wait_for_unshard -> foreach_all_gather_copy_out,
       // split_with_sizes_copy): the gathered bytes read and written once, before the unit's
       // compute. FSDP1's FlatParameter views the gathered buffer: no copy.
-      if (F.fsdp_version == 2 && !F.megatron_fsdp && bytes > 0) {
-        const hardware::Kernel k = fsdp_copy_kernel("fsdp_copy_out", bytes, bytes);
+      const double gathered_bytes = dense_bytes + expert_bytes;
+      if (F.fsdp_version == 2 && !F.megatron_fsdp && gathered_bytes > 0) {
+        const hardware::Kernel k = fsdp_copy_kernel("fsdp_copy_out", gathered_bytes, gathered_bytes);
         const layer::Seg cs = layers_.seg_of({&k});
         const Item& first_item = items[u.begin];
         TaskId co = add_task(rank, out_.compute_stream[rank], cs.ns, first_item.cat, "fsdp copy-out", op.microbatch, op.chunk,
                              first_item.kind, cs.launch_ns, 0, 0, {}, 0, cs.host_ns, layer::mix_of(cs));
-        g.depend(ag, co);
+        g.depend(eag >= 0 ? eag : ag, co);
       }
     }
     std::int64_t grad_bytes = 0;
@@ -344,7 +416,10 @@ void Builder::fsdp_emit(int rank, Chain& ch, const std::vector<Item>& items, con
     if (wgrad) {
       const int done = ++unit_backwards_[rank][u.key];
       if (s_.parallel.pp == 1 || done >= m_) {
-        fsdp_reduce(rank, u.params, ch.last, grad_bytes);
+        // The experts' gradients (their own module) apart, each part's buffer freed by its reduction.
+        const auto expert_buf = static_cast<std::int64_t>(u.experts * (F.reduce_fp32 ? 4.0 : 2.0));
+        if (u.experts > 0) fsdp_reduce(rank, u.experts, ch.last, std::min(expert_buf, grad_bytes), true);
+        fsdp_reduce(rank, u.params - u.experts, ch.last, grad_bytes - std::min(expert_buf, grad_bytes));
         grads.erase(u.key);
         if (done >= m_) unit_backwards_[rank][u.key] = 0;
       }
@@ -398,19 +473,30 @@ void Builder::add_sharded_reduce_and_optimizer() {
   // Megatron's finalize_model_grads runs (its TP and embedding-group all-reduces) unless the framework is
   // PyTorch's FSDP, which has no such step.
   const bool megatron_finalize = !models::torch_fsdp(s_);
-  auto local_of = [&](int r) { return rank_params_[r] / (P.distributed_optimizer ? shard : 1); };
+  // The rank's optimizer shard: the dense parameters over the shard group, the routed experts over theirs.
+  const int expert_shard = fsdp_expert_shard_group().size;
+  auto local_of = [&](int r) {
+    if (!P.distributed_optimizer) return rank_params_[r];
+    const double ex = rank_expert_params(r);
+    return (rank_params_[r] - ex) / shard + ex / std::max(1, expert_shard);
+  };
   std::vector<TaskId> norm_task(p_, -1);
   for (int r = 0; r < p_; ++r) {
     if (dp_group > 1 && !fsdp_active()) {
       if (s_.features.overlap_grad_reduce) {
         // The last bucket: a head-only last stage's end parameters, and the embedding's gradient (final
         // when the first stage's backward ends), as data_parallel.cpp's.
-        if (out_.stage_layers[static_cast<std::size_t>(S_ - 1)].empty()) bucket_fill_[r] += last_stage_end_params(r);
+        if (out_.stage_layers[static_cast<std::size_t>(S_ - 1)].empty()) fill_last_stage_end(r);
         bucket_fill_[r] += embedding_params(r);
+      } else {
+        // Everything at the step's end: the routed experts (the MTP modules' included) apart.
+        expert_fill_[r] = rank_expert_params(r);
+        bucket_fill_[r] = rank_params_[r] - expert_fill_[r];
       }
-      if (!s_.features.overlap_grad_reduce) bucket_fill_[r] = rank_params_[r];   // the MTP modules' included
       if (bucket_fill_[r] > 0) fsdp_reduce(r, bucket_fill_[r], last_compute_[r], 0);
+      if (expert_fill_[r] > 0) fsdp_reduce(r, expert_fill_[r], last_compute_[r], 0, true);
       bucket_fill_[r] = 0;
+      expert_fill_[r] = 0;
     }
     // Megatron's finalize_model_grads (Megatron-FSDP, the bucketed ZeRO-2 path): with sequence parallelism the
     // TP all-reduce of the whole-held parameters' gradients (step/data_parallel.cpp). PyTorch's FSDP with TP
@@ -477,11 +563,18 @@ void Builder::add_sharded_reduce_and_optimizer() {
     }
     const Group sg = fsdp_shard_group();
     if (P.zero() < 3 && P.distributed_optimizer && sg.size > 1 && !s_.features.overlap_param_gather) {
+      const double ex = rank_expert_params(r);
       out_.sharded_gather_bytes[r] += rank_params_[r] * 2.0;
-      const double t = layers_.coll(Collective::all_gather, rank_params_[r] * 2.0, sg);
+      const double t = layers_.coll(Collective::all_gather, (rank_params_[r] - ex) * 2.0, sg);
       TaskId ag = add_task(r, dp_stream_[r], sim::checked_ns(t, "the DP parameter gather"), Category::dp_comm, "dp param gather", -1, -1, 'C', 0, 0, 0,
                            {sg.crosses_domains() ? nic_[r] : nvl_[r]});
       g.depend(optim, ag);
+      const Group eg = fsdp_expert_shard_group();
+      if (ex > 0 && eg.size > 1) {
+        TaskId eag = add_task(r, dp_stream_[r], sim::checked_ns(layers_.coll(Collective::all_gather, ex * 2.0, eg), "the expert parameter gather"),
+                              Category::dp_comm, "dp expert param gather", -1, -1, 'C', 0, 0, 0, {eg.crosses_domains() ? nic_[r] : nvl_[r]});
+        g.depend(optim, eag);
+      }
     }
   }
 }
