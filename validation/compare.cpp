@@ -29,7 +29,7 @@ int main(int argc, char** argv) {
   }
   try {
     if (!predict.empty()) {
-      const auto hw = mfusim::config::load_hardware(root + "/hardware/" + hardware + ".toml");
+      const auto hw = mfusim::validation::hardware_profile(root, hardware);
       const auto calib = mfusim::hardware::read_calibration(cal);
       std::printf("hardware: %s\ncalibration: %s\n| model | seq | mbs | flash | rec | fused | step ms | fwd ms | bwd ms | opt ms |\n"
                   "|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|\n", hardware.c_str(), cal.c_str());

@@ -314,11 +314,16 @@ inline Predicted predict(const MeasuredRow& m, const hardware::HardwareSpec& hw,
   return Predicted{res.step_time_s * 1e3, fwd * 1e3, bwd * 1e3, optm * 1e3, res.memory.peak_gib};
 }
 
+// The profile hardware/NAME.toml of the repository at `source_dir`, as validation_compare's --hardware names it.
+inline hardware::HardwareSpec hardware_profile(const std::string& source_dir, const std::string& name) {
+  return config::load_hardware(source_dir + "/hardware/" + name + ".toml");
+}
+
 // Runs the comparison. `source_dir`: the repository root (hardware/h200.toml).
 // `hardware_name`: the profile under hardware/ the steps ran on (h200; h100-sxm for run 54's steps).
 inline Summary compare(const std::string& csv_path, const std::string& calibration_path, const std::string& source_dir,
                        const std::string& hardware_name = "h200") {
-  const hardware::HardwareSpec hw = config::load_hardware(source_dir + "/hardware/" + hardware_name + ".toml");
+  const hardware::HardwareSpec hw = hardware_profile(source_dir, hardware_name);
   const hardware::Calibration cal = hardware::read_calibration(calibration_path);
   Summary sum;
   std::vector<double> es, ef, eb;
