@@ -178,6 +178,18 @@ void check_scenario(const Scenario& s, const Sink& err) {
       par.dp % par.shard_degree != 0)
     err("parallel.shard_degree", "shard_degree=" + std::to_string(par.shard_degree) + " does not divide dp=" +
                                      std::to_string(par.dp) + " (HSDP shards within groups of shard_degree ranks)");
+  // The sharded path (ZeRO-2/3, HSDP, offload; step/fsdp.cpp, models::sharded_static_memory) shards the routed
+  // experts over the shard x cp / ep ranks of a shard group that hold the same experts: ep and the shard group
+  // must divide one another (ep below it: groups of that many; above it: each rank holds its experts whole).
+  const bool sharded_path = par.zero() >= 2 || (par.shard_degree > 0 && par.shard_degree != par.dp) ||
+                            s.features.offload != Offload::none;
+  if (sharded_path && par.ep > 1 && par.dp > 0) {
+    const long long shard = static_cast<long long>(par.shard_degree > 0 ? par.shard_degree : par.dp) * std::max(1, par.cp);
+    if (shard % par.ep != 0 && par.ep % shard != 0)
+      err("parallel.ep", "expert parallel size (ep=" + std::to_string(par.ep) + ") and the shard group (shard_degree x cp = " +
+                             std::to_string(shard) + ") must divide one another under ZeRO-2/3 or HSDP: the routed experts "
+                             "are sharded over the shard group's ranks that hold the same experts");
+  }
   // Megatron's activation CPU offloading (megatron/core/transformer/transformer_config.py: "CPU offloading
   // can be done only for layers less than num_layers", "no support for Pipeline parallelism with CPU
   // offloading", "CPU offloading does not work when activation recomputation is enabled";

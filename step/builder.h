@@ -175,6 +175,7 @@ class Builder {
   // shard x cp / ep of them, as models::sharded_static_memory shards the experts.
   hardware::Group fsdp_expert_shard_group() const;
   hardware::Group fsdp_replica_group() const;
+  hardware::Group fsdp_expert_replica_group() const;   // HSDP: the same experts' holders in the other shard groups
   // The rank's routed-expert parameters (ep > 1; the MTP modules' included), 0 otherwise.
   double rank_expert_params(int rank);
 

@@ -94,6 +94,20 @@ Group Builder::fsdp_expert_shard_group() const {
   return first_of(layer::expert_dp_group(s_), std::max(1, P.shard() * P.cp / P.ep));
 }
 
+// The routed experts' replica group (HSDP): the ranks that hold the same experts in the other shard groups,
+// the expert-data-parallel group's dp x cp / ep ranks over the expert shard group's.
+Group Builder::fsdp_expert_replica_group() const {
+  if (s_.parallel.ep <= 1) return fsdp_replica_group();
+  const Group eg = layer::expert_dp_group(s_);
+  const int k = std::max(1, fsdp_expert_shard_group().size);
+  Group g;
+  g.size = std::max(1, eg.size / k);
+  g.per_domain = eg.per_domain >= k ? std::max(1, eg.per_domain / k) : 1;
+  g.per_domain = std::min(g.per_domain, g.size);
+  g.domains = std::max(1, (g.size + g.per_domain - 1) / g.per_domain);
+  return g;
+}
+
 // The replica group: one rank of each shard group (HSDP's all-reduce).
 Group Builder::fsdp_replica_group() const {
   const auto& dp = layers_.placement().dp;
@@ -115,7 +129,7 @@ TaskId Builder::fsdp_reduce(int rank, double params, TaskId after, std::int64_t 
   const sim::StreamId st = fsdp_active() ? fsdp_rs_stream_[rank] : dp_stream_[rank];
   const double bytes = params * (s_.features.reduce_fp32 ? 4.0 : 2.0);
   const Group sg = experts ? fsdp_expert_shard_group() : fsdp_shard_group();
-  const Group rg = fsdp_replica_group();
+  const Group rg = experts ? fsdp_expert_replica_group() : fsdp_replica_group();
   if (experts && sg.size <= 1 && rg.size <= 1) {
     if (grad_buffer <= 0) return after;
     TaskId fr = add_task(rank, st, 0, Category::dp_comm, Name(), -1, -1, 'M', 0, 0, -grad_buffer);
@@ -153,18 +167,23 @@ TaskId Builder::fsdp_reduce(int rank, double params, TaskId after, std::int64_t 
     if (after >= 0) g.depend(after, copy_in);
   }
   out_.sharded_grad_bytes[rank] += bytes;
-  TaskId last = add_task(rank, st, sim::checked_ns(layers_.coll(Collective::reduce_scatter, bytes, sg), "the FSDP reduce-scatter"),
-                         Category::dp_comm, experts ? "fsdp expert reduce-scatter" : "fsdp reduce-scatter", -1, -1, 'C', 0, 0, 0,
-                         {sg.crosses_domains() ? nic_[rank] : nvl_[rank]},
-                         interference_class(layers_.comm_contention(Collective::reduce_scatter, sg)));
-  if (after >= 0) g.depend(after, last);
-  if (copy_in >= 0) g.depend(copy_in, last);
+  TaskId last = -1;
+  if (!experts || sg.size > 1) {   // (experts held whole in their shard group: nothing to scatter, only HSDP's sum)
+    last = add_task(rank, st, sim::checked_ns(layers_.coll(Collective::reduce_scatter, bytes, sg), "the FSDP reduce-scatter"),
+                    Category::dp_comm, experts ? "fsdp expert reduce-scatter" : "fsdp reduce-scatter", -1, -1, 'C', 0, 0, 0,
+                    {sg.crosses_domains() ? nic_[rank] : nvl_[rank]},
+                    interference_class(layers_.comm_contention(Collective::reduce_scatter, sg)));
+    if (after >= 0) g.depend(after, last);
+    if (copy_in >= 0) g.depend(copy_in, last);
+  } else {
+    last = copy_in >= 0 ? copy_in : after;
+  }
   if (rg.size > 1) {
     TaskId ar = add_task(rank, st, sim::checked_ns(layers_.coll(Collective::all_reduce, bytes / sg.size, rg), "the HSDP all-reduce"),
                          Category::dp_comm, "hsdp all-reduce", -1, -1, 'C', 0, 0, 0,
                          {rg.crosses_domains() ? nic_[rank] : nvl_[rank]},
                          interference_class(layers_.comm_contention(Collective::all_reduce, rg)));
-    g.depend(last, ar);
+    if (last >= 0) g.depend(last, ar);
     last = ar;
   }
   if (grad_buffer > 0) {
@@ -204,7 +223,7 @@ void Builder::add_sharded_param_gathers() {
     std::vector<int> members;
     auto flush = [&] {
       if (members.empty() && !(fill > 0)) return;
-      out_.sharded_gather_bytes[r] += fill_bytes + expert_bytes;
+      out_.sharded_gather_bytes[r] += fill_bytes + (eg.size > 1 ? expert_bytes : 0.0);
       const double t = layers_.coll(Collective::all_gather, fill_bytes, sg);
       TaskId ag = add_task(r, dp_stream_[r], sim::checked_ns(t, "the DP parameter gather"), Category::dp_comm, "dp param gather", -1, -1, 'C', 0, 0, 0,
                            {sg.crosses_domains() ? nic_[r] : nvl_[r]},
@@ -349,7 +368,9 @@ void Builder::fsdp_emit(int rank, Chain& ch, const std::vector<Item>& items, con
       TaskId h2d = -1;
       if (F.offload == config::Offload::params)
         h2d = add_task(rank, fsdp_ag_stream_[rank],
-                       sim::checked_ns(2.0 * u.params / sg.size / s_.hardware.pcie_bandwidth, "the offloaded parameter copy"),
+                       sim::checked_ns(2.0 * ((u.params - u.experts) / sg.size + u.experts / std::max(1, eg.size)) /
+                                           s_.hardware.pcie_bandwidth,
+                                       "the offloaded parameter copy"),
                        Category::dp_comm, "fsdp params to gpu", op.microbatch, op.chunk, 'C');
       out_.sharded_gather_bytes[rank] += dense_bytes + expert_bytes;
       TaskId ag = add_task(rank, fsdp_ag_stream_[rank], sim::checked_ns(layers_.coll(Collective::all_gather, dense_bytes, sg), "the FSDP all-gather"),
@@ -564,14 +585,15 @@ void Builder::add_sharded_reduce_and_optimizer() {
     const Group sg = fsdp_shard_group();
     if (P.zero() < 3 && P.distributed_optimizer && sg.size > 1 && !s_.features.overlap_param_gather) {
       const double ex = rank_expert_params(r);
-      out_.sharded_gather_bytes[r] += rank_params_[r] * 2.0;
+      const Group eg = fsdp_expert_shard_group();
+      const double expert_bytes = eg.size > 1 ? ex * (s_.features.fp8_params ? 1.0 : 2.0) : 0.0;
+      out_.sharded_gather_bytes[r] += (rank_params_[r] - ex) * 2.0 + expert_bytes;
       const double t = layers_.coll(Collective::all_gather, (rank_params_[r] - ex) * 2.0, sg);
       TaskId ag = add_task(r, dp_stream_[r], sim::checked_ns(t, "the DP parameter gather"), Category::dp_comm, "dp param gather", -1, -1, 'C', 0, 0, 0,
                            {sg.crosses_domains() ? nic_[r] : nvl_[r]});
       g.depend(optim, ag);
-      const Group eg = fsdp_expert_shard_group();
-      if (ex > 0 && eg.size > 1) {
-        TaskId eag = add_task(r, dp_stream_[r], sim::checked_ns(layers_.coll(Collective::all_gather, ex * 2.0, eg), "the expert parameter gather"),
+      if (expert_bytes > 0) {
+        TaskId eag = add_task(r, dp_stream_[r], sim::checked_ns(layers_.coll(Collective::all_gather, expert_bytes, eg), "the expert parameter gather"),
                               Category::dp_comm, "dp expert param gather", -1, -1, 'C', 0, 0, 0, {eg.crosses_domains() ? nic_[r] : nvl_[r]});
         g.depend(optim, eag);
       }
