@@ -106,7 +106,7 @@ TEST_CASE("run 55: cold small quantisation calls are under-priced by about a mic
     std::printf("run 55 %-5s %5.0f x %5.0f (%6.1f MB): fused %7.2f us, priced %7.2f us (%.3f x)\n", f[0].c_str(), M, K,
                 bytes * 1e-6, measured * 1e6, priced * 1e6, ratio);
     if (bytes < 50e6) {
-      // 1.6-25 MB: priced 0.45-0.92 of the fused kernel's time, 0.5-2.3 us short per call: a cold kernel's
+      // 1.6-25 MB: priced 0.45-0.92 of the fused kernel's time, 0.8-2.3 us short per call: a cold kernel's
       // DRAM latency and ramp, which the bytes at the copy rate and the gap between kernels leave out.
       CHECK(ratio > 0.4);
       CHECK(ratio < 0.95);
@@ -114,14 +114,14 @@ TEST_CASE("run 55: cold small quantisation calls are under-priced by about a mic
       missing_small += measured - priced;
       ++small;
     } else {
-      CHECK(ratio > 0.87);   // 0.89-0.96: the fused kernels at 0.94-0.96 of the copy fit's rate
+      CHECK(ratio > 0.87);   // 0.879-0.961: the fused kernels at 0.94-0.96 of the copy fit's rate
       CHECK(ratio < 0.98);
       ++large;
     }
   }
   CHECK(small == 16);
   CHECK(large == 14);
-  // What DeepSeek-V3's 37 quantisation calls per MoE layer would add at the mean shortfall: about 45 us, a tenth
-  // of the 0.49 ms by which DeepSeek's profile exceeds their price (docs/moe-dualpipe.md).
-  CHECK(missing_small / small * 1e6 == doctest::Approx(1.2).epsilon(0.25));
+  // What DeepSeek-V3's 37 quantisation calls per MoE layer would add at the mean shortfall (1.62 us): about
+  // 60 us, an eighth of the 0.49 ms by which DeepSeek's profile exceeds their price (docs/moe-dualpipe.md).
+  CHECK(missing_small / small * 1e6 == doctest::Approx(1.62).epsilon(0.05).scale(0));
 }

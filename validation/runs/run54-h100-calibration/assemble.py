@@ -63,6 +63,10 @@ HBM = 4.8 / 3.35
 out = [f"# mfusim probe output (SPEC.md §6), assembled by validation/runs/run54-h100-calibration/assemble.py\n",
        "# from run 54 (one H100 SXM, results in validation/runs/run54-h100-calibration/results/) and, for the\n",
        "# families run 54 did not measure, hardware/calibration/h200-probe.toml (see the script's docstring).\n"]
+if r55:
+    out[1:] = ["# from runs 54 and 55 (one H100 SXM; validation/runs/run54-h100-calibration/results/ and\n",
+               "# validation/runs/run55-h100-carried/results/) and, for the families neither measured,\n",
+               "# hardware/calibration/h200-probe.toml (see the script's docstring).\n"]
 head, tables = read("h100-probe.toml")
 out.append(head.split("\n", 1)[1] if head.startswith("#") else head)
 for h, b in tables:

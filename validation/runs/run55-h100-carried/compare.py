@@ -79,8 +79,6 @@ for r in csv.DictReader(open(f"{res}/call2/quant/quant_cold.csv")):
 print("\nGEMM power (run 33's script): H100 against the H200, per carve-out")
 p2 = {r["case"]: r for r in tables(h2, "gemm_power")}
 print(f"{'case':14s} {'SMs':>4s} {'H100 MHz':>8s} {'W':>6s} {'TFLOP/s':>8s} | {'H200 MHz':>8s} {'W':>6s} {'TFLOP/s':>8s}")
-for r in csv.DictReader(open(f"{res}/call2/power/power.csv")):
-    pass
 rows55 = tables(open(f"{res}/../../../../hardware/calibration/h100-probe.toml").read(), "gemm_power")
 for r in rows55:
     o = p2.get(r["case"], {})
