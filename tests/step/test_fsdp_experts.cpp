@@ -139,3 +139,14 @@ TEST_CASE("ZeRO-2/3 with ep: ep and the shard group must divide one another") {
   CHECK(testing::config_error_of([] { moe({"parallel.ep=8", "cluster.gpus=24", "parallel.tp=2", "training.global_batch=12",
                                            "parallel.zero_stage=1"}); }) == "(no error)");
 }
+
+TEST_CASE("ZeRO-3 with ep and MTP: the MTP module's routed experts go with the head unit, over the expert shard group") {
+  const auto base = testing::run_with_timeline(moe());
+  const auto r = testing::run_with_timeline(moe({"model.mtp_depth=1"}));
+  // The head unit (gathered once: FSDP2's root stays gathered to its backward) now has experts: one more expert
+  // gather and one more expert reduce-scatter, each of the MTP block's experts on the rank.
+  CHECK(testing::tasks_named(r, "fsdp expert all-gather").size() == testing::tasks_named(base, "fsdp expert all-gather").size() + 1);
+  CHECK(testing::tasks_named(r, "fsdp expert reduce-scatter").size() ==
+        testing::tasks_named(base, "fsdp expert reduce-scatter").size() + 1);
+  CHECK(testing::tasks_named(r, "fsdp all-gather").size() == testing::tasks_named(base, "fsdp all-gather").size());
+}
