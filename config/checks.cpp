@@ -339,7 +339,7 @@ void check_scenario(const Scenario& s, const Sink& err) {
     const std::string tt = "features.model_code = \"torchtitan\" is torchtitan's dense Llama block";
     if (m.activation != models::Activation::swiglu || m.mla || m.is_moe())
       err("features.model_code", tt + " (RMSNorm, RoPE, GQA, SwiGLU): model '" + m.name +
-                                     "' is not one (GELU, MLA or MoE layers)");
+                                     "' is not one (GELU or squared-ReLU, MLA or MoE layers)");
     const Attention a = attention_of(s);
     if (!fused_attention(a))
       err("features.model_code", tt + " calling F.scaled_dot_product_attention's flash or cuDNN backend: attention \"" +

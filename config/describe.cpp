@@ -17,7 +17,7 @@ std::string describe(const Scenario& s) {
   os << "model: " << m.name << (s.model_ref.empty() ? "" : "  [" + s.model_ref + "]") << "\n"
      << "  layers " << m.layers << ", hidden " << m.hidden << ", ffn_hidden " << m.ffn_hidden << ", heads "
      << m.heads << ", kv_heads " << m.kv_heads << ", head_dim " << m.head_dim << ", vocab " << m.vocab << "\n"
-     << "  activation " << (m.activation == models::Activation::swiglu ? "swiglu" : "gelu") << ", tied_embeddings "
+     << "  activation " << models::to_string(m.activation) << ", tied_embeddings "
      << yn(m.tied_embeddings) << "\n";
   if (m.bias || m.dropout || m.rope || m.layernorm) {   // conventions the model file states apart from its activation
     os << " ";

@@ -109,9 +109,11 @@ models::ModelSpec read_hf_config(Ctx& ctx, const Value& root, const std::string&
       m.activation = models::Activation::swiglu;
     } else if (act.rfind("gelu", 0) == 0) {
       m.activation = models::Activation::gelu;
+    } else if (act == "relu2") {   // Hugging Face's Nemotron: ACT2FN["relu2"], squared ReLU
+      m.activation = models::Activation::squared_relu;
     } else {
       const Value* v = root.find("hidden_act") ? root.find("hidden_act") : root.find("activation_function");
-      ctx.error(v ? v->pos : root.pos, "unsupported activation " + quote(act) + " (supported: silu -> swiglu, gelu*)");
+      ctx.error(v ? v->pos : root.pos, "unsupported activation " + quote(act) + " (supported: silu -> swiglu, gelu*, relu2 -> squared_relu)");
     }
   }
   static const std::set<std::string> kTiedByDefault = {"gpt2", "opt", "bloom", "gemma", "gemma2", "gemma3",

@@ -37,8 +37,9 @@ models::ModelSpec read_model_table(Ctx& ctx, const Value& t, const std::string& 
   ctx.read_int(t, "ffn_hidden", p, m.ffn_hidden);
   if (!ctx.read_int(t, "kv_heads", p, m.kv_heads)) m.kv_heads = m.heads;
   ctx.read_int(t, "head_dim", p, m.head_dim);
-  int act = ctx.read_enum(t, "activation", p, {"swiglu", "gelu"});
+  int act = ctx.read_enum(t, "activation", p, {"swiglu", "gelu", "squared_relu"});
   if (act == 1) m.activation = models::Activation::gelu;
+  if (act == 2) m.activation = models::Activation::squared_relu;
   ctx.read_bool(t, "tied_embeddings", p, m.tied_embeddings);
   for (auto [key, field] : {std::pair<const char*, std::optional<bool>*>{"bias", &m.bias}, {"dropout", &m.dropout}, {"rope", &m.rope}}) {
     bool v = false;

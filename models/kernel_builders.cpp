@@ -167,6 +167,30 @@ void activation_kernels(const ModelSpec& m, double n, double f_width, int e, boo
     return;
   }
   const bool bias = has_bias(m);
+  if (m.activation == Activation::squared_relu) {
+    // Megatron-Core calls the Python function torch.pow(F.relu(x), 2) (no fused kernel of its own, a stated
+    // bias its own add). fused: NeMo 1's torch.compile'd function, one Triton kernel each way (x read, y
+    // written; dy and x read, dx written). Unfused: eager PyTorch, run 56's kernels: forward clamp_min and
+    // pow (x * x); backward pow's self.pow(1) as a device copy, the multiply by 2, the multiply by dy and
+    // relu's threshold_backward.
+    if (bias) push(f, b, {"bias_add", "bias_add_bwd", e * x + e * f_width, e * x, x, count});
+    if (fused) {
+      push(f, b, {"squared_relu", "squared_relu_bwd", e * x, e * x, 2 * x, count});
+      return;
+    }
+    auto eager = [&](std::vector<Kernel>& ks, const char* name, double read, double write, double flops) {
+      Kernel k = memk(name, read, write, flops, count);
+      k.family = hardware::MemFamily::eltwise;
+      ks.push_back(k);
+    };
+    eager(f, "relu", e * x, e * x, x);
+    eager(f, "relu_square", e * x, e * x, x);
+    eager(b, "relu_square_bwd_copy", e * x, e * x, 0);
+    eager(b, "relu_square_bwd_scale", e * x, e * x, x);
+    eager(b, "relu_square_bwd_mul", 2 * e * x, e * x, x);
+    eager(b, "relu_bwd", 2 * e * x, e * x, x);
+    return;
+  }
   if (fused) {
     if (bias) push(f, b, {"bias_gelu", "bias_gelu_bwd", e * x + e * f_width, e * x, 8 * x, count});
     else push(f, b, {"gelu", "gelu_bwd", e * x, e * x, 8 * x, count});

@@ -7,7 +7,13 @@
 
 namespace mfusim::models {
 
-enum class Activation { swiglu, gelu };
+// The MLP activation. squared_relu (Nemotron-3/4, relu(x)^2): two MLP matrices like GELU, no fused kernel in
+// Megatron-Core (bias_activation_fusion fuses GELU and SwiGLU only); NeMo 1 torch.compile's it (one kernel each
+// way), plain PyTorch runs it eagerly (run 56, models::detail::activation_kernels).
+enum class Activation { swiglu, gelu, squared_relu };
+inline const char* to_string(Activation a) {
+  return a == Activation::swiglu ? "swiglu" : a == Activation::gelu ? "gelu" : "squared_relu";
+}
 
 // Mixture of experts (Mixtral, DeepSeek-V3). `dense_layers` leading layers use
 // the dense MLP of width ModelSpec::ffn_hidden; the rest route each token to
@@ -46,8 +52,8 @@ struct ModelSpec {
   bool tied_embeddings = false;
   // The block's conventions where a model departs from its activation's family (models/conventions.h:
   // GELU models are GPT-style with linear biases, dropout, LayerNorm and learned positions; SwiGLU models
-  // Llama-style with none of those and RoPE). Unset: the family's. Nemotron-4 (squared ReLU, so "gelu"
-  // for its GEMM shapes) has LayerNorm and RoPE but no biases and no dropout.
+  // Llama-style with none of those and RoPE; squared ReLU as SwiGLU's). Unset: the family's. Nemotron-4
+  // (squared ReLU) states LayerNorm and RoPE, no biases and no dropout.
   std::optional<bool> bias;      // model file `bias`: biases on the linear layers
   std::optional<bool> dropout;   // `dropout`: hidden and attention dropout in training
   std::optional<bool> rope;      // `rope`: rotary position embeddings (else learned positions or none)

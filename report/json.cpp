@@ -125,7 +125,7 @@ void write_resolved(JsonWriter& w, const config::Scenario& s) {
   w.key("kv_heads").value(m.kv_heads);
   w.key("head_dim").value(static_cast<long long>(m.head_dim));
   w.key("vocab").value(static_cast<long long>(m.vocab));
-  w.key("activation").value(m.activation == models::Activation::swiglu ? "swiglu" : "gelu");
+  w.key("activation").value(models::to_string(m.activation));
   w.key("tied_embeddings").value(m.tied_embeddings);
   // The block's conventions, where the model file states them apart from its activation (ModelSpec).
   if (m.bias) w.key("bias").value(*m.bias);

@@ -36,9 +36,9 @@ TEST_CASE("every models/*.toml loads and satisfies the ModelSpec invariants") {
   CHECK(g.heads == 128);
   CHECK(g.vocab == 51200);
   CHECK(g.activation == models::Activation::gelu);
-  // Nemotron-4: squared ReLU (gelu shapes) with the conventions its NeMo config states.
+  // Nemotron-4: squared ReLU with the conventions its NeMo config states.
   auto n = config::load_model(kRoot + "/models/nemotron4-15b.toml");
-  CHECK(n.activation == models::Activation::gelu);
+  CHECK(n.activation == models::Activation::squared_relu);
   CHECK(n.bias == std::optional<bool>(false));
   CHECK(n.dropout == std::optional<bool>(false));
   CHECK(n.rope == std::optional<bool>(true));
