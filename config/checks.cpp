@@ -184,7 +184,7 @@ void check_scenario(const Scenario& s, const Sink& err) {
   const bool sharded_path = par.zero() >= 2 || (par.shard_degree > 0 && par.shard_degree != par.dp) ||
                             s.features.offload != Offload::none;
   if (sharded_path && par.ep > 1 && par.dp > 0) {
-    const long long shard = static_cast<long long>(par.shard_degree > 0 ? par.shard_degree : par.dp) * std::max(1, par.cp);
+    const long long shard = static_cast<long long>(par.shard()) * std::max(1, par.cp);
     if (shard % par.ep != 0 && par.ep % shard != 0)
       err("parallel.ep", "expert parallel size (ep=" + std::to_string(par.ep) + ") and the shard group (shard_degree x cp = " +
                              std::to_string(shard) + ") must divide one another under ZeRO-2/3 or HSDP: the routed experts "

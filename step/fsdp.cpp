@@ -69,6 +69,16 @@ Group first_of(const Group& g, int k) {
   if (g.per_domain >= k) return Group{k, 1, k};
   return Group{k, (k + g.per_domain - 1) / g.per_domain, g.per_domain};
 }
+
+// One member of each run of k consecutive members of g (HSDP's replica group across the shard groups).
+Group one_of_each(const Group& g, int k) {
+  k = std::max(1, k);
+  Group r;
+  r.size = std::max(1, g.size / k);
+  r.per_domain = std::min(g.per_domain >= k ? std::max(1, g.per_domain / k) : 1, r.size);
+  r.domains = std::max(1, (r.size + r.per_domain - 1) / r.per_domain);
+  return r;
+}
 }  // namespace
 
 bool Builder::zero_sharded() const { return models::zero_sharded(s_); }
@@ -98,27 +108,11 @@ Group Builder::fsdp_expert_shard_group() const {
 // the expert-data-parallel group's dp x cp / ep ranks over the expert shard group's.
 Group Builder::fsdp_expert_replica_group() const {
   if (s_.parallel.ep <= 1) return fsdp_replica_group();
-  const Group eg = layer::expert_dp_group(s_);
-  const int k = std::max(1, fsdp_expert_shard_group().size);
-  Group g;
-  g.size = std::max(1, eg.size / k);
-  g.per_domain = eg.per_domain >= k ? std::max(1, eg.per_domain / k) : 1;
-  g.per_domain = std::min(g.per_domain, g.size);
-  g.domains = std::max(1, (g.size + g.per_domain - 1) / g.per_domain);
-  return g;
+  return one_of_each(layer::expert_dp_group(s_), fsdp_expert_shard_group().size);
 }
 
 // The replica group: one rank of each shard group (HSDP's all-reduce).
-Group Builder::fsdp_replica_group() const {
-  const auto& dp = layers_.placement().dp;
-  const int k = s_.parallel.shard();
-  Group g;
-  g.size = std::max(1, s_.parallel.dp / std::max(1, k));
-  g.per_domain = dp.per_domain >= k ? std::max(1, dp.per_domain / k) : 1;
-  g.per_domain = std::min(g.per_domain, g.size);
-  g.domains = std::max(1, (g.size + g.per_domain - 1) / g.per_domain);
-  return g;
-}
+Group Builder::fsdp_replica_group() const { return one_of_each(layers_.placement().dp, s_.parallel.shard()); }
 
 // Reduce `params` parameters' gradients after `after`: reduce-scatter over the shard group (the expert
 // shard group for routed experts), then (HSDP) all-reduce of the shard across replicas; frees
@@ -362,7 +356,8 @@ void Builder::fsdp_emit(int rank, Chain& ch, const std::vector<Item>& items, con
       // rank (each holds its experts whole); the rest over the shard group.
       const double expert_bytes = eg.size > 1 ? u.experts * width : 0.0;
       const double dense_bytes = (u.params - u.experts) * width;
-      const auto mem = static_cast<std::int64_t>(dense_bytes + expert_bytes);
+      const double gathered_bytes = dense_bytes + expert_bytes;
+      const auto mem = static_cast<std::int64_t>(gathered_bytes);
       // Parameter offload: the rank's bf16 shard of the unit comes from the host first (on the
       // gather's stream, so the gather follows it).
       TaskId h2d = -1;
@@ -372,7 +367,7 @@ void Builder::fsdp_emit(int rank, Chain& ch, const std::vector<Item>& items, con
                                            s_.hardware.pcie_bandwidth,
                                        "the offloaded parameter copy"),
                        Category::dp_comm, "fsdp params to gpu", op.microbatch, op.chunk, 'C');
-      out_.sharded_gather_bytes[rank] += dense_bytes + expert_bytes;
+      out_.sharded_gather_bytes[rank] += gathered_bytes;
       TaskId ag = add_task(rank, fsdp_ag_stream_[rank], sim::checked_ns(layers_.coll(Collective::all_gather, dense_bytes, sg), "the FSDP all-gather"),
                            Category::dp_comm, "fsdp all-gather", op.microbatch, op.chunk, 'C', 0, 0, mem, {res},
                            interference_class(layers_.comm_contention(Collective::all_gather, sg)));
@@ -396,7 +391,6 @@ void Builder::fsdp_emit(int rank, Chain& ch, const std::vector<Item>& items, con
       // _fsdp_param_group.py wait_for_unshard -> foreach_all_gather_copy_out,
       // split_with_sizes_copy): the gathered bytes read and written once, before the unit's
       // compute. FSDP1's FlatParameter views the gathered buffer: no copy.
-      const double gathered_bytes = dense_bytes + expert_bytes;
       if (F.fsdp_version == 2 && !F.megatron_fsdp && gathered_bytes > 0) {
         const hardware::Kernel k = fsdp_copy_kernel("fsdp_copy_out", gathered_bytes, gathered_bytes);
         const layer::Seg cs = layers_.seg_of({&k});
